@@ -1,0 +1,68 @@
+# External dependencies: MPI, StarPU (+ StarPU-MPI) through pkg-config, hwloc,
+# optional CUDA. Version differences between StarPU 1.3 and 1.4 are detected
+# by compiling against the StarPU that was found, never by version numbers.
+find_package(MPI REQUIRED COMPONENTS C)
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+
+set(STRATA_STARPU_SERIES "" CACHE STRING
+    "StarPU series to use (1.3 or 1.4); empty picks the first found, newest first")
+if(STRATA_STARPU_SERIES)
+  set(_strata_series ${STRATA_STARPU_SERIES})
+else()
+  set(_strata_series 1.4 1.3)
+endif()
+foreach(series IN LISTS _strata_series)
+  pkg_check_modules(STARPU QUIET IMPORTED_TARGET GLOBAL starpu-${series} starpumpi-${series})
+  if(STARPU_FOUND)
+    set(STRATA_STARPU_MODULES "starpu-${series} starpumpi-${series}")
+    break()
+  endif()
+endforeach()
+if(NOT STARPU_FOUND)
+  message(FATAL_ERROR "StarPU with StarPU-MPI not found through pkg-config "
+                      "(starpu-1.3/starpumpi-1.3 or the 1.4 modules); run scripts/setup.sh")
+endif()
+pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET GLOBAL hwloc)
+message(STATUS "StarPU ${STARPU_starpu-1.3_VERSION}${STARPU_starpu-1.4_VERSION} (${STRATA_STARPU_MODULES})")
+
+# pkg-config name of the MPI implementation, for strata.pc.
+pkg_check_modules(MPI_PC QUIET mpi-c)
+if(MPI_PC_FOUND)
+  set(STRATA_PC_MPI "mpi-c")
+endif()
+
+# StarPU API shims.
+include(CheckSymbolExists)
+include(CMakePushCheckState)
+cmake_push_check_state(RESET)
+set(CMAKE_REQUIRED_INCLUDES ${STARPU_INCLUDE_DIRS} ${MPI_C_INCLUDE_DIRS})
+set(CMAKE_REQUIRED_LIBRARIES ${STARPU_LINK_LIBRARIES} ${MPI_C_LIBRARIES})
+set(CMAKE_REQUIRED_QUIET ON)
+# 1.4 reduction codelets take arguments and expect STARPU_COMMUTE on the
+# accumulator (1.3 aborts when it is there).
+check_symbol_exists(starpu_data_set_reduction_methods_with_args starpu.h
+                    STRATA_STARPU_REDUX_WITH_ARGS)
+# StarPU configured with CUDA / FxT.
+check_symbol_exists(STARPU_USE_CUDA starpu_config.h STRATA_STARPU_HAS_CUDA)
+check_symbol_exists(STARPU_USE_FXT starpu_config.h STRATA_STARPU_HAS_FXT)
+cmake_pop_check_state()
+
+# CUDA kernels.
+set(STRATA_HAVE_CUDA_KERNELS OFF)
+if(NOT STRATA_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(STRATA_HAVE_CUDA_KERNELS ON)
+  elseif(STRATA_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "STRATA_CUDA=ON but no CUDA compiler was found")
+  endif()
+endif()
+message(STATUS "Strata CUDA kernels: ${STRATA_HAVE_CUDA_KERNELS}; "
+               "StarPU CUDA workers: ${STRATA_STARPU_HAS_CUDA}")

@@ -1,0 +1,145 @@
+// Element-wise merge kernels on the GPU: the same operator and type rules as
+// the CPU kernels in ../cpu/merge.c (integer SUM and PROD wrap around).
+#include <cstdint>
+#include <cuda_runtime.h>
+
+#include "../merge_kernels.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+
+struct Sum {
+  template <typename D, typename S> __device__ D operator()(D a, S b) const
+  {
+    using U = decltype(a + b);
+    return static_cast<D>(static_cast<U>(a) + static_cast<U>(b));
+  }
+};
+struct Prod {
+  template <typename T> __device__ T operator()(T a, T b) const { return static_cast<T>(a * b); }
+};
+struct Min {  // NaN propagates: b != b only for NaN
+  template <typename T> __device__ T operator()(T a, T b) const { return (b < a || b != b) ? b : a; }
+};
+struct Max {
+  template <typename T> __device__ T operator()(T a, T b) const { return (b > a || b != b) ? b : a; }
+};
+struct BitAnd {
+  template <typename T> __device__ T operator()(T a, T b) const { return static_cast<T>(a & b); }
+};
+struct BitOr {
+  template <typename T> __device__ T operator()(T a, T b) const { return static_cast<T>(a | b); }
+};
+struct LogAnd {
+  template <typename S> __device__ uint8_t operator()(uint8_t a, S b) const { return a && b != S(0); }
+};
+struct LogOr {
+  template <typename S> __device__ uint8_t operator()(uint8_t a, S b) const { return a || b != S(0); }
+};
+
+template <typename D, typename S, typename Op>
+__global__ void merge_kernel(D *dst, const S *src, size_t n, Op op)
+{
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    dst[i] = op(dst[i], src[i]);
+}
+
+template <typename T> __global__ void fill_kernel(T *dst, size_t n, T value)
+{
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    dst[i] = value;
+}
+
+unsigned blocks_for(size_t n)
+{
+  size_t b = (n + kThreads - 1) / kThreads;
+  return (unsigned)(b < 65535 ? (b ? b : 1) : 65535);
+}
+
+template <typename D, typename S, typename Op>
+int launch(void *dst, const void *src, size_t n, Op op, cudaStream_t stream)
+{
+  merge_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<D *>(dst),
+                                                       static_cast<const S *>(src), n, op);
+  return (int)cudaGetLastError();
+}
+
+template <typename T> int launch_arith(strata_op op, void *dst, const void *src, size_t n, cudaStream_t s)
+{
+  switch (op) {
+  case STRATA_SUM: return launch<T, T>(dst, src, n, Sum(), s);
+  case STRATA_PROD: return launch<T, T>(dst, src, n, Prod(), s);
+  case STRATA_MIN: return launch<T, T>(dst, src, n, Min(), s);
+  case STRATA_MAX: return launch<T, T>(dst, src, n, Max(), s);
+  default: return (int)cudaErrorInvalidValue;
+  }
+}
+
+template <typename T> int launch_bits(strata_op op, void *dst, const void *src, size_t n, cudaStream_t s)
+{
+  if (op == STRATA_BAND) return launch<T, T>(dst, src, n, BitAnd(), s);
+  if (op == STRATA_BOR) return launch<T, T>(dst, src, n, BitOr(), s);
+  return launch_arith<T>(op, dst, src, n, s);
+}
+
+template <typename S> int launch_logical(strata_op op, void *dst, const void *src, size_t n, cudaStream_t s)
+{
+  if (op == STRATA_LAND) return launch<uint8_t, S>(dst, src, n, LogAnd(), s);
+  return launch<uint8_t, S>(dst, src, n, LogOr(), s);
+}
+
+template <typename T> int launch_fill(void *dst, size_t n, const void *value, cudaStream_t s)
+{
+  fill_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<T *>(dst), n,
+                                                 *static_cast<const T *>(value));
+  return (int)cudaGetLastError();
+}
+
+}  // namespace
+
+extern "C" int strata__merge_cuda(strata_op op, strata_dtype src_dtype, void *dst, const void *src,
+                                  size_t n, void *stream)
+{
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (n == 0) return 0;
+  if (op == STRATA_LAND || op == STRATA_LOR) {
+    switch (src_dtype) {
+    case STRATA_BOOL: return launch_logical<uint8_t>(op, dst, src, n, s);
+    case STRATA_INT8: return launch_logical<int8_t>(op, dst, src, n, s);
+    case STRATA_UINT8: return launch_logical<uint8_t>(op, dst, src, n, s);
+    case STRATA_INT32: return launch_logical<int32_t>(op, dst, src, n, s);
+    case STRATA_INT64: return launch_logical<int64_t>(op, dst, src, n, s);
+    case STRATA_FLOAT32: return launch_logical<float>(op, dst, src, n, s);
+    case STRATA_FLOAT64: return launch_logical<double>(op, dst, src, n, s);
+    default: return (int)cudaErrorInvalidValue;
+    }
+  }
+  switch (src_dtype) {
+  case STRATA_BOOL: return launch<int64_t, uint8_t>(dst, src, n, Sum(), s);  // SUM only
+  case STRATA_INT8: return launch_bits<int8_t>(op, dst, src, n, s);
+  case STRATA_UINT8: return launch_bits<uint8_t>(op, dst, src, n, s);
+  case STRATA_INT32: return launch_bits<int32_t>(op, dst, src, n, s);
+  case STRATA_INT64: return launch_bits<int64_t>(op, dst, src, n, s);
+  case STRATA_FLOAT32: return launch_arith<float>(op, dst, src, n, s);
+  case STRATA_FLOAT64: return launch_arith<double>(op, dst, src, n, s);
+  default: return (int)cudaErrorInvalidValue;
+  }
+}
+
+extern "C" int strata__merge_fill_identity_cuda(strata_op op, strata_dtype result, void *dst,
+                                                size_t n, void *stream)
+{
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  unsigned char value[8];
+  if (n == 0) return 0;
+  strata__merge_identity(op, result, value);
+  switch (strata_dtype_size(result)) {
+  case 1: return launch_fill<uint8_t>(dst, n, value, s);
+  case 4: return launch_fill<uint32_t>(dst, n, value, s);
+  case 8: return launch_fill<uint64_t>(dst, n, value, s);
+  default: return (int)cudaErrorInvalidValue;
+  }
+}

@@ -1,0 +1,36 @@
+/* Pure merge kernels: no StarPU, no Strata runtime. Callers validate the
+ * (op, dtype) pair with strata__merge_result_dtype() first. */
+#ifndef STRATA_MERGE_KERNELS_H
+#define STRATA_MERGE_KERNELS_H
+
+#include <stddef.h>
+
+#include <strata/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Result type of merging values of type `in` with `op`; -1 when forbidden. */
+int strata__merge_result_dtype(strata_op op, strata_dtype in);
+
+/* One identity element of `op` in type `result` written to `value`. */
+void strata__merge_identity(strata_op op, strata_dtype result, void *value);
+
+/* dst[i] = dst[i] op src[i]; dst has the result type of (op, src_dtype). */
+void strata__merge_cpu(strata_op op, strata_dtype src_dtype, void *dst, const void *src, size_t n);
+
+/* dst[i] = identity of op, dst of type `result`. */
+void strata__merge_fill_identity_cpu(strata_op op, strata_dtype result, void *dst, size_t n);
+
+/* CUDA versions, asynchronous on `stream` (a cudaStream_t). Return 0, or a
+ * nonzero cudaError_t when the launch failed. */
+int strata__merge_cuda(strata_op op, strata_dtype src_dtype, void *dst, const void *src, size_t n,
+                       void *stream);
+int strata__merge_fill_identity_cuda(strata_op op, strata_dtype result, void *dst, size_t n,
+                                     void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,203 @@
+/* n-dimensional arrays registered as StarPU vector handles. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <strata/starpu.h>
+
+#include "internal.h"
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static strata_array *registry;
+
+void strata__array_track(strata_array *a)
+{
+  pthread_mutex_lock(&registry_lock);
+  a->prev = NULL;
+  a->next = registry;
+  if (registry)
+    registry->prev = a;
+  registry = a;
+  pthread_mutex_unlock(&registry_lock);
+}
+
+void strata__array_untrack(strata_array *a)
+{
+  pthread_mutex_lock(&registry_lock);
+  if (a->prev)
+    a->prev->next = a->next;
+  else
+    registry = a->next;
+  if (a->next)
+    a->next->prev = a->prev;
+  pthread_mutex_unlock(&registry_lock);
+}
+
+void strata__array_destroy_all(void)
+{
+  while (registry) {
+    strata_array *a = registry;
+    strata_log(STRATA_LOG_DEBUG, "finalize: destroying live array %p (%s, %lld elements)",
+               (void *)a, strata_dtype_name(a->dtype), (long long)a->nelems);
+    if (a->acquired)
+      strata_array_release(a);
+    strata_array_destroy(a);
+  }
+}
+
+/* Validate a shape and compute its element and byte counts. */
+static int check_shape(int ndim, const int64_t *shape, strata_dtype dtype, int64_t *nelems,
+                       int64_t *nbytes)
+{
+  size_t elem = strata_dtype_size(dtype);
+  if (elem == 0 || ndim < 0 || ndim > STRATA_MAX_DIMS || (ndim > 0 && !shape))
+    return STRATA_EINVAL;
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) {
+    if (shape[d] < 0)
+      return STRATA_EINVAL;
+    if (shape[d] > 0 && n > INT64_MAX / shape[d])
+      return STRATA_EINVAL;
+    n *= shape[d];
+  }
+  if (n > INT64_MAX / (int64_t)elem || (uint64_t)n * elem > SIZE_MAX)
+    return STRATA_EINVAL;
+  *nelems = n;
+  *nbytes = n * (int64_t)elem;
+  return 0;
+}
+
+static int make_array(void *data, int owns, int ndim, const int64_t *shape, strata_dtype dtype,
+                      int64_t nelems, int64_t nbytes, strata_array **out)
+{
+  strata_array *a = calloc(1, sizeof *a);
+  if (!a)
+    return STRATA_ENOMEM;
+  a->ndim = ndim;
+  if (ndim > 0)
+    memcpy(a->shape, shape, (size_t)ndim * sizeof *shape);
+  a->dtype = dtype;
+  a->nelems = nelems;
+  a->nbytes = nbytes;
+  a->data = data;
+  a->owns_data = owns;
+  a->redux_op = -1;
+  starpu_vector_data_register(&a->handle, STARPU_MAIN_RAM, (uintptr_t)data, (uint32_t)nelems,
+                              strata_dtype_size(dtype));
+  strata__array_track(a);
+  *out = a;
+  return 0;
+}
+
+int strata_array_create(int ndim, const int64_t *shape, strata_dtype dtype, strata_array **out)
+{
+  int64_t nelems, nbytes;
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!out)
+    return STRATA_EINVAL;
+  *out = NULL;
+  if ((ret = check_shape(ndim, shape, dtype, &nelems, &nbytes)))
+    return ret;
+  if (nelems > UINT32_MAX) /* StarPU 1.3 vectors count elements in 32 bits */
+    return STRATA_EINVAL;
+  void *data = NULL;
+  /* Allocate at least one element so that empty arrays have a real pointer. */
+  size_t alloc = nbytes > 0 ? (size_t)nbytes : strata_dtype_size(dtype);
+  if (starpu_malloc(&data, alloc) != 0 || !data)
+    return STRATA_ENOMEM;
+  ret = make_array(data, 1, ndim, shape, dtype, nelems, nbytes, out);
+  if (ret)
+    starpu_free(data);
+  return ret;
+}
+
+int strata_array_wrap(void *data, int ndim, const int64_t *shape, strata_dtype dtype,
+                      strata_array **out)
+{
+  int64_t nelems, nbytes;
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!out)
+    return STRATA_EINVAL;
+  *out = NULL;
+  if (!data)
+    return STRATA_EINVAL;
+  if ((ret = check_shape(ndim, shape, dtype, &nelems, &nbytes)))
+    return ret;
+  if (nelems > UINT32_MAX)
+    return STRATA_EINVAL;
+  return make_array(data, 0, ndim, shape, dtype, nelems, nbytes, out);
+}
+
+int strata_array_destroy(strata_array *a)
+{
+  if (!a)
+    return 0;
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (a->acquired)
+    return STRATA_ESTATE;
+  starpu_data_unregister(a->handle); /* waits for the tasks using it */
+  if (a->owns_data)
+    starpu_free(a->data);
+  strata__array_untrack(a);
+  free(a);
+  return 0;
+}
+
+int strata_array_acquire(strata_array *a, strata_access mode, void **data)
+{
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!a || mode < STRATA_READ || mode > STRATA_READWRITE)
+    return STRATA_EINVAL;
+  if (a->acquired)
+    return STRATA_ESTATE;
+  enum starpu_data_access_mode m = mode == STRATA_READ    ? STARPU_R
+                                   : mode == STRATA_WRITE ? STARPU_W
+                                                          : STARPU_RW;
+  if (starpu_data_acquire(a->handle, m) != 0)
+    return STRATA_ESTARPU;
+  a->acquired = 1;
+  if (data)
+    *data = a->data;
+  return 0;
+}
+
+int strata_array_release(strata_array *a)
+{
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!a)
+    return STRATA_EINVAL;
+  if (!a->acquired)
+    return STRATA_ESTATE;
+  starpu_data_release(a->handle);
+  a->acquired = 0;
+  return 0;
+}
+
+int strata_array_ndim(const strata_array *a) { return a ? a->ndim : STRATA_EINVAL; }
+
+int strata_array_shape(const strata_array *a, int64_t *shape)
+{
+  if (!a || (!shape && a->ndim > 0))
+    return STRATA_EINVAL;
+  if (a->ndim > 0)
+    memcpy(shape, a->shape, (size_t)a->ndim * sizeof *shape);
+  return 0;
+}
+
+int strata_array_dtype(const strata_array *a) { return a ? (int)a->dtype : STRATA_EINVAL; }
+
+int64_t strata_array_nelems(const strata_array *a) { return a ? a->nelems : STRATA_EINVAL; }
+
+int64_t strata_array_nbytes(const strata_array *a) { return a ? a->nbytes : STRATA_EINVAL; }
+
+starpu_data_handle_t strata_array_handle(const strata_array *a) { return a ? a->handle : NULL; }

@@ -1,0 +1,45 @@
+/* Internal interfaces shared by core/ files (not installed). */
+#ifndef STRATA_CORE_INTERNAL_H
+#define STRATA_CORE_INTERNAL_H
+
+#include <starpu.h>
+#include <stdint.h>
+
+#include <strata/strata.h>
+
+struct strata_array {
+  int ndim;
+  int64_t shape[STRATA_MAX_DIMS];
+  strata_dtype dtype;
+  int64_t nelems;
+  int64_t nbytes;
+  void *data;
+  int owns_data;
+  int acquired;
+  int redux_op; /* operator of the installed reduction methods, -1 if none */
+  starpu_data_handle_t handle;
+  struct strata_array *prev, *next; /* live-object registry */
+};
+
+/* STRATA_ESTATE unless strata_init() has completed (and not finalize). */
+int strata__check_ready(void);
+
+/* Communicator reserved for Strata's own collective checks. */
+MPI_Comm strata__coll_comm(void);
+
+/* Next number of the per-rank sequence of collective calls: identical on
+ * every rank as long as collectives are called in the same order. */
+int64_t strata__next_collective(void);
+
+/* Agreement across ranks for a collective call: every rank passes its local
+ * error code (0 or negative) and `n` values that must be equal on all ranks.
+ * Returns the same code everywhere: the smallest local error, else
+ * STRATA_EINVAL when the values differ, else 0. */
+int strata__agree(int local_err, const int64_t *values, int n);
+
+/* Live-array registry, used by finalize to report and free leaks. */
+void strata__array_track(strata_array *a);
+void strata__array_untrack(strata_array *a);
+void strata__array_destroy_all(void);
+
+#endif

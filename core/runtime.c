@@ -1,0 +1,173 @@
+/* Runtime state: MPI, StarPU and StarPU-MPI start and stop. */
+#include <errno.h>
+#include <starpu_mpi.h>
+#include <stdlib.h>
+
+#include "codelets.h"
+#include "internal.h"
+
+enum { UNINITIALIZED, READY, FINALIZED };
+
+static struct {
+  int state;
+  int owns_mpi; /* Strata called MPI_Init_thread, so it calls MPI_Finalize */
+  MPI_Comm comm;
+  MPI_Comm coll_comm;
+  int rank, size;
+  int64_t collectives;
+} rt = {.state = UNINITIALIZED, .comm = MPI_COMM_NULL, .coll_comm = MPI_COMM_NULL};
+
+void strata_config_init(strata_config *cfg)
+{
+  if (!cfg)
+    return;
+  cfg->ncpu = -1;
+  cfg->ncuda = -1;
+  cfg->sched = NULL;
+  cfg->comm = MPI_COMM_NULL;
+}
+
+const char *strata_version(void) { return STRATA_VERSION_STRING; }
+
+int strata_initialized(void) { return rt.state == READY; }
+
+int strata__check_ready(void) { return rt.state == READY ? 0 : STRATA_ESTATE; }
+
+MPI_Comm strata__coll_comm(void) { return rt.coll_comm; }
+
+int64_t strata__next_collective(void) { return rt.collectives++; }
+
+/* Start MPI unless the application did; check its thread level. */
+static int start_mpi(int *argc, char ***argv)
+{
+  int started, provided;
+  MPI_Initialized(&started);
+  if (!started) {
+    if (rt.owns_mpi) /* we finalised it: MPI cannot start twice */
+      return STRATA_ESTATE;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+      return STRATA_EMPI;
+    rt.owns_mpi = 1;
+  } else {
+    int finalized;
+    MPI_Finalized(&finalized);
+    if (finalized)
+      return STRATA_ESTATE;
+    MPI_Query_thread(&provided);
+  }
+  if (provided < MPI_THREAD_SERIALIZED) {
+    strata_log(STRATA_LOG_ERROR, "MPI thread level %d is below MPI_THREAD_SERIALIZED", provided);
+    return STRATA_EMPI;
+  }
+  if (provided < MPI_THREAD_MULTIPLE)
+    strata_log(STRATA_LOG_WARN, "MPI_THREAD_MULTIPLE not provided: do not call MPI "
+                                "concurrently with Strata collectives");
+  return 0;
+}
+
+static void stop_owned_mpi(void)
+{
+  if (rt.owns_mpi)
+    MPI_Finalize();
+}
+
+int strata_init(int *argc, char ***argv, const strata_config *cfg)
+{
+  if (rt.state == READY)
+    return 0;
+  strata_config defaults;
+  if (!cfg) {
+    strata_config_init(&defaults);
+    cfg = &defaults;
+  }
+  if (cfg->ncpu < -1 || cfg->ncuda < -1)
+    return STRATA_EINVAL;
+  int ret = start_mpi(argc, argv);
+  if (ret) {
+    if (ret == STRATA_EMPI)
+      stop_owned_mpi();
+    return ret;
+  }
+  MPI_Comm comm = cfg->comm == MPI_COMM_NULL ? MPI_COMM_WORLD : cfg->comm;
+
+  struct starpu_conf conf;
+  starpu_conf_init(&conf); /* environment variables override what we set */
+  if (cfg->ncpu >= 0)
+    conf.ncpus = cfg->ncpu;
+  if (cfg->ncuda >= 0)
+    conf.ncuda = cfg->ncuda;
+  if (!getenv("STARPU_NOPENCL"))
+    conf.nopencl = 0; /* an NVIDIA OpenCL driver would otherwise take a core */
+  if (!getenv("STARPU_SCHED"))
+    conf.sched_policy_name = cfg->sched ? cfg->sched : "lws";
+
+  ret = starpu_mpi_init_conf(argc, argv, 0, comm, &conf);
+  if (ret != 0) {
+    strata_log(STRATA_LOG_ERROR, "StarPU-MPI initialisation failed (%d)", ret);
+    stop_owned_mpi();
+    return ret == -ENODEV ? STRATA_ENODEV : STRATA_ESTARPU;
+  }
+  MPI_Comm_rank(comm, &rt.rank);
+  MPI_Comm_size(comm, &rt.size);
+  MPI_Comm_dup(comm, &rt.coll_comm);
+  rt.comm = comm;
+  rt.collectives = 0;
+  strata__codelets_init();
+  rt.state = READY;
+  strata_log(STRATA_LOG_INFO, "Strata %s on %d rank(s), %u worker(s)", STRATA_VERSION_STRING,
+             rt.size, starpu_worker_get_count());
+  return 0;
+}
+
+int strata_finalize(void)
+{
+  if (rt.state != READY)
+    return 0;
+  starpu_task_wait_for_all();
+  strata__array_destroy_all();
+  starpu_mpi_shutdown();
+  if (starpu_is_initialized())
+    starpu_shutdown();
+  MPI_Comm_free(&rt.coll_comm);
+  rt.comm = MPI_COMM_NULL;
+  rt.state = FINALIZED;
+  stop_owned_mpi();
+  return 0;
+}
+
+int strata_rank(void) { return rt.state == READY ? rt.rank : STRATA_ESTATE; }
+
+int strata_size(void) { return rt.state == READY ? rt.size : STRATA_ESTATE; }
+
+MPI_Comm strata_comm(void) { return rt.state == READY ? rt.comm : MPI_COMM_NULL; }
+
+int strata_wait_all(void)
+{
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  return strata__from_starpu(starpu_task_wait_for_all());
+}
+
+int strata__agree(int local_err, const int64_t *values, int n)
+{
+  /* One MIN-allreduce gives the smallest error and, through negation, both
+   * the minimum and the maximum of every value. */
+  int64_t buf[1 + 2 * 16];
+  if (n > 16)
+    return STRATA_EINVAL;
+  buf[0] = local_err;
+  for (int i = 0; i < n; i++) {
+    buf[1 + i] = values[i];
+    buf[1 + n + i] = -values[i];
+  }
+  if (MPI_Allreduce(MPI_IN_PLACE, buf, 1 + 2 * n, MPI_INT64_T, MPI_MIN, rt.coll_comm) !=
+      MPI_SUCCESS)
+    return STRATA_EMPI;
+  if (buf[0] < 0)
+    return (int)buf[0];
+  for (int i = 0; i < n; i++)
+    if (buf[1 + i] != -buf[1 + n + i])
+      return STRATA_EINVAL;
+  return 0;
+}

@@ -1,0 +1,35 @@
+/** @file error.h
+ *  @brief Error codes. Every Strata function returns 0 on success or one of
+ *  these negative codes; strata_strerror() describes them. */
+#ifndef STRATA_ERROR_H
+#define STRATA_ERROR_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Error codes returned (negated) by Strata functions. */
+enum strata_error {
+  STRATA_OK = 0,        /**< Success. */
+  STRATA_EINVAL = -1,   /**< Invalid argument (NULL pointer, bad shape, bad option). */
+  STRATA_ERANGE = -2,   /**< Index or value out of range. */
+  STRATA_ENOMEM = -3,   /**< Memory allocation failed. */
+  STRATA_ETYPE = -4,    /**< Data type not supported by the operation. */
+  STRATA_ESTATE = -5,   /**< Call not allowed in the current state (e.g. before strata_init). */
+  STRATA_EMPI = -6,     /**< MPI failure or insufficient MPI thread support. */
+  STRATA_ESTARPU = -7,  /**< StarPU reported an error. */
+  STRATA_EIO = -8,      /**< File input/output or format error. */
+  STRATA_ENODEV = -9,   /**< No worker can run the work (e.g. no CPU left for StarPU). */
+  STRATA_EINPLACE = -10 /**< In-place write to an array that has recorded history. */
+};
+
+/** @brief Describe an error code.
+ *  @param code a value returned by a Strata function (0 or negative).
+ *  @return a static, never NULL, human-readable string ("unknown error" for
+ *          codes that Strata does not define). */
+const char *strata_strerror(int code);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

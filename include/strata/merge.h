@@ -1,0 +1,64 @@
+/** @file merge.h
+ *  @brief Merging arrays with a reduction operator: one merge as a task,
+ *  accumulation of many tasks into one array (StarPU REDUX), and reduction
+ *  of one array across ranks.
+ *
+ *  Type rules (as in maia): SUM of bool gives int64; LAND and LOR accept any
+ *  type and give bool; PROD, MIN, MAX, BAND, BOR reject bool; BAND and BOR
+ *  reject floating types. Identities: SUM 0, PROD 1, MIN +inf or the type's
+ *  maximum, MAX -inf or the type's minimum, LAND true, LOR false, BAND all
+ *  bits set, BOR 0. Integer SUM and PROD wrap around (two's complement). */
+#ifndef STRATA_MERGE_H
+#define STRATA_MERGE_H
+
+#include <strata/array.h>
+#include <strata/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @brief Type of the result of merging values of type @p in with @p op.
+ *  @return 0 and *@p out; STRATA_ETYPE for a forbidden pair; STRATA_EINVAL
+ *          for an invalid op, type or NULL @p out. */
+int strata_merge_result_dtype(strata_op op, strata_dtype in, strata_dtype *out);
+
+/** @brief Write the identity of @p op in the result type of (@p op, @p in)
+ *  into @p value (strata_dtype_size(result) bytes). Errors as
+ *  strata_merge_result_dtype(). */
+int strata_merge_identity(strata_op op, strata_dtype in, void *value);
+
+/** @brief Submit a task computing dst = dst op src, element by element.
+ *  @p dst must have the result type of (@p op, src's type) and as many
+ *  elements as @p src. Returns once submitted.
+ *  @return 0; STRATA_ETYPE; STRATA_EINVAL (NULL, size mismatch, bad op). */
+int strata_merge(strata_array *dst, const strata_array *src, strata_op op);
+
+/** @brief Submit a task accumulating @p src into @p dst with @p op in
+ *  StarPU's REDUX mode: many such tasks run concurrently on private copies
+ *  initialised with the identity, combined when @p dst is next read.
+ *  All accumulations into @p dst between two reads must use the same op
+ *  (a different op first completes the pending ones). Same checks as
+ *  strata_merge(). */
+int strata_accumulate(strata_array *dst, const strata_array *src, strata_op op);
+
+/** @brief Fill @p a with the identity of @p op (as a task).
+ *  @return 0; STRATA_ETYPE if @p op does not keep @p a's type. */
+int strata_array_fill_identity(strata_array *a, strata_op op);
+
+/** @brief Collective over strata_comm(): merge every rank's @p a into the
+ *  @p root rank's @p a with @p op, through a binomial tree of merge tasks
+ *  and StarPU-MPI transfers. The order of the merges is fixed, so floating
+ *  point results are reproducible run to run. Returns after submission;
+ *  read the result with strata_array_acquire(). Other ranks' @p a are left
+ *  with partial results.
+ *
+ *  Every rank gets the same return code: STRATA_EINVAL when ranks disagree
+ *  on the type, the number of elements, the op or the root, or any rank
+ *  passes a bad argument; STRATA_ETYPE when @p op does not keep the type. */
+int strata_array_reduce(strata_array *a, strata_op op, int root);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,92 @@
+/** @file strata.h
+ *  @brief Strata runtime: initialisation, ranks, logging. Includes every
+ *  other public header except strata/starpu.h (StarPU interoperability). */
+#ifndef STRATA_STRATA_H
+#define STRATA_STRATA_H
+
+#include <mpi.h>
+
+#include <strata/array.h>
+#include <strata/error.h>
+#include <strata/merge.h>
+#include <strata/types.h>
+#include <strata/version.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Runtime configuration. Fill it with strata_config_init() and change only
+ *  the fields you need. StarPU environment variables (STARPU_NCPU,
+ *  STARPU_NCUDA, STARPU_SCHED, ...) take precedence over these fields, as
+ *  in StarPU itself. */
+typedef struct strata_config {
+  int ncpu;          /**< CPU workers per rank; -1: StarPU's default. */
+  int ncuda;         /**< CUDA workers per rank; -1: StarPU's default. */
+  const char *sched; /**< scheduler name; NULL: "lws". */
+  MPI_Comm comm;     /**< communicator of the ranks; MPI_COMM_NULL: MPI_COMM_WORLD. */
+} strata_config;
+
+/** @brief Fill @p cfg with the defaults (every field "let StarPU decide",
+ *  scheduler lws, MPI_COMM_WORLD). A NULL @p cfg is ignored. */
+void strata_config_init(strata_config *cfg);
+
+/** @brief Start Strata: MPI (when the application has not initialised it,
+ *  asking for MPI_THREAD_MULTIPLE), StarPU and StarPU-MPI.
+ *
+ *  Works in a plain process without mpiexec (one rank). Calling it again
+ *  while initialised does nothing and returns 0. After strata_finalize() it
+ *  may be called again unless Strata had initialised MPI itself (MPI cannot
+ *  be restarted), which gives STRATA_ESTATE.
+ *  @param argc, argv the program's arguments (may be NULL).
+ *  @param cfg configuration, NULL for defaults.
+ *  @return 0; STRATA_EMPI when MPI's thread level is below
+ *          MPI_THREAD_SERIALIZED; STRATA_ENODEV when StarPU finds no worker;
+ *          STRATA_ESTARPU for other StarPU failures; STRATA_EINVAL for a bad
+ *          configuration. */
+int strata_init(int *argc, char ***argv, const strata_config *cfg);
+
+/** @brief Stop Strata: waits for submitted tasks, destroys the arrays still
+ *  alive (listing them at log level debug), shuts down StarPU-MPI and StarPU,
+ *  and MPI when Strata started it. Safe to call when not initialised. */
+int strata_finalize(void);
+
+/** @brief 1 when Strata is initialised, else 0. */
+int strata_initialized(void);
+
+/** @brief This process's rank in strata_comm(), or STRATA_ESTATE. */
+int strata_rank(void);
+
+/** @brief Number of ranks in strata_comm(), or STRATA_ESTATE. */
+int strata_size(void);
+
+/** @brief The communicator Strata runs on; MPI_COMM_NULL when not initialised. */
+MPI_Comm strata_comm(void);
+
+/** @brief Strata's version string ("MAJOR.MINOR.PATCH"); callable any time. */
+const char *strata_version(void);
+
+/** @brief Wait until every task submitted so far on this rank has finished. */
+int strata_wait_all(void);
+
+/** Log levels, from the environment variable STRATA_LOG
+ *  (error|warn|info|debug; default warn). */
+typedef enum strata_log_level {
+  STRATA_LOG_ERROR = 0, /**< failures */
+  STRATA_LOG_WARN,      /**< suspicious situations (default threshold) */
+  STRATA_LOG_INFO,      /**< progress */
+  STRATA_LOG_DEBUG      /**< details for developers */
+} strata_log_level;
+
+/** @brief The current log threshold (read from STRATA_LOG on first use). */
+strata_log_level strata_log_threshold(void);
+
+/** @brief Print a message on stderr, prefixed with the rank, when @p level is
+ *  at or below the threshold. printf-style. */
+void strata_log(strata_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,115 @@
+/* The `strata` command-line tool. Subcommands are entries of `commands`. */
+#include <starpu.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <strata/strata.h>
+
+#include "strata_build_config.h"
+
+static int wants_help(int argc, char **argv)
+{
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+      return 1;
+  return 0;
+}
+
+static const char *yes_no(int b) { return b ? "yes" : "no"; }
+
+static int cmd_info(int argc, char **argv)
+{
+  if (wants_help(argc, argv)) {
+    puts("usage: strata info\n\n"
+         "Print the Strata and StarPU versions, the features StarPU was built with\n"
+         "(CUDA, FxT, MPI, OpenCL), the workers, the ranks and the scheduler in use.\n"
+         "StarPU's environment variables (STARPU_NCPU, STARPU_SCHED, ...) apply.");
+    return 0;
+  }
+  if (argc > 1) {
+    fprintf(stderr, "strata info: unexpected argument '%s' (see --help)\n", argv[1]);
+    return 2;
+  }
+  int ret = strata_init(NULL, NULL, NULL);
+  if (ret) {
+    fprintf(stderr, "strata info: %s\n", strata_strerror(ret));
+    return 1;
+  }
+  int major, minor, release;
+  starpu_get_version(&major, &minor, &release);
+  unsigned ncpu = starpu_worker_get_count_by_type(STARPU_CPU_WORKER);
+  unsigned ncuda = starpu_worker_get_count_by_type(STARPU_CUDA_WORKER);
+  unsigned nopencl = starpu_worker_get_count_by_type(STARPU_OPENCL_WORKER);
+  struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(0);
+  if (strata_rank() == 0) {
+    printf("Strata %s\n", strata_version());
+    printf("StarPU %d.%d.%d (%s)\n", major, minor, release, STRATA_STARPU_MODULES);
+#ifdef STARPU_USE_CUDA
+    const int cuda = 1;
+#else
+    const int cuda = 0;
+#endif
+#ifdef STARPU_USE_FXT
+    const int fxt = 1;
+#else
+    const int fxt = 0;
+#endif
+#ifdef STARPU_USE_OPENCL
+    const int opencl = 1;
+#else
+    const int opencl = 0;
+#endif
+    printf("StarPU features: MPI yes, CUDA %s, FxT %s, OpenCL %s\n", yes_no(cuda), yes_no(fxt),
+           yes_no(opencl));
+    printf("Strata CUDA kernels: %s\n", yes_no(STRATA_HAVE_CUDA_KERNELS));
+    printf("Ranks: %d\n", strata_size());
+    printf("Scheduler: %s\n", policy && policy->policy_name ? policy->policy_name : "unknown");
+    printf("Workers on rank 0: %u (CPU %u, CUDA %u, OpenCL %u)\n", starpu_worker_get_count(),
+           ncpu, ncuda, nopencl);
+    for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
+      char name[64];
+      starpu_worker_get_name((int)w, name, sizeof name);
+      printf("  worker %u: %s\n", w, name);
+    }
+  }
+  strata_finalize();
+  return 0;
+}
+
+static const struct command {
+  const char *name;
+  const char *summary;
+  int (*run)(int argc, char **argv);
+} commands[] = {
+    {"info", "versions, StarPU features, workers, ranks, scheduler", cmd_info},
+};
+
+static void usage(FILE *out)
+{
+  fputs("usage: strata [--version] [--help] <command> [<args>]\n\ncommands:\n", out);
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fputs("\n'strata <command> --help' describes a command.\n", out);
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("strata %s\n", strata_version());
+    return 0;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    if (strcmp(argv[1], commands[i].name) == 0)
+      return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "strata: unknown command '%s'\n\n", argv[1]);
+  usage(stderr);
+  return 2;
+}
