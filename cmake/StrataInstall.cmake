@@ -22,6 +22,9 @@ install(FILES ${PROJECT_BINARY_DIR}/StrataConfig.cmake
               ${PROJECT_BINARY_DIR}/StrataConfigVersion.cmake
         DESTINATION ${STRATA_CMAKE_DIR})
 
+# The .pc file locates the prefix from its own place, so that installing
+# with `cmake --install --prefix` anywhere works.
+file(RELATIVE_PATH STRATA_PC_TO_PREFIX /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
 string(REPLACE ";" " " STRATA_PC_REQUIRES "${STRATA_STARPU_MODULES} ${STRATA_PC_MPI}")
 configure_file(${CMAKE_CURRENT_LIST_DIR}/strata.pc.in ${PROJECT_BINARY_DIR}/strata.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/strata.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

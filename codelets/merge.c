@@ -43,9 +43,6 @@ static void fill_identity_cuda(void *buffers[], void *cl_arg)
                                    STARPU_VECTOR_GET_NX(buffers[0]),
                                    starpu_cuda_get_local_stream());
 }
-#define MERGE_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
-#else
-#define MERGE_CUDA_FIELDS(fn)
 #endif
 
 /* Cost depends on the operator, the element type and the length. */
@@ -67,7 +64,6 @@ static struct starpu_perfmodel fill_identity_model = {
 static struct starpu_codelet merge_cl = {
     .name = "strata_merge",
     .cpu_funcs = {merge_cpu},
-    MERGE_CUDA_FIELDS(merge_cuda)
     .nbuffers = 2,
     .modes = {STARPU_RW, STARPU_R},
     .model = &merge_model,
@@ -76,7 +72,6 @@ static struct starpu_codelet merge_cl = {
 static struct starpu_codelet accumulate_cl = {
     .name = "strata_accumulate",
     .cpu_funcs = {merge_cpu},
-    MERGE_CUDA_FIELDS(merge_cuda)
     .nbuffers = 2,
     .modes = {STARPU_REDUX, STARPU_R},
     .model = &merge_model,
@@ -85,7 +80,6 @@ static struct starpu_codelet accumulate_cl = {
 static struct starpu_codelet fill_identity_cl = {
     .name = "strata_fill_identity",
     .cpu_funcs = {fill_identity_cpu},
-    MERGE_CUDA_FIELDS(fill_identity_cuda)
     .nbuffers = 1,
     .modes = {STARPU_W},
     .model = &fill_identity_model,
@@ -96,11 +90,13 @@ static struct starpu_codelet fill_identity_cl = {
  * its own pair of functions, generated here; pair k is merge_args[k]. */
 #define NREDUX (STRATA_NOPS * STRATA_NDTYPES)
 _Static_assert(NREDUX == 56, "update REDUX_PAIRS when adding operators or types");
+// clang-format off
 #define REDUX_PAIRS(X)                                                                             \
-  X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16)     \
-  X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)       \
-  X(32) X(33) X(34) X(35) X(36) X(37) X(38) X(39) X(40) X(41) X(42) X(43) X(44) X(45) X(46)       \
-  X(47) X(48) X(49) X(50) X(51) X(52) X(53) X(54) X(55)
+  X(0)  X(1)  X(2)  X(3)  X(4)  X(5)  X(6)  X(7)  X(8)  X(9)  X(10) X(11) X(12) X(13)            \
+  X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27)            \
+  X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35) X(36) X(37) X(38) X(39) X(40) X(41)            \
+  X(42) X(43) X(44) X(45) X(46) X(47) X(48) X(49) X(50) X(51) X(52) X(53) X(54) X(55)
+// clang-format on
 
 #define PAIR_ARGS(k) ((void *)&merge_args_table[(k) / STRATA_NDTYPES][(k) % STRATA_NDTYPES])
 #if STRATA__USE_CUDA
@@ -132,23 +128,39 @@ _Static_assert(NREDUX == 56, "update REDUX_PAIRS when adding operators or types"
   DEFINE_REDUX_CUDA(k)
 REDUX_PAIRS(DEFINE_REDUX)
 
-#define REF_REDUX_CPU(k) redux_cpu_##k,
+#define REF_REDUX_CPU(k)      redux_cpu_##k,
 #define REF_REDUX_INIT_CPU(k) redux_init_cpu_##k,
 static const starpu_cpu_func_t redux_cpu_funcs[NREDUX] = {REDUX_PAIRS(REF_REDUX_CPU)};
 static const starpu_cpu_func_t redux_init_cpu_funcs[NREDUX] = {REDUX_PAIRS(REF_REDUX_INIT_CPU)};
 #if STRATA__USE_CUDA
-#define REF_REDUX_CUDA(k) redux_cuda_##k,
+#define REF_REDUX_CUDA(k)      redux_cuda_##k,
 #define REF_REDUX_INIT_CUDA(k) redux_init_cuda_##k,
 static const starpu_cuda_func_t redux_cuda_funcs[NREDUX] = {REDUX_PAIRS(REF_REDUX_CUDA)};
-static const starpu_cuda_func_t redux_init_cuda_funcs[NREDUX] = {
-    REDUX_PAIRS(REF_REDUX_INIT_CUDA)};
+static const starpu_cuda_func_t redux_init_cuda_funcs[NREDUX] = {REDUX_PAIRS(REF_REDUX_INIT_CUDA)};
 #endif
 
 static struct starpu_codelet redux_cls[NREDUX];
 static struct starpu_codelet redux_init_cls[NREDUX];
 
+/* Register a CUDA implementation (asynchronous on the worker's stream). */
+static void set_cuda(struct starpu_codelet *cl, starpu_cuda_func_t fn)
+{
+#if STRATA__USE_CUDA
+  cl->cuda_funcs[0] = fn;
+  cl->cuda_flags[0] = STARPU_CUDA_ASYNC;
+#else
+  (void)cl;
+  (void)fn;
+#endif
+}
+
 void strata__codelets_init(void)
 {
+#if STRATA__USE_CUDA
+  set_cuda(&merge_cl, merge_cuda);
+  set_cuda(&accumulate_cl, merge_cuda);
+  set_cuda(&fill_identity_cl, fill_identity_cuda);
+#endif
   for (int op = 0; op < STRATA_NOPS; op++)
     for (int t = 0; t < STRATA_NDTYPES; t++) {
       merge_args_table[op][t] = (struct merge_args){(strata_op)op, (strata_dtype)t};
@@ -172,10 +184,8 @@ void strata__codelets_init(void)
       init->modes[0] = STARPU_W;
       init->model = &fill_identity_model;
 #if STRATA__USE_CUDA
-      redux->cuda_funcs[0] = redux_cuda_funcs[k];
-      redux->cuda_flags[0] = STARPU_CUDA_ASYNC;
-      init->cuda_funcs[0] = redux_init_cuda_funcs[k];
-      init->cuda_flags[0] = STARPU_CUDA_ASYNC;
+      set_cuda(redux, redux_cuda_funcs[k]);
+      set_cuda(init, redux_init_cuda_funcs[k]);
 #endif
     }
 }
@@ -192,8 +202,8 @@ int strata__accumulate_submit(starpu_data_handle_t dst, starpu_data_handle_t src
                               strata_dtype src_dtype)
 {
   starpu_data_handle_t h[2] = {dst, src};
-  return strata__submit(&accumulate_cl, &merge_args_table[op][src_dtype],
-                        sizeof(struct merge_args), 2, h, NULL);
+  return strata__submit(&accumulate_cl, &merge_args_table[op][src_dtype], sizeof(struct merge_args),
+                        2, h, NULL);
 }
 
 void strata__merge_set_redux(starpu_data_handle_t dst, strata_op op, strata_dtype result)
@@ -204,6 +214,6 @@ void strata__merge_set_redux(starpu_data_handle_t dst, strata_op op, strata_dtyp
 
 int strata__fill_identity_submit(starpu_data_handle_t dst, strata_op op, strata_dtype result)
 {
-  return strata__submit(&fill_identity_cl, &merge_args_table[op][result],
-                        sizeof(struct merge_args), 1, &dst, NULL);
+  return strata__submit(&fill_identity_cl, &merge_args_table[op][result], sizeof(struct merge_args),
+                        1, &dst, NULL);
 }

@@ -63,13 +63,12 @@ int strata_accumulate(strata_array *dst, const strata_array *src, strata_op op)
   if (ret)
     return ret;
   if (dst->redux_op != (int)op) {
+    /* StarPU reads the reduction methods when the accumulations run, so
+     * pending ones must be reduced with the old methods before the switch. */
     if (dst->redux_op >= 0) {
-      /* A non-REDUX access makes StarPU submit the pending reductions now,
-       * with the methods still installed. */
-      starpu_data_handle_t h = dst->handle;
-      enum starpu_data_access_mode m = STARPU_R;
-      if ((ret = strata__submit(&strata__noop_cl, NULL, 0, 1, &h, &m)))
-        return ret;
+      if (starpu_data_acquire(dst->handle, STARPU_R) != 0)
+        return STRATA_ESTARPU;
+      starpu_data_release(dst->handle);
     }
     strata__merge_set_redux(dst->handle, op, dst->dtype);
     dst->redux_op = (int)op;

@@ -64,8 +64,8 @@ static int cmd_info(int argc, char **argv)
     printf("Strata CUDA kernels: %s\n", yes_no(STRATA_HAVE_CUDA_KERNELS));
     printf("Ranks: %d\n", strata_size());
     printf("Scheduler: %s\n", policy && policy->policy_name ? policy->policy_name : "unknown");
-    printf("Workers on rank 0: %u (CPU %u, CUDA %u, OpenCL %u)\n", starpu_worker_get_count(),
-           ncpu, ncuda, nopencl);
+    printf("Workers on rank 0: %u (CPU %u, CUDA %u, OpenCL %u)\n", starpu_worker_get_count(), ncpu,
+           ncuda, nopencl);
     for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
       char name[64];
       starpu_worker_get_name((int)w, name, sizeof name);

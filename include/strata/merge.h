@@ -37,9 +37,9 @@ int strata_merge(strata_array *dst, const strata_array *src, strata_op op);
 /** @brief Submit a task accumulating @p src into @p dst with @p op in
  *  StarPU's REDUX mode: many such tasks run concurrently on private copies
  *  initialised with the identity, combined when @p dst is next read.
- *  All accumulations into @p dst between two reads must use the same op
- *  (a different op first completes the pending ones). Same checks as
- *  strata_merge(). */
+ *  The result is dst op src_1 op src_2 ..., in an unspecified order. When
+ *  @p op differs from the previous accumulation's, the call first waits for
+ *  the pending accumulations to be reduced. Same checks as strata_merge(). */
 int strata_accumulate(strata_array *dst, const strata_array *src, strata_op op);
 
 /** @brief Fill @p a with the identity of @p op (as a task).

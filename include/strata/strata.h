@@ -83,8 +83,7 @@ strata_log_level strata_log_threshold(void);
 
 /** @brief Print a message on stderr, prefixed with the rank, when @p level is
  *  at or below the threshold. printf-style. */
-void strata_log(strata_log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void strata_log(strata_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #ifdef __cplusplus
 }

@@ -39,9 +39,9 @@ typedef enum strata_op {
 
 /** Host access modes for strata_array_acquire(). */
 typedef enum strata_access {
-  STRATA_READ = 1,      /**< read only */
-  STRATA_WRITE = 2,     /**< write only: previous contents are undefined */
-  STRATA_READWRITE = 3  /**< read and write */
+  STRATA_READ = 1,     /**< read only */
+  STRATA_WRITE = 2,    /**< write only: previous contents are undefined */
+  STRATA_READWRITE = 3 /**< read and write */
 } strata_access;
 
 /** @brief Size in bytes of one element of @p dtype, 0 if @p dtype is invalid. */
@@ -50,16 +50,12 @@ static inline size_t strata_dtype_size(strata_dtype dtype)
   switch (dtype) {
   case STRATA_BOOL:
   case STRATA_INT8:
-  case STRATA_UINT8:
-    return 1;
+  case STRATA_UINT8: return 1;
   case STRATA_INT32:
-  case STRATA_FLOAT32:
-    return 4;
+  case STRATA_FLOAT32: return 4;
   case STRATA_INT64:
-  case STRATA_FLOAT64:
-    return 8;
-  default:
-    return 0;
+  case STRATA_FLOAT64: return 8;
+  default: return 0;
   }
 }
 

@@ -25,16 +25,12 @@ int strata__merge_result_dtype(strata_op op, strata_dtype in)
   if ((unsigned)op >= STRATA_NOPS || (unsigned)in >= STRATA_NDTYPES)
     return -1;
   switch (op) {
-  case STRATA_SUM:
-    return in == STRATA_BOOL ? STRATA_INT64 : (int)in;
+  case STRATA_SUM: return in == STRATA_BOOL ? STRATA_INT64 : (int)in;
   case STRATA_LAND:
-  case STRATA_LOR:
-    return STRATA_BOOL;
+  case STRATA_LOR: return STRATA_BOOL;
   case STRATA_BAND:
-  case STRATA_BOR:
-    return (in == STRATA_BOOL || is_float(in)) ? -1 : (int)in;
-  default: /* PROD, MIN, MAX */
-    return in == STRATA_BOOL ? -1 : (int)in;
+  case STRATA_BOR: return (in == STRATA_BOOL || is_float(in)) ? -1 : (int)in;
+  default: /* PROD, MIN, MAX */ return in == STRATA_BOOL ? -1 : (int)in;
   }
 }
 
@@ -46,7 +42,7 @@ int strata__merge_result_dtype(strata_op op, strata_dtype in)
     case STRATA_PROD: *v = (T)1; break;                                                            \
     case STRATA_MIN: *v = HIGHEST; break;                                                          \
     case STRATA_MAX: *v = LOWEST; break;                                                           \
-    case STRATA_BAND: *v = (T)~(T)0; break;                                                        \
+    case STRATA_BAND: *v = (T) ~(T)0; break;                                                       \
     default: *v = (T)0; break; /* SUM, BOR */                                                      \
     }                                                                                              \
   }
@@ -86,8 +82,7 @@ void strata__merge_identity(strata_op op, strata_dtype result, void *value)
     CASE(STRATA_FLOAT32, float)
     CASE(STRATA_FLOAT64, double)
 #undef CASE
-  default:
-    break;
+  default: break;
   }
 }
 
@@ -123,14 +118,13 @@ static void merge_logical(strata_op op, strata_dtype src_dtype, void *dst, const
 #define CASE(E, T)                                                                                 \
   case E:                                                                                          \
     if (op == STRATA_LAND)                                                                         \
-      LOOP(uint8_t, T, a && b != 0);                                                               \
+      LOOP(uint8_t, T, a &&b != 0);                                                                \
     else                                                                                           \
       LOOP(uint8_t, T, a || b != 0);                                                               \
     break;
     ALL_TYPES(CASE)
 #undef CASE
-  default:
-    break;
+  default: break;
   }
 }
 
@@ -149,7 +143,7 @@ void strata__merge_cpu(strata_op op, strata_dtype src_dtype, void *dst, const vo
   case E:                                                                                          \
     switch (op) {                                                                                  \
     case STRATA_SUM: LOOP(T, T, a + b); break;                                                     \
-    case STRATA_PROD: LOOP(T, T, a * b); break;                                                    \
+    case STRATA_PROD: LOOP(T, T, a *b); break;                                                     \
     case STRATA_MIN: LOOP(T, T, MIN_EXPR); break;                                                  \
     case STRATA_MAX: LOOP(T, T, MAX_EXPR); break;                                                  \
     default: break;                                                                                \
@@ -157,15 +151,14 @@ void strata__merge_cpu(strata_op op, strata_dtype src_dtype, void *dst, const vo
     break;
     NUMERIC_TYPES(CASE)
 #undef CASE
-  default:
-    break;
+  default: break;
   }
   if (op == STRATA_BAND || op == STRATA_BOR) {
     switch (src_dtype) {
 #define CASE(E, T)                                                                                 \
   case E:                                                                                          \
     if (op == STRATA_BAND)                                                                         \
-      LOOP(T, T, a & b);                                                                           \
+      LOOP(T, T, a &b);                                                                            \
     else                                                                                           \
       LOOP(T, T, a | b);                                                                           \
     break;
@@ -174,8 +167,7 @@ void strata__merge_cpu(strata_op op, strata_dtype src_dtype, void *dst, const vo
       CASE(STRATA_INT32, int32_t)
       CASE(STRATA_INT64, int64_t)
 #undef CASE
-    default:
-      break;
+    default: break;
     }
   }
 }

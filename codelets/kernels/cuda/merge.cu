@@ -5,7 +5,8 @@
 
 #include "../merge_kernels.h"
 
-namespace {
+namespace
+{
 
 constexpr int kThreads = 256;
 
@@ -19,11 +20,17 @@ struct Sum {
 struct Prod {
   template <typename T> __device__ T operator()(T a, T b) const { return static_cast<T>(a * b); }
 };
-struct Min {  // NaN propagates: b != b only for NaN
-  template <typename T> __device__ T operator()(T a, T b) const { return (b < a || b != b) ? b : a; }
+struct Min { // NaN propagates: b != b only for NaN
+  template <typename T> __device__ T operator()(T a, T b) const
+  {
+    return (b < a || b != b) ? b : a;
+  }
 };
 struct Max {
-  template <typename T> __device__ T operator()(T a, T b) const { return (b > a || b != b) ? b : a; }
+  template <typename T> __device__ T operator()(T a, T b) const
+  {
+    return (b > a || b != b) ? b : a;
+  }
 };
 struct BitAnd {
   template <typename T> __device__ T operator()(T a, T b) const { return static_cast<T>(a & b); }
@@ -32,10 +39,16 @@ struct BitOr {
   template <typename T> __device__ T operator()(T a, T b) const { return static_cast<T>(a | b); }
 };
 struct LogAnd {
-  template <typename S> __device__ uint8_t operator()(uint8_t a, S b) const { return a && b != S(0); }
+  template <typename S> __device__ uint8_t operator()(uint8_t a, S b) const
+  {
+    return a && b != S(0);
+  }
 };
 struct LogOr {
-  template <typename S> __device__ uint8_t operator()(uint8_t a, S b) const { return a || b != S(0); }
+  template <typename S> __device__ uint8_t operator()(uint8_t a, S b) const
+  {
+    return a || b != S(0);
+  }
 };
 
 template <typename D, typename S, typename Op>
@@ -67,7 +80,8 @@ int launch(void *dst, const void *src, size_t n, Op op, cudaStream_t stream)
   return (int)cudaGetLastError();
 }
 
-template <typename T> int launch_arith(strata_op op, void *dst, const void *src, size_t n, cudaStream_t s)
+template <typename T>
+int launch_arith(strata_op op, void *dst, const void *src, size_t n, cudaStream_t s)
 {
   switch (op) {
   case STRATA_SUM: return launch<T, T>(dst, src, n, Sum(), s);
@@ -78,16 +92,21 @@ template <typename T> int launch_arith(strata_op op, void *dst, const void *src,
   }
 }
 
-template <typename T> int launch_bits(strata_op op, void *dst, const void *src, size_t n, cudaStream_t s)
+template <typename T>
+int launch_bits(strata_op op, void *dst, const void *src, size_t n, cudaStream_t s)
 {
-  if (op == STRATA_BAND) return launch<T, T>(dst, src, n, BitAnd(), s);
-  if (op == STRATA_BOR) return launch<T, T>(dst, src, n, BitOr(), s);
+  if (op == STRATA_BAND)
+    return launch<T, T>(dst, src, n, BitAnd(), s);
+  if (op == STRATA_BOR)
+    return launch<T, T>(dst, src, n, BitOr(), s);
   return launch_arith<T>(op, dst, src, n, s);
 }
 
-template <typename S> int launch_logical(strata_op op, void *dst, const void *src, size_t n, cudaStream_t s)
+template <typename S>
+int launch_logical(strata_op op, void *dst, const void *src, size_t n, cudaStream_t s)
 {
-  if (op == STRATA_LAND) return launch<uint8_t, S>(dst, src, n, LogAnd(), s);
+  if (op == STRATA_LAND)
+    return launch<uint8_t, S>(dst, src, n, LogAnd(), s);
   return launch<uint8_t, S>(dst, src, n, LogOr(), s);
 }
 
@@ -98,13 +117,14 @@ template <typename T> int launch_fill(void *dst, size_t n, const void *value, cu
   return (int)cudaGetLastError();
 }
 
-}  // namespace
+} // namespace
 
 extern "C" int strata__merge_cuda(strata_op op, strata_dtype src_dtype, void *dst, const void *src,
                                   size_t n, void *stream)
 {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (n == 0) return 0;
+  if (n == 0)
+    return 0;
   if (op == STRATA_LAND || op == STRATA_LOR) {
     switch (src_dtype) {
     case STRATA_BOOL: return launch_logical<uint8_t>(op, dst, src, n, s);
@@ -118,7 +138,7 @@ extern "C" int strata__merge_cuda(strata_op op, strata_dtype src_dtype, void *ds
     }
   }
   switch (src_dtype) {
-  case STRATA_BOOL: return launch<int64_t, uint8_t>(dst, src, n, Sum(), s);  // SUM only
+  case STRATA_BOOL: return launch<int64_t, uint8_t>(dst, src, n, Sum(), s); // SUM only
   case STRATA_INT8: return launch_bits<int8_t>(op, dst, src, n, s);
   case STRATA_UINT8: return launch_bits<uint8_t>(op, dst, src, n, s);
   case STRATA_INT32: return launch_bits<int32_t>(op, dst, src, n, s);
@@ -134,7 +154,8 @@ extern "C" int strata__merge_fill_identity_cuda(strata_op op, strata_dtype resul
 {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   unsigned char value[8];
-  if (n == 0) return 0;
+  if (n == 0)
+    return 0;
   strata__merge_identity(op, result, value);
   switch (strata_dtype_size(result)) {
   case 1: return launch_fill<uint8_t>(dst, n, value, s);

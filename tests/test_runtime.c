@@ -1,0 +1,105 @@
+/* Runtime life cycle. Modes:
+ *   (none)          Strata starts MPI: state errors before init and after
+ *                   finalize, double init/finalize, ranks, no restart.
+ *   app-mpi         the application starts MPI: Strata can restart.
+ *   app-mpi-single  MPI_THREAD_SINGLE is refused with STRATA_EMPI. */
+#include <string.h>
+
+#include "check.h"
+
+static void check_not_ready(void)
+{
+  int64_t n = 4;
+  strata_array *a = (strata_array *)&n; /* never dereferenced: state is checked first */
+  CHECK_EQ(strata_initialized(), 0);
+  CHECK_EQ(strata_rank(), STRATA_ESTATE);
+  CHECK_EQ(strata_size(), STRATA_ESTATE);
+  CHECK(strata_comm() == MPI_COMM_NULL);
+  CHECK_EQ(strata_wait_all(), STRATA_ESTATE);
+  CHECK_EQ(strata_array_create(1, &n, STRATA_INT32, &a), STRATA_ESTATE);
+  CHECK_EQ(strata_merge(a, a, STRATA_SUM), STRATA_ESTATE);
+  CHECK_EQ(strata_array_reduce(a, STRATA_SUM, 0), STRATA_ESTATE);
+  CHECK_EQ(strata_array_destroy(a), STRATA_ESTATE);
+  CHECK(strcmp(strata_version(), STRATA_VERSION_STRING) == 0);
+}
+
+static void check_ready(void)
+{
+  CHECK_EQ(strata_initialized(), 1);
+  int world;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  CHECK_EQ(strata_size(), world);
+  CHECK(strata_rank() >= 0 && strata_rank() < world);
+  CHECK(strata_comm() == MPI_COMM_WORLD);
+  int sum = 0, rank = strata_rank();
+  MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, strata_comm());
+  CHECK_EQ(sum, world * (world - 1) / 2);
+  CHECK_EQ(strata_wait_all(), 0);
+}
+
+static int strata_owns_mpi(int argc, char **argv)
+{
+  check_not_ready();
+  CHECK_EQ(strata_finalize(), 0); /* safe when not initialised */
+  strata_config cfg;
+  strata_config_init(&cfg);
+  cfg.ncpu = -5;
+  CHECK_EQ(strata_init(&argc, &argv, &cfg), STRATA_EINVAL);
+  check_init(&argc, &argv);
+  CHECK_EQ(strata_init(&argc, &argv, NULL), 0); /* second init: no-op */
+  check_ready();
+  if (!getenv("STRATA_LOG"))
+    CHECK_EQ(strata_log_threshold(), STRATA_LOG_WARN);
+  CHECK_EQ(strata_finalize(), 0);
+  CHECK_EQ(strata_finalize(), 0);
+  check_not_ready();
+  /* Strata finalised MPI, which cannot start again. */
+  CHECK_EQ(strata_init(&argc, &argv, NULL), STRATA_ESTATE);
+  return check_status();
+}
+
+static int app_owns_mpi(int argc, char **argv)
+{
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  strata_config cfg;
+  strata_config_init(&cfg);
+  cfg.sched = "eager";
+  cfg.comm = MPI_COMM_WORLD;
+  for (int round = 0; round < 2; round++) {
+    int ret = strata_init(&argc, &argv, &cfg);
+    if (ret == STRATA_ENODEV) {
+      MPI_Finalize();
+      return 77;
+    }
+    CHECK_EQ(ret, 0);
+    check_ready();
+    CHECK_EQ(strata_finalize(), 0);
+    check_not_ready();
+  }
+  int finalized;
+  MPI_Finalized(&finalized);
+  CHECK_EQ(finalized, 0); /* the application's MPI is left running */
+  MPI_Finalize();
+  return check_status();
+}
+
+static int app_mpi_single(int argc, char **argv)
+{
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+  if (provided < MPI_THREAD_SERIALIZED)
+    CHECK_EQ(strata_init(&argc, &argv, NULL), STRATA_EMPI);
+  CHECK_EQ(strata_initialized(), 0);
+  MPI_Finalize();
+  return check_status();
+}
+
+int main(int argc, char **argv)
+{
+  if (argc > 1 && strcmp(argv[1], "app-mpi") == 0)
+    return app_owns_mpi(argc, argv);
+  if (argc > 1 && strcmp(argv[1], "app-mpi-single") == 0)
+    return app_mpi_single(argc, argv);
+  return strata_owns_mpi(argc, argv);
+}
