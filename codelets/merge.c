@@ -142,17 +142,14 @@ static const starpu_cuda_func_t redux_init_cuda_funcs[NREDUX] = {REDUX_PAIRS(REF
 static struct starpu_codelet redux_cls[NREDUX];
 static struct starpu_codelet redux_init_cls[NREDUX];
 
+#if STRATA__USE_CUDA
 /* Register a CUDA implementation (asynchronous on the worker's stream). */
 static void set_cuda(struct starpu_codelet *cl, starpu_cuda_func_t fn)
 {
-#if STRATA__USE_CUDA
   cl->cuda_funcs[0] = fn;
   cl->cuda_flags[0] = STARPU_CUDA_ASYNC;
-#else
-  (void)cl;
-  (void)fn;
-#endif
 }
+#endif
 
 void strata__codelets_init(void)
 {
