@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install the Debian packages Strata needs; packages already present are
+# left alone, and nothing is downloaded when everything is there.
+set -euo pipefail
+
+packages=(
+  # build tools
+  gcc make cmake pkg-config git clang-format
+  # runtime: StarPU with StarPU-MPI, Open MPI, hwloc
+  libstarpu-dev libstarpumpi-1.3-3 starpu-tools
+  libopenmpi-dev openmpi-bin libhwloc-dev hwloc
+  # JSON output of the benchmarks and tools
+  libcjson-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  sudo=(sudo)
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
