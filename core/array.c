@@ -89,19 +89,29 @@ static int make_array(void *data, int owns, int ndim, const int64_t *shape, stra
   return 0;
 }
 
-int strata_array_create(int ndim, const int64_t *shape, strata_dtype dtype, strata_array **out)
+/* Checks shared by create and wrap; clears *out first. */
+static int check_new(int ndim, const int64_t *shape, strata_dtype dtype, strata_array **out,
+                     int64_t *nelems, int64_t *nbytes)
 {
-  int64_t nelems, nbytes;
   int ret = strata__check_ready();
   if (ret)
     return ret;
   if (!out)
     return STRATA_EINVAL;
   *out = NULL;
-  if ((ret = check_shape(ndim, shape, dtype, &nelems, &nbytes)))
+  if ((ret = check_shape(ndim, shape, dtype, nelems, nbytes)))
     return ret;
-  if (nelems > UINT32_MAX) /* StarPU 1.3 vectors count elements in 32 bits */
+  if (*nelems > UINT32_MAX) /* StarPU 1.3 vectors count elements in 32 bits */
     return STRATA_EINVAL;
+  return 0;
+}
+
+int strata_array_create(int ndim, const int64_t *shape, strata_dtype dtype, strata_array **out)
+{
+  int64_t nelems, nbytes;
+  int ret = check_new(ndim, shape, dtype, out, &nelems, &nbytes);
+  if (ret)
+    return ret;
   void *data = NULL;
   /* Allocate at least one element so that empty arrays have a real pointer. */
   size_t alloc = nbytes > 0 ? (size_t)nbytes : strata_dtype_size(dtype);
@@ -117,17 +127,10 @@ int strata_array_wrap(void *data, int ndim, const int64_t *shape, strata_dtype d
                       strata_array **out)
 {
   int64_t nelems, nbytes;
-  int ret = strata__check_ready();
+  int ret = check_new(ndim, shape, dtype, out, &nelems, &nbytes);
   if (ret)
     return ret;
-  if (!out)
-    return STRATA_EINVAL;
-  *out = NULL;
   if (!data)
-    return STRATA_EINVAL;
-  if ((ret = check_shape(ndim, shape, dtype, &nelems, &nbytes)))
-    return ret;
-  if (nelems > UINT32_MAX)
     return STRATA_EINVAL;
   return make_array(data, 0, ndim, shape, dtype, nelems, nbytes, out);
 }

@@ -2,6 +2,7 @@
 // the CPU kernels in ../cpu/merge.c (integer SUM and PROD wrap around).
 #include <cstdint>
 #include <cuda_runtime.h>
+#include <type_traits>
 
 #include "../merge_kernels.h"
 
@@ -92,22 +93,19 @@ int launch_arith(strata_op op, void *dst, const void *src, size_t n, cudaStream_
   }
 }
 
-template <typename T>
-int launch_bits(strata_op op, void *dst, const void *src, size_t n, cudaStream_t s)
+// Call fn with a value of the C type of t (bool is stored as uint8_t).
+template <typename Fn> int with_type(strata_dtype t, Fn fn)
 {
-  if (op == STRATA_BAND)
-    return launch<T, T>(dst, src, n, BitAnd(), s);
-  if (op == STRATA_BOR)
-    return launch<T, T>(dst, src, n, BitOr(), s);
-  return launch_arith<T>(op, dst, src, n, s);
-}
-
-template <typename S>
-int launch_logical(strata_op op, void *dst, const void *src, size_t n, cudaStream_t s)
-{
-  if (op == STRATA_LAND)
-    return launch<uint8_t, S>(dst, src, n, LogAnd(), s);
-  return launch<uint8_t, S>(dst, src, n, LogOr(), s);
+  switch (t) {
+  case STRATA_BOOL:
+  case STRATA_UINT8: return fn(uint8_t());
+  case STRATA_INT8: return fn(int8_t());
+  case STRATA_INT32: return fn(int32_t());
+  case STRATA_INT64: return fn(int64_t());
+  case STRATA_FLOAT32: return fn(float());
+  case STRATA_FLOAT64: return fn(double());
+  default: return (int)cudaErrorInvalidValue;
+  }
 }
 
 template <typename T> int launch_fill(void *dst, size_t n, const void *value, cudaStream_t s)
@@ -125,28 +123,25 @@ extern "C" int strata__merge_cuda(strata_op op, strata_dtype src_dtype, void *ds
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (n == 0)
     return 0;
-  if (op == STRATA_LAND || op == STRATA_LOR) {
-    switch (src_dtype) {
-    case STRATA_BOOL: return launch_logical<uint8_t>(op, dst, src, n, s);
-    case STRATA_INT8: return launch_logical<int8_t>(op, dst, src, n, s);
-    case STRATA_UINT8: return launch_logical<uint8_t>(op, dst, src, n, s);
-    case STRATA_INT32: return launch_logical<int32_t>(op, dst, src, n, s);
-    case STRATA_INT64: return launch_logical<int64_t>(op, dst, src, n, s);
-    case STRATA_FLOAT32: return launch_logical<float>(op, dst, src, n, s);
-    case STRATA_FLOAT64: return launch_logical<double>(op, dst, src, n, s);
-    default: return (int)cudaErrorInvalidValue;
+  if (op == STRATA_LAND || op == STRATA_LOR)
+    return with_type(src_dtype, [&](auto tag) {
+      using S = decltype(tag);
+      if (op == STRATA_LAND)
+        return launch<uint8_t, S>(dst, src, n, LogAnd(), s);
+      return launch<uint8_t, S>(dst, src, n, LogOr(), s);
+    });
+  if (src_dtype == STRATA_BOOL) // only SUM is allowed: bool counts into int64
+    return launch<int64_t, uint8_t>(dst, src, n, Sum(), s);
+  return with_type(src_dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
+      if (op == STRATA_BAND)
+        return launch<T, T>(dst, src, n, BitAnd(), s);
+      if (op == STRATA_BOR)
+        return launch<T, T>(dst, src, n, BitOr(), s);
     }
-  }
-  switch (src_dtype) {
-  case STRATA_BOOL: return launch<int64_t, uint8_t>(dst, src, n, Sum(), s); // SUM only
-  case STRATA_INT8: return launch_bits<int8_t>(op, dst, src, n, s);
-  case STRATA_UINT8: return launch_bits<uint8_t>(op, dst, src, n, s);
-  case STRATA_INT32: return launch_bits<int32_t>(op, dst, src, n, s);
-  case STRATA_INT64: return launch_bits<int64_t>(op, dst, src, n, s);
-  case STRATA_FLOAT32: return launch_arith<float>(op, dst, src, n, s);
-  case STRATA_FLOAT64: return launch_arith<double>(op, dst, src, n, s);
-  default: return (int)cudaErrorInvalidValue;
-  }
+    return launch_arith<T>(op, dst, src, n, s);
+  });
 }
 
 extern "C" int strata__merge_fill_identity_cuda(strata_op op, strata_dtype result, void *dst,
