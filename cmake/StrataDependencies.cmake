@@ -24,6 +24,8 @@ if(NOT STARPU_FOUND)
                       "(starpu-1.3/starpumpi-1.3 or the 1.4 modules); run scripts/setup.sh")
 endif()
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET GLOBAL hwloc)
+pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET GLOBAL openblas)
+pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET GLOBAL libcjson)
 message(STATUS "StarPU ${STARPU_starpu-1.3_VERSION}${STARPU_starpu-1.4_VERSION} (${STRATA_STARPU_MODULES})")
 
 # pkg-config name of the MPI implementation, for strata.pc.

@@ -19,15 +19,28 @@
 #define STRATA__USE_CUDA 0
 #endif
 
+/* Integer cube root: n with n^3 <= v < (n+1)^3 (extent of a cubic array). */
+static inline int64_t strata__cube_root(uint64_t v)
+{
+  int64_t n = 0;
+  while ((uint64_t)((n + 1) * (n + 1) * (n + 1)) <= v)
+    n++;
+  return n;
+}
+
 /* Prepare the codelet tables; call once after starpu_init(). */
 void strata__codelets_init(void);
 
 /* Strata's task insert path: one task of `cl` on `handles` with the
  * codelet's modes (or `modes` when non-NULL, required for
- * STARPU_VARIABLE_NBUFFERS codelets). `cl_arg` is neither copied nor freed:
- * it must outlive the task (Strata passes entries of static tables). */
+ * STARPU_VARIABLE_NBUFFERS codelets). `cl_arg` is not copied: it must
+ * outlive the task (static tables, long-lived objects). */
 int strata__submit(struct starpu_codelet *cl, const void *cl_arg, size_t cl_arg_size, int nbuffers,
                    const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes);
+
+/* Same, with a copy of `arg` (size bytes) that the task owns and frees. */
+int strata__submit_copy_arg(struct starpu_codelet *cl, const void *arg, size_t size, int nbuffers,
+                            const starpu_data_handle_t *handles);
 
 /* Map a negative errno from StarPU to a STRATA_E* code. */
 int strata__from_starpu(int starpu_ret);
@@ -51,5 +64,37 @@ void strata__merge_set_redux(starpu_data_handle_t dst, strata_op op, strata_dtyp
 
 /* dst = identity of op (dst of element type `result`). */
 int strata__fill_identity_submit(starpu_data_handle_t dst, strata_op op, strata_dtype result);
+
+/* A model invocation: the codelet calls `cpu` or `cuda` (NULL: CPU only)
+ * with `model` and the buffers; the model object outlives its tasks. */
+struct strata__model_call {
+  void (*cpu)(void *model, const float *weights, const float *in, float *out, int64_t n,
+              void *scratch);
+  int (*cuda)(void *model, const float *weights, const float *in, float *out, int64_t n,
+              void *scratch, void *cublas, void *stream);
+  void *model;
+  uint32_t id; /* identity of the model in the performance model's footprint */
+  int in_channels;
+};
+
+/* One task: out [K, n^3] = model(in [C, n^3]); weights (R) is a float
+ * vector, scratch a STARPU_SCRATCH byte vector sized for n. */
+int strata__model_submit(const struct strata__model_call *call, starpu_data_handle_t weights,
+                         starpu_data_handle_t in, starpu_data_handle_t out,
+                         starpu_data_handle_t scratch);
+
+/* Start per-worker libraries the codelets use (cuBLAS on CUDA workers). */
+void strata__codelets_start_libraries(void);
+void strata__codelets_stop_libraries(void);
+
+struct strata__bubble_params;
+/* One task: bubble table (W, float64 [1 + capacity, fields]) from a
+ * probability map (R, float32 n^3); scratch sized for n. */
+int strata__bubbles_submit(starpu_data_handle_t prob, starpu_data_handle_t table,
+                           starpu_data_handle_t scratch, const struct strata__bubble_params *p);
+
+/* Scratch bytes of bubble extraction for extent n (the larger of the CPU
+ * and CUDA needs). */
+uint64_t strata__bubbles_scratch_bytes(int64_t n);
 
 #endif

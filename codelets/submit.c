@@ -1,6 +1,8 @@
 /* Strata's task insert path: builds the starpu_task directly, without the
  * variadic parsing and argument packing of starpu_task_insert(). */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "codelets.h"
 
@@ -11,18 +13,21 @@ int strata__from_starpu(int starpu_ret)
   return starpu_ret == -ENODEV ? STRATA_ENODEV : STRATA_ESTARPU;
 }
 
-int strata__submit(struct starpu_codelet *cl, const void *cl_arg, size_t cl_arg_size, int nbuffers,
-                   const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes)
+static int submit(struct starpu_codelet *cl, void *cl_arg, size_t cl_arg_size, int free_arg,
+                  int nbuffers, const starpu_data_handle_t *handles,
+                  const enum starpu_data_access_mode *modes)
 {
-  if (nbuffers < 0 || nbuffers > STARPU_NMAXBUFS)
-    return STRATA_EINVAL;
-  struct starpu_task *task = starpu_task_create();
-  if (!task)
-    return STRATA_ENOMEM;
+  int bad = nbuffers < 0 || nbuffers > STARPU_NMAXBUFS;
+  struct starpu_task *task = bad ? NULL : starpu_task_create();
+  if (!task) {
+    if (free_arg)
+      free(cl_arg);
+    return bad ? STRATA_EINVAL : STRATA_ENOMEM;
+  }
   task->cl = cl;
-  task->cl_arg = (void *)cl_arg;
+  task->cl_arg = cl_arg;
   task->cl_arg_size = cl_arg_size;
-  task->cl_arg_free = 0;
+  task->cl_arg_free = free_arg;
   task->nbuffers = nbuffers;
   for (int i = 0; i < nbuffers; i++) {
     task->handles[i] = handles[i];
@@ -32,7 +37,23 @@ int strata__submit(struct starpu_codelet *cl, const void *cl_arg, size_t cl_arg_
   int ret = starpu_task_submit(task);
   if (ret != 0) {
     task->destroy = 0;
-    starpu_task_destroy(task);
+    starpu_task_destroy(task); /* frees an owned cl_arg */
   }
   return strata__from_starpu(ret);
+}
+
+int strata__submit(struct starpu_codelet *cl, const void *cl_arg, size_t cl_arg_size, int nbuffers,
+                   const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes)
+{
+  return submit(cl, (void *)cl_arg, cl_arg_size, 0, nbuffers, handles, modes);
+}
+
+int strata__submit_copy_arg(struct starpu_codelet *cl, const void *arg, size_t size, int nbuffers,
+                            const starpu_data_handle_t *handles)
+{
+  void *copy = malloc(size);
+  if (!copy)
+    return STRATA_ENOMEM;
+  memcpy(copy, arg, size);
+  return submit(cl, copy, size, 1, nbuffers, handles, NULL);
 }

@@ -1,5 +1,24 @@
-/* Error strings and type/operator names. */
-#include <strata/strata.h>
+/* Error strings, per-thread error details, type/operator names. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "internal.h"
+
+static _Thread_local char details[512];
+
+const char *strata_error_message(void) { return details; }
+
+int strata__fail(int code, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(details, sizeof details, fmt, ap);
+  va_end(ap);
+  strata_log(STRATA_LOG_DEBUG, "%s: %s", strata_strerror(code), details);
+  return code;
+}
+
+void strata__clear_error(void) { details[0] = '\0'; }
 
 const char *strata_strerror(int code)
 {

@@ -5,6 +5,8 @@
 #include <starpu.h>
 #include <stdint.h>
 
+#include <strata/io.h>
+#include <strata/model.h>
 #include <strata/strata.h>
 
 struct strata_array {
@@ -20,6 +22,11 @@ struct strata_array {
   starpu_data_handle_t handle;
   struct strata_array *prev, *next; /* live-object registry */
 };
+
+/* Record the details of an error for strata_error_message() and return
+ * `code`; strata__clear_error() at the start of calls that use it. */
+int strata__fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void strata__clear_error(void);
 
 /* STRATA_ESTATE unless strata_init() has completed (and not finalize). */
 int strata__check_ready(void);
@@ -41,5 +48,15 @@ int strata__agree(int local_err, const int64_t *values, int n);
 void strata__array_track(strata_array *a);
 void strata__array_untrack(strata_array *a);
 void strata__array_destroy_all(void);
+
+/* Extent N of a float32 [channels, N, N, N] array (or [N, N, N] with one
+ * channel), or -1 when the array is not of that form. */
+int64_t strata__cube_extent(const strata_array *a, int channels);
+
+/* A STARPU_SCRATCH handle of `bytes` bytes, without a home copy. */
+starpu_data_handle_t strata__scratch_register(uint64_t bytes);
+
+/* A float32 `.npy` file read whole: shape and malloc'd data (free it). */
+int strata__npy_read_f32(const char *path, int *ndim, int64_t *shape, float **data);
 
 #endif

@@ -9,8 +9,10 @@ packages=(
   # runtime: StarPU with StarPU-MPI, Open MPI, hwloc
   libstarpu-dev libstarpumpi-1.3-3 starpu-tools
   libopenmpi-dev openmpi-bin libhwloc-dev hwloc
-  # JSON output of the benchmarks and tools
-  libcjson-dev
+  # JSON (model files, benchmark output), dense math
+  libcjson-dev libopenblas-dev
+  # Python 3 for scripts/make_blob_model.py
+  python3
 )
 
 missing=()

@@ -29,6 +29,11 @@ enum strata_error {
  *          codes that Strata does not define). */
 const char *strata_strerror(int code);
 
+/** @brief Details of the last error a Strata call reported on this thread
+ *  (for example the file and the reason when a model fails to load), or ""
+ *  when that call gave none. Valid until the next Strata call on the thread. */
+const char *strata_error_message(void);
+
 #ifdef __cplusplus
 }
 #endif

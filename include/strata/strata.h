@@ -8,7 +8,9 @@
 
 #include <strata/array.h>
 #include <strata/error.h>
+#include <strata/io.h>
 #include <strata/merge.h>
+#include <strata/model.h>
 #include <strata/types.h>
 #include <strata/version.h>
 

@@ -1,0 +1,115 @@
+/* Bubble extraction on the CPU: union-find over the cells above threshold,
+ * linking each to its 13 already-visited neighbours; the root of a
+ * component is its first cell in scan order, which fixes the output order. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../bubble_kernels.h"
+
+static const double PI = 3.14159265358979323846;
+
+static int32_t find(int32_t *parent, int32_t i)
+{
+  while (parent[i] != i) {
+    parent[i] = parent[parent[i]]; /* path halving */
+    i = parent[i];
+  }
+  return i;
+}
+
+static void unite(int32_t *parent, int32_t a, int32_t b)
+{
+  a = find(parent, a);
+  b = find(parent, b);
+  if (a < b)
+    parent[b] = a;
+  else if (b < a)
+    parent[a] = b;
+}
+
+/* Per component accumulators. */
+struct component {
+  double mass, px, py, pz, peak;
+  int64_t cells;
+};
+
+void strata__bubbles_cpu(const float *prob, int64_t n, const struct strata__bubble_params *p,
+                         int32_t *labels, double *table, int64_t capacity)
+{
+  int64_t vol = n * n * n;
+  for (int64_t i = 0; i < vol; i++)
+    labels[i] = prob[i] > p->threshold ? (int32_t)i : -1;
+  /* Half of the 26 neighbours: those before the cell in scan order. */
+  for (int64_t z = 0; z < n; z++)
+    for (int64_t y = 0; y < n; y++)
+      for (int64_t x = 0; x < n; x++) {
+        int64_t i = (z * n + y) * n + x;
+        if (labels[i] < 0)
+          continue;
+        for (int dz = -1; dz <= 0; dz++)
+          for (int dy = -1; dy <= 1; dy++)
+            for (int dx = -1; dx <= 1; dx++) {
+              if (dz == 0 && (dy > 0 || (dy == 0 && dx >= 0)))
+                continue;
+              int64_t zz = z + dz, yy = y + dy, xx = x + dx;
+              if (zz < 0 || yy < 0 || yy >= n || xx < 0 || xx >= n)
+                continue;
+              int64_t j = (zz * n + yy) * n + xx;
+              if (labels[j] >= 0)
+                unite(labels, (int32_t)i, (int32_t)j);
+            }
+      }
+  for (int64_t i = 0; i < vol; i++) /* every cell now points at its root */
+    if (labels[i] >= 0)
+      labels[i] = find(labels, (int32_t)i);
+  /* Number the components in scan order (a root comes before its cells):
+   * a root's label becomes -(id + 2), its cells then find the id there. */
+  struct component *comp = NULL;
+  int64_t ncomp = 0, cap = 0;
+  for (int64_t i = 0; i < vol; i++) {
+    if (labels[i] == -1)
+      continue;
+    int64_t id;
+    if (labels[i] == i) {
+      if (ncomp == cap) {
+        cap = cap ? 2 * cap : 64;
+        comp = realloc(comp, (size_t)cap * sizeof *comp);
+      }
+      id = ncomp++;
+      memset(&comp[id], 0, sizeof comp[id]);
+      labels[i] = (int32_t)(-(id + 2));
+    } else {
+      id = -(int64_t)labels[labels[i]] - 2;
+    }
+    double w = prob[i];
+    int64_t x = i % n, y = (i / n) % n, z = i / (n * n);
+    struct component *c = &comp[id];
+    c->mass += w;
+    c->px += w * ((double)x + 0.5);
+    c->py += w * ((double)y + 0.5);
+    c->pz += w * ((double)z + 0.5);
+    c->peak = w > c->peak ? w : c->peak;
+    c->cells++;
+  }
+  int64_t kept = 0;
+  for (int64_t id = 0; id < ncomp; id++) {
+    const struct component *c = &comp[id];
+    if (c->cells < p->min_cells)
+      continue;
+    if (kept < capacity) {
+      double *row = table + (1 + kept) * STRATA__BUBBLE_FIELDS;
+      row[STRATA__BUBBLE_X] = p->origin[0] + c->px / c->mass * p->cell_size;
+      row[STRATA__BUBBLE_Y] = p->origin[1] + c->py / c->mass * p->cell_size;
+      row[STRATA__BUBBLE_Z] = p->origin[2] + c->pz / c->mass * p->cell_size;
+      row[STRATA__BUBBLE_RADIUS] = cbrt(3.0 * (double)c->cells / (4.0 * PI)) * p->cell_size;
+      row[STRATA__BUBBLE_MASS] = c->mass;
+      row[STRATA__BUBBLE_PEAK] = c->peak;
+      row[STRATA__BUBBLE_CELLS] = (double)c->cells;
+    }
+    kept++;
+  }
+  memset(table, 0, STRATA__BUBBLE_FIELDS * sizeof *table);
+  table[0] = (double)kept;
+  free(comp);
+}

@@ -1,0 +1,193 @@
+// Bubble extraction on the GPU, with the CPU kernel's results and order:
+// labels converge to the smallest cell index of each 26-connected component
+// (min-label propagation with pointer jumping), per-root sums by atomics,
+// and an ordered compaction of the roots in one block.
+#include <cuda_runtime.h>
+
+#include "../bubble_kernels.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kScanThreads = 1024;
+
+unsigned blocks_for(int64_t n)
+{
+  int64_t b = (n + kThreads - 1) / kThreads;
+  return (unsigned)(b < 65535 ? (b > 0 ? b : 1) : 65535);
+}
+
+#define GRID_LOOP(i, count)                                                                        \
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (count);                   \
+       i += (int64_t)gridDim.x * blockDim.x)
+
+// Scratch layout (per cell): label, mass, px, py, pz, peak bits, cells;
+// then one flag.
+struct Scratch {
+  int32_t *label;
+  double *mass, *px, *py, *pz;
+  int *peak;
+  unsigned long long *cells;
+  int *changed;
+};
+
+Scratch carve(void *base, int64_t vol)
+{
+  char *p = static_cast<char *>(base);
+  Scratch s;
+  s.mass = reinterpret_cast<double *>(p);
+  s.px = s.mass + vol;
+  s.py = s.px + vol;
+  s.pz = s.py + vol;
+  s.cells = reinterpret_cast<unsigned long long *>(s.pz + vol);
+  s.label = reinterpret_cast<int32_t *>(s.cells + vol);
+  s.peak = reinterpret_cast<int *>(s.label + vol);
+  s.changed = s.peak + vol;
+  return s;
+}
+
+__global__ void init_kernel(const float *prob, int64_t vol, float threshold, Scratch s)
+{
+  GRID_LOOP(i, vol)
+  {
+    s.label[i] = prob[i] > threshold ? (int32_t)i : -1;
+    s.mass[i] = s.px[i] = s.py[i] = s.pz[i] = 0.0;
+    s.peak[i] = 0;
+    s.cells[i] = 0;
+  }
+}
+
+__global__ void propagate_kernel(int64_t n, Scratch s)
+{
+  GRID_LOOP(i, n * n * n)
+  {
+    int32_t own = s.label[i];
+    if (own < 0)
+      continue;
+    int64_t x = i % n, y = i / n % n, z = i / (n * n);
+    int32_t best = own;
+    for (int dz = -1; dz <= 1; dz++)
+      for (int dy = -1; dy <= 1; dy++)
+        for (int dx = -1; dx <= 1; dx++) {
+          int64_t zz = z + dz, yy = y + dy, xx = x + dx;
+          if (zz < 0 || zz >= n || yy < 0 || yy >= n || xx < 0 || xx >= n)
+            continue;
+          int32_t l = s.label[(zz * n + yy) * n + xx];
+          if (l >= 0 && l < best)
+            best = l;
+        }
+    if (best < own) {
+      atomicMin(&s.label[own], best); // the old root joins too
+      atomicMin(&s.label[i], best);
+      *s.changed = 1;
+    }
+  }
+}
+
+__global__ void jump_kernel(int64_t vol, Scratch s)
+{
+  GRID_LOOP(i, vol)
+  {
+    int32_t l = s.label[i];
+    if (l >= 0) {
+      int32_t r = s.label[l];
+      while (r != l) { // labels only decrease along the chain
+        l = r;
+        r = s.label[l];
+      }
+      s.label[i] = l;
+    }
+  }
+}
+
+__global__ void accumulate_kernel(const float *prob, int64_t n, Scratch s)
+{
+  GRID_LOOP(i, n * n * n)
+  {
+    int32_t r = s.label[i];
+    if (r < 0)
+      continue;
+    double w = prob[i];
+    atomicAdd(&s.mass[r], w);
+    atomicAdd(&s.px[r], w * ((double)(i % n) + 0.5));
+    atomicAdd(&s.py[r], w * ((double)(i / n % n) + 0.5));
+    atomicAdd(&s.pz[r], w * ((double)(i / (n * n)) + 0.5));
+    atomicMax(&s.peak[r], __float_as_int(prob[i])); // p > 0: int order is float order
+    atomicAdd(&s.cells[r], 1ull);
+  }
+}
+
+// One block: scan the cells in order and write the kept roots' rows.
+__global__ void compact_kernel(int64_t vol, struct strata__bubble_params p, Scratch s,
+                               double *table, int64_t capacity)
+{
+  __shared__ int64_t counts[kScanThreads];
+  __shared__ int64_t base;
+  if (threadIdx.x == 0)
+    base = 0;
+  __syncthreads();
+  for (int64_t start = 0; start < vol; start += kScanThreads) {
+    int64_t i = start + threadIdx.x;
+    int keep = i < vol && s.label[i] == i && (int64_t)s.cells[i] >= p.min_cells;
+    counts[threadIdx.x] = keep;
+    __syncthreads();
+    for (int off = 1; off < kScanThreads; off <<= 1) { // inclusive scan
+      int64_t v = threadIdx.x >= off ? counts[threadIdx.x - off] : 0;
+      __syncthreads();
+      counts[threadIdx.x] += v;
+      __syncthreads();
+    }
+    int64_t slot = base + counts[threadIdx.x] - 1;
+    if (keep && slot < capacity) {
+      double *row = table + (1 + slot) * STRATA__BUBBLE_FIELDS;
+      double cells = (double)s.cells[i];
+      row[STRATA__BUBBLE_X] = p.origin[0] + s.px[i] / s.mass[i] * p.cell_size;
+      row[STRATA__BUBBLE_Y] = p.origin[1] + s.py[i] / s.mass[i] * p.cell_size;
+      row[STRATA__BUBBLE_Z] = p.origin[2] + s.pz[i] / s.mass[i] * p.cell_size;
+      row[STRATA__BUBBLE_RADIUS] = cbrt(3.0 * cells / (4.0 * 3.14159265358979323846)) * p.cell_size;
+      row[STRATA__BUBBLE_MASS] = s.mass[i];
+      row[STRATA__BUBBLE_PEAK] = (double)__int_as_float(s.peak[i]);
+      row[STRATA__BUBBLE_CELLS] = cells;
+    }
+    __syncthreads();
+    if (threadIdx.x == kScanThreads - 1)
+      base += counts[threadIdx.x];
+    __syncthreads();
+  }
+  if (threadIdx.x < STRATA__BUBBLE_FIELDS)
+    table[threadIdx.x] = threadIdx.x == 0 ? (double)base : 0.0;
+}
+
+} // namespace
+
+extern "C" uint64_t strata__bubbles_cuda_scratch_bytes(int64_t n)
+{
+  uint64_t vol = (uint64_t)(n * n * n);
+  return vol * (4 * sizeof(double) + sizeof(unsigned long long) + sizeof(int32_t) + sizeof(int)) +
+         sizeof(int);
+}
+
+extern "C" int strata__bubbles_cuda(const float *prob, int64_t n,
+                                    const struct strata__bubble_params *p, void *scratch,
+                                    double *table, int64_t capacity, void *stream)
+{
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  int64_t vol = n * n * n;
+  Scratch s = carve(scratch, vol);
+  init_kernel<<<blocks_for(vol), kThreads, 0, st>>>(prob, vol, p->threshold, s);
+  for (;;) {
+    int changed = 0;
+    cudaMemsetAsync(s.changed, 0, sizeof(int), st);
+    propagate_kernel<<<blocks_for(vol), kThreads, 0, st>>>(n, s);
+    jump_kernel<<<blocks_for(vol), kThreads, 0, st>>>(vol, s);
+    cudaMemcpyAsync(&changed, s.changed, sizeof(int), cudaMemcpyDeviceToHost, st);
+    cudaError_t err = cudaStreamSynchronize(st);
+    if (err != cudaSuccess)
+      return (int)err;
+    if (!changed)
+      break;
+  }
+  accumulate_kernel<<<blocks_for(vol), kThreads, 0, st>>>(prob, n, s);
+  compact_kernel<<<1, kScanThreads, 0, st>>>(vol, *p, s, table, capacity);
+  return (int)cudaGetLastError();
+}

@@ -1,0 +1,87 @@
+/* The model codelet: one model invocation per task, on a CPU worker or, when
+ * the model has a CUDA implementation, a CUDA worker (cuBLAS handle of the
+ * worker, its stream). History-based perf model keyed on (model, n). */
+#include <cblas.h>
+
+#include "codelets.h"
+
+#if STRATA__USE_CUDA
+#include <starpu_cublas_v2.h>
+#endif
+
+static void model_cpu(void *buffers[], void *cl_arg)
+{
+  const struct strata__model_call *call = cl_arg;
+  call->cpu(call->model, (const float *)STARPU_VECTOR_GET_PTR(buffers[0]),
+            (const float *)STARPU_VECTOR_GET_PTR(buffers[1]),
+            (float *)STARPU_VECTOR_GET_PTR(buffers[2]),
+            strata__cube_root(STARPU_VECTOR_GET_NX(buffers[1]) / call->in_channels),
+            (void *)STARPU_VECTOR_GET_PTR(buffers[3]));
+}
+
+#if STRATA__USE_CUDA
+static void model_cuda(void *buffers[], void *cl_arg)
+{
+  const struct strata__model_call *call = cl_arg;
+  call->cuda(call->model, (const float *)STARPU_VECTOR_GET_PTR(buffers[0]),
+             (const float *)STARPU_VECTOR_GET_PTR(buffers[1]),
+             (float *)STARPU_VECTOR_GET_PTR(buffers[2]),
+             strata__cube_root(STARPU_VECTOR_GET_NX(buffers[1]) / call->in_channels),
+             (void *)STARPU_VECTOR_GET_PTR(buffers[3]), starpu_cublas_get_local_handle(),
+             starpu_cuda_get_local_stream());
+}
+#endif
+
+/* CUDA workers only for models that have a CUDA implementation. */
+static int model_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
+{
+  (void)nimpl;
+  const struct strata__model_call *call = task->cl_arg;
+  return starpu_worker_get_type((int)workerid) != STARPU_CUDA_WORKER || call->cuda != NULL;
+}
+
+static uint32_t model_footprint(struct starpu_task *task)
+{
+  const struct strata__model_call *call = task->cl_arg;
+  uint32_t nx = starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 1));
+  return starpu_hash_crc32c_be(nx, call->id);
+}
+
+static struct starpu_perfmodel model_perf = {
+    .type = STARPU_HISTORY_BASED, .symbol = "strata_model", .footprint = model_footprint};
+
+static struct starpu_codelet model_cl = {
+    .name = "strata_model",
+    .cpu_funcs = {model_cpu},
+#if STRATA__USE_CUDA
+    .cuda_funcs = {model_cuda},
+    .cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+    .can_execute = model_can_execute,
+    .nbuffers = 4,
+    .modes = {STARPU_R, STARPU_R, STARPU_W, STARPU_SCRATCH},
+    .model = &model_perf,
+};
+
+int strata__model_submit(const struct strata__model_call *call, starpu_data_handle_t weights,
+                         starpu_data_handle_t in, starpu_data_handle_t out,
+                         starpu_data_handle_t scratch)
+{
+  starpu_data_handle_t h[4] = {weights, in, out, scratch};
+  return strata__submit(&model_cl, call, sizeof *call, 4, h, NULL);
+}
+
+void strata__codelets_start_libraries(void)
+{
+  openblas_set_num_threads(1); /* StarPU's workers are the parallelism */
+#if STRATA__USE_CUDA
+  starpu_cublas_init();
+#endif
+}
+
+void strata__codelets_stop_libraries(void)
+{
+#if STRATA__USE_CUDA
+  starpu_cublas_shutdown();
+#endif
+}

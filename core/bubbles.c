@@ -1,0 +1,71 @@
+/* Bubble extraction API over the bubble codelet. */
+#include <stdlib.h>
+
+#include "codelets.h"
+#include "internal.h"
+#include "kernels/bubble_kernels.h"
+
+_Static_assert(STRATA_BUBBLE_TABLE_COLUMNS == STRATA__BUBBLE_FIELDS, "bubble table layout");
+
+void strata_bubble_params_init(strata_bubble_params *p)
+{
+  if (!p)
+    return;
+  *p = (strata_bubble_params){.threshold = 0.5f, .min_cells = 1, .cell_size = 1.0};
+}
+
+int strata_bubbles_submit(strata_array *prob, const strata_bubble_params *p, strata_array *table)
+{
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!prob || !p || !table || !(p->cell_size > 0) || p->min_cells < 1)
+    return STRATA_EINVAL;
+  if (prob->dtype != STRATA_FLOAT32 || table->dtype != STRATA_FLOAT64)
+    return STRATA_ETYPE;
+  int64_t n = strata__cube_extent(prob, 1);
+  if (n < 1 || table->ndim != 2 || table->shape[0] < 1 ||
+      table->shape[1] != STRATA_BUBBLE_TABLE_COLUMNS)
+    return STRATA_EINVAL;
+  if (prob->acquired || table->acquired)
+    return STRATA_ESTATE;
+  struct strata__bubble_params kp = {p->threshold, p->min_cells,
+                                     {p->origin[0], p->origin[1], p->origin[2]}, p->cell_size};
+  starpu_data_handle_t scratch = strata__scratch_register(strata__bubbles_scratch_bytes(n));
+  ret = strata__bubbles_submit(prob->handle, table->handle, scratch, &kp);
+  starpu_data_unregister_submit(scratch);
+  return ret;
+}
+
+int strata_bubbles_read(strata_array *table, strata_bubble **list, int64_t *n, int64_t *found)
+{
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!table || !list || !n || table->dtype != STRATA_FLOAT64 || table->ndim != 2 ||
+      table->shape[1] != STRATA_BUBBLE_TABLE_COLUMNS || table->shape[0] < 1)
+    return STRATA_EINVAL;
+  const double *t;
+  if ((ret = strata_array_acquire(table, STRATA_READ, (void **)&t)))
+    return ret;
+  int64_t total = (int64_t)t[0], stored = total < table->shape[0] - 1 ? total : table->shape[0] - 1;
+  *list = malloc((size_t)(stored > 0 ? stored : 1) * sizeof **list);
+  if (!*list) {
+    strata_array_release(table);
+    return STRATA_ENOMEM;
+  }
+  for (int64_t b = 0; b < stored; b++) {
+    const double *row = t + (1 + b) * STRATA__BUBBLE_FIELDS;
+    (*list)[b] = (strata_bubble){{row[STRATA__BUBBLE_X], row[STRATA__BUBBLE_Y],
+                                  row[STRATA__BUBBLE_Z]},
+                                 row[STRATA__BUBBLE_RADIUS],
+                                 row[STRATA__BUBBLE_MASS],
+                                 row[STRATA__BUBBLE_PEAK],
+                                 (int64_t)row[STRATA__BUBBLE_CELLS]};
+  }
+  strata_array_release(table);
+  *n = stored;
+  if (found)
+    *found = total;
+  return 0;
+}

@@ -1,0 +1,540 @@
+/* Models: the network description (JSON + .npy) validated into layer
+ * descriptors and one packed weight buffer registered with StarPU, the
+ * application's plug-ins, and the model codelet's invocation. */
+#include <cjson/cJSON.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codelets.h"
+#include "internal.h"
+#include "kernels/cnn_kernels.h"
+#include "strata_build_config.h"
+
+#define MAX_LAYERS 256
+#define MAX_KERNEL 31
+
+struct strata_model {
+  char name[64];
+  int in_channels, out_channels;
+  strata_model_output output;
+  char **fields; /* in_channels names, or NULL */
+  /* built-in network (NULL layers for plug-ins) */
+  struct strata__layer *layers;
+  struct strata__network net;
+  int max_level;
+  float *weights;
+  /* plug-in */
+  strata_model_ops ops;
+  /* StarPU */
+  struct strata__model_call call;
+  starpu_data_handle_t weights_handle;
+  int64_t scratch_n; /* extent the scratch handle is sized for, -1 if none */
+  starpu_data_handle_t scratch;
+};
+
+static void network_cpu(void *model, const float *weights, const float *in, float *out, int64_t n,
+                        void *scratch)
+{
+  strata__cnn_forward_cpu(&((strata_model *)model)->net, weights, in, n, out, scratch);
+}
+
+#if STRATA_HAVE_CUDA_KERNELS
+static int network_cuda(void *model, const float *weights, const float *in, float *out, int64_t n,
+                        void *scratch, void *cublas, void *stream)
+{
+  return strata__cnn_forward_cuda(&((strata_model *)model)->net, weights, in, n, out, scratch,
+                                  cublas, stream);
+}
+#endif
+
+static void plugin_cpu(void *model, const float *weights, const float *in, float *out, int64_t n,
+                       void *scratch)
+{
+  (void)weights;
+  strata_model *m = model;
+  m->ops.cpu(m->ops.user, in, out, n, scratch);
+}
+
+static int plugin_cuda(void *model, const float *weights, const float *in, float *out, int64_t n,
+                       void *scratch, void *cublas, void *stream)
+{
+  (void)weights;
+  (void)cublas;
+  strata_model *m = model;
+  return m->ops.cuda(m->ops.user, in, out, n, scratch, stream);
+}
+
+static void free_model(strata_model *m)
+{
+  if (!m)
+    return;
+  if (m->fields)
+    for (int c = 0; c < m->in_channels; c++)
+      free(m->fields[c]);
+  free(m->fields);
+  free(m->layers);
+  starpu_free(m->weights);
+  free(m);
+}
+
+/* Register the weights and prepare the codelet call. */
+static int finish_model(strata_model *m, int64_t nweights)
+{
+  if (!m->weights && starpu_malloc((void **)&m->weights, sizeof(float)) != 0)
+    return STRATA_ENOMEM;
+  starpu_vector_data_register(&m->weights_handle, STARPU_MAIN_RAM, (uintptr_t)m->weights,
+                              (uint32_t)(nweights > 0 ? nweights : 1), sizeof(float));
+  m->call.model = m;
+  m->call.in_channels = m->in_channels;
+  m->call.id = starpu_hash_crc32c_string(m->name, (uint32_t)nweights);
+  m->scratch_n = -1;
+  return 0;
+}
+
+static int copy_fields(strata_model *m, const char *const *names, int n)
+{
+  if (n == 0)
+    return 0;
+  if (!(m->fields = calloc((size_t)m->in_channels, sizeof *m->fields)))
+    return STRATA_ENOMEM;
+  for (int c = 0; c < n; c++)
+    if (!(m->fields[c] = strdup(names[c])))
+      return STRATA_ENOMEM;
+  return 0;
+}
+
+int strata_model_create(const strata_model_ops *ops, strata_model **out)
+{
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!out)
+    return STRATA_EINVAL;
+  *out = NULL;
+  if (!ops || !ops->cpu || ops->in_channels < 1 || ops->out_channels < 1 ||
+      (ops->n_input_fields != 0 && ops->n_input_fields != ops->in_channels) ||
+      (ops->n_input_fields && !ops->input_fields) ||
+      (ops->output != STRATA_MODEL_PROBABILITY && ops->output != STRATA_MODEL_FIELD))
+    return STRATA_EINVAL;
+  strata_model *m = calloc(1, sizeof *m);
+  if (!m)
+    return STRATA_ENOMEM;
+  snprintf(m->name, sizeof m->name, "%s", ops->name ? ops->name : "user");
+  m->in_channels = ops->in_channels;
+  m->out_channels = ops->out_channels;
+  m->output = ops->output;
+  m->ops = *ops;
+  m->call.cpu = plugin_cpu;
+  m->call.cuda = ops->cuda ? plugin_cuda : NULL;
+  if ((ret = copy_fields(m, ops->input_fields, ops->n_input_fields)) ||
+      (ret = finish_model(m, 0))) {
+    free_model(m);
+    return ret;
+  }
+  *out = m;
+  return 0;
+}
+
+/* ---- loading a network description ---- */
+
+struct loader {
+  const char *path; /* JSON file, for messages */
+  char dir[4096];   /* its directory, for the weight files */
+  strata_model *m;
+  const char *names[MAX_LAYERS];
+  float *blobs[MAX_LAYERS][2]; /* weights and bias of conv layers, malloc'd */
+  int64_t sizes[MAX_LAYERS][2];
+};
+
+static char *read_text(const char *path, size_t limit)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *text = malloc(limit + 1);
+  size_t n = text ? fread(text, 1, limit, f) : 0;
+  int too_long = n == limit && fgetc(f) != EOF;
+  fclose(f);
+  if (!text || too_long) {
+    free(text);
+    return NULL;
+  }
+  text[n] = '\0';
+  return text;
+}
+
+static int json_int(const cJSON *obj, const char *key, int fallback, int *value)
+{
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!item) {
+    *value = fallback;
+    return fallback != INT32_MIN;
+  }
+  if (!cJSON_IsNumber(item) || item->valuedouble != (double)(int)item->valuedouble)
+    return 0;
+  *value = (int)item->valuedouble;
+  return 1;
+}
+
+static int find_layer(const struct loader *ld, int count, const char *name)
+{
+  if (strcmp(name, "input") == 0)
+    return STRATA__NETWORK_INPUT;
+  for (int i = 0; i < count; i++)
+    if (strcmp(ld->names[i], name) == 0)
+      return i;
+  return -2;
+}
+
+/* Read a float32 .npy next to the JSON file and check its shape. */
+static int load_tensor(struct loader *ld, int l, int which, const char *file, int ndim,
+                       const int64_t *want)
+{
+  char path[8192];
+  snprintf(path, sizeof path, "%s/%s", ld->dir, file);
+  int got_ndim;
+  int64_t shape[STRATA_MAX_DIMS];
+  int ret = strata__npy_read_f32(path, &got_ndim, shape, &ld->blobs[l][which]);
+  if (ret) {
+    char inner[512];
+    snprintf(inner, sizeof inner, "%s", strata_error_message());
+    return strata__fail(ret, "%s: layer '%s': %s", ld->path, ld->names[l], inner);
+  }
+  int same = got_ndim == ndim;
+  int64_t size = 1;
+  for (int d = 0; same && d < ndim; d++) {
+    same = shape[d] == want[d];
+    size *= want[d];
+  }
+  if (!same)
+    return strata__fail(STRATA_EINVAL, "%s: layer '%s': %s has the wrong shape", ld->path,
+                        ld->names[l], file);
+  ld->sizes[l][which] = size;
+  return 0;
+}
+
+static int parse_layer(struct loader *ld, const cJSON *js, int l, int *max_level)
+{
+  static const struct {
+    const char *name;
+    int kind, ninputs;
+  } kinds[] = {{"conv3d", STRATA__LAYER_CONV3D, 1},   {"relu", STRATA__LAYER_RELU, 1},
+               {"leaky_relu", STRATA__LAYER_LEAKY_RELU, 1},
+               {"sigmoid", STRATA__LAYER_SIGMOID, 1}, {"log", STRATA__LAYER_LOG, 1},
+               {"maxpool", STRATA__LAYER_MAXPOOL, 1}, {"upsample", STRATA__LAYER_UPSAMPLE, 1},
+               {"concat", STRATA__LAYER_CONCAT, 2}};
+  struct strata__layer *L = &ld->m->layers[l];
+  const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(js, "name"));
+  const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(js, "type"));
+  if (!cJSON_IsObject(js) || !name || !type)
+    return strata__fail(STRATA_EINVAL, "%s: layer %d needs a \"name\" and a \"type\"", ld->path,
+                        l);
+  if (strcmp(name, "input") == 0 || find_layer(ld, l, name) >= 0)
+    return strata__fail(STRATA_EINVAL, "%s: layer name '%s' is reserved or repeated", ld->path,
+                        name);
+  ld->names[l] = name;
+  L->kind = -1;
+  for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+    if (strcmp(type, kinds[k].name) == 0) {
+      L->kind = kinds[k].kind;
+      L->ninputs = kinds[k].ninputs;
+    }
+  if (L->kind < 0)
+    return strata__fail(STRATA_EINVAL, "%s: layer '%s': unknown type '%s'", ld->path, name, type);
+
+  const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(js, "inputs");
+  if (!inputs && L->ninputs == 1)
+    L->inputs[0] = l - 1; /* the previous layer, or the input for the first */
+  else if (!cJSON_IsArray(inputs) || cJSON_GetArraySize(inputs) != L->ninputs)
+    return strata__fail(STRATA_EINVAL, "%s: layer '%s' needs %d input(s)", ld->path, name,
+                        L->ninputs);
+  else
+    for (int i = 0; i < L->ninputs; i++) {
+      const char *src = cJSON_GetStringValue(cJSON_GetArrayItem(inputs, i));
+      if (!src || (L->inputs[i] = find_layer(ld, l, src)) < -1)
+        return strata__fail(STRATA_EINVAL, "%s: layer '%s': input '%s' is not an earlier layer",
+                            ld->path, name, src ? src : "?");
+    }
+  int level[2], channels[2];
+  for (int i = 0; i < L->ninputs; i++) {
+    int s = L->inputs[i];
+    level[i] = s < 0 ? 0 : ld->m->layers[s].level;
+    channels[i] = s < 0 ? ld->m->in_channels : ld->m->layers[s].channels;
+  }
+  L->level = level[0];
+  L->channels = channels[0];
+  L->bias_offset = -1;
+  switch (L->kind) {
+  case STRATA__LAYER_CONV3D: {
+    const char *w = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(js, "weights"));
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(js, "bias");
+    if (!json_int(js, "out_channels", INT32_MIN, &L->channels) || L->channels < 1 ||
+        !json_int(js, "kernel", INT32_MIN, &L->kernel) || L->kernel < 1 ||
+        L->kernel > MAX_KERNEL || !json_int(js, "dilation", 1, &L->dilation) || L->dilation < 1 ||
+        L->dilation > 16 || !w || (b && !cJSON_IsNull(b) && !cJSON_IsString(b)))
+      return strata__fail(STRATA_EINVAL,
+                          "%s: layer '%s': conv3d needs out_channels >= 1, kernel 1..%d, "
+                          "dilation 1..16, \"weights\" and an optional \"bias\" file",
+                          ld->path, name, MAX_KERNEL);
+    int64_t k = L->kernel, wshape[5] = {L->channels, channels[0], k, k, k};
+    int ret = load_tensor(ld, l, 0, w, 5, wshape);
+    if (!ret && cJSON_IsString(b))
+      ret = load_tensor(ld, l, 1, b->valuestring, 1, wshape);
+    return ret;
+  }
+  case STRATA__LAYER_LEAKY_RELU:
+  case STRATA__LAYER_LOG: {
+    const char *key = L->kind == STRATA__LAYER_LOG ? "floor" : "slope";
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(js, key);
+    L->param = L->kind == STRATA__LAYER_LOG ? 1e-30f : 0.01f;
+    if (p && !cJSON_IsNumber(p))
+      return strata__fail(STRATA_EINVAL, "%s: layer '%s': \"%s\" must be a number", ld->path,
+                          name, key);
+    if (p)
+      L->param = (float)p->valuedouble;
+    if (L->kind == STRATA__LAYER_LOG && !(L->param > 0))
+      return strata__fail(STRATA_EINVAL, "%s: layer '%s': \"floor\" must be > 0", ld->path,
+                          name);
+    return 0;
+  }
+  case STRATA__LAYER_MAXPOOL:
+    L->level++;
+    *max_level = L->level > *max_level ? L->level : *max_level;
+    return 0;
+  case STRATA__LAYER_UPSAMPLE:
+    if (--L->level < 0)
+      return strata__fail(STRATA_EINVAL, "%s: layer '%s': upsampling above the input resolution",
+                          ld->path, name);
+    return 0;
+  case STRATA__LAYER_CONCAT:
+    if (level[0] != level[1])
+      return strata__fail(STRATA_EINVAL, "%s: layer '%s': inputs at different resolutions",
+                          ld->path, name);
+    L->channels = channels[0] + channels[1];
+    return 0;
+  default:
+    return 0;
+  }
+}
+
+/* Check the header, then each layer; pack the weights. */
+static int parse_model(struct loader *ld, const cJSON *root)
+{
+  strata_model *m = ld->m;
+  const char *format = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "format"));
+  int version;
+  if (!format || strcmp(format, "strata-model") != 0 ||
+      !json_int(root, "version", INT32_MIN, &version) || version != 1)
+    return strata__fail(STRATA_EINVAL, "%s: not a strata-model version 1 description", ld->path);
+  const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "name"));
+  snprintf(m->name, sizeof m->name, "%s", name ? name : "model");
+  const cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "input");
+  const cJSON *outp = cJSON_GetObjectItemCaseSensitive(root, "output");
+  const cJSON *fields = cJSON_GetObjectItemCaseSensitive(in, "fields");
+  const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(outp, "kind"));
+  if (!cJSON_IsObject(in) || !cJSON_IsObject(outp) ||
+      !json_int(in, "channels", INT32_MIN, &m->in_channels) || m->in_channels < 1 ||
+      !json_int(outp, "channels", INT32_MIN, &m->out_channels) || m->out_channels < 1)
+    return strata__fail(STRATA_EINVAL, "%s: \"input\" and \"output\" need \"channels\" >= 1",
+                        ld->path);
+  if (kind && strcmp(kind, "probability") != 0 && strcmp(kind, "field") != 0)
+    return strata__fail(STRATA_EINVAL, "%s: output kind must be probability or field", ld->path);
+  m->output = kind && strcmp(kind, "field") == 0 ? STRATA_MODEL_FIELD : STRATA_MODEL_PROBABILITY;
+  if (fields) {
+    const char *names[64];
+    int n = cJSON_GetArraySize(fields);
+    if (!cJSON_IsArray(fields) || n != m->in_channels || n > 64)
+      return strata__fail(STRATA_EINVAL, "%s: \"fields\" must name each input channel",
+                          ld->path);
+    for (int c = 0; c < n; c++)
+      if (!(names[c] = cJSON_GetStringValue(cJSON_GetArrayItem(fields, c))))
+        return strata__fail(STRATA_EINVAL, "%s: field names must be strings", ld->path);
+    int ret = copy_fields(m, names, n);
+    if (ret)
+      return ret;
+  }
+  const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+  int nl = cJSON_GetArraySize(layers);
+  if (!cJSON_IsArray(layers) || nl < 1 || nl > MAX_LAYERS)
+    return strata__fail(STRATA_EINVAL, "%s: \"layers\" must hold 1 to %d layers", ld->path,
+                        MAX_LAYERS);
+  if (!(m->layers = calloc((size_t)nl, sizeof *m->layers)))
+    return STRATA_ENOMEM;
+  for (int l = 0; l < nl; l++) {
+    int ret = parse_layer(ld, cJSON_GetArrayItem(layers, l), l, &m->max_level);
+    if (ret)
+      return ret;
+  }
+  const struct strata__layer *last = &m->layers[nl - 1];
+  if (last->level != 0 || last->channels != m->out_channels)
+    return strata__fail(STRATA_EINVAL,
+                        "%s: the last layer gives %d channel(s) at level %d, not %d at level 0",
+                        ld->path, last->channels, last->level, m->out_channels);
+  int64_t total = 0;
+  for (int l = 0; l < nl; l++)
+    total += ld->sizes[l][0] + ld->sizes[l][1];
+  if (total > 0 && starpu_malloc((void **)&m->weights, (size_t)total * sizeof(float)) != 0)
+    return STRATA_ENOMEM;
+  int64_t at = 0;
+  for (int l = 0; l < nl; l++)
+    for (int which = 0; which < 2; which++)
+      if (ld->blobs[l][which]) {
+        memcpy(m->weights + at, ld->blobs[l][which], (size_t)ld->sizes[l][which] * sizeof(float));
+        *(which ? &m->layers[l].bias_offset : &m->layers[l].weight_offset) = at;
+        at += ld->sizes[l][which];
+      }
+  m->net = (struct strata__network){m->layers, nl, m->in_channels};
+  m->call.cpu = network_cpu;
+#if STRATA_HAVE_CUDA_KERNELS
+  m->call.cuda = network_cuda;
+#endif
+  return finish_model(m, total);
+}
+
+int strata_model_load(const char *json_path, strata_model **out)
+{
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!json_path || !out)
+    return STRATA_EINVAL;
+  *out = NULL;
+  strata__clear_error();
+  char *text = read_text(json_path, 1 << 24);
+  if (!text)
+    return strata__fail(STRATA_EIO, "%s: cannot read (missing, or over 16 MiB)", json_path);
+  cJSON *root = cJSON_Parse(text);
+  struct loader *ld = calloc(1, sizeof *ld);
+  strata_model *m = calloc(1, sizeof *m);
+  if (!ld || !m)
+    ret = STRATA_ENOMEM;
+  else if (!root)
+    ret = strata__fail(STRATA_EIO, "%s: malformed JSON near offset %td", json_path,
+                       cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - text : (ptrdiff_t)0);
+  else {
+    char copy[sizeof ld->dir];
+    snprintf(copy, sizeof copy, "%s", json_path);
+    snprintf(ld->dir, sizeof ld->dir, "%s", dirname(copy));
+    ld->path = json_path;
+    ld->m = m;
+    ret = parse_model(ld, root);
+  }
+  if (ld)
+    for (int l = 0; l < MAX_LAYERS; l++)
+      free(ld->blobs[l][0]), free(ld->blobs[l][1]);
+  free(ld);
+  cJSON_Delete(root);
+  free(text);
+  if (ret)
+    free_model(m);
+  else
+    *out = m;
+  return ret;
+}
+
+int strata_model_load_default(strata_model **out)
+{
+  const char *env = getenv("STRATA_MODEL_DIR");
+  const char *dirs[] = {env, STRATA_MODELS_INSTALL_DIR, STRATA_MODELS_SOURCE_DIR};
+  char path[4096];
+  for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+    if (!dirs[i])
+      continue;
+    snprintf(path, sizeof path, "%s/blob_detector/model.json", dirs[i]);
+    FILE *f = fopen(path, "r");
+    if (f) {
+      fclose(f);
+      return strata_model_load(path, out);
+    }
+  }
+  if (!out)
+    return STRATA_EINVAL;
+  return strata__fail(STRATA_EIO, "blob_detector/model.json not found (set STRATA_MODEL_DIR)");
+}
+
+int strata_model_destroy(strata_model *m)
+{
+  if (!m)
+    return 0;
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  starpu_data_unregister(m->weights_handle); /* waits for the tasks */
+  if (m->scratch_n >= 0)
+    starpu_data_unregister(m->scratch);
+  free_model(m);
+  return 0;
+}
+
+const char *strata_model_name(const strata_model *m) { return m ? m->name : ""; }
+
+int strata_model_describe(const strata_model *m, int *in_channels, int *out_channels,
+                          strata_model_output *output)
+{
+  if (!m)
+    return STRATA_EINVAL;
+  if (in_channels)
+    *in_channels = m->in_channels;
+  if (out_channels)
+    *out_channels = m->out_channels;
+  if (output)
+    *output = m->output;
+  return 0;
+}
+
+const char *strata_model_input_field(const strata_model *m, int c)
+{
+  return m && m->fields && c >= 0 && c < m->in_channels ? m->fields[c] : NULL;
+}
+
+int64_t strata__cube_extent(const strata_array *a, int channels)
+{
+  if (!a || a->dtype != STRATA_FLOAT32)
+    return -1;
+  const int64_t *s = a->shape;
+  if (a->ndim == 4 && s[0] == channels && s[1] == s[2] && s[2] == s[3])
+    return s[1];
+  if (a->ndim == 3 && channels == 1 && s[0] == s[1] && s[1] == s[2])
+    return s[0];
+  return -1;
+}
+
+starpu_data_handle_t strata__scratch_register(uint64_t bytes)
+{
+  starpu_data_handle_t h;
+  starpu_vector_data_register(&h, -1, 0, (uint32_t)(bytes ? bytes : 1), 1);
+  return h;
+}
+
+int strata_model_apply(strata_model *m, strata_array *in, strata_array *out)
+{
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!m || !in || !out || in == out)
+    return STRATA_EINVAL;
+  if (in->dtype != STRATA_FLOAT32 || out->dtype != STRATA_FLOAT32)
+    return STRATA_ETYPE;
+  int64_t n = strata__cube_extent(in, m->in_channels);
+  if (n < 1 || strata__cube_extent(out, m->out_channels) != n || n % (1 << m->max_level) != 0)
+    return strata__fail(STRATA_EINVAL,
+                        "model '%s' maps [%d, N, N, N] to [%d, N, N, N] with N a multiple of %d",
+                        m->name, m->in_channels, m->out_channels, 1 << m->max_level);
+  if (in->acquired || out->acquired)
+    return STRATA_ESTATE;
+  if (m->scratch_n != n) {
+    if (m->scratch_n >= 0)
+      starpu_data_unregister_submit(m->scratch);
+    uint64_t bytes = m->layers ? strata__cnn_scratch_floats(&m->net, n) * sizeof(float)
+                     : m->ops.scratch_bytes ? m->ops.scratch_bytes(m->ops.user, n)
+                                            : 0;
+    if (bytes > UINT32_MAX)
+      return strata__fail(STRATA_EINVAL, "model '%s': scratch for N = %lld exceeds 4 GiB",
+                          m->name, (long long)n);
+    m->scratch = strata__scratch_register(bytes);
+    m->scratch_n = n;
+  }
+  return strata__model_submit(&m->call, m->weights_handle, in->handle, out->handle, m->scratch);
+}

@@ -1,0 +1,146 @@
+/** @file model.h
+ *  @brief Inference models on 3-D arrays: a convolutional network runner
+ *  (conv3d, ReLU, leaky ReLU, sigmoid, log, max-pool, upsample, channel
+ *  concatenation: enough for a small U-Net) loaded from JSON + `.npy`
+ *  files, models brought by the application (plug-ins), and extraction of
+ *  bubbles from probability maps.
+ *
+ *  A model maps a float32 array [C, N, N, N] to a float32 array
+ *  [K, N, N, N]; each application is one StarPU task, run on a CPU worker
+ *  or on a CUDA worker when the model has a CUDA implementation.
+ *
+ *  Model file (JSON, "format": "strata-model", "version": 1):
+ *  @code
+ *  { "format": "strata-model", "version": 1, "name": "blob_detector",
+ *    "input":  { "channels": 1, "fields": ["density"] },
+ *    "output": { "channels": 1, "kind": "probability" },
+ *    "layers": [
+ *      { "name": "logd", "type": "log", "inputs": ["input"], "floor": 1e-6 },
+ *      { "name": "g", "type": "conv3d", "inputs": ["logd"], "out_channels": 2,
+ *        "kernel": 7, "dilation": 1, "weights": "g.npy", "bias": "g_bias.npy" },
+ *      ... ] }
+ *  @endcode
+ *  Layer types: conv3d (weights [out, in, k, k, k] and optional bias [out],
+ *  float32 `.npy` files relative to the JSON file, PyTorch's Conv3d layout;
+ *  same padding, stride 1, any kernel size, optional dilation), relu,
+ *  leaky_relu ("slope"), sigmoid, log ("floor": log(max(x, floor))),
+ *  maxpool (2x2x2), upsample (nearest, x2), concat (two inputs).
+ *  "inputs" name earlier layers or "input" (default: the previous layer);
+ *  the last layer is the output, at the input's resolution. */
+#ifndef STRATA_MODEL_H
+#define STRATA_MODEL_H
+
+#include <stdint.h>
+
+#include <strata/array.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A model: a loaded network or an application's plug-in. */
+typedef struct strata_model strata_model;
+
+/** What a model's output means. */
+typedef enum strata_model_output {
+  STRATA_MODEL_PROBABILITY = 0, /**< per-cell probabilities in [0, 1] (bubbles can be extracted) */
+  STRATA_MODEL_FIELD = 1        /**< any per-cell field */
+} strata_model_output;
+
+/** @brief Load a network from its JSON description (weights next to it).
+ *  @return 0; STRATA_EIO (unreadable or malformed files) or STRATA_EINVAL
+ *          (inconsistent description: unknown layer, shapes that do not
+ *          match, ...), strata_error_message() naming the file and reason;
+ *          STRATA_ESTATE before strata_init(). */
+int strata_model_load(const char *json_path, strata_model **out);
+
+/** @brief Load Strata's default model, the analytic blob detector
+ *  `blob_detector/model.json`, from $STRATA_MODEL_DIR, else the installed
+ *  models, else the source tree's `models/`. Errors as strata_model_load(). */
+int strata_model_load_default(strata_model **out);
+
+/** An application's own model: CPU function (required), CUDA function
+ *  (optional), metadata. Strata calls them inside its model codelet. */
+typedef struct strata_model_ops {
+  const char *name;                 /**< model name (copied) */
+  int in_channels;                  /**< C of the input [C, N, N, N] */
+  int out_channels;                 /**< K of the output [K, N, N, N] */
+  const char *const *input_fields;  /**< names of the fields the channels hold (copied) */
+  int n_input_fields;               /**< entries of input_fields (0 or in_channels) */
+  strata_model_output output;       /**< meaning of the output */
+  /** Scratch bytes needed for extent n (NULL: none). */
+  uint64_t (*scratch_bytes)(void *user, int64_t n);
+  /** Compute out from in on the CPU (required). */
+  void (*cpu)(void *user, const float *in, float *out, int64_t n, void *scratch);
+  /** The same on the GPU, asynchronously on the CUDA stream `stream`
+   *  (NULL: the model runs on CPU workers only). Returns 0 on success. */
+  int (*cuda)(void *user, const float *in, float *out, int64_t n, void *scratch, void *stream);
+  void *user; /**< passed to the functions above */
+} strata_model_ops;
+
+/** @brief Create a model from an application's functions.
+ *  @return 0, or STRATA_EINVAL for missing functions or bad channel counts. */
+int strata_model_create(const strata_model_ops *ops, strata_model **out);
+
+/** @brief Destroy a model, after the tasks that use it. NULL is accepted. */
+int strata_model_destroy(strata_model *m);
+
+/** @brief The model's name, "" for NULL. */
+const char *strata_model_name(const strata_model *m);
+
+/** @brief Input and output channel counts and output kind (any pointer may
+ *  be NULL). @return 0 or STRATA_EINVAL. */
+int strata_model_describe(const strata_model *m, int *in_channels, int *out_channels,
+                          strata_model_output *output);
+
+/** @brief Field name of input channel @p c, or NULL when the model does not
+ *  name its fields or @p c is out of range. */
+const char *strata_model_input_field(const strata_model *m, int c);
+
+/** @brief Submit one task computing @p out = model(@p in). @p in is float32
+ *  [C, N, N, N] (or [N, N, N] when C is 1), @p out float32 [K, N, N, N]
+ *  (or [N, N, N] when K is 1); N must be divisible by 2 for each max-pool.
+ *  @return 0; STRATA_ETYPE; STRATA_EINVAL for shapes that do not fit. */
+int strata_model_apply(strata_model *m, strata_array *in, strata_array *out);
+
+/** Parameters of bubble extraction. */
+typedef struct strata_bubble_params {
+  float threshold;   /**< cells with probability > threshold are inside bubbles (default 0.5) */
+  int64_t min_cells; /**< components with fewer cells are dropped (default 1) */
+  double origin[3];  /**< domain coordinates (x, y, z) of the array's lower corner (default 0) */
+  double cell_size;  /**< edge of one cell in domain units (default 1) */
+} strata_bubble_params;
+
+/** @brief Fill @p p with the defaults. */
+void strata_bubble_params_init(strata_bubble_params *p);
+
+/** A bubble: a 26-connected region of cells above the threshold. */
+typedef struct strata_bubble {
+  double center[3]; /**< probability-weighted centre (x, y, z), domain coordinates */
+  double radius;    /**< radius of the sphere of the region's volume, domain units */
+  double mass;      /**< sum of the probabilities of its cells */
+  double peak;      /**< largest probability */
+  int64_t cells;    /**< number of cells */
+} strata_bubble;
+
+/** Row width of a bubble table array. */
+#define STRATA_BUBBLE_TABLE_COLUMNS 7
+
+/** @brief Submit one task extracting the bubbles of @p prob (float32
+ *  [N, N, N] or [1, N, N, N]) into @p table, a float64 array
+ *  [1 + capacity, STRATA_BUBBLE_TABLE_COLUMNS]: row 0 holds the number
+ *  found, the next rows the first `capacity` bubbles (x, y, z, radius,
+ *  mass, peak, cells) in the scan order (z, y, x) of their first cell.
+ *  Read it with strata_bubbles_read(). */
+int strata_bubbles_submit(strata_array *prob, const strata_bubble_params *p,
+                          strata_array *table);
+
+/** @brief Read a bubble table: waits for its task, returns a malloc'd list
+ *  (free() it) of the stored bubbles in *@p list and their number in
+ *  *@p n; *@p found (may be NULL) receives how many were found in all. */
+int strata_bubbles_read(strata_array *table, strata_bubble **list, int64_t *n, int64_t *found);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

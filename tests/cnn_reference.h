@@ -1,0 +1,122 @@
+/* Naive references for the network layers, written from their definitions
+ * (direct convolution sums, no im2col, no BLAS), and a small U-Net that uses
+ * every layer type. */
+#ifndef STRATA_TEST_CNN_REFERENCE_H
+#define STRATA_TEST_CNN_REFERENCE_H
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/cnn_kernels.h"
+
+static inline float ref_at(const float *a, int64_t n, int64_t c, int64_t z, int64_t y, int64_t x)
+{
+  if (z < 0 || z >= n || y < 0 || y >= n || x < 0 || x >= n)
+    return 0.0f;
+  return a[((c * n + z) * n + y) * n + x];
+}
+
+/* Same padding: the tap at kernel index i sits at offset d * i - d * (k - 1) / 2. */
+static inline void ref_conv3d(const float *in, int cin, int64_t n, const float *w,
+                              const float *bias, int cout, int k, int d, float *out)
+{
+  int64_t pad = (int64_t)d * (k - 1) / 2;
+  for (int o = 0; o < cout; o++)
+    for (int64_t z = 0; z < n; z++)
+      for (int64_t y = 0; y < n; y++)
+        for (int64_t x = 0; x < n; x++) {
+          double sum = bias ? bias[o] : 0.0;
+          for (int c = 0; c < cin; c++)
+            for (int kz = 0; kz < k; kz++)
+              for (int ky = 0; ky < k; ky++)
+                for (int kx = 0; kx < k; kx++)
+                  sum += (double)w[(((o * cin + c) * k + kz) * k + ky) * k + kx] *
+                         ref_at(in, n, c, z + kz * d - pad, y + ky * d - pad, x + kx * d - pad);
+          out[((o * n + z) * n + y) * n + x] = (float)sum;
+        }
+}
+
+/* Deterministic values in [-1, 1). */
+static inline void ref_random(float *a, int64_t count, unsigned seed)
+{
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int64_t i = 0; i < count; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    a[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+  }
+}
+
+/* Largest |a - b| / (1 + |b|). */
+static inline double ref_max_error(const float *a, const float *b, int64_t count)
+{
+  double worst = 0;
+  for (int64_t i = 0; i < count; i++) {
+    double e = fabs((double)a[i] - b[i]) / (1.0 + fabs((double)b[i]));
+    worst = e > worst ? e : worst;
+  }
+  return worst;
+}
+
+/* A small U-Net on 2 input channels, extent n (even):
+ *   0 c1 = conv3d(input, 3 ch, k 3)      4 up = upsample(l3)
+ *   1 r1 = relu(c1)                       5 cat = concat(r1, up)    (7 ch)
+ *   2 p  = maxpool(r1)                    6 c3 = conv3d(cat, 2 ch, k 1, bias)
+ *   3 l3 = leaky_relu(conv3d(p, 4, k 3, dilation 2))   (layers 3a, 3b)
+ *   8 log of sigmoid(c3) (layers 7, 8) */
+enum { UNET_LAYERS = 10 };
+static inline struct strata__network ref_unet(struct strata__layer *L, float **weights,
+                                              int64_t *nweights)
+{
+  const struct strata__layer layers[UNET_LAYERS] = {
+      {STRATA__LAYER_CONV3D, 1, {-1, 0}, 3, 0, 3, 1, 0, 81, 0},
+      {STRATA__LAYER_RELU, 1, {0, 0}, 3, 0, 0, 0, 0, -1, 0},
+      {STRATA__LAYER_MAXPOOL, 1, {1, 0}, 3, 1, 0, 0, 0, -1, 0},
+      {STRATA__LAYER_CONV3D, 1, {2, 0}, 4, 1, 3, 2, 84, -1, 0},
+      {STRATA__LAYER_LEAKY_RELU, 1, {3, 0}, 4, 1, 0, 0, 0, -1, 0.1f},
+      {STRATA__LAYER_UPSAMPLE, 1, {4, 0}, 4, 0, 0, 0, 0, -1, 0},
+      {STRATA__LAYER_CONCAT, 2, {1, 5}, 7, 0, 0, 0, 0, -1, 0},
+      {STRATA__LAYER_CONV3D, 1, {6, 0}, 2, 0, 1, 1, 408, 422, 0},
+      {STRATA__LAYER_SIGMOID, 1, {7, 0}, 2, 0, 0, 0, 0, -1, 0},
+      {STRATA__LAYER_LOG, 1, {8, 0}, 2, 0, 0, 0, 0, -1, 1e-3f},
+  };
+  for (int l = 0; l < UNET_LAYERS; l++)
+    L[l] = layers[l];
+  *nweights = 424; /* 3*2*27 + 3 bias + 4*3*27 + 2*7 + 2 bias */
+  *weights = malloc(424 * sizeof(float));
+  ref_random(*weights, 424, 7);
+  return (struct strata__network){L, UNET_LAYERS, 2};
+}
+
+/* The same network, layer by layer with the naive references. */
+static inline void ref_unet_forward(const float *w, const float *in, int64_t n, float *out)
+{
+  int64_t v = n * n * n, h = n / 2, hv = h * h * h;
+  float *c1 = malloc(3 * v * 4), *p = malloc(3 * hv * 4), *c2 = malloc(4 * hv * 4);
+  float *cat = malloc(7 * v * 4), *c3 = malloc(2 * v * 4);
+  ref_conv3d(in, 2, n, w, w + 81, 3, 3, 1, c1);
+  for (int64_t i = 0; i < 3 * v; i++)
+    cat[i] = c1[i] > 0 ? c1[i] : 0; /* r1, also the first part of the concatenation */
+  for (int64_t c = 0; c < 3; c++)
+    for (int64_t z = 0; z < h; z++)
+      for (int64_t y = 0; y < h; y++)
+        for (int64_t x = 0; x < h; x++) {
+          float m = -INFINITY;
+          for (int e = 0; e < 8; e++)
+            m = fmaxf(m, ref_at(cat, n, c, 2 * z + (e >> 2), 2 * y + (e >> 1 & 1), 2 * x + (e & 1)));
+          p[((c * h + z) * h + y) * h + x] = m;
+        }
+  ref_conv3d(p, 3, h, w + 84, NULL, 4, 3, 2, c2);
+  for (int64_t i = 0; i < 4 * hv; i++)
+    c2[i] = c2[i] > 0 ? c2[i] : 0.1f * c2[i];
+  for (int64_t c = 0; c < 4; c++)
+    for (int64_t z = 0; z < n; z++)
+      for (int64_t y = 0; y < n; y++)
+        for (int64_t x = 0; x < n; x++)
+          cat[3 * v + ((c * n + z) * n + y) * n + x] = ref_at(c2, h, c, z / 2, y / 2, x / 2);
+  ref_conv3d(cat, 7, n, w + 408, w + 422, 2, 1, 1, c3);
+  for (int64_t i = 0; i < 2 * v; i++)
+    out[i] = logf(fmaxf(1.0f / (1.0f + expf(-c3[i])), 1e-3f));
+  free(c1), free(p), free(c2), free(cat), free(c3);
+}
+
+#endif
