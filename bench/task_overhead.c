@@ -14,31 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <strata/starpu.h>
 #include <strata/strata.h>
 
+#include "bench_util.h"
+
 #include "codelets.h"
-
-static double now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 struct timing {
   double total_us, submit_us; /* per task: end to end, and submission alone */
@@ -49,7 +31,7 @@ struct timing {
 static struct timing batch(int strata_path, int chained, int n, starpu_data_handle_t h)
 {
   enum starpu_data_access_mode rw = STARPU_RW;
-  double t0 = now();
+  double t0 = bench_now();
   for (int i = 0; i < n; i++) {
     int ret;
     if (strata_path)
@@ -63,9 +45,9 @@ static struct timing batch(int strata_path, int chained, int n, starpu_data_hand
       exit(1);
     }
   }
-  double t1 = now();
+  double t1 = bench_now();
   starpu_task_wait_for_all();
-  return (struct timing){(now() - t0) * 1e6 / n, (t1 - t0) * 1e6 / n};
+  return (struct timing){(bench_now() - t0) * 1e6 / n, (t1 - t0) * 1e6 / n};
 }
 
 static int usage(void)
@@ -133,17 +115,17 @@ int main(int argc, char **argv)
         ratio[r] = s.total_us / b.total_us;
         ratio_sub[r] = s.submit_us / b.submit_us;
       }
-      double q = median(ratio, rounds);
+      double q = bench_median(ratio, rounds);
       cJSON *row = cJSON_CreateObject();
       cJSON_AddStringToObject(row, "scheduler", sched);
       cJSON_AddStringToObject(row, "pattern", chained ? "chain_on_one_handle" : "independent");
       cJSON_AddNumberToObject(row, "workers", starpu_worker_get_count());
-      cJSON_AddNumberToObject(row, "bare_us_per_task", median(bare, rounds));
-      cJSON_AddNumberToObject(row, "strata_us_per_task", median(mine, rounds));
+      cJSON_AddNumberToObject(row, "bare_us_per_task", bench_median(bare, rounds));
+      cJSON_AddNumberToObject(row, "strata_us_per_task", bench_median(mine, rounds));
       cJSON_AddNumberToObject(row, "ratio", q);
-      cJSON_AddNumberToObject(row, "bare_submit_us_per_task", median(bare_sub, rounds));
-      cJSON_AddNumberToObject(row, "strata_submit_us_per_task", median(mine_sub, rounds));
-      cJSON_AddNumberToObject(row, "submit_ratio", median(ratio_sub, rounds));
+      cJSON_AddNumberToObject(row, "bare_submit_us_per_task", bench_median(bare_sub, rounds));
+      cJSON_AddNumberToObject(row, "strata_submit_us_per_task", bench_median(mine_sub, rounds));
+      cJSON_AddNumberToObject(row, "submit_ratio", bench_median(ratio_sub, rounds));
       cJSON_AddItemToArray(results, row);
       if (q > worst)
         worst = q;

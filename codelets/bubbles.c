@@ -16,11 +16,10 @@ static void bubbles_cpu(void *buffers[], void *cl_arg)
 static void bubbles_cuda(void *buffers[], void *cl_arg)
 {
   int64_t n = strata__cube_root(STARPU_VECTOR_GET_NX(buffers[0]));
-  strata__bubbles_cuda((const float *)STARPU_VECTOR_GET_PTR(buffers[0]), n, cl_arg,
-                       (void *)STARPU_VECTOR_GET_PTR(buffers[2]),
-                       (double *)STARPU_VECTOR_GET_PTR(buffers[1]),
-                       STARPU_VECTOR_GET_NX(buffers[1]) / STRATA__BUBBLE_FIELDS - 1,
-                       starpu_cuda_get_local_stream());
+  strata__bubbles_cuda(
+      (const float *)STARPU_VECTOR_GET_PTR(buffers[0]), n, cl_arg,
+      (void *)STARPU_VECTOR_GET_PTR(buffers[2]), (double *)STARPU_VECTOR_GET_PTR(buffers[1]),
+      STARPU_VECTOR_GET_NX(buffers[1]) / STRATA__BUBBLE_FIELDS - 1, starpu_cuda_get_local_stream());
 }
 #endif
 

@@ -29,8 +29,8 @@ int strata_bubbles_submit(strata_array *prob, const strata_bubble_params *p, str
     return STRATA_EINVAL;
   if (prob->acquired || table->acquired)
     return STRATA_ESTATE;
-  struct strata__bubble_params kp = {p->threshold, p->min_cells,
-                                     {p->origin[0], p->origin[1], p->origin[2]}, p->cell_size};
+  struct strata__bubble_params kp = {
+      p->threshold, p->min_cells, {p->origin[0], p->origin[1], p->origin[2]}, p->cell_size};
   starpu_data_handle_t scratch = strata__scratch_register(strata__bubbles_scratch_bytes(n));
   ret = strata__bubbles_submit(prob->handle, table->handle, scratch, &kp);
   starpu_data_unregister_submit(scratch);
@@ -56,12 +56,12 @@ int strata_bubbles_read(strata_array *table, strata_bubble **list, int64_t *n, i
   }
   for (int64_t b = 0; b < stored; b++) {
     const double *row = t + (1 + b) * STRATA__BUBBLE_FIELDS;
-    (*list)[b] = (strata_bubble){{row[STRATA__BUBBLE_X], row[STRATA__BUBBLE_Y],
-                                  row[STRATA__BUBBLE_Z]},
-                                 row[STRATA__BUBBLE_RADIUS],
-                                 row[STRATA__BUBBLE_MASS],
-                                 row[STRATA__BUBBLE_PEAK],
-                                 (int64_t)row[STRATA__BUBBLE_CELLS]};
+    (*list)[b] =
+        (strata_bubble){{row[STRATA__BUBBLE_X], row[STRATA__BUBBLE_Y], row[STRATA__BUBBLE_Z]},
+                        row[STRATA__BUBBLE_RADIUS],
+                        row[STRATA__BUBBLE_MASS],
+                        row[STRATA__BUBBLE_PEAK],
+                        (int64_t)row[STRATA__BUBBLE_CELLS]};
   }
   strata_array_release(table);
   *n = stored;

@@ -220,17 +220,19 @@ static int parse_layer(struct loader *ld, const cJSON *js, int l, int *max_level
   static const struct {
     const char *name;
     int kind, ninputs;
-  } kinds[] = {{"conv3d", STRATA__LAYER_CONV3D, 1},   {"relu", STRATA__LAYER_RELU, 1},
+  } kinds[] = {{"conv3d", STRATA__LAYER_CONV3D, 1},
+               {"relu", STRATA__LAYER_RELU, 1},
                {"leaky_relu", STRATA__LAYER_LEAKY_RELU, 1},
-               {"sigmoid", STRATA__LAYER_SIGMOID, 1}, {"log", STRATA__LAYER_LOG, 1},
-               {"maxpool", STRATA__LAYER_MAXPOOL, 1}, {"upsample", STRATA__LAYER_UPSAMPLE, 1},
+               {"sigmoid", STRATA__LAYER_SIGMOID, 1},
+               {"log", STRATA__LAYER_LOG, 1},
+               {"maxpool", STRATA__LAYER_MAXPOOL, 1},
+               {"upsample", STRATA__LAYER_UPSAMPLE, 1},
                {"concat", STRATA__LAYER_CONCAT, 2}};
   struct strata__layer *L = &ld->m->layers[l];
   const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(js, "name"));
   const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(js, "type"));
   if (!cJSON_IsObject(js) || !name || !type)
-    return strata__fail(STRATA_EINVAL, "%s: layer %d needs a \"name\" and a \"type\"", ld->path,
-                        l);
+    return strata__fail(STRATA_EINVAL, "%s: layer %d needs a \"name\" and a \"type\"", ld->path, l);
   if (strcmp(name, "input") == 0 || find_layer(ld, l, name) >= 0)
     return strata__fail(STRATA_EINVAL, "%s: layer name '%s' is reserved or repeated", ld->path,
                         name);
@@ -271,9 +273,9 @@ static int parse_layer(struct loader *ld, const cJSON *js, int l, int *max_level
     const char *w = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(js, "weights"));
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(js, "bias");
     if (!json_int(js, "out_channels", INT32_MIN, &L->channels) || L->channels < 1 ||
-        !json_int(js, "kernel", INT32_MIN, &L->kernel) || L->kernel < 1 ||
-        L->kernel > MAX_KERNEL || !json_int(js, "dilation", 1, &L->dilation) || L->dilation < 1 ||
-        L->dilation > 16 || !w || (b && !cJSON_IsNull(b) && !cJSON_IsString(b)))
+        !json_int(js, "kernel", INT32_MIN, &L->kernel) || L->kernel < 1 || L->kernel > MAX_KERNEL ||
+        !json_int(js, "dilation", 1, &L->dilation) || L->dilation < 1 || L->dilation > 16 || !w ||
+        (b && !cJSON_IsNull(b) && !cJSON_IsString(b)))
       return strata__fail(STRATA_EINVAL,
                           "%s: layer '%s': conv3d needs out_channels >= 1, kernel 1..%d, "
                           "dilation 1..16, \"weights\" and an optional \"bias\" file",
@@ -290,13 +292,12 @@ static int parse_layer(struct loader *ld, const cJSON *js, int l, int *max_level
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(js, key);
     L->param = L->kind == STRATA__LAYER_LOG ? 1e-30f : 0.01f;
     if (p && !cJSON_IsNumber(p))
-      return strata__fail(STRATA_EINVAL, "%s: layer '%s': \"%s\" must be a number", ld->path,
-                          name, key);
+      return strata__fail(STRATA_EINVAL, "%s: layer '%s': \"%s\" must be a number", ld->path, name,
+                          key);
     if (p)
       L->param = (float)p->valuedouble;
     if (L->kind == STRATA__LAYER_LOG && !(L->param > 0))
-      return strata__fail(STRATA_EINVAL, "%s: layer '%s': \"floor\" must be > 0", ld->path,
-                          name);
+      return strata__fail(STRATA_EINVAL, "%s: layer '%s': \"floor\" must be > 0", ld->path, name);
     return 0;
   }
   case STRATA__LAYER_MAXPOOL:
@@ -314,8 +315,7 @@ static int parse_layer(struct loader *ld, const cJSON *js, int l, int *max_level
                           ld->path, name);
     L->channels = channels[0] + channels[1];
     return 0;
-  default:
-    return 0;
+  default: return 0;
   }
 }
 
@@ -346,8 +346,7 @@ static int parse_model(struct loader *ld, const cJSON *root)
     const char *names[64];
     int n = cJSON_GetArraySize(fields);
     if (!cJSON_IsArray(fields) || n != m->in_channels || n > 64)
-      return strata__fail(STRATA_EINVAL, "%s: \"fields\" must name each input channel",
-                          ld->path);
+      return strata__fail(STRATA_EINVAL, "%s: \"fields\" must name each input channel", ld->path);
     for (int c = 0; c < n; c++)
       if (!(names[c] = cJSON_GetStringValue(cJSON_GetArrayItem(fields, c))))
         return strata__fail(STRATA_EINVAL, "%s: field names must be strings", ld->path);
@@ -527,12 +526,12 @@ int strata_model_apply(strata_model *m, strata_array *in, strata_array *out)
   if (m->scratch_n != n) {
     if (m->scratch_n >= 0)
       starpu_data_unregister_submit(m->scratch);
-    uint64_t bytes = m->layers ? strata__cnn_scratch_floats(&m->net, n) * sizeof(float)
+    uint64_t bytes = m->layers              ? strata__cnn_scratch_floats(&m->net, n) * sizeof(float)
                      : m->ops.scratch_bytes ? m->ops.scratch_bytes(m->ops.user, n)
                                             : 0;
     if (bytes > UINT32_MAX)
-      return strata__fail(STRATA_EINVAL, "model '%s': scratch for N = %lld exceeds 4 GiB",
-                          m->name, (long long)n);
+      return strata__fail(STRATA_EINVAL, "model '%s': scratch for N = %lld exceeds 4 GiB", m->name,
+                          (long long)n);
     m->scratch = strata__scratch_register(bytes);
     m->scratch_n = n;
   }

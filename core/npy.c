@@ -49,8 +49,8 @@ static int parse_descr(const char *path, const char *v, struct npy_header *h)
   static const struct {
     char kind, size;
     strata_dtype dtype;
-  } types[] = {{'b', '1', STRATA_BOOL},  {'i', '1', STRATA_INT8},    {'u', '1', STRATA_UINT8},
-               {'i', '4', STRATA_INT32}, {'i', '8', STRATA_INT64},   {'f', '4', STRATA_FLOAT32},
+  } types[] = {{'b', '1', STRATA_BOOL},   {'i', '1', STRATA_INT8},  {'u', '1', STRATA_UINT8},
+               {'i', '4', STRATA_INT32},  {'i', '8', STRATA_INT64}, {'f', '4', STRATA_FLOAT32},
                {'f', '8', STRATA_FLOAT64}};
   if (order != '<' && order != '>' && order != '|' && order != '=')
     return strata__fail(STRATA_EIO, "%s: unknown byte order '%c'", path, order);

@@ -102,7 +102,8 @@ static inline void ref_unet_forward(const float *w, const float *in, int64_t n, 
         for (int64_t x = 0; x < h; x++) {
           float m = -INFINITY;
           for (int e = 0; e < 8; e++)
-            m = fmaxf(m, ref_at(cat, n, c, 2 * z + (e >> 2), 2 * y + (e >> 1 & 1), 2 * x + (e & 1)));
+            m = fmaxf(m,
+                      ref_at(cat, n, c, 2 * z + (e >> 2), 2 * y + (e >> 1 & 1), 2 * x + (e & 1)));
           p[((c * h + z) * h + y) * h + x] = m;
         }
   ref_conv3d(p, 3, h, w + 84, NULL, 4, 3, 2, c2);

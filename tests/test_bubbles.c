@@ -46,8 +46,8 @@ static strata_bubble *extract(strata_array *prob, const strata_bubble_params *p,
 
 static void check_planted(void)
 {
-  const struct sphere s[3] = {{{12.3, 20.7, 15.1}, 4.0}, {{35.6, 30.2, 33.9}, 6.5},
-                              {{20.0, 38.4, 36.8}, 5.2}};
+  const struct sphere s[3] = {
+      {{12.3, 20.7, 15.1}, 4.0}, {{35.6, 30.2, 33.9}, 6.5}, {{20.0, 38.4, 36.8}, 5.2}};
   strata_array *prob = plant(48, s, 3);
   strata_bubble_params p;
   strata_bubble_params_init(&p);
@@ -101,7 +101,7 @@ static void check_connectivity(void)
     p[i] = 0;
   p[(1 * n + 1) * n + 1] = 1; /* two cells touching at a corner only: one bubble */
   p[(2 * n + 2) * n + 2] = 1;
-  p[(6 * n + 6) * n + 1] = 1; /* an isolated cell */
+  p[(6 * n + 6) * n + 1] = 1;    /* an isolated cell */
   p[(0 * n + 7) * n + 7] = 0.5f; /* at the threshold: not above it */
   strata_array_release(prob);
   strata_bubble_params bp;

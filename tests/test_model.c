@@ -80,18 +80,17 @@ static void check_default_model(void)
   CHECK(strata_model_input_field(m, 0) && strcmp(strata_model_input_field(m, 0), "density") == 0);
   CHECK(strata_model_input_field(m, 1) == NULL);
 
-  const struct blob blobs[3] = {{{16.2, 20.5, 40.3}, 30, 2.5},
-                                {{45.7, 40.1, 20.8}, 10, 3.0},
-                                {{40.4, 15.3, 48.9}, 50, 2.0}};
+  const struct blob blobs[3] = {
+      {{16.2, 20.5, 40.3}, 30, 2.5}, {{45.7, 40.1, 20.8}, 10, 3.0}, {{40.4, 15.3, 48.9}, 50, 2.0}};
   int64_t count;
   strata_bubble *b = detect(m, blobs, 3, 1.0, &count);
   CHECK_EQ(count, 3);
   for (int k = 0; k < 3; k++) { /* each blob found exactly once */
     int hits = 0;
     for (int64_t j = 0; j < count; j++) {
-      double d = sqrt(pow(b[j].center[0] - blobs[k].c[0], 2) +
-                      pow(b[j].center[1] - blobs[k].c[1], 2) +
-                      pow(b[j].center[2] - blobs[k].c[2], 2));
+      double d =
+          sqrt(pow(b[j].center[0] - blobs[k].c[0], 2) + pow(b[j].center[1] - blobs[k].c[1], 2) +
+               pow(b[j].center[2] - blobs[k].c[2], 2));
       hits += d <= 1.0;
     }
     CHECK_EQ(hits, 1);
@@ -133,7 +132,8 @@ static const char *unet_json =
     "   \"weights\": \"c1.npy\", \"bias\": \"c1_bias.npy\"},"
     "  {\"name\": \"r1\", \"type\": \"relu\"},"
     "  {\"name\": \"p\", \"type\": \"maxpool\"},"
-    "  {\"name\": \"c2\", \"type\": \"conv3d\", \"out_channels\": 4, \"kernel\": 3, \"dilation\": 2,"
+    "  {\"name\": \"c2\", \"type\": \"conv3d\", \"out_channels\": 4, \"kernel\": 3, \"dilation\": "
+    "2,"
     "   \"weights\": \"c2.npy\", \"bias\": null},"
     "  {\"name\": \"l2\", \"type\": \"leaky_relu\", \"slope\": 0.1},"
     "  {\"name\": \"up\", \"type\": \"upsample\"},"
@@ -208,8 +208,9 @@ static void check_bad_model(const char *name, const char *json, int want)
 #define HEAD                                                                                       \
   "{\"format\": \"strata-model\", \"version\": 1, \"input\": {\"channels\": 2},"                   \
   " \"output\": {\"channels\": 3}, \"layers\": ["
-#define CONV(name, out, weights) \
-  "{\"name\": \"" name "\", \"type\": \"conv3d\", \"out_channels\": " #out ", \"kernel\": 3, \"weights\": \"" weights "\"}"
+#define CONV(name, out, weights)                                                                   \
+  "{\"name\": \"" name "\", \"type\": \"conv3d\", \"out_channels\": " #out                         \
+  ", \"kernel\": 3, \"weights\": \"" weights "\"}"
 
 static void check_bad_models(void)
 {
@@ -227,7 +228,8 @@ static void check_bad_models(void)
                   STRATA_EINVAL);
   check_bad_model("upsample.json", HEAD "{\"name\": \"a\", \"type\": \"upsample\"}]}",
                   STRATA_EINVAL);
-  check_bad_model("pooled_output.json", HEAD CONV("a", 3, "c1.npy") ", {\"name\": \"b\", \"type\": \"maxpool\"}]}",
+  check_bad_model("pooled_output.json",
+                  HEAD CONV("a", 3, "c1.npy") ", {\"name\": \"b\", \"type\": \"maxpool\"}]}",
                   STRATA_EINVAL);
   check_bad_model("forward_ref.json",
                   HEAD "{\"name\": \"a\", \"type\": \"relu\", \"inputs\": [\"b\"]},"
@@ -236,10 +238,12 @@ static void check_bad_models(void)
   check_bad_model("duplicate.json",
                   HEAD CONV("a", 3, "c1.npy") ", {\"name\": \"a\", \"type\": \"relu\"}]}",
                   STRATA_EINVAL);
-  check_bad_model("concat.json",
-                  HEAD CONV("a", 3, "c1.npy") ", {\"name\": \"b\", \"type\": \"maxpool\"},"
-                                              " {\"name\": \"c\", \"type\": \"concat\", \"inputs\": [\"a\", \"b\"]}]}",
-                  STRATA_EINVAL);
+  check_bad_model(
+      "concat.json",
+      HEAD CONV("a", 3,
+                "c1.npy") ", {\"name\": \"b\", \"type\": \"maxpool\"},"
+                          " {\"name\": \"c\", \"type\": \"concat\", \"inputs\": [\"a\", \"b\"]}]}",
+      STRATA_EINVAL);
   check_bad_model("one_input.json",
                   HEAD "{\"name\": \"c\", \"type\": \"concat\", \"inputs\": [\"input\"]}]}",
                   STRATA_EINVAL);

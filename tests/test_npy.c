@@ -81,17 +81,17 @@ static void check_big_endian_and_v2(void)
   strata_array_release(a);
   strata_array_destroy(a);
   int32_t v[4] = {1, 2, 3, 4};
-  CHECK_EQ(strata_npy_load(write_npy("v2.npy", 2,
-                                     "{\"descr\": \"<i4\", \"fortran_order\": False, \"shape\": (2, 2)}",
-                                     v, 16),
-                           &a),
-           0);
+  CHECK_EQ(
+      strata_npy_load(write_npy("v2.npy", 2,
+                                "{\"descr\": \"<i4\", \"fortran_order\": False, \"shape\": (2, 2)}",
+                                v, 16),
+                      &a),
+      0);
   CHECK_EQ(strata_array_nelems(a), 4);
   strata_array_destroy(a);
 }
 
-static void check_bad(const char *name, int version, const char *dict, size_t data_bytes,
-                      int want)
+static void check_bad(const char *name, int version, const char *dict, size_t data_bytes, int want)
 {
   static const unsigned char zeros[64];
   strata_array *a = (strata_array *)1;

@@ -19,8 +19,16 @@ struct strata__bubble_params {
 
 /* One row of a bubble table (all float64): centre x, y, z, radius,
  * mass (sum of p), peak p, cells. */
-enum { STRATA__BUBBLE_X, STRATA__BUBBLE_Y, STRATA__BUBBLE_Z, STRATA__BUBBLE_RADIUS,
-       STRATA__BUBBLE_MASS, STRATA__BUBBLE_PEAK, STRATA__BUBBLE_CELLS, STRATA__BUBBLE_FIELDS };
+enum {
+  STRATA__BUBBLE_X,
+  STRATA__BUBBLE_Y,
+  STRATA__BUBBLE_Z,
+  STRATA__BUBBLE_RADIUS,
+  STRATA__BUBBLE_MASS,
+  STRATA__BUBBLE_PEAK,
+  STRATA__BUBBLE_CELLS,
+  STRATA__BUBBLE_FIELDS
+};
 
 /* A table is 1 + capacity rows of STRATA__BUBBLE_FIELDS doubles: row 0
  * holds the number of bubbles found, rows 1.. the first `capacity` of them

@@ -29,13 +29,13 @@ enum strata__layer_kind {
 struct strata__layer {
   int kind;
   int ninputs;
-  int inputs[2];          /* producer layer indices, or STRATA__NETWORK_INPUT */
-  int channels;           /* output channels */
-  int level;              /* resolution: output extent is n >> level (network input: 0) */
-  int kernel, dilation;   /* conv3d */
-  int64_t weight_offset;  /* conv3d: [channels][in_channels][k][k][k] in the packed buffer */
-  int64_t bias_offset;    /* conv3d: [channels], or -1 for no bias */
-  float param;            /* leaky ReLU slope; log floor */
+  int inputs[2];         /* producer layer indices, or STRATA__NETWORK_INPUT */
+  int channels;          /* output channels */
+  int level;             /* resolution: output extent is n >> level (network input: 0) */
+  int kernel, dilation;  /* conv3d */
+  int64_t weight_offset; /* conv3d: [channels][in_channels][k][k][k] in the packed buffer */
+  int64_t bias_offset;   /* conv3d: [channels], or -1 for no bias */
+  float param;           /* leaky ReLU slope; log floor */
 };
 
 /* A network: `layers[nlayers - 1]` is the output. */

@@ -62,12 +62,12 @@ int strata_model_load_default(strata_model **out);
 /** An application's own model: CPU function (required), CUDA function
  *  (optional), metadata. Strata calls them inside its model codelet. */
 typedef struct strata_model_ops {
-  const char *name;                 /**< model name (copied) */
-  int in_channels;                  /**< C of the input [C, N, N, N] */
-  int out_channels;                 /**< K of the output [K, N, N, N] */
-  const char *const *input_fields;  /**< names of the fields the channels hold (copied) */
-  int n_input_fields;               /**< entries of input_fields (0 or in_channels) */
-  strata_model_output output;       /**< meaning of the output */
+  const char *name;                /**< model name (copied) */
+  int in_channels;                 /**< C of the input [C, N, N, N] */
+  int out_channels;                /**< K of the output [K, N, N, N] */
+  const char *const *input_fields; /**< names of the fields the channels hold (copied) */
+  int n_input_fields;              /**< entries of input_fields (0 or in_channels) */
+  strata_model_output output;      /**< meaning of the output */
   /** Scratch bytes needed for extent n (NULL: none). */
   uint64_t (*scratch_bytes)(void *user, int64_t n);
   /** Compute out from in on the CPU (required). */
@@ -132,8 +132,7 @@ typedef struct strata_bubble {
  *  found, the next rows the first `capacity` bubbles (x, y, z, radius,
  *  mass, peak, cells) in the scan order (z, y, x) of their first cell.
  *  Read it with strata_bubbles_read(). */
-int strata_bubbles_submit(strata_array *prob, const strata_bubble_params *p,
-                          strata_array *table);
+int strata_bubbles_submit(strata_array *prob, const strata_bubble_params *p, strata_array *table);
 
 /** @brief Read a bubble table: waits for its task, returns a malloc'd list
  *  (free() it) of the stored bubbles in *@p list and their number in

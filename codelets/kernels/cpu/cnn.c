@@ -41,7 +41,8 @@ size_t strata__cnn_scratch_floats(const struct strata__network *net, int64_t n)
       total += (size_t)(L->channels * cube(nl));
     if (L->kind == STRATA__LAYER_CONV3D && L->kernel > 1) {
       int64_t rows = col_rows(net, l);
-      size_t need = (size_t)(rows * strata__conv3d_slab_planes(rows, nl, COL_TARGET_FLOATS) * nl * nl);
+      size_t need =
+          (size_t)(rows * strata__conv3d_slab_planes(rows, nl, COL_TARGET_FLOATS) * nl * nl);
       col = need > col ? need : col;
     }
   }
@@ -219,7 +220,8 @@ void strata__cnn_forward_cpu(const struct strata__network *net, const float *wei
     case STRATA__LAYER_CONCAT: {
       size_t first = (size_t)(cin * cube(src_n[0]));
       memcpy(dst, src[0], first * sizeof *dst);
-      memcpy(dst + first, src[1], (size_t)(L->channels - cin) * (size_t)cube(src_n[1]) * sizeof *dst);
+      memcpy(dst + first, src[1],
+             (size_t)(L->channels - cin) * (size_t)cube(src_n[1]) * sizeof *dst);
       break;
     }
     default: pointwise(L, src[0], cin * cube(src_n[0]), dst); break;

@@ -6,7 +6,8 @@
 
 #include "../bubble_kernels.h"
 
-namespace {
+namespace
+{
 
 constexpr int kThreads = 256;
 constexpr int kScanThreads = 1024;
@@ -18,7 +19,7 @@ unsigned blocks_for(int64_t n)
 }
 
 #define GRID_LOOP(i, count)                                                                        \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (count);                   \
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (count);                    \
        i += (int64_t)gridDim.x * blockDim.x)
 
 // Scratch layout (per cell): label, mass, px, py, pz, peak bits, cells;

@@ -5,7 +5,8 @@
 
 #include "../cnn_kernels.h"
 
-namespace {
+namespace
+{
 
 constexpr int kThreads = 256;
 
@@ -16,7 +17,7 @@ unsigned blocks_for(int64_t n)
 }
 
 #define GRID_LOOP(i, count)                                                                        \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (count);                   \
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (count);                    \
        i += (int64_t)gridDim.x * blockDim.x)
 
 // Column (z, y, x) of row (c, kz, ky, kx) for output planes [z0, z0 + nz).
@@ -101,9 +102,8 @@ int conv3d(const float *in, int cin, int64_t n, const float *w, const float *bia
     }
     // Row-major out[cout, cols] = w[cout, rows] b[rows, cols], as column-major
     // out^T = b^T w^T.
-    cublasStatus_t st = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)(nz * plane), cout,
-                                    (int)rows, &one, b, ldb, w, (int)rows, &zero,
-                                    out + z0 * plane, (int)vol);
+    cublasStatus_t st = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)(nz * plane), cout, (int)rows,
+                                    &one, b, ldb, w, (int)rows, &zero, out + z0 * plane, (int)vol);
     if (st != CUBLAS_STATUS_SUCCESS)
       return (int)st;
   }
@@ -142,8 +142,8 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
     switch (L->kind) {
     case STRATA__LAYER_CONV3D:
       ret = conv3d(src[0], cin, sn[0], weights + L->weight_offset,
-                   L->bias_offset >= 0 ? weights + L->bias_offset : nullptr, L->channels,
-                   L->kernel, L->dilation, dst, col, col_floats, h, s);
+                   L->bias_offset >= 0 ? weights + L->bias_offset : nullptr, L->channels, L->kernel,
+                   L->dilation, dst, col, col_floats, h, s);
       break;
     case STRATA__LAYER_MAXPOOL:
       maxpool_kernel<<<blocks_for(count / 8), kThreads, 0, s>>>(src[0], cin, sn[0], dst);
@@ -159,7 +159,7 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
     }
     default:
       pointwise_kernel<<<blocks_for(count), kThreads, 0, s>>>(L->kind, L->param, src[0], count,
-                                                             dst);
+                                                              dst);
       break;
     }
     if (ret == 0)

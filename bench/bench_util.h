@@ -1,0 +1,29 @@
+/* Timing helpers shared by the benchmarks. */
+#ifndef STRATA_BENCH_UTIL_H
+#define STRATA_BENCH_UTIL_H
+
+#include <stdlib.h>
+#include <time.h>
+
+/* Monotonic time in seconds. */
+static inline double bench_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median of v[0..n) (sorts v). */
+static inline double bench_median(double *v, int n)
+{
+  qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+#endif

@@ -1,0 +1,87 @@
+/* CUDA network runner and bubble extraction against the CPU kernels: the
+ * U-Net of cnn_reference.h at two extents (1e-4 relative), and bubble
+ * tables of planted spheres (same bubbles, same order). Exit 77 without a
+ * GPU. */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "cnn_reference.h"
+#include "kernels/bubble_kernels.h"
+
+static void *to_device(const void *host, size_t bytes)
+{
+  void *d = NULL;
+  CHECK_EQ(cudaMalloc(&d, bytes), cudaSuccess);
+  if (host)
+    cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice);
+  return d;
+}
+
+static void check_unet(cublasHandle_t h, int64_t n)
+{
+  struct strata__layer L[UNET_LAYERS];
+  float *w;
+  int64_t nw, v = n * n * n;
+  struct strata__network net = ref_unet(L, &w, &nw);
+  size_t sf = strata__cnn_scratch_floats(&net, n);
+  float *in = malloc((size_t)(2 * v) * 4), *cpu = malloc((size_t)(2 * v) * 4);
+  float *gpu = malloc((size_t)(2 * v) * 4), *scratch = malloc(sf * 4);
+  ref_random(in, 2 * v, 3);
+  strata__cnn_forward_cpu(&net, w, in, n, cpu, scratch);
+  float *dw = to_device(w, (size_t)nw * 4), *din = to_device(in, (size_t)(2 * v) * 4);
+  float *dout = to_device(NULL, (size_t)(2 * v) * 4), *dscratch = to_device(NULL, sf * 4);
+  CHECK_EQ(strata__cnn_forward_cuda(&net, dw, din, n, dout, dscratch, h, NULL), 0);
+  CHECK_EQ(cudaMemcpy(gpu, dout, (size_t)(2 * v) * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  double err = ref_max_error(gpu, cpu, 2 * v);
+  fprintf(stderr, "U-Net n=%lld: CUDA vs CPU max relative error %g\n", (long long)n, err);
+  CHECK(err <= 1e-4);
+  cudaFree(dw), cudaFree(din), cudaFree(dout), cudaFree(dscratch);
+  free(w), free(in), free(cpu), free(gpu), free(scratch);
+}
+
+static void check_bubbles(void)
+{
+  int64_t n = 40, v = n * n * n, cap = 8;
+  float *prob = malloc((size_t)v * 4);
+  for (int64_t i = 0; i < v; i++) {
+    double x = i % n + 0.5, y = i / n % n + 0.5, z = i / (n * n) + 0.5;
+    double a = pow(x - 10.3, 2) + pow(y - 12.1, 2) + pow(z - 9.7, 2);
+    double b = pow(x - 28.8, 2) + pow(y - 25.5, 2) + pow(z - 30.2, 2);
+    prob[i] = a < 16 ? 0.8f : b < 36 ? 0.95f : (i % 97 == 0 ? 0.7f : 0.1f);
+  }
+  struct strata__bubble_params p = {0.5f, 2, {1, 2, 3}, 0.5};
+  size_t tbytes = (size_t)(1 + cap) * STRATA__BUBBLE_FIELDS * sizeof(double);
+  double *want = calloc(1, tbytes), *got = calloc(1, tbytes);
+  int32_t *labels = malloc((size_t)v * 4);
+  strata__bubbles_cpu(prob, n, &p, labels, want, cap);
+  float *dprob = to_device(prob, (size_t)v * 4);
+  void *dscratch = to_device(NULL, strata__bubbles_cuda_scratch_bytes(n));
+  double *dtable = to_device(NULL, tbytes);
+  CHECK_EQ(strata__bubbles_cuda(dprob, n, &p, dscratch, dtable, cap, NULL), 0);
+  CHECK_EQ(cudaMemcpy(got, dtable, tbytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  CHECK_EQ(got[0], want[0]);
+  CHECK(want[0] == 2); /* isolated single cells are below min_cells */
+  for (int64_t i = STRATA__BUBBLE_FIELDS; i < (int64_t)(1 + want[0]) * STRATA__BUBBLE_FIELDS; i++)
+    CHECK(fabs(got[i] - want[i]) <= 1e-9 * (1 + fabs(want[i])));
+  cudaFree(dprob), cudaFree(dscratch), cudaFree(dtable);
+  free(prob), free(want), free(got), free(labels);
+}
+
+int main(void)
+{
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    puts("no CUDA device: skipped");
+    return 77;
+  }
+  cublasHandle_t h;
+  CHECK_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  check_unet(h, 8);
+  check_unet(h, 32);
+  check_bubbles();
+  cublasDestroy(h);
+  return check_status();
+}
