@@ -2,13 +2,18 @@
 """Write Strata's default model, an analytic blob detector, to models/blob_detector/.
 
 The weights are computed, not trained: the network takes the log of the
-density, smooths it with two Gaussians (sigma 1 cell, and 3 cells through a
-dilated kernel), subtracts them (a difference of Gaussians, which peaks on
-blobs a few cells across) and maps the difference through a sigmoid:
+density (in units of the mean), smooths it with two Gaussians (sigma 1 cell,
+and 3 cells through a dilated kernel), subtracts a fraction of the wide one
+from the narrow one (a difference of Gaussians) and maps the result through
+a sigmoid:
 
-    p = sigmoid(gain * (G_small * log(rho) - G_large * log(rho) - contrast))
+    p = sigmoid(gain * (G_small * log(rho) - surround * G_large * log(rho) - threshold))
 
-so p > 0.5 where the log-density stands `contrast` above its surroundings.
+With surround = 1 this is a pure band-pass that also fires on bumps inside
+voids and misses the centres of broad halos; surround = 0.5 keeps the
+contrast with the surroundings and adds the density itself, so p > 0.5 on
+compact peaks and on broad regions denser than exp(threshold / (1 - surround))
+times the mean.
 Standard library only: .npy files are written directly.
 """
 import argparse
@@ -44,15 +49,17 @@ def main():
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "models",
                                                       "blob_detector"))
     parser.add_argument("--gain", type=float, default=8.0)
-    parser.add_argument("--contrast", type=float, default=0.5,
-                        help="log-density excess over the surroundings that gives p = 0.5")
+    parser.add_argument("--surround", type=float, default=0.5,
+                        help="weight of the wide Gaussian (1: pure difference of Gaussians)")
+    parser.add_argument("--threshold", type=float, default=0.75,
+                        help="value of the smoothed combination that gives p = 0.5")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     k = 7
     save_npy(os.path.join(args.out, "g_small.npy"), (1, 1, k, k, k), gaussian_kernel(k, 1.0, 1))
     save_npy(os.path.join(args.out, "g_large.npy"), (1, 1, k, k, k), gaussian_kernel(k, 3.0, 2))
-    save_npy(os.path.join(args.out, "dog.npy"), (1, 2, 1, 1, 1), [args.gain, -args.gain])
-    save_npy(os.path.join(args.out, "dog_bias.npy"), (1,), [-args.gain * args.contrast])
+    save_npy(os.path.join(args.out, "dog.npy"), (1, 2, 1, 1, 1), [args.gain, -args.gain * args.surround])
+    save_npy(os.path.join(args.out, "dog_bias.npy"), (1,), [-args.gain * args.threshold])
     model = {
         "format": "strata-model",
         "version": 1,

@@ -11,6 +11,8 @@ packages=(
   libopenmpi-dev openmpi-bin libhwloc-dev hwloc
   # JSON (model files, benchmark output), dense math
   libcjson-dev libopenblas-dev
+  # spectra of the cosmology test problem
+  libfftw3-dev
   # Python 3 for scripts/make_blob_model.py
   python3
 )

@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include <strata/amr.h>
 #include <strata/array.h>
 #include <strata/error.h>
 #include <strata/io.h>
