@@ -71,6 +71,26 @@ static void stop_owned_mpi(void)
     MPI_Finalize();
 }
 
+/* StarPU calibrates the bus into STARPU_HOME on first use; ranks of one
+ * node sharing a fresh STARPU_HOME would write and read those files at the
+ * same time (StarPU 1.3 aborts on the half-written file). The first rank of
+ * each node starts StarPU first, the others after it. */
+static int start_starpu_per_node(int *argc, char ***argv, MPI_Comm comm, struct starpu_conf *conf)
+{
+  MPI_Comm node;
+  int local, ret = 0;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    return starpu_mpi_init_conf(argc, argv, 0, comm, conf);
+  MPI_Comm_rank(node, &local);
+  if (local == 0)
+    ret = starpu_mpi_init_conf(argc, argv, 0, comm, conf);
+  MPI_Barrier(node);
+  if (local != 0)
+    ret = starpu_mpi_init_conf(argc, argv, 0, comm, conf);
+  MPI_Comm_free(&node);
+  return ret;
+}
+
 int strata_init(int *argc, char ***argv, const strata_config *cfg)
 {
   if (rt.state == READY)
@@ -101,7 +121,7 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
   if (!getenv("STARPU_SCHED"))
     conf.sched_policy_name = cfg->sched ? cfg->sched : "lws";
 
-  ret = starpu_mpi_init_conf(argc, argv, 0, comm, &conf);
+  ret = start_starpu_per_node(argc, argv, comm, &conf);
   if (ret != 0) {
     strata_log(STRATA_LOG_ERROR, "StarPU-MPI initialisation failed (%d)", ret);
     stop_owned_mpi();
