@@ -4,23 +4,17 @@
 // and an ordered compaction of the roots in one block.
 #include <cuda_runtime.h>
 
+#include "launch.cuh"
+
 #include "../bubble_kernels.h"
 
 namespace
 {
 
-constexpr int kThreads = 256;
+using strata_cuda::blocks_for;
+using strata_cuda::kThreads;
+
 constexpr int kScanThreads = 1024;
-
-unsigned blocks_for(int64_t n)
-{
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return (unsigned)(b < 65535 ? (b > 0 ? b : 1) : 65535);
-}
-
-#define GRID_LOOP(i, count)                                                                        \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (count);                    \
-       i += (int64_t)gridDim.x * blockDim.x)
 
 // Scratch layout (per cell): label, mass, px, py, pz, peak bits, cells;
 // then one flag.
@@ -49,7 +43,7 @@ Scratch carve(void *base, int64_t vol)
 
 __global__ void init_kernel(const float *prob, int64_t vol, float threshold, Scratch s)
 {
-  GRID_LOOP(i, vol)
+  STRATA_GRID_LOOP(i, vol)
   {
     s.label[i] = prob[i] > threshold ? (int32_t)i : -1;
     s.mass[i] = s.px[i] = s.py[i] = s.pz[i] = 0.0;
@@ -60,7 +54,7 @@ __global__ void init_kernel(const float *prob, int64_t vol, float threshold, Scr
 
 __global__ void propagate_kernel(int64_t n, Scratch s)
 {
-  GRID_LOOP(i, n * n * n)
+  STRATA_GRID_LOOP(i, n * n * n)
   {
     int32_t own = s.label[i];
     if (own < 0)
@@ -87,7 +81,7 @@ __global__ void propagate_kernel(int64_t n, Scratch s)
 
 __global__ void jump_kernel(int64_t vol, Scratch s)
 {
-  GRID_LOOP(i, vol)
+  STRATA_GRID_LOOP(i, vol)
   {
     int32_t l = s.label[i];
     if (l >= 0) {
@@ -103,7 +97,7 @@ __global__ void jump_kernel(int64_t vol, Scratch s)
 
 __global__ void accumulate_kernel(const float *prob, int64_t n, Scratch s)
 {
-  GRID_LOOP(i, n * n * n)
+  STRATA_GRID_LOOP(i, n * n * n)
   {
     int32_t r = s.label[i];
     if (r < 0)

@@ -3,29 +3,22 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "launch.cuh"
+
 #include "../cnn_kernels.h"
 
 namespace
 {
 
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n)
-{
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return (unsigned)(b < 65535 ? (b > 0 ? b : 1) : 65535);
-}
-
-#define GRID_LOOP(i, count)                                                                        \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (count);                    \
-       i += (int64_t)gridDim.x * blockDim.x)
+using strata_cuda::blocks_for;
+using strata_cuda::kThreads;
 
 // Column (z, y, x) of row (c, kz, ky, kx) for output planes [z0, z0 + nz).
 __global__ void im2col_kernel(const float *in, int cin, int64_t n, int k, int d, int64_t z0,
                               int64_t nz, float *col)
 {
   int64_t plane = n * n, ncols = nz * plane, pad = (int64_t)d * (k - 1) / 2;
-  GRID_LOOP(e, (int64_t)cin * k * k * k * ncols)
+  STRATA_GRID_LOOP(e, (int64_t)cin * k * k * k * ncols)
   {
     int64_t row = e / ncols, colx = e % ncols;
     int kx = (int)(row % k), ky = (int)(row / k % k), kz = (int)(row / (k * k) % k);
@@ -40,12 +33,12 @@ __global__ void im2col_kernel(const float *in, int cin, int64_t n, int k, int d,
 
 __global__ void bias_kernel(float *out, int cout, int64_t vol, const float *bias)
 {
-  GRID_LOOP(i, cout * vol) out[i] += bias[i / vol];
+  STRATA_GRID_LOOP(i, cout * vol) out[i] += bias[i / vol];
 }
 
 __global__ void pointwise_kernel(int kind, float param, const float *in, int64_t count, float *out)
 {
-  GRID_LOOP(i, count)
+  STRATA_GRID_LOOP(i, count)
   {
     float v = in[i];
     switch (kind) {
@@ -60,7 +53,7 @@ __global__ void pointwise_kernel(int kind, float param, const float *in, int64_t
 __global__ void maxpool_kernel(const float *in, int channels, int64_t n, float *out)
 {
   int64_t m = n / 2;
-  GRID_LOOP(o, channels * m * m * m)
+  STRATA_GRID_LOOP(o, channels * m * m * m)
   {
     int64_t x = o % m, y = o / m % m, z = o / (m * m) % m, c = o / (m * m * m);
     float best = -INFINITY;
@@ -77,7 +70,7 @@ __global__ void maxpool_kernel(const float *in, int channels, int64_t n, float *
 __global__ void upsample_kernel(const float *in, int channels, int64_t n, float *out)
 {
   int64_t m = 2 * n;
-  GRID_LOOP(o, channels * m * m * m)
+  STRATA_GRID_LOOP(o, channels * m * m * m)
   {
     int64_t x = o % m, y = o / m % m, z = o / (m * m) % m, c = o / (m * m * m);
     out[o] = in[((c * n + z / 2) * n + y / 2) * n + x / 2];

@@ -5,11 +5,13 @@
 #include <type_traits>
 
 #include "../merge_kernels.h"
+#include "launch.cuh"
 
 namespace
 {
 
-constexpr int kThreads = 256;
+using strata_cuda::blocks_for;
+using strata_cuda::kThreads;
 
 struct Sum {
   template <typename D, typename S> __device__ D operator()(D a, S b) const
@@ -55,22 +57,12 @@ struct LogOr {
 template <typename D, typename S, typename Op>
 __global__ void merge_kernel(D *dst, const S *src, size_t n, Op op)
 {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x)
-    dst[i] = op(dst[i], src[i]);
+  STRATA_GRID_LOOP(i, n) dst[i] = op(dst[i], src[i]);
 }
 
 template <typename T> __global__ void fill_kernel(T *dst, size_t n, T value)
 {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x)
-    dst[i] = value;
-}
-
-unsigned blocks_for(size_t n)
-{
-  size_t b = (n + kThreads - 1) / kThreads;
-  return (unsigned)(b < 65535 ? (b ? b : 1) : 65535);
+  STRATA_GRID_LOOP(i, n) dst[i] = value;
 }
 
 template <typename D, typename S, typename Op>
