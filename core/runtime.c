@@ -122,10 +122,21 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
     conf.sched_policy_name = cfg->sched ? cfg->sched : "lws";
 
   ret = start_starpu_per_node(argc, argv, comm, &conf);
-  if (ret != 0) {
+  if (ret != 0)
     strata_log(STRATA_LOG_ERROR, "StarPU-MPI initialisation failed (%d)", ret);
+  /* Every rank returns the same code: ranks that started stop again when
+   * another rank could not. */
+  int code = ret == 0 ? 0 : ret == -ENODEV ? STRATA_ENODEV : STRATA_ESTARPU, agreed = code;
+  MPI_Allreduce(&code, &agreed, 1, MPI_INT, MPI_MIN, comm);
+  if (agreed != 0) {
+    /* starpu_mpi_shutdown() ends with one barrier on comm when nothing was
+     * submitted; the ranks where StarPU did not start join it here. */
+    if (ret == 0)
+      starpu_mpi_shutdown();
+    else
+      MPI_Barrier(comm);
     stop_owned_mpi();
-    return ret == -ENODEV ? STRATA_ENODEV : STRATA_ESTARPU;
+    return agreed;
   }
   MPI_Comm_rank(comm, &rt.rank);
   MPI_Comm_size(comm, &rt.size);

@@ -2,7 +2,9 @@
  *   (none)          Strata starts MPI: state errors before init and after
  *                   finalize, double init/finalize, ranks, no restart.
  *   app-mpi         the application starts MPI: Strata can restart.
- *   app-mpi-single  MPI_THREAD_SINGLE is refused with STRATA_EMPI. */
+ *   app-mpi-single  MPI_THREAD_SINGLE is refused with STRATA_EMPI.
+ *   one-rank-fails  run with STARPU_NCPU=0 on one rank only: every rank
+ *                   gets STRATA_ENODEV from strata_init, nobody hangs. */
 #include <string.h>
 
 #include "check.h"
@@ -95,8 +97,18 @@ static int app_mpi_single(int argc, char **argv)
   return check_status();
 }
 
+static int one_rank_fails(int argc, char **argv)
+{
+  int ret = strata_init(&argc, &argv, NULL);
+  CHECK_EQ(ret, STRATA_ENODEV);
+  CHECK_EQ(strata_initialized(), 0);
+  return check_status();
+}
+
 int main(int argc, char **argv)
 {
+  if (argc > 1 && strcmp(argv[1], "one-rank-fails") == 0)
+    return one_rank_fails(argc, argv);
   if (argc > 1 && strcmp(argv[1], "app-mpi") == 0)
     return app_owns_mpi(argc, argv);
   if (argc > 1 && strcmp(argv[1], "app-mpi-single") == 0)

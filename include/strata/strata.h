@@ -43,6 +43,8 @@ void strata_config_init(strata_config *cfg);
  *  be restarted), which gives STRATA_ESTATE.
  *  @param argc, argv the program's arguments (may be NULL).
  *  @param cfg configuration, NULL for defaults.
+ *  Collective over the communicator: when StarPU cannot start on some rank,
+ *  every rank returns the same code (the ranks that had started stop again).
  *  @return 0; STRATA_EMPI when MPI's thread level is below
  *          MPI_THREAD_SERIALIZED; STRATA_ENODEV when StarPU finds no worker;
  *          STRATA_ESTARPU for other StarPU failures; STRATA_EINVAL for a bad
