@@ -14,6 +14,7 @@
 #include <strata/model.h>
 #include <strata/types.h>
 #include <strata/version.h>
+#include <strata/zspace.h>
 
 #ifdef __cplusplus
 extern "C" {
