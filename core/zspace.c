@@ -492,3 +492,157 @@ int strata_zproj_from_json(const char *json, strata_zproj *p)
   cJSON_Delete(root);
   return ret;
 }
+
+/* Segments of [s, e) in one dimension of extent d under a policy: source
+ * start, length and destination offset. Returns the count, or a negative
+ * STRATA_E* code. */
+enum { MAX_SEGMENTS = 64 };
+struct segment {
+  int64_t src, len, dst;
+};
+
+static int64_t floor_mod(int64_t a, int64_t d)
+{
+  int64_t m = a % d;
+  return m < 0 ? m + d : m;
+}
+
+static int segments(int64_t s, int64_t e, int64_t d, strata_oob_policy policy, struct segment *seg)
+{
+  if (s == e)
+    return 0;
+  switch (policy) {
+  case STRATA_OOB_ERROR:
+    if (s < 0 || e > d)
+      return STRATA_ERANGE;
+    seg[0] = (struct segment){s, e - s, 0};
+    return 1;
+  case STRATA_OOB_CLIP:
+  case STRATA_OOB_PAD: {
+    int64_t a = s < 0 ? 0 : s, b = e > d ? d : e;
+    if (a >= b)
+      return 0;
+    seg[0] = (struct segment){a, b - a, a - s};
+    return 1;
+  }
+  case STRATA_OOB_NEGATIVE:
+    if (s < -d || e > d)
+      return STRATA_ERANGE;
+    if (e <= 0 || s >= 0) {
+      seg[0] = (struct segment){s < 0 ? s + d : s, e - s, 0};
+      return 1;
+    }
+    seg[0] = (struct segment){s + d, -s, 0};
+    seg[1] = (struct segment){0, e, -s};
+    return 2;
+  default: { /* WRAP */
+    if (d <= 0)
+      return STRATA_ERANGE;
+    int n = 0;
+    for (int64_t at = s; at < e; n++) {
+      if (n == MAX_SEGMENTS)
+        return STRATA_ERANGE;
+      int64_t src = floor_mod(at, d), len = d - src < e - at ? d - src : e - at;
+      seg[n] = (struct segment){src, len, at - s};
+      at += len;
+    }
+    return n;
+  }
+  }
+}
+
+int strata_zregion_resolve(const strata_zrange *region, const int64_t *shape,
+                           strata_oob_policy policy, strata_zpiece *pieces, int capacity,
+                           int *count, strata_zrange *effective)
+{
+  if (!valid(region) || (region->ndim > 0 && !shape) || !count || capacity < 0 ||
+      (capacity > 0 && !pieces) || policy < STRATA_OOB_ERROR || policy > STRATA_OOB_PAD)
+    return STRATA_EINVAL;
+  int nd = region->ndim, nseg[STRATA_ZMAX_DIMS];
+  struct segment seg[STRATA_ZMAX_DIMS][MAX_SEGMENTS];
+  *count = 0;
+  int64_t total = 1;
+  strata_zrange eff = *region;
+  for (int d = 0; d < nd; d++) {
+    if (shape[d] < 0)
+      return STRATA_EINVAL;
+    nseg[d] = segments(region->start[d], region->end[d], shape[d], policy, seg[d]);
+    if (nseg[d] < 0)
+      return nseg[d];
+    if (policy == STRATA_OOB_CLIP) {
+      eff.start[d] = nseg[d] ? seg[d][0].src : region->start[d];
+      eff.end[d] = nseg[d] ? seg[d][0].src + seg[d][0].len : region->start[d];
+    }
+    total *= nseg[d];
+  }
+  if (effective)
+    *effective = eff;
+  if (total > INT32_MAX)
+    return STRATA_ERANGE;
+  *count = (int)total;
+  if (total > capacity)
+    return STRATA_ERANGE;
+  /* Every combination of one segment per dimension is a piece. */
+  for (int64_t k = 0; k < total; k++) {
+    strata_zpiece *p = &pieces[k];
+    memset(p, 0, sizeof *p);
+    p->source.ndim = nd;
+    for (int64_t rest = k, d = nd - 1; d >= 0; d--) {
+      const struct segment *g = &seg[d][rest % nseg[d]];
+      rest /= nseg[d];
+      p->source.start[d] = g->src;
+      p->source.end[d] = g->src + g->len;
+      p->dest[d] = policy == STRATA_OOB_CLIP ? 0 : g->dst;
+    }
+  }
+  return 0;
+}
+
+int strata_zregion_gather(const void *tensor, const int64_t *shape, size_t elem_size,
+                          const strata_zrange *region, strata_oob_policy policy, const void *fill,
+                          void *out)
+{
+  if (!tensor || !out || elem_size == 0 || elem_size > 64)
+    return STRATA_EINVAL;
+  int count;
+  strata_zrange eff;
+  int ret = strata_zregion_resolve(region, shape, policy, NULL, 0, &count, &eff);
+  if (ret && ret != STRATA_ERANGE)
+    return ret;
+  if (ret == STRATA_ERANGE && count == 0)
+    return ret; /* the policy itself refused the region */
+  strata_zpiece *pieces = malloc((size_t)(count ? count : 1) * sizeof *pieces);
+  if (!pieces)
+    return STRATA_ENOMEM;
+  if ((ret = strata_zregion_resolve(region, shape, policy, pieces, count, &count, &eff))) {
+    free(pieces);
+    return ret;
+  }
+  int nd = eff.ndim;
+  int64_t cells = strata_zrange_size(&eff), ext[STRATA_ZMAX_DIMS];
+  for (int d = 0; d < nd; d++)
+    ext[d] = eff.end[d] - eff.start[d];
+  static const unsigned char zeros[64];
+  for (int64_t i = 0; i < cells; i++) /* padding first, pieces over it */
+    memcpy((char *)out + (size_t)i * elem_size, fill ? fill : zeros, elem_size);
+  for (int k = 0; k < count; k++) {
+    int64_t n = strata_zrange_size(&pieces[k].source);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t src = 0, dst = 0, rest = i;
+      int64_t idx[STRATA_ZMAX_DIMS];
+      for (int d = nd - 1; d >= 0; d--) {
+        int64_t len = pieces[k].source.end[d] - pieces[k].source.start[d];
+        idx[d] = rest % len;
+        rest /= len;
+      }
+      for (int d = 0; d < nd; d++) {
+        src = src * shape[d] + pieces[k].source.start[d] + idx[d];
+        dst = dst * ext[d] + pieces[k].dest[d] + idx[d];
+      }
+      memcpy((char *)out + (size_t)dst * elem_size, (const char *)tensor + (size_t)src * elem_size,
+             elem_size);
+    }
+  }
+  free(pieces);
+  return 0;
+}

@@ -3,6 +3,7 @@
  * windows) with their exact regions, mixed-sign range projection against a
  * brute-force bounding box, split and intersection edge cases, parsing,
  * JSON, and error codes. Needs no runtime. */
+#include <stdint.h>
 #include <string.h>
 
 #include "check.h"
@@ -295,6 +296,65 @@ static void check_affine_and_json(void)
   CHECK_EQ(strata_zproj_init(&q, &g, negative), STRATA_EINVAL);
 }
 
+/* Gather `region` of a small int32 tensor under a policy and compare with
+ * `want` (n values), or expect the error code `want_ret`. */
+static void check_gather(const int32_t *tensor, int ndim, const int64_t *shape, const char *region,
+                         strata_oob_policy policy, int want_ret, const int32_t *want, int n)
+{
+  int32_t out[64], fill = -1;
+  strata_zrange r = R(region);
+  int ret = strata_zregion_gather(tensor, shape, sizeof *tensor, &r, policy, &fill, out);
+  (void)ndim;
+  if (ret != want_ret || (ret == 0 && memcmp(out, want, (size_t)n * sizeof *out) != 0)) {
+    fprintf(stderr, "gather %s policy %d: ret %d, got", region, policy, ret);
+    for (int i = 0; ret == 0 && i < n; i++)
+      fprintf(stderr, " %d", out[i]);
+    fprintf(stderr, "\n");
+    check_failures++;
+  }
+}
+
+static void check_out_of_bounds(void)
+{
+  const int32_t t1[6] = {10, 11, 12, 13, 14, 15};
+  const int64_t s1[1] = {6};
+  check_gather(t1, 1, s1, "zr[1:4]", STRATA_OOB_ERROR, 0, (int32_t[]){11, 12, 13}, 3);
+  check_gather(t1, 1, s1, "zr[-1:2]", STRATA_OOB_ERROR, STRATA_ERANGE, NULL, 0);
+  check_gather(t1, 1, s1, "zr[-2:3]", STRATA_OOB_CLIP, 0, (int32_t[]){10, 11, 12}, 3);
+  check_gather(t1, 1, s1, "zr[-2:3]", STRATA_OOB_WRAP, 0, (int32_t[]){14, 15, 10, 11, 12}, 5);
+  check_gather(t1, 1, s1, "zr[4:14]", STRATA_OOB_WRAP, 0,
+               (int32_t[]){14, 15, 10, 11, 12, 13, 14, 15, 10, 11}, 10);
+  check_gather(t1, 1, s1, "zr[-2:2]", STRATA_OOB_NEGATIVE, 0, (int32_t[]){14, 15, 10, 11}, 4);
+  check_gather(t1, 1, s1, "zr[-7:0]", STRATA_OOB_NEGATIVE, STRATA_ERANGE, NULL, 0);
+  check_gather(t1, 1, s1, "zr[5:7]", STRATA_OOB_NEGATIVE, STRATA_ERANGE, NULL, 0);
+  check_gather(t1, 1, s1, "zr[-2:3]", STRATA_OOB_PAD, 0, (int32_t[]){-1, -1, 10, 11, 12}, 5);
+  check_gather(t1, 1, s1, "zr[7:9]", STRATA_OOB_PAD, 0, (int32_t[]){-1, -1}, 2);
+
+  /* 2-D, 3 x 4, value 10 r + c: a window over the corner. */
+  int32_t t2[12];
+  for (int i = 0; i < 12; i++)
+    t2[i] = 10 * (i / 4) + i % 4;
+  const int64_t s2[2] = {3, 4};
+  check_gather(t2, 2, s2, "zr[-1:1, 3:5]", STRATA_OOB_WRAP, 0, (int32_t[]){23, 20, 3, 0}, 4);
+  check_gather(t2, 2, s2, "zr[-1:1, 3:5]", STRATA_OOB_PAD, 0, (int32_t[]){-1, -1, 3, -1}, 4);
+  check_gather(t2, 2, s2, "zr[-1:1, 3:5]", STRATA_OOB_CLIP, 0, (int32_t[]){3}, 1);
+  check_gather(t2, 2, s2, "zr[-1:1, -2:0]", STRATA_OOB_NEGATIVE, 0, (int32_t[]){22, 23, 2, 3}, 4);
+
+  strata_zpiece pieces[8];
+  int count;
+  strata_zrange r = R("zr[-1:1, 3:5]"), eff;
+  CHECK_EQ(strata_zregion_resolve(&r, s2, STRATA_OOB_WRAP, pieces, 8, &count, &eff), 0);
+  CHECK_EQ(count, 4);
+  CHECK_REGION(pieces[0].source, "zr[2:3, 3:4]");
+  CHECK(pieces[3].dest[0] == 1 && pieces[3].dest[1] == 1);
+  CHECK_EQ(strata_zregion_resolve(&r, s2, STRATA_OOB_WRAP, pieces, 2, &count, &eff), STRATA_ERANGE);
+  CHECK_EQ(count, 4);
+  CHECK_EQ(strata_zregion_resolve(&r, s2, STRATA_OOB_CLIP, pieces, 8, &count, &eff), 0);
+  CHECK_REGION(eff, "zr[0:1, 3:4]");
+  CHECK_EQ(strata_zregion_resolve(&r, s2, (strata_oob_policy)9, pieces, 8, &count, &eff),
+           STRATA_EINVAL);
+}
+
 int main(void)
 {
   check_ranges();
@@ -302,5 +362,6 @@ int main(void)
   check_examples();
   check_range_brute_force();
   check_affine_and_json();
+  check_out_of_bounds();
   return check_status();
 }

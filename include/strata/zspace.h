@@ -149,6 +149,42 @@ int strata_zproj_to_json(const strata_zproj *p, char *buf, size_t size);
  *  STRATA_EINVAL for inconsistent sizes or values. */
 int strata_zproj_from_json(const char *json, strata_zproj *p);
 
+/** What to do with the part of a region that leaves the tensor [0, shape). */
+typedef enum strata_oob_policy {
+  STRATA_OOB_ERROR = 0, /**< the region must lie inside the tensor (else STRATA_ERANGE) */
+  STRATA_OOB_CLIP,      /**< keep the part inside; the region shrinks to it */
+  STRATA_OOB_WRAP,      /**< toroidal: coordinates are taken modulo the extent */
+  STRATA_OOB_NEGATIVE,  /**< numpy: -d <= i < 0 means d + i; beyond is STRATA_ERANGE */
+  STRATA_OOB_PAD        /**< cells outside read as a fill value */
+} strata_oob_policy;
+
+/** A piece of a resolved region: the tensor cells @p source land at
+ *  @p dest (relative to the region's start) in the region's buffer. */
+typedef struct strata_zpiece {
+  strata_zrange source;           /**< cells of the tensor */
+  int64_t dest[STRATA_ZMAX_DIMS]; /**< where they go, relative to the region start */
+} strata_zpiece;
+
+/** @brief Resolve @p region against a tensor of @p shape under @p policy:
+ *  the tensor pieces that fill it (at most @p capacity written, *@p count
+ *  set in any case; wrap and negative split a region at the boundaries).
+ *  With STRATA_OOB_CLIP, *@p effective (may be NULL) receives the clipped
+ *  region; otherwise the region itself. Cells of the region no piece covers
+ *  are padding (STRATA_OOB_PAD) or dropped (CLIP).
+ *  @return 0; STRATA_ERANGE (ERROR or NEGATIVE policy violated, or
+ *          capacity too small); STRATA_EINVAL. */
+int strata_zregion_resolve(const strata_zrange *region, const int64_t *shape,
+                           strata_oob_policy policy, strata_zpiece *pieces, int capacity,
+                           int *count, strata_zrange *effective);
+
+/** @brief Copy @p region of a dense row-major tensor (@p shape, elements of
+ *  @p elem_size bytes) into @p out (the effective region's shape,
+ *  row-major) under @p policy; padding cells get the bytes of @p fill
+ *  (may be NULL for zero). @return as strata_zregion_resolve(). */
+int strata_zregion_gather(const void *tensor, const int64_t *shape, size_t elem_size,
+                          const strata_zrange *region, strata_oob_policy policy, const void *fill,
+                          void *out);
+
 #ifdef __cplusplus
 }
 #endif
