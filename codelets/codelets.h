@@ -28,8 +28,14 @@ static inline int64_t strata__cube_root(uint64_t v)
   return n;
 }
 
-/* Prepare the codelet tables; call once after starpu_init(). */
-void strata__codelets_init(void);
+/* Start the codelet layer after starpu_init() (codelet tables, OpenBLAS
+ * single-threaded inside workers, cuBLAS on CUDA workers); stop it before
+ * StarPU shuts down. */
+void strata__codelets_start(void);
+void strata__codelets_stop(void);
+
+/* Fill the merge codelet tables (called by strata__codelets_start). */
+void strata__merge_codelets_init(void);
 
 /* Strata's task insert path: one task of `cl` on `handles` with the
  * codelet's modes (or `modes` when non-NULL, required for
@@ -82,10 +88,6 @@ struct strata__model_call {
 int strata__model_submit(const struct strata__model_call *call, starpu_data_handle_t weights,
                          starpu_data_handle_t in, starpu_data_handle_t out,
                          starpu_data_handle_t scratch);
-
-/* Start per-worker libraries the codelets use (cuBLAS on CUDA workers). */
-void strata__codelets_start_libraries(void);
-void strata__codelets_stop_libraries(void);
 
 struct strata__bubble_params;
 /* One task: bubble table (W, float64 [1 + capacity, fields]) from a

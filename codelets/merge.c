@@ -151,7 +151,7 @@ static void set_cuda(struct starpu_codelet *cl, starpu_cuda_func_t fn)
 }
 #endif
 
-void strata__codelets_init(void)
+void strata__merge_codelets_init(void)
 {
 #if STRATA__USE_CUDA
   set_cuda(&merge_cl, merge_cuda);

@@ -1,8 +1,6 @@
 /* The model codelet: one model invocation per task, on a CPU worker or, when
  * the model has a CUDA implementation, a CUDA worker (cuBLAS handle of the
  * worker, its stream). History-based perf model keyed on (model, n). */
-#include <cblas.h>
-
 #include "codelets.h"
 
 #if STRATA__USE_CUDA
@@ -69,19 +67,4 @@ int strata__model_submit(const struct strata__model_call *call, starpu_data_hand
 {
   starpu_data_handle_t h[4] = {weights, in, out, scratch};
   return strata__submit(&model_cl, call, sizeof *call, 4, h, NULL);
-}
-
-void strata__codelets_start_libraries(void)
-{
-  openblas_set_num_threads(1); /* StarPU's workers are the parallelism */
-#if STRATA__USE_CUDA
-  starpu_cublas_init();
-#endif
-}
-
-void strata__codelets_stop_libraries(void)
-{
-#if STRATA__USE_CUDA
-  starpu_cublas_shutdown();
-#endif
 }

@@ -12,7 +12,6 @@
 #include "kernels/cnn_kernels.h"
 #include "strata_build_config.h"
 
-#define MAX_LAYERS 256
 #define MAX_KERNEL 31
 
 struct strata_model {
@@ -143,9 +142,9 @@ struct loader {
   const char *path; /* JSON file, for messages */
   char dir[4096];   /* its directory, for the weight files */
   strata_model *m;
-  const char *names[MAX_LAYERS];
-  float *blobs[MAX_LAYERS][2]; /* weights and bias of conv layers, malloc'd */
-  int64_t sizes[MAX_LAYERS][2];
+  const char *names[STRATA__CNN_MAX_LAYERS];
+  float *blobs[STRATA__CNN_MAX_LAYERS][2]; /* weights and bias of conv layers, malloc'd */
+  int64_t sizes[STRATA__CNN_MAX_LAYERS][2];
 };
 
 static char *read_text(const char *path, size_t limit)
@@ -356,9 +355,9 @@ static int parse_model(struct loader *ld, const cJSON *root)
   }
   const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
   int nl = cJSON_GetArraySize(layers);
-  if (!cJSON_IsArray(layers) || nl < 1 || nl > MAX_LAYERS)
+  if (!cJSON_IsArray(layers) || nl < 1 || nl > STRATA__CNN_MAX_LAYERS)
     return strata__fail(STRATA_EINVAL, "%s: \"layers\" must hold 1 to %d layers", ld->path,
-                        MAX_LAYERS);
+                        STRATA__CNN_MAX_LAYERS);
   if (!(m->layers = calloc((size_t)nl, sizeof *m->layers)))
     return STRATA_ENOMEM;
   for (int l = 0; l < nl; l++) {
@@ -421,7 +420,7 @@ int strata_model_load(const char *json_path, strata_model **out)
     ret = parse_model(ld, root);
   }
   if (ld)
-    for (int l = 0; l < MAX_LAYERS; l++)
+    for (int l = 0; l < STRATA__CNN_MAX_LAYERS; l++)
       free(ld->blobs[l][0]), free(ld->blobs[l][1]);
   free(ld);
   cJSON_Delete(root);
@@ -435,6 +434,8 @@ int strata_model_load(const char *json_path, strata_model **out)
 
 int strata_model_load_default(strata_model **out)
 {
+  if (!out)
+    return STRATA_EINVAL;
   const char *env = getenv("STRATA_MODEL_DIR");
   const char *dirs[] = {env, STRATA_MODELS_INSTALL_DIR, STRATA_MODELS_SOURCE_DIR};
   char path[4096];
@@ -448,8 +449,6 @@ int strata_model_load_default(strata_model **out)
       return strata_model_load(path, out);
     }
   }
-  if (!out)
-    return STRATA_EINVAL;
   return strata__fail(STRATA_EIO, "blob_detector/model.json not found (set STRATA_MODEL_DIR)");
 }
 

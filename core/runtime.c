@@ -143,8 +143,7 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
   MPI_Comm_dup(comm, &rt.coll_comm);
   rt.comm = comm;
   rt.collectives = 0;
-  strata__codelets_init();
-  strata__codelets_start_libraries();
+  strata__codelets_start();
   rt.state = READY;
   strata_log(STRATA_LOG_INFO, "Strata %s on %d rank(s), %u worker(s)", STRATA_VERSION_STRING,
              rt.size, starpu_worker_get_count());
@@ -157,7 +156,7 @@ int strata_finalize(void)
     return 0;
   starpu_task_wait_for_all();
   strata__array_destroy_all();
-  strata__codelets_stop_libraries();
+  strata__codelets_stop();
   starpu_mpi_shutdown();
   if (starpu_is_initialized())
     starpu_shutdown();

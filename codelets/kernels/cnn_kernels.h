@@ -26,6 +26,10 @@ enum strata__layer_kind {
 
 #define STRATA__NETWORK_INPUT (-1)
 
+/* Most layers a network may have (the CUDA runner keeps per-layer offsets
+ * on the stack). */
+#define STRATA__CNN_MAX_LAYERS 256
+
 struct strata__layer {
   int kind;
   int ninputs;

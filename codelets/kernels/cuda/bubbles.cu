@@ -16,8 +16,8 @@ using strata_cuda::kThreads;
 
 constexpr int kScanThreads = 1024;
 
-// Scratch layout (per cell): label, mass, px, py, pz, peak bits, cells;
-// then one flag.
+// Scratch layout: per cell mass, px, py, pz (double), cells (u64), label
+// (int32), peak bits (int); then one change flag.
 struct Scratch {
   int32_t *label;
   double *mass, *px, *py, *pz;

@@ -113,9 +113,9 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
 {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   cublasHandle_t h = static_cast<cublasHandle_t>(cublas);
-  int64_t offsets[256], col_offset;
+  int64_t offsets[STRATA__CNN_MAX_LAYERS], col_offset;
   size_t col_floats;
-  if (net->nlayers > 256)
+  if (net->nlayers > STRATA__CNN_MAX_LAYERS)
     return (int)cudaErrorInvalidValue;
   strata__cnn_layout(net, n, offsets, &col_offset, &col_floats);
   float *col = scratch + col_offset;
