@@ -204,3 +204,22 @@ int64_t strata_array_nelems(const strata_array *a) { return a ? a->nelems : STRA
 int64_t strata_array_nbytes(const strata_array *a) { return a ? a->nbytes : STRATA_EINVAL; }
 
 starpu_data_handle_t strata_array_handle(const strata_array *a) { return a ? a->handle : NULL; }
+
+int64_t strata__cube_extent(const strata_array *a, int channels)
+{
+  if (!a || a->dtype != STRATA_FLOAT32)
+    return -1;
+  const int64_t *s = a->shape;
+  if (a->ndim == 4 && s[0] == channels && s[1] == s[2] && s[2] == s[3])
+    return s[1];
+  if (a->ndim == 3 && channels == 1 && s[0] == s[1] && s[1] == s[2])
+    return s[0];
+  return -1;
+}
+
+starpu_data_handle_t strata__scratch_register(uint64_t bytes)
+{
+  starpu_data_handle_t h;
+  starpu_vector_data_register(&h, -1, 0, (uint32_t)(bytes ? bytes : 1), 1);
+  return h;
+}

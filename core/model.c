@@ -487,25 +487,6 @@ const char *strata_model_input_field(const strata_model *m, int c)
   return m && m->fields && c >= 0 && c < m->in_channels ? m->fields[c] : NULL;
 }
 
-int64_t strata__cube_extent(const strata_array *a, int channels)
-{
-  if (!a || a->dtype != STRATA_FLOAT32)
-    return -1;
-  const int64_t *s = a->shape;
-  if (a->ndim == 4 && s[0] == channels && s[1] == s[2] && s[2] == s[3])
-    return s[1];
-  if (a->ndim == 3 && channels == 1 && s[0] == s[1] && s[1] == s[2])
-    return s[0];
-  return -1;
-}
-
-starpu_data_handle_t strata__scratch_register(uint64_t bytes)
-{
-  starpu_data_handle_t h;
-  starpu_vector_data_register(&h, -1, 0, (uint32_t)(bytes ? bytes : 1), 1);
-  return h;
-}
-
 int strata_model_apply(strata_model *m, strata_array *in, strata_array *out)
 {
   int ret = strata__check_ready();
