@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <strata/strata.h>
 
@@ -39,6 +40,31 @@ static inline void check_init(int *argc, char ***argv)
     fprintf(stderr, "strata_init: %s\n", strata_strerror(ret));
     exit(1);
   }
+}
+
+/* A scratch directory for the files a test writes: check_scratch_open()
+ * creates it, check_path() names a file in it, check_scratch_close()
+ * removes it with its contents. */
+static char check_scratch[64];
+
+static inline void check_scratch_open(const char *prefix)
+{
+  snprintf(check_scratch, sizeof check_scratch, "/tmp/%s_XXXXXX", prefix);
+  CHECK(mkdtemp(check_scratch) != NULL);
+}
+
+static inline const char *check_path(const char *name)
+{
+  static char path[256];
+  snprintf(path, sizeof path, "%s/%s", check_scratch, name);
+  return path;
+}
+
+static inline void check_scratch_close(void)
+{
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", check_scratch);
+  CHECK_EQ(system(cmd), 0);
 }
 
 /* Exit status of a test: 0 when every check passed. */

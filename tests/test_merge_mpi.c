@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "merge_reference.h"
 
 static int rank, size;
 
@@ -17,13 +18,7 @@ static strata_array *filled(int64_t n, strata_dtype t, double (*value)(int r, in
   strata_array_acquire(a, STRATA_WRITE, &p);
   for (int64_t i = 0; i < n; i++) {
     double v = value(rank, i);
-    switch (t) {
-    case STRATA_BOOL:
-    case STRATA_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
-    case STRATA_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-    case STRATA_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
-    default: ((double *)p)[i] = v; break;
-    }
+    ref_set(t, p, (size_t)i, v, (int64_t)v);
   }
   strata_array_release(a);
   return a;

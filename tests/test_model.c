@@ -4,19 +4,9 @@
  * description gives its error code and a message naming the file. */
 #include <math.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "check.h"
 #include "cnn_reference.h"
-
-static char dir[] = "/tmp/strata_model_XXXXXX";
-
-static const char *path_of(const char *name)
-{
-  static char path[256];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  return path;
-}
 
 static strata_array *cube(int64_t channels, int64_t n)
 {
@@ -180,16 +170,16 @@ static void save_tensor(const char *name, const float *data, int ndim, const int
 {
   strata_array *a;
   CHECK_EQ(strata_array_wrap((void *)data, ndim, shape, STRATA_FLOAT32, &a), 0);
-  CHECK_EQ(strata_npy_save(path_of(name), a), 0);
+  CHECK_EQ(strata_npy_save(check_path(name), a), 0);
   strata_array_destroy(a);
 }
 
 static const char *write_text(const char *name, const char *text)
 {
-  FILE *f = fopen(path_of(name), "w");
+  FILE *f = fopen(check_path(name), "w");
   fputs(text, f);
   fclose(f);
-  return path_of(name);
+  return check_path(name);
 }
 
 static const char *unet_json =
@@ -318,7 +308,7 @@ static void check_bad_models(void)
   check_bad_model("floor.json", HEAD "{\"name\": \"l\", \"type\": \"log\", \"floor\": -1}]}",
                   STRATA_EINVAL);
   strata_model *m;
-  CHECK_EQ(strata_model_load(path_of("absent.json"), &m), STRATA_EIO);
+  CHECK_EQ(strata_model_load(check_path("absent.json"), &m), STRATA_EIO);
   CHECK_EQ(strata_model_load(NULL, &m), STRATA_EINVAL);
 }
 
@@ -394,14 +384,12 @@ static void check_plugin(void)
 int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
-  CHECK(mkdtemp(dir) != NULL);
+  check_scratch_open("strata_model");
   check_default_model();
   check_unet_file();
   check_bad_models();
   check_plugin();
   strata_finalize();
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  CHECK_EQ(system(cmd), 0);
+  check_scratch_close();
   return check_status();
 }

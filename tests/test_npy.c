@@ -2,24 +2,14 @@
  * big-endian file, and every kind of bad file with its error code and a
  * message naming the file. */
 #include <string.h>
-#include <unistd.h>
 
 #include "check.h"
-
-static char dir[] = "/tmp/strata_npy_XXXXXX";
-
-static const char *path_of(const char *name)
-{
-  static char path[256];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  return path;
-}
 
 /* A file from a header dictionary and raw data bytes. */
 static const char *write_npy(const char *name, int version, const char *dict, const void *data,
                              size_t bytes)
 {
-  const char *path = path_of(name);
+  const char *path = check_path(name);
   FILE *f = fopen(path, "wb");
   size_t len = strlen(dict);
   unsigned char pre[12] = {0x93, 'N', 'U', 'M', 'P', 'Y', (unsigned char)version, 0};
@@ -48,8 +38,8 @@ static void check_round_trip(void)
       for (int64_t i = 0; i < strata_array_nbytes(a); i++)
         p[i] = t == STRATA_BOOL ? (unsigned char)(i % 2) : (unsigned char)(i * 37 + t);
       strata_array_release(a);
-      CHECK_EQ(strata_npy_save(path_of("rt.npy"), a), 0);
-      CHECK_EQ(strata_npy_load(path_of("rt.npy"), &b), 0);
+      CHECK_EQ(strata_npy_save(check_path("rt.npy"), a), 0);
+      CHECK_EQ(strata_npy_load(check_path("rt.npy"), &b), 0);
       int64_t got[3];
       CHECK_EQ(strata_array_ndim(b), ndim);
       CHECK_EQ(strata_array_dtype(b), t);
@@ -127,15 +117,15 @@ static void check_bad_files(void)
             8, STRATA_EIO);
 
   strata_array *a;
-  FILE *f = fopen(path_of("magic.npy"), "wb");
+  FILE *f = fopen(check_path("magic.npy"), "wb");
   fputs("not numpy at all", f);
   fclose(f);
-  CHECK_EQ(strata_npy_load(path_of("magic.npy"), &a), STRATA_EIO);
-  f = fopen(path_of("short.npy"), "wb");
+  CHECK_EQ(strata_npy_load(check_path("magic.npy"), &a), STRATA_EIO);
+  f = fopen(check_path("short.npy"), "wb");
   fwrite("\x93NUMPY\x01\x00\xff\x00{'descr'", 1, 17, f); /* header shorter than announced */
   fclose(f);
-  CHECK_EQ(strata_npy_load(path_of("short.npy"), &a), STRATA_EIO);
-  CHECK_EQ(strata_npy_load(path_of("missing.npy"), &a), STRATA_EIO);
+  CHECK_EQ(strata_npy_load(check_path("short.npy"), &a), STRATA_EIO);
+  CHECK_EQ(strata_npy_load(check_path("missing.npy"), &a), STRATA_EIO);
   CHECK(strstr(strata_error_message(), "missing.npy") != NULL);
   CHECK_EQ(strata_npy_load(NULL, &a), STRATA_EINVAL);
   CHECK_EQ(strata_npy_save("/nonexistent/dir/x.npy", NULL), STRATA_EINVAL);
@@ -144,13 +134,11 @@ static void check_bad_files(void)
 int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
-  CHECK(mkdtemp(dir) != NULL);
+  check_scratch_open("strata_npy");
   check_round_trip();
   check_big_endian_and_v2();
   check_bad_files();
   strata_finalize();
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  CHECK_EQ(system(cmd), 0);
+  check_scratch_close();
   return check_status();
 }
