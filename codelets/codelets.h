@@ -4,6 +4,7 @@
 #ifndef STRATA_CODELETS_H
 #define STRATA_CODELETS_H
 
+#include <mpi.h>
 #include <starpu.h>
 
 #include <strata/error.h>
@@ -47,6 +48,13 @@ int strata__submit(struct starpu_codelet *cl, const void *cl_arg, size_t cl_arg_
 /* Same, with a copy of `arg` (size bytes) that the task owns and frees. */
 int strata__submit_copy_arg(struct starpu_codelet *cl, const void *arg, size_t size, int nbuffers,
                             const starpu_data_handle_t *handles);
+
+/* StarPU-MPI version for handles registered with StarPU-MPI: called on
+ * every rank of `comm` with the same arguments; the task runs on the owner
+ * of the first written handle, StarPU-MPI moves the data. */
+int strata__mpi_submit_copy_arg(MPI_Comm comm, struct starpu_codelet *cl, const void *arg,
+                                size_t size, int nbuffers, const starpu_data_handle_t *handles,
+                                const enum starpu_data_access_mode *modes);
 
 /* Map a negative errno from StarPU to a STRATA_E* code. */
 int strata__from_starpu(int starpu_ret);
@@ -98,5 +106,30 @@ int strata__bubbles_submit(starpu_data_handle_t prob, starpu_data_handle_t table
 /* Scratch bytes of bubble extraction for extent n (the larger of the CPU
  * and CUDA needs). */
 uint64_t strata__bubbles_scratch_bytes(int64_t n);
+
+struct strata__amr_xfer;
+struct strata__amr_boundary;
+/* dst (RW, vector) gets a region copied, restricted or prolonged from src
+ * (R, vector) as `x` says (kernels/amr_kernels.h); on `comm` when the
+ * handles are registered with StarPU-MPI, else (MPI_COMM_NULL) locally. */
+int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data_handle_t dst,
+                            const struct strata__amr_xfer *x);
+
+/* Linear extrapolation into the ghost layers of `block` (RW). */
+int strata__amr_boundary_submit(MPI_Comm comm, starpu_data_handle_t block,
+                                const struct strata__amr_boundary *b);
+
+/* Initial conditions: `fn` evaluated row by row at the cell centres of the
+ * interior of a block (W): the cell (i, j, k) of the interior has its
+ * centre at origin + (i, j, k) h. CPU only (the function is host code). */
+struct strata__amr_fill {
+  void (*fn)(void *ctx, int field, const double centre[3], double h, int64_t n, double *out);
+  void *ctx;
+  int field, dim, ghost, is_double;
+  int64_t cells; /* interior cells per axis */
+  double origin[3], h;
+};
+int strata__amr_fill_submit(MPI_Comm comm, starpu_data_handle_t block,
+                            const struct strata__amr_fill *f);
 
 #endif

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <starpu_mpi.h>
+
 #include "codelets.h"
 
 int strata__from_starpu(int starpu_ret)
@@ -56,4 +58,31 @@ int strata__submit_copy_arg(struct starpu_codelet *cl, const void *arg, size_t s
     return STRATA_ENOMEM;
   memcpy(copy, arg, size);
   return submit(cl, copy, size, 1, nbuffers, handles, NULL);
+}
+
+int strata__mpi_submit_copy_arg(MPI_Comm comm, struct starpu_codelet *cl, const void *arg,
+                                size_t size, int nbuffers, const starpu_data_handle_t *handles,
+                                const enum starpu_data_access_mode *modes)
+{
+  if (nbuffers < 1 || nbuffers > STARPU_NMAXBUFS)
+    return STRATA_EINVAL;
+  struct starpu_data_descr descr[STARPU_NMAXBUFS];
+  int exec_rank = -1, me;
+  MPI_Comm_rank(comm, &me);
+  for (int i = 0; i < nbuffers; i++) {
+    descr[i] = (struct starpu_data_descr){.handle = handles[i], .mode = modes[i]};
+    if (exec_rank < 0 && (modes[i] & STARPU_W))
+      exec_rank = starpu_mpi_data_get_rank(handles[i]);
+  }
+  /* Only the executing rank gets the argument: StarPU-MPI does not free
+   * STARPU_CL_ARGS on the ranks that merely take part in the transfers. */
+  if (me != exec_rank)
+    return strata__from_starpu(
+        starpu_mpi_task_insert(comm, cl, STARPU_DATA_MODE_ARRAY, descr, nbuffers, 0));
+  void *copy = malloc(size);
+  if (!copy)
+    return STRATA_ENOMEM;
+  memcpy(copy, arg, size);
+  return strata__from_starpu(starpu_mpi_task_insert(comm, cl, STARPU_DATA_MODE_ARRAY, descr,
+                                                    nbuffers, STARPU_CL_ARGS, copy, size, 0));
 }

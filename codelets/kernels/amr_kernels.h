@@ -1,0 +1,75 @@
+/* Pure AMR kernels: region copy, restriction, prolongation and boundary
+ * extrapolation between boxes of cells. No StarPU, no Strata runtime.
+ *
+ * Arrays are 1-, 2- or 3-D, x fastest; unused dimensions have extent 1.
+ * A transfer writes `count` cells of the destination, starting at cell
+ * `dst_start` of the destination array, from the source array:
+ *   copy:     dst[dst_start + i] = src[src_start + i]
+ *   restrict: dst[dst_start + i] = mean of the factor^dim source cells
+ *             src[src_start + factor * i + j], j in [0, factor)^dim
+ *   prolong:  fine cell i sits at fine offset q = src_start + i from the
+ *             low corner of source (coarse) cell 0, so its centre is at
+ *             p = (q + 1/2) / factor - 1/2 in coarse cell units; the value
+ *             is linear in each axis between coarse cells floor(p) and
+ *             floor(p) + 1 (weights 3/4 and 1/4 for factor 2). It reads one
+ *             coarse cell beyond the covered ones: a ghost layer.
+ * Callers check that every cell read and written lies inside its array. */
+#ifndef STRATA_AMR_KERNELS_H
+#define STRATA_AMR_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum strata__amr_kind { STRATA__AMR_COPY, STRATA__AMR_RESTRICT, STRATA__AMR_PROLONG };
+
+struct strata__amr_xfer {
+  int kind;              /* enum strata__amr_kind */
+  int dim;               /* 1, 2 or 3 */
+  int factor;            /* resolution ratio (1 for copies) */
+  int is_double;         /* float64 (1) or float32 (0) elements */
+  int64_t count[3];      /* destination cells written per axis */
+  int64_t dst_dims[3];   /* destination array extents */
+  int64_t dst_start[3];  /* first destination cell written */
+  int64_t src_dims[3];   /* source array extents */
+  int64_t src_start[3];  /* first source cell (copy, restrict); fine offset q (prolong) */
+};
+
+/* Linear extrapolation of the `ghost` outermost layers of a block array of
+ * extents `dims` on the faces flagged in `faces` (bit 2a: low side of axis
+ * a, bit 2a+1: high side): ghost cell k layers out = v0 + k (v0 - v1) from
+ * the two nearest interior cells, axis by axis over the whole extended
+ * range, so edges and corners come out right too. Exact for linear data. */
+struct strata__amr_boundary {
+  int dim, ghost, is_double, faces;
+  int64_t dims[3];
+};
+
+void strata__amr_xfer_cpu(const struct strata__amr_xfer *x, void *dst, const void *src);
+void strata__amr_boundary_cpu(const struct strata__amr_boundary *b, void *data);
+
+/* CUDA versions, asynchronous on `stream` (a cudaStream_t). Return 0, or a
+ * nonzero cudaError_t when the launch failed. */
+int strata__amr_xfer_cuda(const struct strata__amr_xfer *x, void *dst, const void *src,
+                          void *stream);
+int strata__amr_boundary_cuda(const struct strata__amr_boundary *b, void *data, void *stream);
+
+/* Bytes a transfer reads and writes (the traffic of the benchmarks). */
+static inline int64_t strata__amr_xfer_bytes(const struct strata__amr_xfer *x)
+{
+  int64_t out = x->count[0] * x->count[1] * x->count[2], in = out;
+  if (x->kind == STRATA__AMR_RESTRICT)
+    for (int d = 0; d < x->dim; d++)
+      in *= x->factor;
+  else if (x->kind == STRATA__AMR_PROLONG)
+    for (int d = 0; d < x->dim; d++)
+      in = (in + x->factor - 1) / x->factor;
+  return (in + out) * (x->is_double ? 8 : 4);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

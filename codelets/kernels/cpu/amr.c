@@ -1,0 +1,158 @@
+/* AMR kernels on the CPU, for float and double (one template each).
+ * Restriction sums rows into the destination row, which stays in L1;
+ * prolongation first blends the (up to) four coarse rows around a fine row
+ * into one coarse row, then interpolates along x from it, in chunks of
+ * CHUNK fine cells so that all scratch lives on the stack. */
+#include <string.h>
+
+#include "../amr_kernels.h"
+
+enum { CHUNK = 256 };
+
+/* Floor division for a positive divisor. */
+static inline int64_t floor_div(int64_t a, int64_t b)
+{
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/* Coarse cells and weights of fine offset q: value = (1 - t) C[c] + t C[c + 1]. */
+static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
+{
+  int64_t num = 2 * q + 1 - factor;
+  *c = floor_div(num, 2 * (int64_t)factor);
+  *t = (double)(num - 2 * (int64_t)factor * *c) / (double)(2 * factor);
+}
+
+#define STRATA_AMR_KERNELS(T, SUFFIX)                                                              \
+  static void copy_##SUFFIX(const struct strata__amr_xfer *x, T *dst, const T *src)                \
+  {                                                                                                \
+    for (int64_t z = 0; z < x->count[2]; z++)                                                      \
+      for (int64_t y = 0; y < x->count[1]; y++)                                                    \
+        memcpy(dst + ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) *              \
+                         x->dst_dims[0] + x->dst_start[0],                                         \
+               src + ((x->src_start[2] + z) * x->src_dims[1] + x->src_start[1] + y) *              \
+                         x->src_dims[0] + x->src_start[0],                                         \
+               (size_t)x->count[0] * sizeof(T));                                                   \
+  }                                                                                                \
+                                                                                                   \
+  static void restrict_##SUFFIX(const struct strata__amr_xfer *x, T *dst, const T *src)            \
+  {                                                                                                \
+    const int f = x->factor;                                                                       \
+    const int fy = x->dim >= 2 ? f : 1, fz = x->dim >= 3 ? f : 1;                                  \
+    const T inv = (T)(1.0 / ((double)f * fy * fz));                                                \
+    const int64_t nx = x->count[0];                                                                \
+    for (int64_t z = 0; z < x->count[2]; z++)                                                      \
+      for (int64_t y = 0; y < x->count[1]; y++) {                                                  \
+        T *d = dst + ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) *              \
+                         x->dst_dims[0] + x->dst_start[0];                                         \
+        for (int64_t i = 0; i < nx; i++)                                                           \
+          d[i] = 0;                                                                                \
+        for (int jz = 0; jz < fz; jz++)                                                            \
+          for (int jy = 0; jy < fy; jy++) {                                                        \
+            const T *s = src + ((x->src_start[2] + fz * z + jz) * x->src_dims[1] +                 \
+                                x->src_start[1] + fy * y + jy) *                                   \
+                                   x->src_dims[0] +                                                \
+                         x->src_start[0];                                                          \
+            if (f == 2)                                                                            \
+              for (int64_t i = 0; i < nx; i++)                                                     \
+                d[i] += s[2 * i] + s[2 * i + 1];                                                   \
+            else                                                                                   \
+              for (int64_t i = 0; i < nx; i++)                                                     \
+                for (int jx = 0; jx < f; jx++)                                                     \
+                  d[i] += s[f * i + jx];                                                           \
+          }                                                                                        \
+        for (int64_t i = 0; i < nx; i++)                                                           \
+          d[i] *= inv;                                                                             \
+      }                                                                                            \
+  }                                                                                                \
+                                                                                                   \
+  static void prolong_##SUFFIX(const struct strata__amr_xfer *x, T *dst, const T *src)             \
+  {                                                                                                \
+    const int f = x->factor;                                                                       \
+    for (int64_t z = 0; z < x->count[2]; z++) {                                                    \
+      int64_t cz = 0;                                                                              \
+      double tz = 0;                                                                               \
+      if (x->dim >= 3)                                                                             \
+        prolong_weights(x->src_start[2] + z, f, &cz, &tz);                                         \
+      for (int64_t y = 0; y < x->count[1]; y++) {                                                  \
+        int64_t cy = 0;                                                                            \
+        double ty = 0;                                                                             \
+        if (x->dim >= 2)                                                                           \
+          prolong_weights(x->src_start[1] + y, f, &cy, &ty);                                       \
+        /* The four coarse rows around this fine row, and their weights. */                        \
+        const int64_t sy = x->src_dims[0], sz = x->src_dims[0] * x->src_dims[1];                   \
+        const T *r00 = src + cz * sz + cy * sy;                                                    \
+        const T *r01 = ty > 0 ? r00 + sy : r00, *r10 = tz > 0 ? r00 + sz : r00;                    \
+        const T *r11 = tz > 0 ? r01 + sz : r01;                                                    \
+        const T w00 = (T)((1 - tz) * (1 - ty)), w01 = (T)((1 - tz) * ty);                          \
+        const T w10 = (T)(tz * (1 - ty)), w11 = (T)(tz * ty);                                      \
+        T *d = dst + ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) *              \
+                         x->dst_dims[0] + x->dst_start[0];                                         \
+        for (int64_t x0 = 0; x0 < x->count[0]; x0 += CHUNK) {                                      \
+          int64_t n = x->count[0] - x0 < CHUNK ? x->count[0] - x0 : CHUNK;                         \
+          int64_t c[CHUNK];                                                                        \
+          T t[CHUNK], row[CHUNK + 2];                                                              \
+          for (int64_t i = 0; i < n; i++) {                                                        \
+            double ti;                                                                             \
+            prolong_weights(x->src_start[0] + x0 + i, f, &c[i], &ti);                              \
+            t[i] = (T)ti;                                                                          \
+          }                                                                                        \
+          int64_t c0, c_last;                                                                      \
+          double unused;                                                                           \
+          prolong_weights(x->src_start[0] + x0, f, &c0, &unused);                                  \
+          prolong_weights(x->src_start[0] + x0 + n - 1, f, &c_last, &unused);                      \
+          const int64_t nc = c_last - c0 + 2;                                                      \
+          for (int64_t k = 0; k < nc; k++)                                                         \
+            row[k] = w00 * r00[c0 + k] + w01 * r01[c0 + k] + w10 * r10[c0 + k] +                   \
+                     w11 * r11[c0 + k];                                                            \
+          for (int64_t i = 0; i < n; i++)                                                          \
+            d[x0 + i] = (1 - t[i]) * row[c[i] - c0] + t[i] * row[c[i] - c0 + 1];                   \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  static void boundary_##SUFFIX(const struct strata__amr_boundary *b, T *v)                        \
+  {                                                                                                \
+    const int64_t stride[3] = {1, b->dims[0], b->dims[0] * b->dims[1]};                            \
+    for (int a = 0; a < b->dim; a++) {                                                             \
+      /* the two other axes span the plane, over their whole extended range */                     \
+      const int p = (a + 1) % 3, q = (a + 2) % 3;                                                  \
+      for (int side = 0; side < 2; side++) {                                                       \
+        if (!(b->faces & (1 << (2 * a + side))))                                                   \
+          continue;                                                                                \
+        const int64_t inner = side ? b->dims[a] - b->ghost - 1 : b->ghost;                         \
+        const int64_t out = side ? stride[a] : -stride[a];                                         \
+        for (int64_t j = 0; j < b->dims[q]; j++)                                                   \
+          for (int64_t i = 0; i < b->dims[p]; i++) {                                               \
+            T *v0 = v + inner * stride[a] + i * stride[p] + j * stride[q];                         \
+            const T step = v0[0] - v0[-out];                                                       \
+            for (int k = 1; k <= b->ghost; k++)                                                    \
+              v0[k * out] = v0[0] + (T)k * step;                                                   \
+          }                                                                                        \
+      }                                                                                            \
+    }                                                                                              \
+  }
+
+STRATA_AMR_KERNELS(float, f32)
+STRATA_AMR_KERNELS(double, f64)
+
+void strata__amr_xfer_cpu(const struct strata__amr_xfer *x, void *dst, const void *src)
+{
+  static void (*const f32[])(const struct strata__amr_xfer *, float *, const float *) = {
+      copy_f32, restrict_f32, prolong_f32};
+  static void (*const f64[])(const struct strata__amr_xfer *, double *, const double *) = {
+      copy_f64, restrict_f64, prolong_f64};
+  if (x->is_double)
+    f64[x->kind](x, dst, src);
+  else
+    f32[x->kind](x, dst, src);
+}
+
+void strata__amr_boundary_cpu(const struct strata__amr_boundary *b, void *data)
+{
+  if (b->is_double)
+    boundary_f64(b, data);
+  else
+    boundary_f32(b, data);
+}
