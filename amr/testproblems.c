@@ -1,10 +1,14 @@
-/* AMR test problems: the cosmology-like log-normal density. */
+/* AMR test problems: the cosmology-like log-normal density, and problems
+ * (linear, Gaussian blobs, sampled cosmology) that fill a hierarchy. */
 #include <fftw3.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <strata/amr.h>
 #include <strata/error.h>
+
+#include "amr_internal.h"
 
 void strata_cosmology_params_init(strata_cosmology_params *p)
 {
@@ -81,4 +85,163 @@ int strata_cosmology_density(int64_t n, const strata_cosmology_params *p, double
   for (int64_t i = 0; i < vol; i++)
     rho[i] *= (double)vol / total;
   return 0;
+}
+
+/* ---- test problems on the hierarchy ---- */
+
+static int make_problem(strata_amr_problem_fn fn, void *ctx, void *owned,
+                        strata_amr_problem **out)
+{
+  strata_amr_problem *p = malloc(sizeof *p);
+  if (!p) {
+    free(owned);
+    return STRATA_ENOMEM;
+  }
+  *p = (strata_amr_problem){fn, ctx, owned};
+  *out = p;
+  return 0;
+}
+
+void strata_amr_problem_destroy(strata_amr_problem *problem)
+{
+  if (problem)
+    free(problem->owned);
+  free(problem);
+}
+
+int strata_amr_problem_custom(strata_amr_problem_fn fn, void *ctx, strata_amr_problem **out)
+{
+  if (!fn || !out)
+    return STRATA_EINVAL;
+  return make_problem(fn, ctx, NULL, out);
+}
+
+static void linear_fn(void *ctx, int field, const double centre[3], double h, int64_t n,
+                      double *out)
+{
+  (void)field;
+  const double *c = ctx;
+  double base = c[0] + c[1] * centre[0] + c[2] * centre[1] + c[3] * centre[2];
+  for (int64_t i = 0; i < n; i++)
+    out[i] = base + c[1] * (double)i * h;
+}
+
+int strata_amr_problem_linear(const double c[4], strata_amr_problem **out)
+{
+  if (!c || !out)
+    return STRATA_EINVAL;
+  for (int i = 0; i < 4; i++)
+    if (!isfinite(c[i]))
+      return STRATA_EINVAL;
+  double *copy = malloc(4 * sizeof *copy);
+  if (!copy)
+    return STRATA_ENOMEM;
+  memcpy(copy, c, 4 * sizeof *copy);
+  return make_problem(linear_fn, copy, copy, out);
+}
+
+struct blobs {
+  int n;
+  double *centre, *sigma, *amplitude;
+};
+
+/* Periodic distance along one axis of the unit domain. */
+static double wrap(double d)
+{
+  d = fabs(d);
+  return d > 0.5 ? 1 - d : d;
+}
+
+static void blobs_fn(void *ctx, int field, const double centre[3], double h, int64_t n,
+                     double *out)
+{
+  (void)field;
+  const struct blobs *b = ctx;
+  for (int64_t i = 0; i < n; i++) {
+    double v = 1;
+    for (int k = 0; k < b->n; k++) {
+      double dx = wrap(centre[0] + (double)i * h - b->centre[3 * k]);
+      double dy = wrap(centre[1] - b->centre[3 * k + 1]);
+      double dz = wrap(centre[2] - b->centre[3 * k + 2]);
+      double s = b->sigma[k];
+      v += b->amplitude[k] * exp(-(dx * dx + dy * dy + dz * dz) / (2 * s * s));
+    }
+    out[i] = v;
+  }
+}
+
+int strata_amr_problem_blobs(int n, const double *centres, const double *sigma,
+                             const double *amplitude, strata_amr_problem **out)
+{
+  if (n < 0 || n > 1000000 || (n > 0 && (!centres || !sigma || !amplitude)) || !out)
+    return STRATA_EINVAL;
+  for (int k = 0; k < n; k++)
+    if (!(sigma[k] > 0) || !isfinite(amplitude[k]) || !isfinite(centres[3 * k]) ||
+        !isfinite(centres[3 * k + 1]) || !isfinite(centres[3 * k + 2]))
+      return STRATA_EINVAL;
+  /* One allocation: the header, then centres, widths and amplitudes. */
+  struct blobs *b = malloc(sizeof *b + (size_t)n * 5 * sizeof(double));
+  if (!b)
+    return STRATA_ENOMEM;
+  b->n = n;
+  b->centre = (double *)(b + 1);
+  b->sigma = b->centre + 3 * n;
+  b->amplitude = b->sigma + n;
+  memcpy(b->centre, centres, (size_t)n * 3 * sizeof(double));
+  memcpy(b->sigma, sigma, (size_t)n * sizeof(double));
+  memcpy(b->amplitude, amplitude, (size_t)n * sizeof(double));
+  return make_problem(blobs_fn, b, b, out);
+}
+
+struct sampled {
+  int64_t n;
+  double rho[]; /* n^3, x fastest */
+};
+
+/* Trilinear interpolation of the periodic generation grid, whose cell
+ * (i, j, k) has its centre at ((i, j, k) + 1/2) / n. */
+static void cosmology_fn(void *ctx, int field, const double centre[3], double h, int64_t count,
+                         double *out)
+{
+  (void)field;
+  const struct sampled *s = ctx;
+  const int64_t n = s->n;
+  int64_t c[3][2];
+  double t[3];
+  for (int a = 1; a < 3; a++) {
+    double p = centre[a] * (double)n - 0.5, f = floor(p);
+    t[a] = p - f;
+    c[a][0] = (((int64_t)f % n) + n) % n;
+    c[a][1] = (c[a][0] + 1) % n;
+  }
+  for (int64_t i = 0; i < count; i++) {
+    double p = (centre[0] + (double)i * h) * (double)n - 0.5, f = floor(p);
+    t[0] = p - f;
+    c[0][0] = (((int64_t)f % n) + n) % n;
+    c[0][1] = (c[0][0] + 1) % n;
+    double v = 0;
+    for (int corner = 0; corner < 8; corner++) {
+      int bx = corner & 1, by = (corner >> 1) & 1, bz = corner >> 2;
+      double w = (bx ? t[0] : 1 - t[0]) * (by ? t[1] : 1 - t[1]) * (bz ? t[2] : 1 - t[2]);
+      v += w * s->rho[(c[2][bz] * n + c[1][by]) * n + c[0][bx]];
+    }
+    out[i] = v;
+  }
+}
+
+int strata_amr_problem_cosmology(int64_t grid, const strata_cosmology_params *p,
+                                 strata_amr_problem **out)
+{
+  if (!out || grid < 2 || grid > 1024)
+    return STRATA_EINVAL;
+  struct sampled *s = malloc(sizeof *s + (size_t)(grid * grid * grid) * sizeof(double));
+  if (!s)
+    return STRATA_ENOMEM;
+  s->n = grid;
+  int ret = strata_cosmology_density(grid, p, s->rho);
+  if (ret) {
+    free(s);
+    return ret;
+  }
+  return make_problem(cosmology_fn, s, s, out);
 }

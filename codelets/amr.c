@@ -3,6 +3,8 @@
  * kernel entry), ghost-layer extrapolation at domain boundaries, and the
  * initial-conditions fill. History-based perf models keyed on the shape of
  * the work. */
+#include <string.h>
+
 #include "codelets.h"
 #include "kernels/amr_kernels.h"
 
@@ -32,7 +34,8 @@ static void boundary_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
-/* Converts one row of doubles from the fill function into the block. */
+/* Zero the block, then convert the fill function's rows of doubles into
+ * its interior. */
 static void fill_cpu(void *buffers[], void *cl_arg)
 {
   const struct strata__amr_fill *f = cl_arg;
@@ -41,6 +44,9 @@ static void fill_cpu(void *buffers[], void *cl_arg)
   const int64_t gy = f->dim >= 2 ? f->ghost : 0, gz = f->dim >= 3 ? f->ghost : 0;
   const int64_t sy = f->dim >= 2 ? side : 1;
   void *data = (void *)STARPU_VECTOR_GET_PTR(buffers[0]);
+  memset(data, 0, STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]));
+  if (!f->fn)
+    return;
   enum { ROW = 256 };
   double row[ROW];
   for (int64_t z = 0; z < nz; z++)

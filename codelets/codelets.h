@@ -119,9 +119,9 @@ int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data
 int strata__amr_boundary_submit(MPI_Comm comm, starpu_data_handle_t block,
                                 const struct strata__amr_boundary *b);
 
-/* Initial conditions: `fn` evaluated row by row at the cell centres of the
- * interior of a block (W): the cell (i, j, k) of the interior has its
- * centre at origin + (i, j, k) h. CPU only (the function is host code). */
+/* A block (W) set to zero, then, when `fn` is not NULL, its interior set
+ * to `fn` evaluated row by row at the cell centres: interior cell (i, j, k)
+ * has its centre at origin + (i, j, k) h. CPU only (`fn` is host code). */
 struct strata__amr_fill {
   void (*fn)(void *ctx, int field, const double centre[3], double h, int64_t n, double *out);
   void *ctx;

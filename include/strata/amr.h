@@ -1,14 +1,249 @@
 /** @file amr.h
- *  @brief Adaptive mesh refinement test problems. (The octree itself comes
- *  with the AMR work; this header starts with the test problems.) */
+ *  @brief Block-structured adaptive mesh refinement on StarPU-MPI: an octree
+ *  (quadtree in 2-D) of blocks like Cello's, refined and coarsened by
+ *  criteria with 2:1 balance between face neighbours, leaves distributed
+ *  over ranks along a Morton curve, every field of every leaf a StarPU
+ *  handle registered with StarPU-MPI; restriction, prolongation, region
+ *  copies and ghost fills as codelets; test problems; HDF5 output.
+ *
+ *  Geometry: the domain is the unit square or cube. Level 0 has
+ *  root_blocks blocks per axis, level l has root_blocks * 2^l; a block is
+ *  named by its level and its integer index at that level (its octree path
+ *  is the index's bits below the root bits, see strata_amr_block_name()).
+ *  Every block has block_cells cells per axis plus ghost_depth ghost cells
+ *  on each side; field arrays are stored x fastest, ghosts included.
+ *  The tree's metadata is replicated on every rank (identical everywhere);
+ *  field data lives on the owner rank only. All functions taking a
+ *  strata_amr are collective unless said otherwise. */
 #ifndef STRATA_AMR_H
 #define STRATA_AMR_H
 
 #include <stdint.h>
+#include <stdio.h>
+
+#include <strata/types.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** Most fields per block. */
+#define STRATA_AMR_MAX_FIELDS 8
+/** Deepest refinement level. */
+#define STRATA_AMR_MAX_LEVEL 12
+
+/** A hierarchy (opaque). */
+typedef struct strata_amr strata_amr;
+
+/** A block: its level and its index at that level (index[2] = 0 in 2-D). */
+typedef struct strata_amr_block {
+  int level;        /**< 0 (root) ... max_level */
+  int64_t index[3]; /**< 0 ... root_blocks * 2^level - 1 per axis */
+} strata_amr_block;
+
+/** What ghost cells at the domain boundary hold. */
+typedef enum strata_amr_boundary {
+  STRATA_AMR_PERIODIC = 0, /**< the domain wraps around (cosmology) */
+  STRATA_AMR_EXTRAPOLATE   /**< linear extrapolation from the interior (exact for linear data) */
+} strata_amr_boundary;
+
+/** Parameters of a hierarchy. */
+typedef struct strata_amr_params {
+  int dim;                  /**< 2 or 3 */
+  int root_blocks;          /**< blocks per axis at level 0 (default 2) */
+  int block_cells;          /**< cells per axis of a block: a multiple of 4 (default 16) */
+  int ghost_depth;          /**< ghost layers, 1 ... block_cells / 2 (default 1) */
+  int max_level;            /**< finest level allowed (default 5) */
+  strata_dtype dtype;       /**< STRATA_FLOAT64 (default) or STRATA_FLOAT32 */
+  int nfields;              /**< 1 ... STRATA_AMR_MAX_FIELDS (default 1) */
+  const char *field_names[STRATA_AMR_MAX_FIELDS]; /**< default "density" */
+  strata_amr_boundary boundary; /**< default periodic */
+} strata_amr_params;
+
+/** @brief Fill @p p with the defaults: 3-D, 2 root blocks of 16^3 cells,
+ *  one ghost layer, levels 0..5, one float64 field "density", periodic
+ *  (Enzo-E's inference test: a 32^3 root grid). */
+void strata_amr_params_init(strata_amr_params *p);
+
+/** @brief Create a hierarchy of root blocks only (all leaves, fields
+ *  zero), distributed over the ranks of strata_comm(). Collective; every
+ *  rank passes the same parameters (else every rank gets STRATA_EINVAL).
+ *  @return 0; STRATA_EINVAL; STRATA_ESTATE before strata_init(); STRATA_ENOMEM. */
+int strata_amr_create(const strata_amr_params *p, strata_amr **amr);
+
+/** @brief Wait for the hierarchy's tasks and free it. Collective. NULL is a no-op. */
+int strata_amr_destroy(strata_amr *amr);
+
+/** @brief The parameters the hierarchy was created with (not collective). */
+const strata_amr_params *strata_amr_get_params(const strata_amr *amr);
+
+struct strata_cosmology_params;
+
+/** A test problem: a function evaluated at cell centres. */
+typedef struct strata_amr_problem strata_amr_problem;
+
+/** @brief The values of field @p field at the centres of @p n cells along x:
+ *  the first at @p centre, the next ones @p h apart. Called from CPU
+ *  workers, concurrently: it must be thread-safe. */
+typedef void (*strata_amr_problem_fn)(void *ctx, int field, const double centre[3], double h,
+                                      int64_t n, double *out);
+
+/** @brief A problem from a user function (every field; @p ctx must outlive it). */
+int strata_amr_problem_custom(strata_amr_problem_fn fn, void *ctx, strata_amr_problem **out);
+
+/** @brief A linear field c[0] + c[1] x + c[2] y + c[3] z (every field):
+ *  restriction and prolongation reproduce it exactly. */
+int strata_amr_problem_linear(const double c[4], strata_amr_problem **out);
+
+/** @brief A density 1 + sum_k a_k exp(-|x - c_k|^2 / (2 s_k^2)) of @p n
+ *  isolated Gaussian blobs (periodic distance), centres @p centres (3 per
+ *  blob, z ignored in 2-D), widths @p sigma, amplitudes @p amplitude. */
+int strata_amr_problem_blobs(int n, const double *centres, const double *sigma,
+                             const double *amplitude, strata_amr_problem **out);
+
+/** @brief The cosmology-like log-normal density of strata_cosmology_density()
+ *  on a periodic @p grid^3 generation grid, sampled at any resolution by
+ *  trilinear interpolation (2-D hierarchies see the z = 0 plane).
+ *  Deterministic: the same seed gives the same values on any rank count. */
+int strata_amr_problem_cosmology(int64_t grid, const struct strata_cosmology_params *p,
+                                 strata_amr_problem **out);
+
+/** @brief Free a problem (NULL is a no-op). */
+void strata_amr_problem_destroy(strata_amr_problem *problem);
+
+/** Refinement criteria. The value compared is, over a leaf's interior
+ *  cells, the largest of the criterion field divided by @c mean; for
+ *  STRATA_AMR_MASS it is further multiplied by the cell volume in units of
+ *  a root cell, 2^(-dim level): the cell mass relative to the mean mass of
+ *  a root cell, as in Enzo-E's mass refinement. */
+typedef enum strata_amr_criterion_kind {
+  STRATA_AMR_OVERDENSITY = 0, /**< refine where rho / mean > min_refine */
+  STRATA_AMR_MASS             /**< refine where the relative cell mass > min_refine */
+} strata_amr_criterion_kind;
+
+/** A refinement criterion: refine a leaf where the value exceeds
+ *  min_refine; coarsen a family of 2^dim sibling leaves where all of them
+ *  stay below max_coarsen. */
+typedef struct strata_amr_criterion {
+  strata_amr_criterion_kind kind; /**< default STRATA_AMR_MASS */
+  int field;                      /**< criterion field (default 0) */
+  double mean;                    /**< mean of the field (default 1) */
+  double min_refine;              /**< default 0.01 */
+  double max_coarsen;             /**< default 0.0025 */
+} strata_amr_criterion;
+
+/** @brief Fill @p c with the defaults. */
+void strata_amr_criterion_init(strata_amr_criterion *c);
+
+/** @brief Initial refinement: fill the leaves from @p problem, then level by
+ *  level refine the leaves that the criterion flags (keeping 2:1 balance),
+ *  fill the new leaves from the problem directly and rebalance the ranks;
+ *  ghost layers are filled at the end. The hierarchy must still be the
+ *  root grid. Deterministic: the same hierarchy and bitwise-equal fields on
+ *  any number of ranks. */
+int strata_amr_build(strata_amr *amr, const strata_amr_problem *problem,
+                     const strata_amr_criterion *criterion);
+
+/** @brief Fill every leaf's interior from @p problem (ghosts untouched). */
+int strata_amr_fill(strata_amr *amr, const strata_amr_problem *problem);
+
+/** @brief One adaptation step by explicit flags: @p flags has one entry
+ *  per leaf, in strata_amr_leaves() order; each rank's entries for the
+ *  leaves it owns count (+1 refine, -1 coarsen, 0 keep), the others are
+ *  ignored. Refinement is propagated to keep 2:1 balance; a family is
+ *  coarsened only when all its children ask for it and balance allows.
+ *  New children are prolonged from their parent (ghosts filled first), new
+ *  parents restricted from their children; then leaves are redistributed
+ *  and ghosts filled. @p changed (may be NULL) gets the number of leaves
+ *  created plus removed. */
+int strata_amr_adapt_flags(strata_amr *amr, const int8_t *flags, int64_t *changed);
+
+/** @brief One adaptation step by a criterion (see strata_amr_adapt_flags). */
+int strata_amr_adapt(strata_amr *amr, const strata_amr_criterion *criterion, int64_t *changed);
+
+/** @brief Fill the ghost layers of every leaf: copies from same-level
+ *  neighbours, restriction from finer ones, prolongation from coarser
+ *  ones (after their own ghosts), and the boundary rule at the domain
+ *  edges, as tasks ordered by their handles. */
+int strata_amr_fill_ghosts(strata_amr *amr);
+
+/** @brief Per-leaf weight for load balancing (default 1 per leaf); @p fn
+ *  NULL restores the default. Takes effect at the next redistribution. */
+int strata_amr_set_weights(strata_amr *amr, double (*fn)(void *ctx, const strata_amr_block *b),
+                           void *ctx);
+
+/** @brief Reassign leaves to ranks by cutting the Morton order into pieces
+ *  of equal weight, moving data with starpu_mpi_data_migrate(). */
+int strata_amr_redistribute(strata_amr *amr);
+
+/** @brief Number of leaves (not collective). */
+int64_t strata_amr_num_leaves(const strata_amr *amr);
+
+/** @brief The leaves in Morton order (not collective): up to @p cap into
+ *  @p out (may be NULL with cap 0); @p n gets the number of leaves. */
+int strata_amr_leaves(const strata_amr *amr, strata_amr_block *out, int64_t cap, int64_t *n);
+
+/** Where a block stands in the hierarchy. */
+typedef struct strata_amr_block_info {
+  int exists;        /**< the block is in the tree (leaf or not) */
+  int is_leaf;       /**< it holds field data */
+  int rank;          /**< owner of a leaf, -1 otherwise */
+  double lower[3];   /**< physical lower corner */
+  double upper[3];   /**< physical upper corner */
+} strata_amr_block_info;
+
+/** @brief Look a block up (not collective). STRATA_ERANGE when the block
+ *  cannot exist (level or index out of range); a block that could exist
+ *  but does not gives 0 with info->exists = 0. */
+int strata_amr_block_query(const strata_amr *amr, const strata_amr_block *b,
+                           strata_amr_block_info *info);
+
+/** @brief Parent of @p b (STRATA_ERANGE at level 0). Not collective. */
+int strata_amr_parent(const strata_amr *amr, const strata_amr_block *b, strata_amr_block *parent);
+
+/** @brief Child @p octant (bit a: upper half along axis a) of @p b. Not collective. */
+int strata_amr_child(const strata_amr *amr, const strata_amr_block *b, int octant,
+                     strata_amr_block *child);
+
+/** @brief The block at @p level containing point @p x (whether it exists
+ *  or not); @p level < 0: the leaf containing it. Not collective. */
+int strata_amr_block_at_point(const strata_amr *amr, const double x[3], int level,
+                              strata_amr_block *b);
+
+/** @brief The block at @p level containing element @p idx of a level array
+ *  aligned with the blocks of @p array_level (level <= array_level). With
+ *  2 root blocks, element (13, 6, 9) of level 4 lies in root block (0, 0, 0).
+ *  Not collective. */
+int strata_amr_block_at_index(const strata_amr *amr, int array_level, const int64_t idx[3],
+                              int level, strata_amr_block *b);
+
+/** @brief Leaves intersecting the box [lo, hi) (physical coordinates; a
+ *  positive-volume overlap counts), in Morton order, as strata_amr_leaves(). */
+int strata_amr_intersect(const strata_amr *amr, const double lo[3], const double hi[3],
+                         strata_amr_block *out, int64_t cap, int64_t *n);
+
+/** @brief Cello-style name of @p b: "B" then, per axis, the root index bits,
+ *  ':' and the octree path bits, axes separated by '_' (level 2, index
+ *  (5, 0, 3) with 2 root blocks: "B1:01_0:00_0:11"). Not collective.
+ *  @return 0; STRATA_ERANGE when @p size is too small or the block invalid. */
+int strata_amr_block_name(const strata_amr *amr, const strata_amr_block *b, char *buf,
+                          size_t size);
+
+/** @brief Copy the cells of field @p field of leaf @p b into @p out as
+ *  doubles: the interior (block_cells^dim values) or, with @p ghosts, the
+ *  whole array. Only on the leaf's owner (else STRATA_EINVAL); waits for
+ *  the tasks writing it. Not collective. */
+int strata_amr_read(strata_amr *amr, const strata_amr_block *b, int field, int ghosts,
+                    double *out);
+
+/** @brief Write the hierarchy to an HDF5 file (rank 0 writes; layout in
+ *  docs/amr.md). Collective. */
+int strata_amr_write_hdf5(strata_amr *amr, const char *path);
+
+/** @brief Print a summary of an HDF5 file written by strata_amr_write_hdf5()
+ *  (blocks per level and rank, field ranges, mass) to @p out. Needs no
+ *  strata_init(). @return 0; STRATA_EIO when the file is not such a file. */
+int strata_amr_hdf5_summary(const char *path, FILE *out);
 
 /** Parameters of the cosmology-like density field. */
 typedef struct strata_cosmology_params {

@@ -6,6 +6,7 @@
 
 #include <starpu.h>
 
+#include <strata/amr.h>
 #include <strata/array.h>
 
 #ifdef __cplusplus
@@ -16,6 +17,13 @@ extern "C" {
  *  array's type), or NULL for a NULL array. Strata keeps ownership: do not
  *  unregister it. */
 starpu_data_handle_t strata_array_handle(const strata_array *a);
+
+/** @brief The StarPU handle of field @p field of leaf @p b (a vector of the
+ *  whole ghosted block, registered with StarPU-MPI on strata_comm(), owner
+ *  the leaf's rank), or NULL when @p b is not a leaf. Valid until the leaf
+ *  is removed or moved by an adaptation; Strata keeps ownership. */
+starpu_data_handle_t strata_amr_field_handle(const strata_amr *amr, const strata_amr_block *b,
+                                             int field);
 
 #ifdef __cplusplus
 }

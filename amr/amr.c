@@ -1,0 +1,808 @@
+/* The distributed hierarchy: creation, leaf handles registered with
+ * StarPU-MPI, redistribution along the Morton curve, initial refinement,
+ * adaptation with 2:1 balance, and the ghost fill task graph. Decisions
+ * are computed identically on every rank from replicated metadata; only
+ * per-leaf flags are combined with MPI. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <starpu_mpi.h>
+#include <strata/starpu.h>
+
+#include "../core/internal.h"
+#include "amr_internal.h"
+#include "codelets.h"
+#include "kernels/amr_kernels.h"
+
+
+void strata_amr_params_init(strata_amr_params *p)
+{
+  if (!p)
+    return;
+  *p = (strata_amr_params){.dim = 3,
+                           .root_blocks = 2,
+                           .block_cells = 16,
+                           .ghost_depth = 1,
+                           .max_level = 5,
+                           .dtype = STRATA_FLOAT64,
+                           .nfields = 1,
+                           .field_names = {"density"},
+                           .boundary = STRATA_AMR_PERIODIC};
+}
+
+void strata_amr_criterion_init(strata_amr_criterion *c)
+{
+  if (c)
+    *c = (strata_amr_criterion){.kind = STRATA_AMR_MASS, .field = 0, .mean = 1,
+                                .min_refine = 0.01, .max_coarsen = 0.0025};
+}
+
+const strata_amr_params *strata_amr_get_params(const strata_amr *amr)
+{
+  return amr ? &amr->p : NULL;
+}
+
+static int check_params(const strata_amr_params *p)
+{
+  if (!p)
+    return STRATA_EINVAL;
+  if (p->dim < 2 || p->dim > 3)
+    return strata__fail(STRATA_EINVAL, "amr: dim %d is not 2 or 3", p->dim);
+  if (p->block_cells < 4 || p->block_cells % 2 || p->block_cells > 1024)
+    return strata__fail(STRATA_EINVAL, "amr: block_cells %d is not an even number in 4..1024",
+                        p->block_cells);
+  if (p->ghost_depth < 1 || p->ghost_depth > p->block_cells / 2)
+    return strata__fail(STRATA_EINVAL, "amr: ghost_depth %d is not in 1..block_cells/2",
+                        p->ghost_depth);
+  if (p->max_level < 0 || p->max_level > STRATA_AMR_MAX_LEVEL)
+    return strata__fail(STRATA_EINVAL, "amr: max_level %d is not in 0..%d", p->max_level,
+                        STRATA_AMR_MAX_LEVEL);
+  /* 19 bits of block index per axis in the node keys. */
+  if (p->root_blocks < 1 || ((int64_t)p->root_blocks << p->max_level) > (1 << 19))
+    return strata__fail(STRATA_EINVAL, "amr: root_blocks %d is not in 1..2^(19 - max_level)",
+                        p->root_blocks);
+  if (p->dtype != STRATA_FLOAT32 && p->dtype != STRATA_FLOAT64)
+    return strata__fail(STRATA_ETYPE, "amr: fields are float32 or float64");
+  if (p->nfields < 1 || p->nfields > STRATA_AMR_MAX_FIELDS)
+    return strata__fail(STRATA_EINVAL, "amr: nfields %d is not in 1..%d", p->nfields,
+                        STRATA_AMR_MAX_FIELDS);
+  for (int f = 0; f < p->nfields; f++)
+    if (!p->field_names[f] || !p->field_names[f][0] || strlen(p->field_names[f]) >= 64)
+      return strata__fail(STRATA_EINVAL, "amr: field %d needs a name of 1..63 characters", f);
+  if (p->boundary != STRATA_AMR_PERIODIC && p->boundary != STRATA_AMR_EXTRAPOLATE)
+    return strata__fail(STRATA_EINVAL, "amr: unknown boundary rule");
+  return 0;
+}
+
+/* ---- leaf handles ---- */
+
+static int64_t tag_of(const strata_amr *amr, const struct strata__amr_node *n, int f)
+{
+  return amr->tag_base + n->serial * STRATA_AMR_MAX_FIELDS + f;
+}
+
+static int is_double(const strata_amr *amr)
+{
+  return amr->p.dtype == STRATA_FLOAT64;
+}
+
+/* Fill task on the owner: zeros, then the problem's values (problem NULL:
+ * zeros only). */
+static int submit_fill(strata_amr *amr, struct strata__amr_node *n,
+                       const strata_amr_problem *problem)
+{
+  if (n->rank != amr->rank)
+    return 0;
+  double h = 1.0 / (double)(strata__amr_blocks_at(amr, n->b.level) * amr->p.block_cells);
+  struct strata__amr_fill f = {.fn = problem ? problem->fn : NULL,
+                               .ctx = problem ? problem->ctx : NULL,
+                               .dim = amr->p.dim,
+                               .ghost = amr->p.ghost_depth,
+                               .is_double = is_double(amr),
+                               .cells = amr->p.block_cells,
+                               .h = h};
+  for (int a = 0; a < amr->p.dim; a++)
+    f.origin[a] = ((double)(n->b.index[a] * amr->p.block_cells) + 0.5) * h;
+  for (int k = 0; k < amr->p.nfields; k++) {
+    f.field = k;
+    int ret = strata__amr_fill_submit(MPI_COMM_NULL, n->h[k], &f);
+    if (ret)
+      return ret;
+  }
+  return 0;
+}
+
+/* Make n a leaf owned by `rank`, its fields registered on every rank and
+ * zeroed on the owner. */
+static int make_leaf(strata_amr *amr, struct strata__amr_node *n, int rank)
+{
+  size_t elem = is_double(amr) ? sizeof(double) : sizeof(float);
+  for (int f = 0; f < amr->p.nfields; f++) {
+    starpu_vector_data_register(&n->h[f], -1, 0, (uint32_t)strata__amr_block_size(amr), elem);
+    starpu_mpi_data_register_comm(n->h[f], tag_of(amr, n, f), rank, amr->comm);
+  }
+  n->is_leaf = 1;
+  n->rank = rank;
+  return submit_fill(amr, n, NULL);
+}
+
+static void drop_leaf(strata_amr *amr, struct strata__amr_node *n)
+{
+  for (int f = 0; f < amr->p.nfields; f++) {
+    starpu_mpi_cache_flush(amr->comm, n->h[f]);
+    starpu_data_unregister_submit(n->h[f]);
+    n->h[f] = NULL;
+  }
+  n->is_leaf = 0;
+  n->rank = -1;
+}
+
+starpu_data_handle_t strata_amr_field_handle(const strata_amr *amr, const strata_amr_block *b,
+                                             int field)
+{
+  if (!amr || !b || field < 0 || field >= amr->p.nfields || !strata__amr_valid(amr, b))
+    return NULL;
+  const struct strata__amr_node *n = strata__amr_find(amr, b);
+  return n && n->is_leaf ? n->h[field] : NULL;
+}
+
+/* ---- distribution ---- */
+
+int strata_amr_set_weights(strata_amr *amr, double (*fn)(void *ctx, const strata_amr_block *b),
+                           void *ctx)
+{
+  if (!amr)
+    return STRATA_EINVAL;
+  amr->weight = fn;
+  amr->weight_ctx = ctx;
+  return 0;
+}
+
+/* Owner of every leaf: the Morton order cut into `size` pieces of equal
+ * weight (each leaf goes to the piece holding the middle of its weight). */
+static int balance_ranks(const strata_amr *amr, int *ranks)
+{
+  double total = 0;
+  double *w = malloc((size_t)(amr->nleaves ? amr->nleaves : 1) * sizeof *w);
+  if (!w)
+    return STRATA_ENOMEM;
+  for (int64_t i = 0; i < amr->nleaves; i++) {
+    double x = amr->weight ? amr->weight(amr->weight_ctx, &amr->leaves[i]->b) : 1.0;
+    w[i] = isfinite(x) && x > 0 ? x : 0;
+    total += w[i];
+  }
+  double before = 0;
+  for (int64_t i = 0; i < amr->nleaves; i++) {
+    double mid = total > 0 ? (before + 0.5 * w[i]) / total : (double)i / (double)amr->nleaves;
+    int r = (int)(mid * amr->size);
+    ranks[i] = r < amr->size ? r : amr->size - 1;
+    before += w[i];
+  }
+  free(w);
+  return 0;
+}
+
+int strata_amr_redistribute(strata_amr *amr)
+{
+  if (!amr)
+    return STRATA_EINVAL;
+  int *ranks = malloc((size_t)(amr->nleaves ? amr->nleaves : 1) * sizeof *ranks);
+  int ret = ranks ? balance_ranks(amr, ranks) : STRATA_ENOMEM;
+  if (strata__agree(ret, NULL, 0) != 0) {
+    free(ranks);
+    return ret ? ret : STRATA_ENOMEM;
+  }
+  /* Same order on every rank: StarPU-MPI matches the transfers by tag. */
+  for (int64_t i = 0; i < amr->nleaves; i++) {
+    struct strata__amr_node *n = amr->leaves[i];
+    if (ranks[i] == n->rank)
+      continue;
+    for (int f = 0; f < amr->p.nfields; f++)
+      starpu_mpi_data_migrate(amr->comm, n->h[f], ranks[i]);
+    n->rank = ranks[i];
+  }
+  free(ranks);
+  return 0;
+}
+
+/* ---- creation ---- */
+
+int strata_amr_create(const strata_amr_params *p, strata_amr **out)
+{
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  strata__clear_error();
+  int local = out ? check_params(p) : STRATA_EINVAL;
+  int64_t v[8] = {0};
+  if (local == 0) {
+    int64_t fields = 0;
+    for (int f = 0; f < p->nfields; f++)
+      fields = fields * 31 + (int64_t)strlen(p->field_names[f]);
+    int64_t vv[8] = {p->dim,       p->root_blocks, p->block_cells, p->ghost_depth,
+                     p->max_level, p->dtype,       p->nfields,     p->boundary * 1000003 + fields};
+    memcpy(v, vv, sizeof v);
+  }
+  ret = strata__agree(local, v, 8);
+  if (ret)
+    return local ? local : strata__fail(ret, "amr: ranks passed different parameters");
+  strata_amr *amr = calloc(1, sizeof *amr);
+  int64_t roots = 1;
+  for (int a = 0; a < p->dim; a++)
+    roots *= p->root_blocks;
+  if (amr) {
+    amr->nbuckets = 64;
+    while (amr->nbuckets < 2 * roots)
+      amr->nbuckets *= 2;
+    amr->buckets = calloc((size_t)amr->nbuckets, sizeof *amr->buckets);
+  }
+  local = amr && amr->buckets ? 0 : STRATA_ENOMEM;
+  if ((ret = strata__agree(local, NULL, 0)) != 0) {
+    if (amr)
+      free(amr->buckets);
+    free(amr);
+    return ret;
+  }
+  amr->p = *p;
+  for (int f = 0; f < p->nfields; f++) {
+    strcpy(amr->names[f], p->field_names[f]);
+    amr->p.field_names[f] = amr->names[f];
+  }
+  for (int f = p->nfields; f < STRATA_AMR_MAX_FIELDS; f++)
+    amr->p.field_names[f] = NULL;
+  amr->comm = strata_comm();
+  amr->meta = strata__coll_comm();
+  MPI_Comm_rank(amr->comm, &amr->rank);
+  MPI_Comm_size(amr->comm, &amr->size);
+  /* Tags: bit 50 marks AMR handles, then the hierarchy's collective number. */
+  amr->tag_base = ((int64_t)1 << 50) | ((strata__next_collective() & 0x3fff) << 36);
+  strata_amr_block b = {.level = 0};
+  int64_t nz = p->dim == 3 ? p->root_blocks : 1;
+  for (b.index[2] = 0; b.index[2] < nz && !local; b.index[2]++)
+    for (b.index[1] = 0; b.index[1] < p->root_blocks && !local; b.index[1]++)
+      for (b.index[0] = 0; b.index[0] < p->root_blocks && !local; b.index[0]++) {
+        struct strata__amr_node *n = strata__amr_add(amr, &b);
+        if (!n)
+          local = STRATA_ENOMEM;
+        else
+          n->is_leaf = 1; /* registered below, once the owners are known */
+      }
+  if (!local)
+    local = strata__amr_sort_leaves(amr);
+  int *ranks = local ? NULL : malloc((size_t)amr->nleaves * sizeof *ranks);
+  if (!local)
+    local = ranks ? balance_ranks(amr, ranks) : STRATA_ENOMEM;
+  for (int64_t i = 0; !local && i < amr->nleaves; i++)
+    local = make_leaf(amr, amr->leaves[i], ranks[i]);
+  free(ranks);
+  if ((ret = strata__agree(local, NULL, 0)) != 0) {
+    strata_amr_destroy(amr);
+    return ret;
+  }
+  *out = amr;
+  return 0;
+}
+
+int strata_amr_destroy(strata_amr *amr)
+{
+  if (!amr)
+    return 0;
+  starpu_task_wait_for_all();
+  for (int64_t i = 0; i < amr->nbuckets; i++)
+    for (struct strata__amr_node *n = amr->buckets[i], *next; n; n = next) {
+      next = n->next;
+      if (n->is_leaf && n->h[0])
+        drop_leaf(amr, n);
+      free(n);
+    }
+  starpu_task_wait_for_all();
+  free(amr->buckets);
+  free(amr->leaves);
+  free(amr);
+  return 0;
+}
+
+/* ---- filling and reading ---- */
+
+int strata_amr_fill(strata_amr *amr, const strata_amr_problem *problem)
+{
+  int local = amr && problem ? 0 : STRATA_EINVAL;
+  for (int64_t i = 0; !local && i < amr->nleaves; i++)
+    local = submit_fill(amr, amr->leaves[i], problem);
+  return strata__agree(local, NULL, 0) ? (local ? local : STRATA_EINVAL) : 0;
+}
+
+/* Host view of a leaf field owned here, or NULL. */
+static const void *acquire_field(struct strata__amr_node *n, int f)
+{
+  if (starpu_data_acquire(n->h[f], STARPU_R) != 0)
+    return NULL;
+  return (const void *)starpu_vector_get_local_ptr(n->h[f]);
+}
+
+/* Value `k` of a block array as a double. */
+static double value_at(const strata_amr *amr, const void *data, int64_t k)
+{
+  return is_double(amr) ? ((const double *)data)[k] : (double)((const float *)data)[k];
+}
+
+/* Calls fn(ctx, index in the block array, position in the output) for the
+ * interior cells of a block in x-fastest order. */
+static int64_t interior_index(const strata_amr *amr, int64_t i)
+{
+  const int64_t m = amr->p.block_cells, g = amr->p.ghost_depth, side = strata__amr_side(amr);
+  int64_t x = i % m, y = i / m % m, z = amr->p.dim == 3 ? i / (m * m) : 0;
+  int64_t zz = amr->p.dim == 3 ? z + g : 0;
+  return (zz * side + y + g) * side + x + g;
+}
+
+static int64_t interior_size(const strata_amr *amr)
+{
+  int64_t m = amr->p.block_cells;
+  return amr->p.dim == 3 ? m * m * m : m * m;
+}
+
+int strata_amr_read(strata_amr *amr, const strata_amr_block *b, int field, int ghosts,
+                    double *out)
+{
+  if (!amr || !b || !out || field < 0 || field >= amr->p.nfields || !strata__amr_valid(amr, b))
+    return STRATA_EINVAL;
+  struct strata__amr_node *n = strata__amr_find(amr, b);
+  if (!n || !n->is_leaf || n->rank != amr->rank)
+    return strata__fail(STRATA_EINVAL, "amr_read: not a leaf owned by this rank");
+  const void *data = acquire_field(n, field);
+  if (!data)
+    return STRATA_ESTARPU;
+  int64_t count = ghosts ? strata__amr_block_size(amr) : interior_size(amr);
+  for (int64_t i = 0; i < count; i++)
+    out[i] = value_at(amr, data, ghosts ? i : interior_index(amr, i));
+  starpu_data_release(n->h[field]);
+  return 0;
+}
+
+/* ---- refinement ---- */
+
+/* Largest criterion value over a leaf owned here. */
+static int criterion_value(strata_amr *amr, struct strata__amr_node *n,
+                           const strata_amr_criterion *c, double *value)
+{
+  const void *data = acquire_field(n, c->field);
+  if (!data)
+    return STRATA_ESTARPU;
+  double vmax = -INFINITY;
+  for (int64_t i = 0, count = interior_size(amr); i < count; i++) {
+    double v = value_at(amr, data, interior_index(amr, i));
+    vmax = v > vmax ? v : vmax;
+  }
+  starpu_data_release(n->h[c->field]);
+  vmax /= c->mean;
+  if (c->kind == STRATA_AMR_MASS)
+    vmax = ldexp(vmax, -amr->p.dim * n->b.level);
+  *value = vmax;
+  return 0;
+}
+
+static int check_criterion(const strata_amr *amr, const strata_amr_criterion *c)
+{
+  if (!c || (c->kind != STRATA_AMR_OVERDENSITY && c->kind != STRATA_AMR_MASS) || c->field < 0 ||
+      c->field >= amr->p.nfields || !(c->mean > 0) || !isfinite(c->mean) ||
+      isnan(c->min_refine) || isnan(c->max_coarsen) || c->max_coarsen > c->min_refine)
+    return strata__fail(STRATA_EINVAL, "amr: bad refinement criterion");
+  return 0;
+}
+
+/* Flags of every leaf from the criterion, evaluated by the owners and
+ * combined (only the owner's entry is nonzero, so a sum combines them). */
+static int criterion_flags(strata_amr *amr, const strata_amr_criterion *c, int coarsen,
+                           int8_t *flags)
+{
+  int local = 0;
+  for (int64_t i = 0; i < amr->nleaves; i++) {
+    struct strata__amr_node *n = amr->leaves[i];
+    flags[i] = 0;
+    double v;
+    if (n->rank != amr->rank || local)
+      continue;
+    local = criterion_value(amr, n, c, &v);
+    if (!local && v > c->min_refine && n->b.level < amr->p.max_level)
+      flags[i] = 1;
+    else if (!local && coarsen && v < c->max_coarsen && n->b.level > 0)
+      flags[i] = -1;
+  }
+  return local;
+}
+
+/* Every rank's entries for its own leaves win; the result is identical on
+ * all ranks. */
+static int combine_flags(strata_amr *amr, int8_t *flags)
+{
+  for (int64_t i = 0; i < amr->nleaves; i++)
+    if (amr->leaves[i]->rank != amr->rank)
+      flags[i] = 0;
+  if (amr->nleaves &&
+      MPI_Allreduce(MPI_IN_PLACE, flags, (int)amr->nleaves, MPI_INT8_T, MPI_SUM, amr->meta) !=
+          MPI_SUCCESS)
+    return STRATA_EMPI;
+  for (int64_t i = 0; i < amr->nleaves; i++)
+    amr->leaves[i]->flag = flags[i];
+  return 0;
+}
+
+/* For each of the 3^dim - 1 directions: the neighbouring leaves of b, one
+ * cell thick at b's level, through fn (stops at a nonzero return). */
+static int visit_neighbors(const strata_amr *amr, const strata_amr_block *b,
+                           int (*fn)(void *ctx, struct strata__amr_node *leaf), void *ctx)
+{
+  int ndir = amr->p.dim == 3 ? 27 : 9;
+  for (int d = 0; d < ndir; d++) {
+    int delta[3] = {d % 3 - 1, d / 3 % 3 - 1, d / 9 - 1};
+    if (amr->p.dim == 2)
+      delta[2] = 0;
+    if (!delta[0] && !delta[1] && !delta[2])
+      continue;
+    int64_t lo[3], hi[3], shift[3];
+    if (!strata__amr_neighbor_region(amr, b, delta, 1, lo, hi, shift))
+      continue;
+    int ret = strata__amr_visit_box(amr, b->level, lo, hi, fn, ctx);
+    if (ret)
+      return ret;
+  }
+  return 0;
+}
+
+struct balance {
+  int level;    /* level of the block whose neighbours are visited */
+  int changed;  /* a neighbour got a refine flag */
+};
+
+/* A neighbour coarser than the refined block's level must refine too. */
+static int force_refine(void *ctx, struct strata__amr_node *leaf)
+{
+  struct balance *bal = ctx;
+  if (leaf->b.level < bal->level && leaf->flag != 1) {
+    leaf->flag = 1;
+    bal->changed = 1;
+  }
+  return 0;
+}
+
+/* 2:1 balance across faces, edges and corners: propagate refine flags
+ * until every refined leaf's neighbours are at most one level coarser. */
+static void propagate_refinement(strata_amr *amr)
+{
+  struct balance bal;
+  do {
+    bal.changed = 0;
+    for (int64_t i = 0; i < amr->nleaves; i++) {
+      struct strata__amr_node *n = amr->leaves[i];
+      if (n->flag != 1)
+        continue;
+      bal.level = n->b.level;
+      visit_neighbors(amr, &n->b, force_refine, &bal);
+    }
+  } while (bal.changed);
+}
+
+struct coarsen_check {
+  int limit; /* largest level a neighbour may end at */
+};
+
+static int too_fine(void *ctx, struct strata__amr_node *leaf)
+{
+  return leaf->b.level + (leaf->flag == 1) > ((struct coarsen_check *)ctx)->limit;
+}
+
+/* Whether parent p's children are all leaves flagged -1 and p, as a leaf,
+ * would keep 2:1 balance with the leaves' final levels. */
+static int can_coarsen(strata_amr *amr, const strata_amr_block *p)
+{
+  for (int o = 0; o < 1 << amr->p.dim; o++) {
+    strata_amr_block c;
+    strata_amr_child(amr, p, o, &c);
+    const struct strata__amr_node *n = strata__amr_find(amr, &c);
+    if (!n || !n->is_leaf || n->flag != -1)
+      return 0;
+  }
+  struct coarsen_check chk = {p->level + 1};
+  return visit_neighbors(amr, p, too_fine, &chk) == 0;
+}
+
+static int refine_leaf(strata_amr *amr, struct strata__amr_node *n,
+                       const strata_amr_problem *problem)
+{
+  const int64_t m = amr->p.block_cells, g = amr->p.ghost_depth, side = strata__amr_side(amr);
+  for (int o = 0; o < 1 << amr->p.dim; o++) {
+    strata_amr_block cb;
+    strata_amr_child(amr, &n->b, o, &cb);
+    struct strata__amr_node *c = strata__amr_add(amr, &cb);
+    if (!c)
+      return STRATA_ENOMEM;
+    int ret = make_leaf(amr, c, n->rank);
+    if (!ret && problem)
+      ret = submit_fill(amr, c, problem);
+    if (ret)
+      return ret;
+    if (problem)
+      continue;
+    struct strata__amr_xfer x = {.kind = STRATA__AMR_PROLONG, .dim = amr->p.dim, .factor = 2,
+                                 .is_double = is_double(amr)};
+    for (int a = 0; a < 3; a++) {
+      int used = a < amr->p.dim;
+      x.count[a] = used ? m : 1;
+      x.dst_dims[a] = x.src_dims[a] = used ? side : 1;
+      x.dst_start[a] = used ? g : 0;
+      x.src_start[a] = used ? 2 * g + ((o >> a) & 1) * m : 0;
+    }
+    for (int f = 0; f < amr->p.nfields; f++)
+      if ((ret = strata__amr_xfer_submit(amr->comm, n->h[f], c->h[f], &x)) != 0)
+        return ret;
+  }
+  drop_leaf(amr, n);
+  return 0;
+}
+
+static int coarsen_family(strata_amr *amr, struct strata__amr_node *p)
+{
+  const int64_t m = amr->p.block_cells, g = amr->p.ghost_depth, side = strata__amr_side(amr);
+  struct strata__amr_node *kids[8];
+  for (int o = 0; o < 1 << amr->p.dim; o++) {
+    strata_amr_block cb;
+    strata_amr_child(amr, &p->b, o, &cb);
+    kids[o] = strata__amr_find(amr, &cb);
+  }
+  int ret = make_leaf(amr, p, kids[0]->rank);
+  for (int o = 0; !ret && o < 1 << amr->p.dim; o++) {
+    struct strata__amr_xfer x = {.kind = STRATA__AMR_RESTRICT, .dim = amr->p.dim, .factor = 2,
+                                 .is_double = is_double(amr)};
+    for (int a = 0; a < 3; a++) {
+      int used = a < amr->p.dim;
+      x.count[a] = used ? m / 2 : 1;
+      x.dst_dims[a] = x.src_dims[a] = used ? side : 1;
+      x.dst_start[a] = used ? g + ((o >> a) & 1) * m / 2 : 0;
+      x.src_start[a] = used ? g : 0;
+    }
+    for (int f = 0; !ret && f < amr->p.nfields; f++)
+      ret = strata__amr_xfer_submit(amr->comm, kids[o]->h[f], p->h[f], &x);
+  }
+  for (int o = 0; !ret && o < 1 << amr->p.dim; o++) {
+    drop_leaf(amr, kids[o]);
+    strata__amr_remove(amr, kids[o]);
+  }
+  return ret;
+}
+
+/* Apply the leaves' combined flags: refinement first (propagated for
+ * balance), then the coarsening that balance allows. New children come
+ * from the problem when given, else from prolongation. */
+static int apply_flags(strata_amr *amr, const strata_amr_problem *problem, int64_t *changed)
+{
+  propagate_refinement(amr);
+  int64_t nleaves = amr->nleaves, count = 0;
+  struct strata__amr_node **leaves = malloc((size_t)(nleaves ? nleaves : 1) * sizeof *leaves);
+  if (!leaves)
+    return STRATA_ENOMEM;
+  memcpy(leaves, amr->leaves, (size_t)nleaves * sizeof *leaves);
+  /* Parents to coarsen, decided before anything changes. */
+  int64_t nparents = 0;
+  strata_amr_block *parents = malloc((size_t)(nleaves ? nleaves : 1) * sizeof *parents);
+  int ret = parents ? 0 : STRATA_ENOMEM;
+  for (int64_t i = 0; !ret && i < nleaves; i++) {
+    strata_amr_block p;
+    /* One candidate per family: the leaf of octant 0. */
+    if (leaves[i]->flag != -1 || (leaves[i]->b.index[0] | leaves[i]->b.index[1] |
+                                  leaves[i]->b.index[2]) & 1)
+      continue;
+    strata_amr_parent(amr, &leaves[i]->b, &p);
+    if (can_coarsen(amr, &p))
+      parents[nparents++] = p;
+  }
+  for (int64_t i = 0; !ret && i < nleaves; i++)
+    if (leaves[i]->flag == 1) {
+      ret = refine_leaf(amr, leaves[i], problem);
+      count += (1 << amr->p.dim) + 1;
+    }
+  for (int64_t i = 0; !ret && i < nparents; i++) {
+    ret = coarsen_family(amr, strata__amr_find(amr, &parents[i]));
+    count += (1 << amr->p.dim) + 1;
+  }
+  free(leaves);
+  free(parents);
+  if (!ret)
+    ret = strata__amr_sort_leaves(amr);
+  if (changed)
+    *changed = count;
+  return ret;
+}
+
+int strata_amr_build(strata_amr *amr, const strata_amr_problem *problem,
+                     const strata_amr_criterion *criterion)
+{
+  if (!amr)
+    return STRATA_EINVAL;
+  strata__clear_error();
+  int local = problem ? check_criterion(amr, criterion) : STRATA_EINVAL;
+  if (!local)
+    for (int64_t i = 0; i < amr->nleaves; i++)
+      if (amr->leaves[i]->b.level != 0)
+        local = strata__fail(STRATA_EINVAL, "amr_build: the hierarchy is already refined");
+  int ret = strata__agree(local, NULL, 0);
+  if (ret)
+    return local ? local : ret;
+  if ((ret = strata_amr_fill(amr, problem)) != 0)
+    return ret;
+  /* Until no leaf asks for refinement: the values come from the problem,
+   * so a leaf that did not ask once never will. */
+  for (int pass = 0; pass <= amr->p.max_level; pass++) {
+    int8_t *flags = malloc((size_t)(amr->nleaves ? amr->nleaves : 1));
+    local = flags ? criterion_flags(amr, criterion, 0, flags) : STRATA_ENOMEM;
+    if ((ret = strata__agree(local, NULL, 0)) != 0 || (ret = combine_flags(amr, flags)) != 0) {
+      free(flags);
+      return local ? local : ret;
+    }
+    int any = 0;
+    for (int64_t i = 0; i < amr->nleaves; i++)
+      any |= flags[i] == 1;
+    free(flags);
+    if (!any)
+      break;
+    int64_t changed;
+    local = apply_flags(amr, problem, &changed);
+    if ((ret = strata__agree(local, NULL, 0)) != 0)
+      return local ? local : ret;
+    if ((ret = strata_amr_redistribute(amr)) != 0)
+      return ret;
+  }
+  return strata_amr_fill_ghosts(amr);
+}
+
+int strata_amr_adapt_flags(strata_amr *amr, const int8_t *flags, int64_t *changed)
+{
+  if (!amr)
+    return STRATA_EINVAL;
+  int local = flags ? 0 : STRATA_EINVAL;
+  int8_t *mine = malloc((size_t)(amr->nleaves ? amr->nleaves : 1));
+  if (!local && !mine)
+    local = STRATA_ENOMEM;
+  for (int64_t i = 0; !local && i < amr->nleaves; i++) {
+    int8_t f = flags[i] > 0 ? 1 : flags[i] < 0 ? -1 : 0;
+    int level = amr->leaves[i]->b.level;
+    mine[i] = (f == 1 && level >= amr->p.max_level) || (f == -1 && level == 0) ? 0 : f;
+  }
+  int ret = strata__agree(local, NULL, 0);
+  if (!ret)
+    ret = combine_flags(amr, mine);
+  free(mine);
+  if (ret)
+    return local ? local : ret;
+  /* Prolongation reads one ghost layer of the parents. */
+  if ((ret = strata_amr_fill_ghosts(amr)) != 0)
+    return ret;
+  local = apply_flags(amr, NULL, changed);
+  if ((ret = strata__agree(local, NULL, 0)) != 0)
+    return local ? local : ret;
+  if ((ret = strata_amr_redistribute(amr)) != 0)
+    return ret;
+  return strata_amr_fill_ghosts(amr);
+}
+
+int strata_amr_adapt(strata_amr *amr, const strata_amr_criterion *criterion, int64_t *changed)
+{
+  if (!amr)
+    return STRATA_EINVAL;
+  strata__clear_error();
+  int8_t *flags = malloc((size_t)(amr->nleaves ? amr->nleaves : 1));
+  int local = flags ? check_criterion(amr, criterion) : STRATA_ENOMEM;
+  if (!local)
+    local = criterion_flags(amr, criterion, 1, flags);
+  int ret = strata__agree(local, NULL, 0);
+  if (!ret)
+    ret = strata_amr_adapt_flags(amr, flags, changed);
+  free(flags);
+  return local ? local : ret;
+}
+
+/* ---- ghost fill ---- */
+
+struct ghost_ctx {
+  strata_amr *amr;
+  struct strata__amr_node *dst;
+  int64_t lo[3], hi[3], shift[3]; /* ghost region, in the domain, cells of dst's level */
+  int ret;
+};
+
+/* One transfer from `leaf` into the part of the ghost region it covers. */
+static int ghost_from(void *ctx, struct strata__amr_node *leaf)
+{
+  struct ghost_ctx *gc = ctx;
+  const strata_amr *amr = gc->amr;
+  const int64_t m = amr->p.block_cells, g = amr->p.ghost_depth, side = strata__amr_side(amr);
+  const int dl = gc->dst->b.level, sl = leaf->b.level;
+  struct strata__amr_xfer x = {.dim = amr->p.dim, .is_double = is_double(amr), .factor = 1,
+                               .kind = STRATA__AMR_COPY};
+  if (sl > dl) {
+    x.kind = STRATA__AMR_RESTRICT;
+    x.factor = 1 << (sl - dl);
+  } else if (sl < dl) {
+    x.kind = STRATA__AMR_PROLONG;
+    x.factor = 1 << (dl - sl);
+  }
+  for (int a = 0; a < 3; a++) {
+    if (a >= amr->p.dim) {
+      x.count[a] = x.dst_dims[a] = x.src_dims[a] = 1;
+      continue;
+    }
+    /* The leaf's extent in cells of dst's level (exact: balance keeps the
+     * levels within one of each other and block_cells is even). */
+    int64_t elo = sl >= dl ? (leaf->b.index[a] * m) >> (sl - dl) : (leaf->b.index[a] * m) << (dl - sl);
+    int64_t ehi = sl >= dl ? ((leaf->b.index[a] + 1) * m) >> (sl - dl)
+                           : ((leaf->b.index[a] + 1) * m) << (dl - sl);
+    int64_t lo = gc->lo[a] > elo ? gc->lo[a] : elo, hi = gc->hi[a] < ehi ? gc->hi[a] : ehi;
+    int64_t src_origin = leaf->b.index[a] * m - g; /* cells of the leaf's level */
+    x.count[a] = hi - lo;
+    x.dst_dims[a] = x.src_dims[a] = side;
+    x.dst_start[a] = lo - gc->shift[a] - (gc->dst->b.index[a] * m - g);
+    if (x.kind == STRATA__AMR_COPY)
+      x.src_start[a] = lo - src_origin;
+    else if (x.kind == STRATA__AMR_RESTRICT)
+      x.src_start[a] = lo * x.factor - src_origin;
+    else
+      x.src_start[a] = lo - src_origin * x.factor;
+  }
+  for (int f = 0; f < amr->p.nfields && !gc->ret; f++)
+    gc->ret = strata__amr_xfer_submit(gc->amr->comm, leaf->h[f], gc->dst->h[f], &x);
+  return gc->ret;
+}
+
+/* Faces of leaf n on the boundary of a non-periodic domain (bit 2a: low
+ * side of axis a, bit 2a + 1: high side). */
+static int boundary_faces(const strata_amr *amr, const struct strata__amr_node *n)
+{
+  if (amr->p.boundary == STRATA_AMR_PERIODIC)
+    return 0;
+  int faces = 0;
+  int64_t last = strata__amr_blocks_at(amr, n->b.level) - 1;
+  for (int a = 0; a < amr->p.dim; a++)
+    faces |= (n->b.index[a] == 0) << (2 * a) | (n->b.index[a] == last) << (2 * a + 1);
+  return faces;
+}
+
+static int fill_leaf_ghosts(strata_amr *amr, struct strata__amr_node *n)
+{
+  struct ghost_ctx gc = {.amr = amr, .dst = n};
+  int ndir = amr->p.dim == 3 ? 27 : 9;
+  for (int d = 0; d < ndir && !gc.ret; d++) {
+    int delta[3] = {d % 3 - 1, d / 3 % 3 - 1, d / 9 - 1};
+    if (amr->p.dim == 2)
+      delta[2] = 0;
+    if ((!delta[0] && !delta[1] && !delta[2]) ||
+        !strata__amr_neighbor_region(amr, &n->b, delta, amr->p.ghost_depth, gc.lo, gc.hi,
+                                     gc.shift))
+      continue;
+    strata__amr_visit_box(amr, n->b.level, gc.lo, gc.hi, ghost_from, &gc);
+  }
+  int faces = boundary_faces(amr, n);
+  if (gc.ret || !faces || n->rank != amr->rank)
+    return gc.ret;
+  int64_t side = strata__amr_side(amr);
+  struct strata__amr_boundary b = {.dim = amr->p.dim, .ghost = amr->p.ghost_depth,
+                                   .is_double = is_double(amr), .faces = faces,
+                                   .dims = {side, side, amr->p.dim == 3 ? side : 1}};
+  for (int f = 0; f < amr->p.nfields && !gc.ret; f++)
+    gc.ret = strata__amr_boundary_submit(MPI_COMM_NULL, n->h[f], &b);
+  return gc.ret;
+}
+
+int strata_amr_fill_ghosts(strata_amr *amr)
+{
+  if (!amr)
+    return STRATA_EINVAL;
+  /* Coarse levels first: prolongation into a finer leaf reads the ghost
+   * layer of its coarser neighbour, written by the earlier tasks. */
+  int local = 0;
+  for (int level = 0; level <= amr->p.max_level && !local; level++)
+    for (int64_t i = 0; i < amr->nleaves && !local; i++)
+      if (amr->leaves[i]->b.level == level)
+        local = fill_leaf_ghosts(amr, amr->leaves[i]);
+  return strata__agree(local, NULL, 0) ? (local ? local : STRATA_ESTARPU) : 0;
+}

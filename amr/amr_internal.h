@@ -1,0 +1,76 @@
+/* Internal interfaces of the AMR module (not installed). */
+#ifndef STRATA_AMR_INTERNAL_H
+#define STRATA_AMR_INTERNAL_H
+
+#include <mpi.h>
+#include <starpu.h>
+
+#include <strata/amr.h>
+
+/* A block of the tree. Non-leaves keep no data; all 2^dim children of a
+ * non-leaf exist. */
+struct strata__amr_node {
+  strata_amr_block b;
+  int is_leaf;
+  int rank;       /* owner of a leaf's handles, -1 for non-leaves */
+  int64_t serial; /* creation number: the StarPU-MPI tags of its handles */
+  starpu_data_handle_t h[STRATA_AMR_MAX_FIELDS];
+  int8_t flag; /* adaptation scratch: +1 refine, -1 coarsen, 0 keep */
+  struct strata__amr_node *next; /* hash bucket chain */
+};
+
+/* A test problem: the function and what it owns. */
+struct strata_amr_problem {
+  strata_amr_problem_fn fn;
+  void *ctx;
+  void *owned; /* freed with the problem */
+};
+
+struct strata_amr {
+  strata_amr_params p;
+  char names[STRATA_AMR_MAX_FIELDS][64];
+  MPI_Comm comm; /* StarPU-MPI communicator (strata_comm()) */
+  MPI_Comm meta; /* Strata's own collectives on the tree */
+  int rank, size;
+  int64_t tag_base, next_serial;
+  struct strata__amr_node **buckets;
+  int64_t nbuckets, nnodes;
+  struct strata__amr_node **leaves; /* Morton order */
+  int64_t nleaves;
+  double (*weight)(void *ctx, const strata_amr_block *b);
+  void *weight_ctx;
+};
+
+/* Cells of a block array (ghosts included) and per axis. */
+int64_t strata__amr_side(const strata_amr *amr);
+int64_t strata__amr_block_size(const strata_amr *amr);
+
+/* Blocks per axis at `level`. */
+int64_t strata__amr_blocks_at(const strata_amr *amr, int level);
+
+/* A valid block name (level and index in range)? */
+int strata__amr_valid(const strata_amr *amr, const strata_amr_block *b);
+
+struct strata__amr_node *strata__amr_find(const strata_amr *amr, const strata_amr_block *b);
+/* A new non-leaf node without handles (NULL when out of memory). */
+struct strata__amr_node *strata__amr_add(strata_amr *amr, const strata_amr_block *b);
+void strata__amr_remove(strata_amr *amr, struct strata__amr_node *n);
+
+/* Rebuild amr->leaves in Morton order. */
+int strata__amr_sort_leaves(strata_amr *amr);
+
+/* Call `fn` on every leaf overlapping the box [lo, hi) given in cells of
+ * `level` (inside the domain); stops at the first nonzero return. */
+int strata__amr_visit_box(const strata_amr *amr, int level, const int64_t lo[3],
+                          const int64_t hi[3],
+                          int (*fn)(void *ctx, struct strata__amr_node *leaf), void *ctx);
+
+/* The cells next to block b in direction delta (each -1, 0 or +1), a
+ * layer `thickness` cells thick in the directions that are not 0, in cells
+ * of b's level; wrapped into the domain when periodic (`shift` is what was
+ * added per axis). 0 when it leaves a non-periodic domain. */
+int strata__amr_neighbor_region(const strata_amr *amr, const strata_amr_block *b,
+                                const int delta[3], int64_t thickness, int64_t lo[3],
+                                int64_t hi[3], int64_t shift[3]);
+
+#endif

@@ -1,0 +1,326 @@
+/* The AMR hierarchy on 1 to 4 ranks: parameters, geometry queries and
+ * names, initial refinement, ghost fills exact on linear fields (copies,
+ * restriction, prolongation, boundary extrapolation), 2:1 balance and
+ * exactness after random refinements and coarsenings, conservation of
+ * restriction, the load balance of the distribution. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <strata/amr.h>
+
+#include "check.h"
+
+static const double coef[4] = {0.25, 1.5, -2.0, 0.75};
+
+static double linear_at(const double x[3])
+{
+  return coef[0] + coef[1] * x[0] + coef[2] * x[1] + coef[3] * x[2];
+}
+
+static int my_rank(void)
+{
+  int r;
+  MPI_Comm_rank(strata_comm(), &r);
+  return r;
+}
+
+/* Worst deviation from the linear field over every cell (ghosts
+ * included) of every leaf owned here. */
+static double linear_error(strata_amr *amr)
+{
+  const strata_amr_params *p = strata_amr_get_params(amr);
+  int64_t n = strata_amr_num_leaves(amr), side = p->block_cells + 2 * p->ghost_depth;
+  int64_t size = side * side * (p->dim == 3 ? side : 1);
+  strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
+  double *v = malloc((size_t)size * sizeof *v), worst = 0;
+  strata_amr_leaves(amr, leaves, n, &n);
+  for (int64_t i = 0; i < n; i++) {
+    strata_amr_block_info info;
+    strata_amr_block_query(amr, &leaves[i], &info);
+    if (info.rank != my_rank())
+      continue;
+    CHECK_EQ(strata_amr_read(amr, &leaves[i], 0, 1, v), 0);
+    double h = (info.upper[0] - info.lower[0]) / p->block_cells;
+    for (int64_t k = 0; k < size; k++) {
+      int64_t c[3] = {k % side, k / side % side, k / (side * side)};
+      double x[3] = {0, 0, 0};
+      for (int a = 0; a < p->dim; a++)
+        x[a] = info.lower[a] + ((double)(c[a] - p->ghost_depth) + 0.5) * h;
+      worst = fmax(worst, fabs(v[k] - linear_at(x)));
+    }
+  }
+  free(leaves);
+  free(v);
+  MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, strata_comm());
+  return worst;
+}
+
+/* Every pair of neighbouring leaves (faces, edges, corners) differs by at
+ * most one level, and the leaves tile the domain. */
+static void check_balance(strata_amr *amr)
+{
+  const strata_amr_params *p = strata_amr_get_params(amr);
+  int64_t n = strata_amr_num_leaves(amr), m;
+  strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
+  strata_amr_block *near = malloc((size_t)4096 * sizeof *near);
+  strata_amr_leaves(amr, leaves, n, &n);
+  double volume = 0;
+  int bad = 0;
+  for (int64_t i = 0; i < n; i++) {
+    strata_amr_block_info info;
+    strata_amr_block_query(amr, &leaves[i], &info);
+    double cell = 1, lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    for (int a = 0; a < p->dim; a++) {
+      cell *= info.upper[a] - info.lower[a];
+      double eps = 0.25 * (info.upper[a] - info.lower[a]) / p->block_cells;
+      lo[a] = info.lower[a] - eps;
+      hi[a] = info.upper[a] + eps;
+    }
+    volume += cell;
+    CHECK_EQ(strata_amr_intersect(amr, lo, hi, near, 4096, &m), 0);
+    for (int64_t j = 0; j < m && j < 4096; j++)
+      bad += abs(near[j].level - leaves[i].level) > 1;
+  }
+  CHECK_EQ(bad, 0);
+  CHECK(fabs(volume - 1) < 1e-12);
+  free(leaves);
+  free(near);
+}
+
+static void test_params(void)
+{
+  strata_amr_params p;
+  strata_amr_params_init(&p);
+  strata_amr *amr = NULL;
+  p.dim = 4;
+  CHECK_EQ(strata_amr_create(&p, &amr), STRATA_EINVAL);
+  strata_amr_params_init(&p);
+  int size;
+  MPI_Comm_size(strata_comm(), &size);
+  p.block_cells = 8 + 4 * (my_rank() == 1); /* ranks disagree: everyone fails */
+  CHECK_EQ(strata_amr_create(&p, &amr), size > 1 ? STRATA_EINVAL : 0);
+  CHECK_EQ(strata_amr_destroy(amr), 0);
+  amr = NULL;
+  strata_amr_params_init(&p);
+  p.dtype = STRATA_INT32;
+  CHECK_EQ(strata_amr_create(&p, &amr), STRATA_ETYPE);
+  strata_amr_params_init(&p);
+  p.ghost_depth = 9;
+  CHECK_EQ(strata_amr_create(&p, &amr), STRATA_EINVAL);
+  CHECK(amr == NULL);
+}
+
+static void test_geometry(void)
+{
+  strata_amr_params p;
+  strata_amr_params_init(&p);
+  p.block_cells = 8;
+  strata_amr *amr;
+  CHECK_EQ(strata_amr_create(&p, &amr), 0);
+  CHECK_EQ(strata_amr_num_leaves(amr), 8);
+  /* The design document's example: element (13, 6, 9) of level 4 lies in
+   * root block (0, 0, 0), and in block (3, 1, 2) of level 2. */
+  strata_amr_block b;
+  int64_t e[3] = {13, 6, 9};
+  CHECK_EQ(strata_amr_block_at_index(amr, 4, e, 0, &b), 0);
+  CHECK(b.level == 0 && b.index[0] == 0 && b.index[1] == 0 && b.index[2] == 0);
+  CHECK_EQ(strata_amr_block_at_index(amr, 4, e, 2, &b), 0);
+  CHECK(b.index[0] == 3 && b.index[1] == 1 && b.index[2] == 2);
+  int64_t bad[3] = {32, 0, 0};
+  CHECK_EQ(strata_amr_block_at_index(amr, 4, bad, 0, &b), STRATA_ERANGE);
+  char name[64];
+  strata_amr_block nb = {.level = 2, .index = {5, 0, 3}};
+  CHECK_EQ(strata_amr_block_name(amr, &nb, name, sizeof name), 0);
+  CHECK(strcmp(name, "B1:01_0:00_0:11") == 0);
+  CHECK_EQ(strata_amr_block_name(amr, &nb, name, 4), STRATA_ERANGE);
+  strata_amr_block parent, child;
+  CHECK_EQ(strata_amr_parent(amr, &nb, &parent), 0);
+  CHECK(parent.level == 1 && parent.index[0] == 2 && parent.index[2] == 1);
+  CHECK_EQ(strata_amr_child(amr, &parent, 5, &child), 0);
+  CHECK(child.index[0] == 5 && child.index[1] == 0 && child.index[2] == 3);
+  CHECK_EQ(strata_amr_parent(amr, &parent, &parent), 0);
+  CHECK_EQ(strata_amr_parent(amr, &parent, &parent), STRATA_ERANGE);
+  /* Refine root block (1, 0, 0): flags in leaf order, by every rank. */
+  int64_t n;
+  strata_amr_block leaves[8];
+  strata_amr_leaves(amr, leaves, 8, &n);
+  int8_t flags[8] = {0};
+  for (int i = 0; i < 8; i++)
+    flags[i] = leaves[i].index[0] == 1 && leaves[i].index[1] == 0 && leaves[i].index[2] == 0;
+  int64_t changed;
+  CHECK_EQ(strata_amr_adapt_flags(amr, flags, &changed), 0);
+  CHECK_EQ(changed, 9);
+  CHECK_EQ(strata_amr_num_leaves(amr), 15);
+  double x[3] = {0.6, 0.1, 0.3};
+  CHECK_EQ(strata_amr_block_at_point(amr, x, -1, &b), 0);
+  CHECK(b.level == 1 && b.index[0] == 2 && b.index[1] == 0 && b.index[2] == 1);
+  CHECK_EQ(strata_amr_block_at_point(amr, x, 0, &b), 0);
+  CHECK(b.level == 0 && b.index[0] == 1);
+  strata_amr_block_info info;
+  CHECK_EQ(strata_amr_block_query(amr, &b, &info), 0);
+  CHECK(info.exists && !info.is_leaf && info.rank == -1);
+  double lo[3] = {0.55, 0.05, 0.05}, hi[3] = {0.8, 0.2, 0.2};
+  strata_amr_block hits[8];
+  CHECK_EQ(strata_amr_intersect(amr, lo, hi, hits, 8, &n), 0);
+  CHECK_EQ(n, 2); /* children (2,0,0) and (3,0,0) of level 1 */
+  strata_amr_block deep = {.level = 3, .index = {9, 0, 0}};
+  CHECK_EQ(strata_amr_block_query(amr, &deep, &info), 0);
+  CHECK(!info.exists);
+  deep.level = 9;
+  CHECK_EQ(strata_amr_block_query(amr, &deep, &info), STRATA_ERANGE);
+  CHECK_EQ(strata_amr_destroy(amr), 0);
+}
+
+/* Build on a linear field with a criterion that refines part of the
+ * domain, in 2-D and 3-D, then random adaptations: every cell of every
+ * leaf (ghosts included) stays equal to the field. */
+static void test_linear(int dim, strata_dtype dtype)
+{
+  strata_amr_params p;
+  strata_amr_params_init(&p);
+  p.dim = dim;
+  p.block_cells = 8;
+  p.ghost_depth = 2;
+  p.max_level = dim == 3 ? 2 : 4;
+  p.dtype = dtype;
+  p.boundary = STRATA_AMR_EXTRAPOLATE;
+  strata_amr *amr;
+  strata_amr_problem *lin;
+  CHECK_EQ(strata_amr_create(&p, &amr), 0);
+  CHECK_EQ(strata_amr_problem_linear(coef, &lin), 0);
+  strata_amr_criterion c;
+  strata_amr_criterion_init(&c);
+  c.kind = STRATA_AMR_OVERDENSITY;
+  c.min_refine = 1.6; /* refines toward large x */
+  c.max_coarsen = -100;
+  CHECK_EQ(strata_amr_build(amr, lin, &c), 0);
+  int64_t n = strata_amr_num_leaves(amr);
+  CHECK(n > (dim == 3 ? 8 : 4));
+  double tol = dtype == STRATA_FLOAT64 ? 1e-12 : 2e-5;
+  double err = linear_error(amr);
+  CHECK(err <= tol);
+  if (err > tol)
+    fprintf(stderr, "dim %d: build error %g\n", dim, err);
+  check_balance(amr);
+  srand(11); /* the same flags on every rank */
+  for (int round = 0; round < 5; round++) {
+    n = strata_amr_num_leaves(amr);
+    int8_t *flags = malloc((size_t)n);
+    for (int64_t i = 0; i < n; i++)
+      flags[i] = (int8_t)(rand() % 6 == 0 ? 1 : rand() % 3 == 0 ? -1 : 0);
+    int64_t changed;
+    CHECK_EQ(strata_amr_adapt_flags(amr, flags, &changed), 0);
+    free(flags);
+    check_balance(amr);
+    err = linear_error(amr);
+    CHECK(err <= tol);
+    if (err > tol)
+      fprintf(stderr, "dim %d round %d: error %g\n", dim, round, err);
+  }
+  strata_amr_problem_destroy(lin);
+  CHECK_EQ(strata_amr_destroy(amr), 0);
+}
+
+/* Coarsening everything restricts: the mass is conserved to rounding. */
+static double total_mass(strata_amr *amr)
+{
+  const strata_amr_params *p = strata_amr_get_params(amr);
+  int64_t n = strata_amr_num_leaves(amr), cells = 1;
+  for (int a = 0; a < p->dim; a++)
+    cells *= p->block_cells;
+  strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
+  double *v = malloc((size_t)cells * sizeof *v), mass = 0;
+  strata_amr_leaves(amr, leaves, n, &n);
+  for (int64_t i = 0; i < n; i++) {
+    strata_amr_block_info info;
+    strata_amr_block_query(amr, &leaves[i], &info);
+    if (info.rank != my_rank())
+      continue;
+    strata_amr_read(amr, &leaves[i], 0, 0, v);
+    double vol = pow(info.upper[0] - info.lower[0], p->dim) / (double)cells, sum = 0;
+    for (int64_t k = 0; k < cells; k++)
+      sum += v[k];
+    mass += sum * vol;
+  }
+  free(leaves);
+  free(v);
+  MPI_Allreduce(MPI_IN_PLACE, &mass, 1, MPI_DOUBLE, MPI_SUM, strata_comm());
+  return mass;
+}
+
+static void test_conservation(void)
+{
+  strata_amr_params p;
+  strata_amr_params_init(&p);
+  p.block_cells = 8;
+  p.max_level = 3;
+  strata_amr *amr;
+  strata_amr_problem *blobs;
+  const double centres[6] = {0.3, 0.3, 0.3, 0.7, 0.6, 0.5}, sigma[2] = {0.05, 0.08},
+               amp[2] = {50, 20};
+  CHECK_EQ(strata_amr_create(&p, &amr), 0);
+  CHECK_EQ(strata_amr_problem_blobs(2, centres, sigma, amp, &blobs), 0);
+  strata_amr_criterion c;
+  strata_amr_criterion_init(&c);
+  c.kind = STRATA_AMR_OVERDENSITY;
+  c.min_refine = 3;
+  c.max_coarsen = 0;
+  CHECK_EQ(strata_amr_build(amr, blobs, &c), 0);
+  int64_t before = strata_amr_num_leaves(amr);
+  CHECK(before > 8);
+  double mass = total_mass(amr);
+  c.min_refine = 2e9; /* coarsen everything */
+  c.max_coarsen = 1e9;
+  for (int round = 0; round < 3; round++) {
+    int64_t changed;
+    CHECK_EQ(strata_amr_adapt(amr, &c, &changed), 0);
+    double now = total_mass(amr);
+    CHECK(fabs(now - mass) <= 1e-13 * mass);
+  }
+  CHECK_EQ(strata_amr_num_leaves(amr), 8);
+  strata_amr_problem_destroy(blobs);
+  CHECK_EQ(strata_amr_destroy(amr), 0);
+}
+
+/* Morton distribution: every rank owns a contiguous, balanced share. */
+static void test_distribution(void)
+{
+  strata_amr_params p;
+  strata_amr_params_init(&p);
+  p.block_cells = 4;
+  p.root_blocks = 4;
+  strata_amr *amr;
+  CHECK_EQ(strata_amr_create(&p, &amr), 0);
+  int size;
+  MPI_Comm_size(strata_comm(), &size);
+  int64_t n = strata_amr_num_leaves(amr), count[8] = {0};
+  strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
+  strata_amr_leaves(amr, leaves, n, &n);
+  int last = 0;
+  for (int64_t i = 0; i < n; i++) {
+    strata_amr_block_info info;
+    strata_amr_block_query(amr, &leaves[i], &info);
+    CHECK(info.rank >= last && info.rank < size);
+    last = info.rank;
+    count[info.rank]++;
+  }
+  for (int r = 0; r < size; r++)
+    CHECK(count[r] >= n / size && count[r] <= n / size + 1);
+  free(leaves);
+  CHECK_EQ(strata_amr_destroy(amr), 0);
+}
+
+int main(int argc, char **argv)
+{
+  check_init(&argc, &argv);
+  test_params();
+  test_geometry();
+  test_distribution();
+  test_linear(2, STRATA_FLOAT64);
+  test_linear(3, STRATA_FLOAT64);
+  test_linear(3, STRATA_FLOAT32);
+  test_conservation();
+  strata_finalize();
+  return check_status();
+}
