@@ -35,7 +35,7 @@ void strata_amr_criterion_init(strata_amr_criterion *c)
 {
   if (c)
     *c = (strata_amr_criterion){.kind = STRATA_AMR_MASS, .field = 0, .mean = 1,
-                                .min_refine = 0.01, .max_coarsen = 0.0025};
+                                .min_refine = 1, .max_coarsen = 0.25};
 }
 
 const strata_amr_params *strata_amr_get_params(const strata_amr *amr)
@@ -299,6 +299,7 @@ int strata_amr_destroy(strata_amr *amr)
   starpu_task_wait_for_all();
   free(amr->buckets);
   free(amr->leaves);
+  free(amr->slot);
   free(amr);
   return 0;
 }
@@ -704,18 +705,116 @@ int strata_amr_adapt(strata_amr *amr, const strata_amr_criterion *criterion, int
 
 /* ---- ghost fill ---- */
 
+/* One halo exchange (a level of the ghost fill): the leaves a rank needs
+ * from another travel in one message per pair of ranks, packed by copy
+ * tasks into a buffer handle and read by the ghost tasks straight from the
+ * received buffer. Per-block messages would each cost a round of the
+ * StarPU-MPI progress thread, which starves next to spinning workers on
+ * small nodes. Both sides list the same leaves in the same order (Morton
+ * positions), computed from the replicated tree. */
+struct exchange {
+  int64_t tag;
+  uint8_t *send, *recv; /* [peer * nleaves + pos]: leaf goes to / comes from peer */
+  starpu_data_handle_t *inbox; /* per peer: the received buffer */
+  starpu_data_handle_t *outbox;
+};
+
+static int exchange_open(strata_amr *amr, struct exchange *ex)
+{
+  size_t n = (size_t)(amr->nleaves ? amr->nleaves : 1), size = (size_t)amr->size;
+  ex->tag = ((int64_t)1 << 51) | ((amr->exchanges++ & 0x7fffff) << 20);
+  ex->send = calloc(n * size, 1);
+  ex->recv = calloc(n * size, 1);
+  ex->inbox = calloc(size, sizeof *ex->inbox);
+  ex->outbox = calloc(size, sizeof *ex->outbox);
+  free(amr->slot);
+  amr->slot = calloc(n, sizeof *amr->slot);
+  return ex->send && ex->recv && ex->inbox && ex->outbox && amr->slot ? 0 : STRATA_ENOMEM;
+}
+
+static void exchange_close(strata_amr *amr, struct exchange *ex)
+{
+  for (int r = 0; r < amr->size; r++) {
+    if (ex->inbox && ex->inbox[r])
+      starpu_data_unregister_submit(ex->inbox[r]);
+    if (ex->outbox && ex->outbox[r])
+      starpu_data_unregister_submit(ex->outbox[r]);
+  }
+  free(ex->send);
+  free(ex->recv);
+  free(ex->inbox);
+  free(ex->outbox);
+}
+
+/* Pack and send, or post the receive, for every peer. */
+static int exchange_post(strata_amr *amr, struct exchange *ex)
+{
+  const int64_t n = amr->nleaves, block = strata__amr_block_size(amr), side = strata__amr_side(amr);
+  const int nf = amr->p.nfields;
+  const size_t es = is_double(amr) ? sizeof(double) : sizeof(float);
+  for (int r = 0; r < amr->size; r++) {
+    if (r == amr->rank)
+      continue;
+    int64_t nsend = 0, nrecv = 0;
+    for (int64_t i = 0; i < n; i++) {
+      if (ex->recv[r * n + i])
+        amr->slot[i] = nrecv++;
+      nsend += ex->send[r * n + i];
+    }
+    if (nrecv) {
+      starpu_vector_data_register(&ex->inbox[r], -1, 0, (uint32_t)(nrecv * nf * block), es);
+      if (starpu_mpi_irecv_detached(ex->inbox[r], r, ex->tag, amr->comm, NULL, NULL) != 0)
+        return STRATA_ESTARPU;
+    }
+    if (!nsend)
+      continue;
+    starpu_vector_data_register(&ex->outbox[r], -1, 0, (uint32_t)(nsend * nf * block), es);
+    /* A first write initialises the buffer for the packing tasks (RW). */
+    struct strata__amr_fill zero = {0};
+    int ret = strata__amr_fill_submit(MPI_COMM_NULL, ex->outbox[r], &zero);
+    if (ret)
+      return ret;
+    struct strata__amr_xfer x = {.kind = STRATA__AMR_COPY, .dim = amr->p.dim, .factor = 1,
+                                 .is_double = is_double(amr)};
+    for (int a = 0; a < 3; a++)
+      x.count[a] = x.dst_dims[a] = x.src_dims[a] = a < amr->p.dim ? side : 1;
+    for (int64_t i = 0, k = 0; i < n; i++)
+      for (int f = 0; ex->send[r * n + i] && f < nf; f++, k++) {
+        x.dst_offset = k * block;
+        ret = strata__amr_xfer_submit(MPI_COMM_NULL, amr->leaves[i]->h[f], ex->outbox[r], &x);
+        if (ret)
+          return ret;
+      }
+    if (starpu_mpi_isend_detached(ex->outbox[r], r, ex->tag, amr->comm, NULL, NULL) != 0)
+      return STRATA_ESTARPU;
+  }
+  return 0;
+}
+
 struct ghost_ctx {
   strata_amr *amr;
+  struct exchange *ex;
+  int plan; /* only note which leaves cross ranks, no tasks yet */
   struct strata__amr_node *dst;
   int64_t lo[3], hi[3], shift[3]; /* ghost region, in the domain, cells of dst's level */
   int ret;
 };
 
-/* One transfer from `leaf` into the part of the ghost region it covers. */
+/* One transfer from `leaf` into the part of the ghost region it covers:
+ * a task on the destination's owner, a send on the source's owner. */
 static int ghost_from(void *ctx, struct strata__amr_node *leaf)
 {
   struct ghost_ctx *gc = ctx;
-  const strata_amr *amr = gc->amr;
+  strata_amr *amr = gc->amr;
+  if (gc->plan) {
+    if (gc->dst->rank == amr->rank && leaf->rank != amr->rank)
+      gc->ex->recv[leaf->rank * amr->nleaves + leaf->pos] = 1;
+    else if (gc->dst->rank != amr->rank && leaf->rank == amr->rank)
+      gc->ex->send[gc->dst->rank * amr->nleaves + leaf->pos] = 1;
+    return 0;
+  }
+  if (gc->dst->rank != amr->rank)
+    return 0;
   const int64_t m = amr->p.block_cells, g = amr->p.ghost_depth, side = strata__amr_side(amr);
   const int dl = gc->dst->b.level, sl = leaf->b.level;
   struct strata__amr_xfer x = {.dim = amr->p.dim, .is_double = is_double(amr), .factor = 1,
@@ -734,7 +833,8 @@ static int ghost_from(void *ctx, struct strata__amr_node *leaf)
     }
     /* The leaf's extent in cells of dst's level (exact: balance keeps the
      * levels within one of each other and block_cells is even). */
-    int64_t elo = sl >= dl ? (leaf->b.index[a] * m) >> (sl - dl) : (leaf->b.index[a] * m) << (dl - sl);
+    int64_t elo = sl >= dl ? (leaf->b.index[a] * m) >> (sl - dl)
+                           : (leaf->b.index[a] * m) << (dl - sl);
     int64_t ehi = sl >= dl ? ((leaf->b.index[a] + 1) * m) >> (sl - dl)
                            : ((leaf->b.index[a] + 1) * m) << (dl - sl);
     int64_t lo = gc->lo[a] > elo ? gc->lo[a] : elo, hi = gc->hi[a] < ehi ? gc->hi[a] : ehi;
@@ -749,8 +849,15 @@ static int ghost_from(void *ctx, struct strata__amr_node *leaf)
     else
       x.src_start[a] = lo - src_origin * x.factor;
   }
-  for (int f = 0; f < amr->p.nfields && !gc->ret; f++)
-    gc->ret = strata__amr_xfer_submit(gc->amr->comm, leaf->h[f], gc->dst->h[f], &x);
+  const int64_t block = strata__amr_block_size(amr);
+  for (int f = 0; f < amr->p.nfields && !gc->ret; f++) {
+    starpu_data_handle_t src = leaf->h[f];
+    if (leaf->rank != amr->rank) {
+      src = gc->ex->inbox[leaf->rank];
+      x.src_offset = (amr->slot[leaf->pos] * amr->p.nfields + f) * block;
+    }
+    gc->ret = strata__amr_xfer_submit(MPI_COMM_NULL, src, gc->dst->h[f], &x);
+  }
   return gc->ret;
 }
 
@@ -767,9 +874,10 @@ static int boundary_faces(const strata_amr *amr, const struct strata__amr_node *
   return faces;
 }
 
-static int fill_leaf_ghosts(strata_amr *amr, struct strata__amr_node *n)
+static int fill_leaf_ghosts(strata_amr *amr, struct exchange *ex, struct strata__amr_node *n,
+                            int plan)
 {
-  struct ghost_ctx gc = {.amr = amr, .dst = n};
+  struct ghost_ctx gc = {.amr = amr, .ex = ex, .dst = n, .plan = plan};
   int ndir = amr->p.dim == 3 ? 27 : 9;
   for (int d = 0; d < ndir && !gc.ret; d++) {
     int delta[3] = {d % 3 - 1, d / 3 % 3 - 1, d / 9 - 1};
@@ -782,7 +890,7 @@ static int fill_leaf_ghosts(strata_amr *amr, struct strata__amr_node *n)
     strata__amr_visit_box(amr, n->b.level, gc.lo, gc.hi, ghost_from, &gc);
   }
   int faces = boundary_faces(amr, n);
-  if (gc.ret || !faces || n->rank != amr->rank)
+  if (gc.ret || !faces || n->rank != amr->rank || plan)
     return gc.ret;
   int64_t side = strata__amr_side(amr);
   struct strata__amr_boundary b = {.dim = amr->p.dim, .ghost = amr->p.ghost_depth,
@@ -798,11 +906,25 @@ int strata_amr_fill_ghosts(strata_amr *amr)
   if (!amr)
     return STRATA_EINVAL;
   /* Coarse levels first: prolongation into a finer leaf reads the ghost
-   * layer of its coarser neighbour, written by the earlier tasks. */
+   * layer of its coarser neighbour, written in an earlier level, so each
+   * level is its own exchange; the same-level and finer sources are read
+   * for their interiors only. */
   int local = 0;
-  for (int level = 0; level <= amr->p.max_level && !local; level++)
+  for (int level = 0; level <= amr->p.max_level && !local; level++) {
+    struct exchange ex;
+    local = exchange_open(amr, &ex);
+    /* Plan, post the messages, then the tasks: a pack task then waits
+     * only for writes of earlier levels, never for this level's ghost
+     * tasks, which would chain the ranks' task graphs. */
     for (int64_t i = 0; i < amr->nleaves && !local; i++)
       if (amr->leaves[i]->b.level == level)
-        local = fill_leaf_ghosts(amr, amr->leaves[i]);
+        local = fill_leaf_ghosts(amr, &ex, amr->leaves[i], 1);
+    if (!local)
+      local = exchange_post(amr, &ex);
+    for (int64_t i = 0; i < amr->nleaves && !local; i++)
+      if (amr->leaves[i]->b.level == level && amr->leaves[i]->rank == amr->rank)
+        local = fill_leaf_ghosts(amr, &ex, amr->leaves[i], 0);
+    exchange_close(amr, &ex);
+  }
   return strata__agree(local, NULL, 0) ? (local ? local : STRATA_ESTARPU) : 0;
 }

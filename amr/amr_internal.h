@@ -15,6 +15,7 @@ struct strata__amr_node {
   int rank;       /* owner of a leaf's handles, -1 for non-leaves */
   int64_t serial; /* creation number: the StarPU-MPI tags of its handles */
   starpu_data_handle_t h[STRATA_AMR_MAX_FIELDS];
+  int64_t pos; /* index in the Morton order of the leaves */
   int8_t flag; /* adaptation scratch: +1 refine, -1 coarsen, 0 keep */
   struct strata__amr_node *next; /* hash bucket chain */
 };
@@ -33,6 +34,8 @@ struct strata_amr {
   MPI_Comm meta; /* Strata's own collectives on the tree */
   int rank, size;
   int64_t tag_base, next_serial;
+  int64_t exchanges; /* halo exchanges so far: their tags */
+  int64_t *slot;     /* per leaf: its place in a halo message (scratch) */
   struct strata__amr_node **buckets;
   int64_t nbuckets, nnodes;
   struct strata__amr_node **leaves; /* Morton order */

@@ -150,8 +150,10 @@ int strata__amr_sort_leaves(strata_amr *amr)
       if (x->is_leaf)
         k[j++] = (struct keyed){morton(amr, &x->b), x};
   qsort(k, (size_t)n, sizeof *k, by_key);
-  for (int64_t i = 0; i < n; i++)
+  for (int64_t i = 0; i < n; i++) {
     leaves[i] = k[i].n;
+    leaves[i]->pos = i;
+  }
   free(k);
   free(amr->leaves);
   amr->leaves = leaves;

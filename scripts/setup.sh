@@ -11,10 +11,10 @@ packages=(
   libopenmpi-dev openmpi-bin libhwloc-dev hwloc
   # JSON (model files, benchmark output), dense math
   libcjson-dev libopenblas-dev
-  # spectra of the cosmology test problem
-  libfftw3-dev
-  # Python 3 for scripts/make_blob_model.py
-  python3
+  # spectra of the cosmology test problem, AMR field output
+  libfftw3-dev libhdf5-dev
+  # Python 3 for scripts/make_blob_model.py; h5py reads the AMR files in tests
+  python3 python3-h5py
 )
 
 missing=()

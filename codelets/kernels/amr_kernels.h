@@ -13,6 +13,8 @@
  *             is linear in each axis between coarse cells floor(p) and
  *             floor(p) + 1 (weights 3/4 and 1/4 for factor 2). It reads one
  *             coarse cell beyond the covered ones: a ghost layer.
+ * The arrays may start inside larger buffers (dst_offset, src_offset: the
+ * halo exchange packs several blocks into one message).
  * Callers check that every cell read and written lies inside its array. */
 #ifndef STRATA_AMR_KERNELS_H
 #define STRATA_AMR_KERNELS_H
@@ -35,6 +37,8 @@ struct strata__amr_xfer {
   int64_t dst_start[3];  /* first destination cell written */
   int64_t src_dims[3];   /* source array extents */
   int64_t src_start[3];  /* first source cell (copy, restrict); fine offset q (prolong) */
+  int64_t dst_offset;    /* elements before the destination array in its buffer */
+  int64_t src_offset;    /* elements before the source array in its buffer */
 };
 
 /* Linear extrapolation of the `ghost` outermost layers of a block array of

@@ -128,8 +128,8 @@ typedef struct strata_amr_criterion {
   strata_amr_criterion_kind kind; /**< default STRATA_AMR_MASS */
   int field;                      /**< criterion field (default 0) */
   double mean;                    /**< mean of the field (default 1) */
-  double min_refine;              /**< default 0.01 */
-  double max_coarsen;             /**< default 0.0025 */
+  double min_refine;              /**< default 1 */
+  double max_coarsen;             /**< default 0.25 */
 } strata_amr_criterion;
 
 /** @brief Fill @p c with the defaults. */

@@ -144,9 +144,9 @@ void strata__amr_xfer_cpu(const struct strata__amr_xfer *x, void *dst, const voi
   static void (*const f64[])(const struct strata__amr_xfer *, double *, const double *) = {
       copy_f64, restrict_f64, prolong_f64};
   if (x->is_double)
-    f64[x->kind](x, dst, src);
+    f64[x->kind](x, (double *)dst + x->dst_offset, (const double *)src + x->src_offset);
   else
-    f32[x->kind](x, dst, src);
+    f32[x->kind](x, (float *)dst + x->dst_offset, (const float *)src + x->src_offset);
 }
 
 void strata__amr_boundary_cpu(const struct strata__amr_boundary *b, void *data)

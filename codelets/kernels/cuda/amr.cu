@@ -86,7 +86,8 @@ __global__ void boundary_kernel(strata__amr_boundary b, T *v, int a, int side)
 template <typename T> int xfer(const strata__amr_xfer *x, void *dst, const void *src, void *stream)
 {
   xfer_kernel<<<blocks_for(x->count[0] * x->count[1] * x->count[2]), kThreads, 0,
-                (cudaStream_t)stream>>>(*x, (T *)dst, (const T *)src);
+                (cudaStream_t)stream>>>(*x, (T *)dst + x->dst_offset,
+                                        (const T *)src + x->src_offset);
   return (int)cudaGetLastError();
 }
 
