@@ -15,7 +15,6 @@
 #include "codelets.h"
 #include "kernels/amr_kernels.h"
 
-
 void strata_amr_params_init(strata_amr_params *p)
 {
   if (!p)
@@ -34,8 +33,8 @@ void strata_amr_params_init(strata_amr_params *p)
 void strata_amr_criterion_init(strata_amr_criterion *c)
 {
   if (c)
-    *c = (strata_amr_criterion){.kind = STRATA_AMR_MASS, .field = 0, .mean = 1,
-                                .min_refine = 1, .max_coarsen = 0.25};
+    *c = (strata_amr_criterion){
+        .kind = STRATA_AMR_MASS, .field = 0, .mean = 1, .min_refine = 1, .max_coarsen = 0.25};
 }
 
 const strata_amr_params *strata_amr_get_params(const strata_amr *amr)
@@ -82,10 +81,7 @@ static int64_t tag_of(const strata_amr *amr, const struct strata__amr_node *n, i
   return amr->tag_base + n->serial * STRATA_AMR_MAX_FIELDS + f;
 }
 
-static int is_double(const strata_amr *amr)
-{
-  return amr->p.dtype == STRATA_FLOAT64;
-}
+static int is_double(const strata_amr *amr) { return amr->p.dtype == STRATA_FLOAT64; }
 
 /* Fill task on the owner: zeros, then the problem's values (problem NULL:
  * zeros only). */
@@ -344,8 +340,7 @@ static int64_t interior_size(const strata_amr *amr)
   return amr->p.dim == 3 ? m * m * m : m * m;
 }
 
-int strata_amr_read(strata_amr *amr, const strata_amr_block *b, int field, int ghosts,
-                    double *out)
+int strata_amr_read(strata_amr *amr, const strata_amr_block *b, int field, int ghosts, double *out)
 {
   if (!amr || !b || !out || field < 0 || field >= amr->p.nfields || !strata__amr_valid(amr, b))
     return STRATA_EINVAL;
@@ -387,8 +382,8 @@ static int criterion_value(strata_amr *amr, struct strata__amr_node *n,
 static int check_criterion(const strata_amr *amr, const strata_amr_criterion *c)
 {
   if (!c || (c->kind != STRATA_AMR_OVERDENSITY && c->kind != STRATA_AMR_MASS) || c->field < 0 ||
-      c->field >= amr->p.nfields || !(c->mean > 0) || !isfinite(c->mean) ||
-      isnan(c->min_refine) || isnan(c->max_coarsen) || c->max_coarsen > c->min_refine)
+      c->field >= amr->p.nfields || !(c->mean > 0) || !isfinite(c->mean) || isnan(c->min_refine) ||
+      isnan(c->max_coarsen) || c->max_coarsen > c->min_refine)
     return strata__fail(STRATA_EINVAL, "amr: bad refinement criterion");
   return 0;
 }
@@ -421,9 +416,8 @@ static int combine_flags(strata_amr *amr, int8_t *flags)
   for (int64_t i = 0; i < amr->nleaves; i++)
     if (amr->leaves[i]->rank != amr->rank)
       flags[i] = 0;
-  if (amr->nleaves &&
-      MPI_Allreduce(MPI_IN_PLACE, flags, (int)amr->nleaves, MPI_INT8_T, MPI_SUM, amr->meta) !=
-          MPI_SUCCESS)
+  if (amr->nleaves && MPI_Allreduce(MPI_IN_PLACE, flags, (int)amr->nleaves, MPI_INT8_T, MPI_SUM,
+                                    amr->meta) != MPI_SUCCESS)
     return STRATA_EMPI;
   for (int64_t i = 0; i < amr->nleaves; i++)
     amr->leaves[i]->flag = flags[i];
@@ -453,8 +447,8 @@ static int visit_neighbors(const strata_amr *amr, const strata_amr_block *b,
 }
 
 struct balance {
-  int level;    /* level of the block whose neighbours are visited */
-  int changed;  /* a neighbour got a refine flag */
+  int level;   /* level of the block whose neighbours are visited */
+  int changed; /* a neighbour got a refine flag */
 };
 
 /* A neighbour coarser than the refined block's level must refine too. */
@@ -526,8 +520,8 @@ static int refine_leaf(strata_amr *amr, struct strata__amr_node *n,
       return ret;
     if (problem)
       continue;
-    struct strata__amr_xfer x = {.kind = STRATA__AMR_PROLONG, .dim = amr->p.dim, .factor = 2,
-                                 .is_double = is_double(amr)};
+    struct strata__amr_xfer x = {
+        .kind = STRATA__AMR_PROLONG, .dim = amr->p.dim, .factor = 2, .is_double = is_double(amr)};
     for (int a = 0; a < 3; a++) {
       int used = a < amr->p.dim;
       x.count[a] = used ? m : 1;
@@ -554,8 +548,8 @@ static int coarsen_family(strata_amr *amr, struct strata__amr_node *p)
   }
   int ret = make_leaf(amr, p, kids[0]->rank);
   for (int o = 0; !ret && o < 1 << amr->p.dim; o++) {
-    struct strata__amr_xfer x = {.kind = STRATA__AMR_RESTRICT, .dim = amr->p.dim, .factor = 2,
-                                 .is_double = is_double(amr)};
+    struct strata__amr_xfer x = {
+        .kind = STRATA__AMR_RESTRICT, .dim = amr->p.dim, .factor = 2, .is_double = is_double(amr)};
     for (int a = 0; a < 3; a++) {
       int used = a < amr->p.dim;
       x.count[a] = used ? m / 2 : 1;
@@ -591,8 +585,8 @@ static int apply_flags(strata_amr *amr, const strata_amr_problem *problem, int64
   for (int64_t i = 0; !ret && i < nleaves; i++) {
     strata_amr_block p;
     /* One candidate per family: the leaf of octant 0. */
-    if (leaves[i]->flag != -1 || (leaves[i]->b.index[0] | leaves[i]->b.index[1] |
-                                  leaves[i]->b.index[2]) & 1)
+    if (leaves[i]->flag != -1 ||
+        (leaves[i]->b.index[0] | leaves[i]->b.index[1] | leaves[i]->b.index[2]) & 1)
       continue;
     strata_amr_parent(amr, &leaves[i]->b, &p);
     if (can_coarsen(amr, &p))
@@ -714,7 +708,7 @@ int strata_amr_adapt(strata_amr *amr, const strata_amr_criterion *criterion, int
  * positions), computed from the replicated tree. */
 struct exchange {
   int64_t tag;
-  uint8_t *send, *recv; /* [peer * nleaves + pos]: leaf goes to / comes from peer */
+  uint8_t *send, *recv;        /* [peer * nleaves + pos]: leaf goes to / comes from peer */
   starpu_data_handle_t *inbox; /* per peer: the received buffer */
   starpu_data_handle_t *outbox;
 };
@@ -774,8 +768,8 @@ static int exchange_post(strata_amr *amr, struct exchange *ex)
     int ret = strata__amr_fill_submit(MPI_COMM_NULL, ex->outbox[r], &zero);
     if (ret)
       return ret;
-    struct strata__amr_xfer x = {.kind = STRATA__AMR_COPY, .dim = amr->p.dim, .factor = 1,
-                                 .is_double = is_double(amr)};
+    struct strata__amr_xfer x = {
+        .kind = STRATA__AMR_COPY, .dim = amr->p.dim, .factor = 1, .is_double = is_double(amr)};
     for (int a = 0; a < 3; a++)
       x.count[a] = x.dst_dims[a] = x.src_dims[a] = a < amr->p.dim ? side : 1;
     for (int64_t i = 0, k = 0; i < n; i++)
@@ -817,8 +811,8 @@ static int ghost_from(void *ctx, struct strata__amr_node *leaf)
     return 0;
   const int64_t m = amr->p.block_cells, g = amr->p.ghost_depth, side = strata__amr_side(amr);
   const int dl = gc->dst->b.level, sl = leaf->b.level;
-  struct strata__amr_xfer x = {.dim = amr->p.dim, .is_double = is_double(amr), .factor = 1,
-                               .kind = STRATA__AMR_COPY};
+  struct strata__amr_xfer x = {
+      .dim = amr->p.dim, .is_double = is_double(amr), .factor = 1, .kind = STRATA__AMR_COPY};
   if (sl > dl) {
     x.kind = STRATA__AMR_RESTRICT;
     x.factor = 1 << (sl - dl);
@@ -833,8 +827,8 @@ static int ghost_from(void *ctx, struct strata__amr_node *leaf)
     }
     /* The leaf's extent in cells of dst's level (exact: balance keeps the
      * levels within one of each other and block_cells is even). */
-    int64_t elo = sl >= dl ? (leaf->b.index[a] * m) >> (sl - dl)
-                           : (leaf->b.index[a] * m) << (dl - sl);
+    int64_t elo =
+        sl >= dl ? (leaf->b.index[a] * m) >> (sl - dl) : (leaf->b.index[a] * m) << (dl - sl);
     int64_t ehi = sl >= dl ? ((leaf->b.index[a] + 1) * m) >> (sl - dl)
                            : ((leaf->b.index[a] + 1) * m) << (dl - sl);
     int64_t lo = gc->lo[a] > elo ? gc->lo[a] : elo, hi = gc->hi[a] < ehi ? gc->hi[a] : ehi;
@@ -884,8 +878,7 @@ static int fill_leaf_ghosts(strata_amr *amr, struct exchange *ex, struct strata_
     if (amr->p.dim == 2)
       delta[2] = 0;
     if ((!delta[0] && !delta[1] && !delta[2]) ||
-        !strata__amr_neighbor_region(amr, &n->b, delta, amr->p.ghost_depth, gc.lo, gc.hi,
-                                     gc.shift))
+        !strata__amr_neighbor_region(amr, &n->b, delta, amr->p.ghost_depth, gc.lo, gc.hi, gc.shift))
       continue;
     strata__amr_visit_box(amr, n->b.level, gc.lo, gc.hi, ghost_from, &gc);
   }
@@ -893,8 +886,10 @@ static int fill_leaf_ghosts(strata_amr *amr, struct exchange *ex, struct strata_
   if (gc.ret || !faces || n->rank != amr->rank || plan)
     return gc.ret;
   int64_t side = strata__amr_side(amr);
-  struct strata__amr_boundary b = {.dim = amr->p.dim, .ghost = amr->p.ghost_depth,
-                                   .is_double = is_double(amr), .faces = faces,
+  struct strata__amr_boundary b = {.dim = amr->p.dim,
+                                   .ghost = amr->p.ghost_depth,
+                                   .is_double = is_double(amr),
+                                   .faces = faces,
                                    .dims = {side, side, amr->p.dim == 3 ? side : 1}};
   for (int f = 0; f < amr->p.nfields && !gc.ret; f++)
     gc.ret = strata__amr_boundary_submit(MPI_COMM_NULL, n->h[f], &b);

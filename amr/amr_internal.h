@@ -15,8 +15,8 @@ struct strata__amr_node {
   int rank;       /* owner of a leaf's handles, -1 for non-leaves */
   int64_t serial; /* creation number: the StarPU-MPI tags of its handles */
   starpu_data_handle_t h[STRATA_AMR_MAX_FIELDS];
-  int64_t pos; /* index in the Morton order of the leaves */
-  int8_t flag; /* adaptation scratch: +1 refine, -1 coarsen, 0 keep */
+  int64_t pos;                   /* index in the Morton order of the leaves */
+  int8_t flag;                   /* adaptation scratch: +1 refine, -1 coarsen, 0 keep */
   struct strata__amr_node *next; /* hash bucket chain */
 };
 
@@ -65,15 +65,15 @@ int strata__amr_sort_leaves(strata_amr *amr);
 /* Call `fn` on every leaf overlapping the box [lo, hi) given in cells of
  * `level` (inside the domain); stops at the first nonzero return. */
 int strata__amr_visit_box(const strata_amr *amr, int level, const int64_t lo[3],
-                          const int64_t hi[3],
-                          int (*fn)(void *ctx, struct strata__amr_node *leaf), void *ctx);
+                          const int64_t hi[3], int (*fn)(void *ctx, struct strata__amr_node *leaf),
+                          void *ctx);
 
 /* The cells next to block b in direction delta (each -1, 0 or +1), a
  * layer `thickness` cells thick in the directions that are not 0, in cells
  * of b's level; wrapped into the domain when periodic (`shift` is what was
  * added per axis). 0 when it leaves a non-periodic domain. */
 int strata__amr_neighbor_region(const strata_amr *amr, const strata_amr_block *b,
-                                const int delta[3], int64_t thickness, int64_t lo[3],
-                                int64_t hi[3], int64_t shift[3]);
+                                const int delta[3], int64_t thickness, int64_t lo[3], int64_t hi[3],
+                                int64_t shift[3]);
 
 #endif

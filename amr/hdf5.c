@@ -12,13 +12,12 @@
 
 #define NAME_LEN 64
 
-static int write_dataset(hid_t where, const char *name, hid_t type, int rank,
-                         const hsize_t *dims, const void *data)
+static int write_dataset(hid_t where, const char *name, hid_t type, int rank, const hsize_t *dims,
+                         const void *data)
 {
   hid_t space = H5Screate_simple(rank, dims, NULL);
-  hid_t set = space < 0 ? -1
-                        : H5Dcreate2(where, name, type, space, H5P_DEFAULT, H5P_DEFAULT,
-                                     H5P_DEFAULT);
+  hid_t set =
+      space < 0 ? -1 : H5Dcreate2(where, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   herr_t w = set < 0 ? -1 : H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
   if (set >= 0)
     H5Dclose(set);
@@ -200,10 +199,11 @@ static int write_file(const strata_amr *amr, const struct tables *t, const char 
   if (file < 0)
     return strata__fail(STRATA_EIO, "amr_write_hdf5: cannot create %s", path);
   int ret = write_str_attr(file, "format", "strata-amr");
-  const char *keys[] = {"version", "dim", "root_blocks", "block_cells", "ghost_depth",
-                        "max_level", "ranks", "nfields"};
-  const int64_t values[] = {1, p->dim, p->root_blocks, p->block_cells, p->ghost_depth,
-                            p->max_level, amr->size, p->nfields};
+  const char *keys[] = {"version",     "dim",       "root_blocks", "block_cells",
+                        "ghost_depth", "max_level", "ranks",       "nfields"};
+  const int64_t values[] = {
+      1,         p->dim,    p->root_blocks, p->block_cells, p->ghost_depth, p->max_level,
+      amr->size, p->nfields};
   for (int k = 0; k < 8 && !ret; k++)
     ret = write_int_attr(file, keys[k], values[k]);
   if (!ret)
@@ -309,8 +309,8 @@ static int summarize_field(hid_t group, const char *name, struct field_iter *it)
   }
   double lo = INFINITY, hi = -INFINITY, mass = 0;
   for (int64_t b = 0; b < it->nblocks; b++) {
-    double cell = pow(1.0 / (double)((it->root_blocks << it->level[b]) * it->block_cells),
-                      (double)it->dim);
+    double cell =
+        pow(1.0 / (double)((it->root_blocks << it->level[b]) * it->block_cells), (double)it->dim);
     double sum = 0;
     for (int64_t k = 0; k < it->cells; k++) {
       double x = v[b * it->cells + k];
@@ -343,9 +343,10 @@ int strata_amr_hdf5_summary(const char *path, FILE *out)
       !read_int_attr(file, "block_cells", &m) && !read_int_attr(file, "ghost_depth", &g) &&
       !read_int_attr(file, "max_level", &maxl) && !read_int_attr(file, "ranks", &ranks) &&
       (level = read_all(file, "level", H5T_NATIVE_INT32, sizeof *level, &n)) &&
-      (rank = read_all(file, "rank", H5T_NATIVE_INT32, sizeof *rank, &nr)) && n == nr &&
-      dim >= 2 && dim <= 3 && maxl >= 0 && maxl <= STRATA_AMR_MAX_LEVEL && ranks > 0) {
-    fprintf(out, "%s: %lldD, %lld^%lld root blocks of %lld^%lld cells (+%lld ghosts), "
+      (rank = read_all(file, "rank", H5T_NATIVE_INT32, sizeof *rank, &nr)) && n == nr && dim >= 2 &&
+      dim <= 3 && maxl >= 0 && maxl <= STRATA_AMR_MAX_LEVEL && ranks > 0) {
+    fprintf(out,
+            "%s: %lldD, %lld^%lld root blocks of %lld^%lld cells (+%lld ghosts), "
             "levels 0..%lld, %lld blocks on %lld ranks\n",
             path, (long long)dim, (long long)nb, (long long)dim, (long long)m, (long long)dim,
             (long long)g, (long long)maxl, (long long)n, (long long)ranks);

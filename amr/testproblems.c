@@ -89,8 +89,7 @@ int strata_cosmology_density(int64_t n, const strata_cosmology_params *p, double
 
 /* ---- test problems on the hierarchy ---- */
 
-static int make_problem(strata_amr_problem_fn fn, void *ctx, void *owned,
-                        strata_amr_problem **out)
+static int make_problem(strata_amr_problem_fn fn, void *ctx, void *owned, strata_amr_problem **out)
 {
   strata_amr_problem *p = malloc(sizeof *p);
   if (!p) {
@@ -152,8 +151,7 @@ static double wrap(double d)
   return d > 0.5 ? 1 - d : d;
 }
 
-static void blobs_fn(void *ctx, int field, const double centre[3], double h, int64_t n,
-                     double *out)
+static void blobs_fn(void *ctx, int field, const double centre[3], double h, int64_t n, double *out)
 {
   (void)field;
   const struct blobs *b = ctx;

@@ -203,8 +203,8 @@ static int visit_node(struct visit *v, const strata_amr_block *b)
 }
 
 int strata__amr_visit_box(const strata_amr *amr, int level, const int64_t lo[3],
-                          const int64_t hi[3],
-                          int (*fn)(void *ctx, struct strata__amr_node *leaf), void *ctx)
+                          const int64_t hi[3], int (*fn)(void *ctx, struct strata__amr_node *leaf),
+                          void *ctx)
 {
   struct visit v = {.amr = amr, .fn = fn, .ctx = ctx};
   int shift = amr->p.max_level - level;
@@ -228,8 +228,8 @@ int strata__amr_visit_box(const strata_amr *amr, int level, const int64_t lo[3],
 }
 
 int strata__amr_neighbor_region(const strata_amr *amr, const strata_amr_block *b,
-                                const int delta[3], int64_t thickness, int64_t lo[3],
-                                int64_t hi[3], int64_t shift[3])
+                                const int delta[3], int64_t thickness, int64_t lo[3], int64_t hi[3],
+                                int64_t shift[3])
 {
   const int64_t m = amr->p.block_cells, n = strata__amr_blocks_at(amr, b->level) * m;
   for (int a = 0; a < 3; a++) {
@@ -261,10 +261,7 @@ int strata__amr_neighbor_region(const strata_amr *amr, const strata_amr_block *b
 
 /* ---- public queries ---- */
 
-int64_t strata_amr_num_leaves(const strata_amr *amr)
-{
-  return amr ? amr->nleaves : 0;
-}
+int64_t strata_amr_num_leaves(const strata_amr *amr) { return amr ? amr->nleaves : 0; }
 
 int strata_amr_leaves(const strata_amr *amr, strata_amr_block *out, int64_t cap, int64_t *n)
 {
@@ -284,9 +281,8 @@ int strata_amr_block_query(const strata_amr *amr, const strata_amr_block *b,
   if (!strata__amr_valid(amr, b))
     return STRATA_ERANGE;
   const struct strata__amr_node *n = strata__amr_find(amr, b);
-  *info = (strata_amr_block_info){.exists = n != NULL,
-                                  .is_leaf = n && n->is_leaf,
-                                  .rank = n && n->is_leaf ? n->rank : -1};
+  *info = (strata_amr_block_info){
+      .exists = n != NULL, .is_leaf = n && n->is_leaf, .rank = n && n->is_leaf ? n->rank : -1};
   double w = 1.0 / (double)strata__amr_blocks_at(amr, b->level);
   for (int a = 0; a < 3; a++) {
     info->lower[a] = a < amr->p.dim ? (double)b->index[a] * w : 0;
@@ -421,8 +417,7 @@ int strata_amr_intersect(const strata_amr *amr, const double lo[3], const double
   return 0;
 }
 
-int strata_amr_block_name(const strata_amr *amr, const strata_amr_block *b, char *buf,
-                          size_t size)
+int strata_amr_block_name(const strata_amr *amr, const strata_amr_block *b, char *buf, size_t size)
 {
   if (!amr || !b || !buf)
     return STRATA_EINVAL;

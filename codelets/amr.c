@@ -99,7 +99,7 @@ static struct starpu_perfmodel fill_model = {
 #endif
 #define XFER_CODELET(kind_name, perf)                                                              \
   {                                                                                                \
-    .name = kind_name, .cpu_funcs = {xfer_cpu}, XFER_CUDA.nbuffers = 2,                             \
+    .name = kind_name, .cpu_funcs = {xfer_cpu}, XFER_CUDA.nbuffers = 2,                            \
     .modes = {STARPU_R, STARPU_RW}, .model = &perf                                                 \
   }
 

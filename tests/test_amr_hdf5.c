@@ -30,7 +30,7 @@ int main(int argc, char **argv)
   p.block_cells = 8;
   p.max_level = 4;
   p.nfields = 2;
-  p.field_names[1] = "density32"; /* same values, second handle per block */
+  p.field_names[1] = "tracer"; /* same values, a second handle per block */
   strata_amr *amr;
   CHECK_EQ(strata_amr_create(&p, &amr), 0);
   strata_amr_criterion c;

@@ -19,18 +19,20 @@ static double linear(int dim, const int64_t i[3], const double corner[3], double
   return v;
 }
 
-static int64_t cells(const int64_t dims[3])
-{
-  return dims[0] * dims[1] * dims[2];
-}
+static int64_t cells(const int64_t dims[3]) { return dims[0] * dims[1] * dims[2]; }
 
 static void test_prolong_1d_example(void)
 {
   const double coarse[4] = {0, 4, 8, 12}; /* ghost, interior, interior, ghost */
   double fine[4] = {0};
-  struct strata__amr_xfer x = {.kind = STRATA__AMR_PROLONG, .dim = 1, .factor = 2,
-                               .is_double = 1, .count = {4, 1, 1}, .dst_dims = {4, 1, 1},
-                               .src_dims = {4, 1, 1}, .src_start = {2, 0, 0}};
+  struct strata__amr_xfer x = {.kind = STRATA__AMR_PROLONG,
+                               .dim = 1,
+                               .factor = 2,
+                               .is_double = 1,
+                               .count = {4, 1, 1},
+                               .dst_dims = {4, 1, 1},
+                               .src_dims = {4, 1, 1},
+                               .src_start = {2, 0, 0}};
   strata__amr_xfer_cpu(&x, fine, coarse);
   const double want[4] = {3, 5, 7, 9};
   for (int i = 0; i < 4; i++)
@@ -59,8 +61,8 @@ static void test_restrict_conserves(int dim, int f, int is_double)
       ((float *)fine)[i] = (float)v;
     fine_sum += is_double ? v : (double)(float)v;
   }
-  struct strata__amr_xfer x = {.kind = STRATA__AMR_RESTRICT, .dim = dim, .factor = f,
-                               .is_double = is_double};
+  struct strata__amr_xfer x = {
+      .kind = STRATA__AMR_RESTRICT, .dim = dim, .factor = f, .is_double = is_double};
   for (int d = 0; d < 3; d++) {
     x.count[d] = cnt[d];
     x.dst_dims[d] = cd[d];
@@ -117,8 +119,8 @@ static void test_prolong_linear(int dim, int f, int is_double)
         else
           ((float *)coarse)[at] = (float)v;
       }
-  struct strata__amr_xfer x = {.kind = STRATA__AMR_PROLONG, .dim = dim, .factor = f,
-                               .is_double = is_double};
+  struct strata__amr_xfer x = {
+      .kind = STRATA__AMR_PROLONG, .dim = dim, .factor = f, .is_double = is_double};
   for (int d = 0; d < 3; d++) {
     x.count[d] = fd[d];
     x.dst_dims[d] = fd[d];
@@ -168,7 +170,9 @@ static void test_boundary_linear(int dim, int ghost, int is_double)
         else
           ((float *)v)[at] = (float)val;
       }
-  struct strata__amr_boundary b = {.dim = dim, .ghost = ghost, .is_double = is_double,
+  struct strata__amr_boundary b = {.dim = dim,
+                                   .ghost = ghost,
+                                   .is_double = is_double,
                                    .faces = (1 << (2 * dim)) - 1,
                                    .dims = {dims[0], dims[1], dims[2]}};
   strata__amr_boundary_cpu(&b, v);
@@ -190,9 +194,15 @@ static void test_copy(void)
   for (int i = 0; i < 20; i++)
     src[i] = i;
   memset(dst, 0, sizeof dst);
-  struct strata__amr_xfer x = {.kind = STRATA__AMR_COPY, .dim = 2, .factor = 1, .is_double = 1,
-                               .count = {2, 2, 1}, .dst_dims = {3, 3, 1}, .dst_start = {1, 0, 0},
-                               .src_dims = {5, 4, 1}, .src_start = {3, 2, 0}};
+  struct strata__amr_xfer x = {.kind = STRATA__AMR_COPY,
+                               .dim = 2,
+                               .factor = 1,
+                               .is_double = 1,
+                               .count = {2, 2, 1},
+                               .dst_dims = {3, 3, 1},
+                               .dst_start = {1, 0, 0},
+                               .src_dims = {5, 4, 1},
+                               .src_start = {3, 2, 0}};
   strata__amr_xfer_cpu(&x, dst, src);
   const double want[9] = {0, 13, 14, 0, 18, 19, 0, 0, 0};
   for (int i = 0; i < 9; i++)

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <strata/amr.h>
 #include <strata/strata.h>
 
 #include "strata_build_config.h"
@@ -76,12 +77,34 @@ static int cmd_info(int argc, char **argv)
   return 0;
 }
 
+static int cmd_amr_info(int argc, char **argv)
+{
+  if (wants_help(argc, argv)) {
+    puts("usage: strata amr-info FILE.h5\n\n"
+         "Summarise an AMR hierarchy written by strata_amr_write_hdf5(): geometry,\n"
+         "blocks per level and per rank, and for each field its minimum, maximum\n"
+         "and integral over the unit domain (its mean). Layout: docs/amr.md.");
+    return 0;
+  }
+  if (argc != 2) {
+    fprintf(stderr, "strata amr-info: expected one file (see --help)\n");
+    return 2;
+  }
+  int ret = strata_amr_hdf5_summary(argv[1], stdout);
+  if (ret) {
+    fprintf(stderr, "strata amr-info: %s: %s\n", argv[1], strata_strerror(ret));
+    return 1;
+  }
+  return 0;
+}
+
 static const struct command {
   const char *name;
   const char *summary;
   int (*run)(int argc, char **argv);
 } commands[] = {
     {"info", "versions, StarPU features, workers, ranks, scheduler", cmd_info},
+    {"amr-info", "summary of an AMR hierarchy's HDF5 file", cmd_amr_info},
 };
 
 static void usage(FILE *out)

@@ -28,17 +28,17 @@ extern "C" {
 enum strata__amr_kind { STRATA__AMR_COPY, STRATA__AMR_RESTRICT, STRATA__AMR_PROLONG };
 
 struct strata__amr_xfer {
-  int kind;              /* enum strata__amr_kind */
-  int dim;               /* 1, 2 or 3 */
-  int factor;            /* resolution ratio (1 for copies) */
-  int is_double;         /* float64 (1) or float32 (0) elements */
-  int64_t count[3];      /* destination cells written per axis */
-  int64_t dst_dims[3];   /* destination array extents */
-  int64_t dst_start[3];  /* first destination cell written */
-  int64_t src_dims[3];   /* source array extents */
-  int64_t src_start[3];  /* first source cell (copy, restrict); fine offset q (prolong) */
-  int64_t dst_offset;    /* elements before the destination array in its buffer */
-  int64_t src_offset;    /* elements before the source array in its buffer */
+  int kind;             /* enum strata__amr_kind */
+  int dim;              /* 1, 2 or 3 */
+  int factor;           /* resolution ratio (1 for copies) */
+  int is_double;        /* float64 (1) or float32 (0) elements */
+  int64_t count[3];     /* destination cells written per axis */
+  int64_t dst_dims[3];  /* destination array extents */
+  int64_t dst_start[3]; /* first destination cell written */
+  int64_t src_dims[3];  /* source array extents */
+  int64_t src_start[3]; /* first source cell (copy, restrict); fine offset q (prolong) */
+  int64_t dst_offset;   /* elements before the destination array in its buffer */
+  int64_t src_offset;   /* elements before the source array in its buffer */
 };
 
 /* Linear extrapolation of the `ghost` outermost layers of a block array of

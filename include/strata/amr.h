@@ -49,15 +49,15 @@ typedef enum strata_amr_boundary {
 
 /** Parameters of a hierarchy. */
 typedef struct strata_amr_params {
-  int dim;                  /**< 2 or 3 */
-  int root_blocks;          /**< blocks per axis at level 0 (default 2) */
-  int block_cells;          /**< cells per axis of a block: a multiple of 4 (default 16) */
-  int ghost_depth;          /**< ghost layers, 1 ... block_cells / 2 (default 1) */
-  int max_level;            /**< finest level allowed (default 5) */
-  strata_dtype dtype;       /**< STRATA_FLOAT64 (default) or STRATA_FLOAT32 */
-  int nfields;              /**< 1 ... STRATA_AMR_MAX_FIELDS (default 1) */
+  int dim;            /**< 2 or 3 */
+  int root_blocks;    /**< blocks per axis at level 0 (default 2) */
+  int block_cells;    /**< cells per axis of a block: a multiple of 4 (default 16) */
+  int ghost_depth;    /**< ghost layers, 1 ... block_cells / 2 (default 1) */
+  int max_level;      /**< finest level allowed (default 5) */
+  strata_dtype dtype; /**< STRATA_FLOAT64 (default) or STRATA_FLOAT32 */
+  int nfields;        /**< 1 ... STRATA_AMR_MAX_FIELDS (default 1) */
   const char *field_names[STRATA_AMR_MAX_FIELDS]; /**< default "density" */
-  strata_amr_boundary boundary; /**< default periodic */
+  strata_amr_boundary boundary;                   /**< default periodic */
 } strata_amr_params;
 
 /** @brief Fill @p p with the defaults: 3-D, 2 root blocks of 16^3 cells,
@@ -185,11 +185,11 @@ int strata_amr_leaves(const strata_amr *amr, strata_amr_block *out, int64_t cap,
 
 /** Where a block stands in the hierarchy. */
 typedef struct strata_amr_block_info {
-  int exists;        /**< the block is in the tree (leaf or not) */
-  int is_leaf;       /**< it holds field data */
-  int rank;          /**< owner of a leaf, -1 otherwise */
-  double lower[3];   /**< physical lower corner */
-  double upper[3];   /**< physical upper corner */
+  int exists;      /**< the block is in the tree (leaf or not) */
+  int is_leaf;     /**< it holds field data */
+  int rank;        /**< owner of a leaf, -1 otherwise */
+  double lower[3]; /**< physical lower corner */
+  double upper[3]; /**< physical upper corner */
 } strata_amr_block_info;
 
 /** @brief Look a block up (not collective). STRATA_ERANGE when the block
@@ -226,15 +226,13 @@ int strata_amr_intersect(const strata_amr *amr, const double lo[3], const double
  *  ':' and the octree path bits, axes separated by '_' (level 2, index
  *  (5, 0, 3) with 2 root blocks: "B1:01_0:00_0:11"). Not collective.
  *  @return 0; STRATA_ERANGE when @p size is too small or the block invalid. */
-int strata_amr_block_name(const strata_amr *amr, const strata_amr_block *b, char *buf,
-                          size_t size);
+int strata_amr_block_name(const strata_amr *amr, const strata_amr_block *b, char *buf, size_t size);
 
 /** @brief Copy the cells of field @p field of leaf @p b into @p out as
  *  doubles: the interior (block_cells^dim values) or, with @p ghosts, the
  *  whole array. Only on the leaf's owner (else STRATA_EINVAL); waits for
  *  the tasks writing it. Not collective. */
-int strata_amr_read(strata_amr *amr, const strata_amr_block *b, int field, int ghosts,
-                    double *out);
+int strata_amr_read(strata_amr *amr, const strata_amr_block *b, int field, int ghosts, double *out);
 
 /** @brief Write the hierarchy to an HDF5 file (rank 0 writes; layout in
  *  docs/amr.md). Collective. */

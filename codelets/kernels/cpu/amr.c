@@ -1,8 +1,9 @@
 /* AMR kernels on the CPU, for float and double (one template each).
  * Restriction sums rows into the destination row, which stays in L1;
- * prolongation first blends the (up to) four coarse rows around a fine row
- * into one coarse row, then interpolates along x from it, in chunks of
- * CHUNK fine cells so that all scratch lives on the stack. */
+ * prolongation computes its x weights once, then per fine row blends the
+ * (up to) four coarse rows around it into one coarse row and interpolates
+ * along x from it; x goes in chunks of CHUNK fine cells so that all scratch
+ * lives on the stack. */
 #include <string.h>
 
 #include "../amr_kernels.h"
@@ -28,11 +29,14 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
   {                                                                                                \
     for (int64_t z = 0; z < x->count[2]; z++)                                                      \
       for (int64_t y = 0; y < x->count[1]; y++)                                                    \
-        memcpy(dst + ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) *              \
-                         x->dst_dims[0] + x->dst_start[0],                                         \
-               src + ((x->src_start[2] + z) * x->src_dims[1] + x->src_start[1] + y) *              \
-                         x->src_dims[0] + x->src_start[0],                                         \
-               (size_t)x->count[0] * sizeof(T));                                                   \
+        memcpy(                                                                                    \
+            dst +                                                                                  \
+                ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) * x->dst_dims[0] +  \
+                x->dst_start[0],                                                                   \
+            src +                                                                                  \
+                ((x->src_start[2] + z) * x->src_dims[1] + x->src_start[1] + y) * x->src_dims[0] +  \
+                x->src_start[0],                                                                   \
+            (size_t)x->count[0] * sizeof(T));                                                      \
   }                                                                                                \
                                                                                                    \
   static void restrict_##SUFFIX(const struct strata__amr_xfer *x, T *dst, const T *src)            \
@@ -40,26 +44,33 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
     const int f = x->factor;                                                                       \
     const int fy = x->dim >= 2 ? f : 1, fz = x->dim >= 3 ? f : 1;                                  \
     const T inv = (T)(1.0 / ((double)f * fy * fz));                                                \
-    const int64_t nx = x->count[0];                                                                \
+    const int64_t nx = x->count[0], sy = x->src_dims[0], sz = x->src_dims[0] * x->src_dims[1];     \
     for (int64_t z = 0; z < x->count[2]; z++)                                                      \
       for (int64_t y = 0; y < x->count[1]; y++) {                                                  \
-        T *d = dst + ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) *              \
-                         x->dst_dims[0] + x->dst_start[0];                                         \
+        T *d = dst +                                                                               \
+               ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) * x->dst_dims[0] +   \
+               x->dst_start[0];                                                                    \
+        const T *s = src + (x->src_start[2] + fz * z) * sz + (x->src_start[1] + fy * y) * sy +     \
+                     x->src_start[0];                                                              \
+        if (f == 2) {                                                                              \
+          /* One pass: the (up to) four fine rows under a coarse row. */                           \
+          const T *s01 = fy > 1 ? s + sy : s, *s10 = fz > 1 ? s + sz : s;                          \
+          const T *s11 = fz > 1 ? s01 + sz : s01;                                                  \
+          const T k01 = fy > 1, k10 = fz > 1, k11 = fy > 1 && fz > 1;                              \
+          for (int64_t i = 0; i < nx; i++)                                                         \
+            d[i] = (s[2 * i] + s[2 * i + 1] + k01 * (s01[2 * i] + s01[2 * i + 1]) +                \
+                    k10 * (s10[2 * i] + s10[2 * i + 1]) + k11 * (s11[2 * i] + s11[2 * i + 1])) *   \
+                   inv;                                                                            \
+          continue;                                                                                \
+        }                                                                                          \
         for (int64_t i = 0; i < nx; i++)                                                           \
           d[i] = 0;                                                                                \
         for (int jz = 0; jz < fz; jz++)                                                            \
           for (int jy = 0; jy < fy; jy++) {                                                        \
-            const T *s = src + ((x->src_start[2] + fz * z + jz) * x->src_dims[1] +                 \
-                                x->src_start[1] + fy * y + jy) *                                   \
-                                   x->src_dims[0] +                                                \
-                         x->src_start[0];                                                          \
-            if (f == 2)                                                                            \
-              for (int64_t i = 0; i < nx; i++)                                                     \
-                d[i] += s[2 * i] + s[2 * i + 1];                                                   \
-            else                                                                                   \
-              for (int64_t i = 0; i < nx; i++)                                                     \
-                for (int jx = 0; jx < f; jx++)                                                     \
-                  d[i] += s[f * i + jx];                                                           \
+            const T *r = s + jz * sz + jy * sy;                                                    \
+            for (int64_t i = 0; i < nx; i++)                                                       \
+              for (int jx = 0; jx < f; jx++)                                                       \
+                d[i] += r[f * i + jx];                                                             \
           }                                                                                        \
         for (int64_t i = 0; i < nx; i++)                                                           \
           d[i] *= inv;                                                                             \
@@ -69,44 +80,62 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
   static void prolong_##SUFFIX(const struct strata__amr_xfer *x, T *dst, const T *src)             \
   {                                                                                                \
     const int f = x->factor;                                                                       \
-    for (int64_t z = 0; z < x->count[2]; z++) {                                                    \
-      int64_t cz = 0;                                                                              \
-      double tz = 0;                                                                               \
-      if (x->dim >= 3)                                                                             \
-        prolong_weights(x->src_start[2] + z, f, &cz, &tz);                                         \
-      for (int64_t y = 0; y < x->count[1]; y++) {                                                  \
-        int64_t cy = 0;                                                                            \
-        double ty = 0;                                                                             \
-        if (x->dim >= 2)                                                                           \
-          prolong_weights(x->src_start[1] + y, f, &cy, &ty);                                       \
-        /* The four coarse rows around this fine row, and their weights. */                        \
-        const int64_t sy = x->src_dims[0], sz = x->src_dims[0] * x->src_dims[1];                   \
-        const T *r00 = src + cz * sz + cy * sy;                                                    \
-        const T *r01 = ty > 0 ? r00 + sy : r00, *r10 = tz > 0 ? r00 + sz : r00;                    \
-        const T *r11 = tz > 0 ? r01 + sz : r01;                                                    \
-        const T w00 = (T)((1 - tz) * (1 - ty)), w01 = (T)((1 - tz) * ty);                          \
-        const T w10 = (T)(tz * (1 - ty)), w11 = (T)(tz * ty);                                      \
-        T *d = dst + ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) *              \
-                         x->dst_dims[0] + x->dst_start[0];                                         \
-        for (int64_t x0 = 0; x0 < x->count[0]; x0 += CHUNK) {                                      \
-          int64_t n = x->count[0] - x0 < CHUNK ? x->count[0] - x0 : CHUNK;                         \
-          int64_t c[CHUNK];                                                                        \
-          T t[CHUNK], row[CHUNK + 2];                                                              \
-          for (int64_t i = 0; i < n; i++) {                                                        \
-            double ti;                                                                             \
-            prolong_weights(x->src_start[0] + x0 + i, f, &c[i], &ti);                              \
-            t[i] = (T)ti;                                                                          \
-          }                                                                                        \
-          int64_t c0, c_last;                                                                      \
-          double unused;                                                                           \
-          prolong_weights(x->src_start[0] + x0, f, &c0, &unused);                                  \
-          prolong_weights(x->src_start[0] + x0 + n - 1, f, &c_last, &unused);                      \
-          const int64_t nc = c_last - c0 + 2;                                                      \
+    const int64_t sy = x->src_dims[0], sz = x->src_dims[0] * x->src_dims[1];                       \
+    for (int64_t x0 = 0; x0 < x->count[0]; x0 += CHUNK) {                                          \
+      /* Coarse cells and weights along x: the same for every row. */                              \
+      const int64_t n = x->count[0] - x0 < CHUNK ? x->count[0] - x0 : CHUNK;                       \
+      int64_t c[CHUNK], c0, c_last;                                                                \
+      T t[CHUNK], row[CHUNK + 2];                                                                  \
+      double ti;                                                                                   \
+      prolong_weights(x->src_start[0] + x0, f, &c0, &ti);                                          \
+      prolong_weights(x->src_start[0] + x0 + n - 1, f, &c_last, &ti);                              \
+      for (int64_t i = 0; i < n; i++) {                                                            \
+        prolong_weights(x->src_start[0] + x0 + i, f, &c[i], &ti);                                  \
+        c[i] -= c0;                                                                                \
+        t[i] = (T)ti;                                                                              \
+      }                                                                                            \
+      const int64_t nc = c_last - c0 + 2;                                                          \
+      for (int64_t z = 0; z < x->count[2]; z++) {                                                  \
+        int64_t cz = 0;                                                                            \
+        double tz = 0;                                                                             \
+        if (x->dim >= 3)                                                                           \
+          prolong_weights(x->src_start[2] + z, f, &cz, &tz);                                       \
+        for (int64_t y = 0; y < x->count[1]; y++) {                                                \
+          int64_t cy = 0;                                                                          \
+          double ty = 0;                                                                           \
+          if (x->dim >= 2)                                                                         \
+            prolong_weights(x->src_start[1] + y, f, &cy, &ty);                                     \
+          /* Blend the (up to) four coarse rows around this fine row. */                           \
+          const T *r00 = src + cz * sz + cy * sy + c0;                                             \
+          const T *r01 = ty > 0 ? r00 + sy : r00, *r10 = tz > 0 ? r00 + sz : r00;                  \
+          const T *r11 = tz > 0 ? r01 + sz : r01;                                                  \
+          const T w00 = (T)((1 - tz) * (1 - ty)), w01 = (T)((1 - tz) * ty);                        \
+          const T w10 = (T)(tz * (1 - ty)), w11 = (T)(tz * ty);                                    \
           for (int64_t k = 0; k < nc; k++)                                                         \
-            row[k] = w00 * r00[c0 + k] + w01 * r01[c0 + k] + w10 * r10[c0 + k] +                   \
-                     w11 * r11[c0 + k];                                                            \
+            row[k] = w00 * r00[k] + w01 * r01[k] + w10 * r10[k] + w11 * r11[k];                    \
+          T *d = dst +                                                                             \
+                 ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) * x->dst_dims[0] + \
+                 x->dst_start[0] + x0;                                                             \
+          if (f == 2) {                                                                            \
+            /* Fine cells 2k and 2k + 1 of coarse cell k: 1/4, 3/4 and 3/4, 1/4. */                \
+            const int64_t q0 = x->src_start[0] + x0;                                               \
+            const T *rw = row - c0, lo = (T)0.25, hi = (T)0.75;                                    \
+            int64_t i = 0;                                                                         \
+            if (q0 & 1) {                                                                          \
+              d[0] = hi * rw[q0 >> 1] + lo * rw[(q0 >> 1) + 1];                                    \
+              i = 1;                                                                               \
+            }                                                                                      \
+            for (; i + 1 < n; i += 2) {                                                            \
+              const int64_t k = (q0 + i) >> 1;                                                     \
+              d[i] = lo * rw[k - 1] + hi * rw[k];                                                  \
+              d[i + 1] = hi * rw[k] + lo * rw[k + 1];                                              \
+            }                                                                                      \
+            if (i < n)                                                                             \
+              d[i] = lo * rw[((q0 + i) >> 1) - 1] + hi * rw[(q0 + i) >> 1];                        \
+            continue;                                                                              \
+          }                                                                                        \
           for (int64_t i = 0; i < n; i++)                                                          \
-            d[x0 + i] = (1 - t[i]) * row[c[i] - c0] + t[i] * row[c[i] - c0 + 1];                   \
+            d[i] = (1 - t[i]) * row[c[i]] + t[i] * row[c[i] + 1];                                  \
         }                                                                                          \
       }                                                                                            \
     }                                                                                              \
@@ -139,10 +168,10 @@ STRATA_AMR_KERNELS(double, f64)
 
 void strata__amr_xfer_cpu(const struct strata__amr_xfer *x, void *dst, const void *src)
 {
-  static void (*const f32[])(const struct strata__amr_xfer *, float *, const float *) = {
-      copy_f32, restrict_f32, prolong_f32};
-  static void (*const f64[])(const struct strata__amr_xfer *, double *, const double *) = {
-      copy_f64, restrict_f64, prolong_f64};
+  static void (*const f32[])(const struct strata__amr_xfer *, float *,
+                             const float *) = {copy_f32, restrict_f32, prolong_f32};
+  static void (*const f64[])(const struct strata__amr_xfer *, double *,
+                             const double *) = {copy_f64, restrict_f64, prolong_f64};
   if (x->is_double)
     f64[x->kind](x, (double *)dst + x->dst_offset, (const double *)src + x->src_offset);
   else

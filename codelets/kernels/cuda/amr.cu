@@ -13,10 +13,7 @@ namespace
 using strata_cuda::blocks_for;
 using strata_cuda::kThreads;
 
-__device__ int64_t floor_div(int64_t a, int64_t b)
-{
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
+__device__ int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 __device__ void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
 {
@@ -25,8 +22,7 @@ __device__ void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
   *t = (double)(num - 2 * (int64_t)factor * *c) / (double)(2 * factor);
 }
 
-template <typename T>
-__global__ void xfer_kernel(strata__amr_xfer x, T *dst, const T *src)
+template <typename T> __global__ void xfer_kernel(strata__amr_xfer x, T *dst, const T *src)
 {
   const int64_t n = x.count[0] * x.count[1] * x.count[2];
   STRATA_GRID_LOOP(i, n)
@@ -67,8 +63,7 @@ __global__ void xfer_kernel(strata__amr_xfer x, T *dst, const T *src)
 }
 
 // One face: every cell of the extended plane extrapolates `ghost` layers.
-template <typename T>
-__global__ void boundary_kernel(strata__amr_boundary b, T *v, int a, int side)
+template <typename T> __global__ void boundary_kernel(strata__amr_boundary b, T *v, int a, int side)
 {
   const int64_t stride[3] = {1, b.dims[0], b.dims[0] * b.dims[1]};
   const int p = (a + 1) % 3, q = (a + 2) % 3;
@@ -99,8 +94,8 @@ template <typename T> int boundary(const strata__amr_boundary *b, void *data, vo
     for (int side = 0; side < 2; side++)
       if (b->faces & (1 << (2 * a + side))) {
         int p = (a + 1) % 3, q = (a + 2) % 3;
-        boundary_kernel<<<blocks_for(b->dims[p] * b->dims[q]), kThreads, 0,
-                          (cudaStream_t)stream>>>(*b, (T *)data, a, side);
+        boundary_kernel<<<blocks_for(b->dims[p] * b->dims[q]), kThreads, 0, (cudaStream_t)stream>>>(
+            *b, (T *)data, a, side);
         int err = (int)cudaGetLastError();
         if (err)
           return err;
