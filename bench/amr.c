@@ -150,18 +150,8 @@ static cJSON *bench_case(int kind, int64_t n, int rounds)
 int main(int argc, char **argv)
 {
   int rounds = 7, quick = 0;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
-      rounds = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--quick") == 0)
-      quick = 1;
-    else {
-      fprintf(stderr, "usage: bench_amr [--rounds R] [--quick]\n");
-      return 2;
-    }
-  }
-  if (rounds < 1)
-    rounds = 1;
+  if (bench_options(argc, argv, "bench_amr", &rounds, &quick))
+    return 2;
   int ret = strata_init(NULL, NULL, NULL);
   if (ret) {
     fprintf(stderr, "bench_amr: %s\n", strata_strerror(ret));

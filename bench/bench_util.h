@@ -2,7 +2,9 @@
 #ifndef STRATA_BENCH_UTIL_H
 #define STRATA_BENCH_UTIL_H
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Monotonic time in seconds. */
@@ -24,6 +26,25 @@ static inline double bench_median(double *v, int n)
 {
   qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The common options `--rounds R` and `--quick`; 0, or 2 after printing
+ * the usage of `name` on an unknown argument. */
+static inline int bench_options(int argc, char **argv, const char *name, int *rounds, int *quick)
+{
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+      *rounds = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--quick") == 0)
+      *quick = 1;
+    else {
+      fprintf(stderr, "usage: %s [--rounds R] [--quick]\n", name);
+      return 2;
+    }
+  }
+  if (*rounds < 1)
+    *rounds = 1;
+  return 0;
 }
 
 #endif

@@ -98,16 +98,8 @@ static cJSON *bench_inference(int rounds)
 int main(int argc, char **argv)
 {
   int rounds = 5, quick = 0;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
-      rounds = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--quick") == 0)
-      quick = 1;
-    else {
-      fputs("usage: bench_model [--rounds R] [--quick]\n", stderr);
-      return 2;
-    }
-  }
+  if (bench_options(argc, argv, "bench_model", &rounds, &quick))
+    return 2;
   if (rounds < 1)
     return 2;
   int ret = strata_init(&argc, &argv, NULL);

@@ -25,35 +25,59 @@ static int my_rank(void)
   return r;
 }
 
-/* Worst deviation from the linear field over every cell (ghosts
- * included) of every leaf owned here. */
-static double linear_error(strata_amr *amr)
+/* fn(ctx, info, values) on every leaf owned here, with field 0 read as
+ * doubles (the whole ghosted array, or the interior only). */
+static void for_owned_leaves(strata_amr *amr, int ghosts,
+                             void (*fn)(void *ctx, const strata_amr_block_info *info,
+                                        const double *v),
+                             void *ctx)
 {
   const strata_amr_params *p = strata_amr_get_params(amr);
   int64_t n = strata_amr_num_leaves(amr), side = p->block_cells + 2 * p->ghost_depth;
-  int64_t size = side * side * (p->dim == 3 ? side : 1);
   strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
-  double *v = malloc((size_t)size * sizeof *v), worst = 0;
+  double *v = malloc((size_t)(side * side * side) * sizeof *v);
   strata_amr_leaves(amr, leaves, n, &n);
   for (int64_t i = 0; i < n; i++) {
     strata_amr_block_info info;
     strata_amr_block_query(amr, &leaves[i], &info);
     if (info.rank != my_rank())
       continue;
-    CHECK_EQ(strata_amr_read(amr, &leaves[i], 0, 1, v), 0);
-    double h = (info.upper[0] - info.lower[0]) / p->block_cells;
-    for (int64_t k = 0; k < size; k++) {
-      int64_t c[3] = {k % side, k / side % side, k / (side * side)};
-      double x[3] = {0, 0, 0};
-      for (int a = 0; a < p->dim; a++)
-        x[a] = info.lower[a] + ((double)(c[a] - p->ghost_depth) + 0.5) * h;
-      worst = fmax(worst, fabs(v[k] - linear_at(x)));
-    }
+    CHECK_EQ(strata_amr_read(amr, &leaves[i], 0, ghosts, v), 0);
+    fn(ctx, &info, v);
   }
   free(leaves);
   free(v);
-  MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, strata_comm());
-  return worst;
+}
+
+struct deviation {
+  const strata_amr_params *p;
+  double worst;
+};
+
+static void linear_deviation(void *ctx, const strata_amr_block_info *info, const double *v)
+{
+  struct deviation *d = ctx;
+  const strata_amr_params *p = d->p;
+  int64_t side = p->block_cells + 2 * p->ghost_depth;
+  int64_t size = side * side * (p->dim == 3 ? side : 1);
+  double h = (info->upper[0] - info->lower[0]) / p->block_cells;
+  for (int64_t k = 0; k < size; k++) {
+    int64_t c[3] = {k % side, k / side % side, k / (side * side)};
+    double x[3] = {0, 0, 0};
+    for (int a = 0; a < p->dim; a++)
+      x[a] = info->lower[a] + ((double)(c[a] - p->ghost_depth) + 0.5) * h;
+    d->worst = fmax(d->worst, fabs(v[k] - linear_at(x)));
+  }
+}
+
+/* Worst deviation from the linear field over every cell (ghosts
+ * included) of every leaf, on all ranks. */
+static double linear_error(strata_amr *amr)
+{
+  struct deviation d = {strata_amr_get_params(amr), 0};
+  for_owned_leaves(amr, 1, linear_deviation, &d);
+  MPI_Allreduce(MPI_IN_PLACE, &d.worst, 1, MPI_DOUBLE, MPI_MAX, strata_comm());
+  return d.worst;
 }
 
 /* Every pair of neighbouring leaves (faces, edges, corners) differs by at
@@ -222,33 +246,33 @@ static void test_linear(int dim, strata_dtype dtype)
   CHECK_EQ(strata_amr_destroy(amr), 0);
 }
 
-/* Coarsening everything restricts: the mass is conserved to rounding. */
-static double total_mass(strata_amr *amr)
+struct mass {
+  const strata_amr_params *p;
+  double total;
+};
+
+static void add_mass(void *ctx, const strata_amr_block_info *info, const double *v)
 {
-  const strata_amr_params *p = strata_amr_get_params(amr);
-  int64_t n = strata_amr_num_leaves(amr), cells = 1;
-  for (int a = 0; a < p->dim; a++)
-    cells *= p->block_cells;
-  strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
-  double *v = malloc((size_t)cells * sizeof *v), mass = 0;
-  strata_amr_leaves(amr, leaves, n, &n);
-  for (int64_t i = 0; i < n; i++) {
-    strata_amr_block_info info;
-    strata_amr_block_query(amr, &leaves[i], &info);
-    if (info.rank != my_rank())
-      continue;
-    strata_amr_read(amr, &leaves[i], 0, 0, v);
-    double vol = pow(info.upper[0] - info.lower[0], p->dim) / (double)cells, sum = 0;
-    for (int64_t k = 0; k < cells; k++)
-      sum += v[k];
-    mass += sum * vol;
-  }
-  free(leaves);
-  free(v);
-  MPI_Allreduce(MPI_IN_PLACE, &mass, 1, MPI_DOUBLE, MPI_SUM, strata_comm());
-  return mass;
+  struct mass *m = ctx;
+  int64_t cells = 1;
+  for (int a = 0; a < m->p->dim; a++)
+    cells *= m->p->block_cells;
+  double sum = 0;
+  for (int64_t k = 0; k < cells; k++)
+    sum += v[k];
+  m->total += sum * pow(info->upper[0] - info->lower[0], m->p->dim) / (double)cells;
 }
 
+/* Integral of field 0 over the domain, on all ranks. */
+static double total_mass(strata_amr *amr)
+{
+  struct mass m = {strata_amr_get_params(amr), 0};
+  for_owned_leaves(amr, 0, add_mass, &m);
+  MPI_Allreduce(MPI_IN_PLACE, &m.total, 1, MPI_DOUBLE, MPI_SUM, strata_comm());
+  return m.total;
+}
+
+/* Coarsening everything restricts: the mass is conserved to rounding. */
 static void test_conservation(void)
 {
   strata_amr_params p;
