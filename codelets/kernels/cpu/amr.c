@@ -125,11 +125,18 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
               d[0] = hi * rw[q0 >> 1] + lo * rw[(q0 >> 1) + 1];                                    \
               i = 1;                                                                               \
             }                                                                                      \
-            for (; i + 1 < n; i += 2) {                                                            \
-              const int64_t k = (q0 + i) >> 1;                                                     \
-              d[i] = lo * rw[k - 1] + hi * rw[k];                                                  \
-              d[i + 1] = hi * rw[k] + lo * rw[k + 1];                                              \
+            /* Pairs from two contiguous (vectorisable) passes, then interleaved. */               \
+            const int64_t k0 = (q0 + i) >> 1, pairs = (n - i) / 2;                                 \
+            T even[CHUNK / 2 + 1], odd[CHUNK / 2 + 1];                                             \
+            for (int64_t k = 0; k < pairs; k++) {                                                  \
+              even[k] = lo * rw[k0 + k - 1] + hi * rw[k0 + k];                                     \
+              odd[k] = hi * rw[k0 + k] + lo * rw[k0 + k + 1];                                      \
             }                                                                                      \
+            for (int64_t k = 0; k < pairs; k++) {                                                  \
+              d[i + 2 * k] = even[k];                                                              \
+              d[i + 2 * k + 1] = odd[k];                                                           \
+            }                                                                                      \
+            i += 2 * pairs;                                                                        \
             if (i < n)                                                                             \
               d[i] = lo * rw[((q0 + i) >> 1) - 1] + hi * rw[(q0 + i) >> 1];                        \
             continue;                                                                              \
