@@ -295,7 +295,6 @@ int strata_amr_destroy(strata_amr *amr)
   starpu_task_wait_for_all();
   free(amr->buckets);
   free(amr->leaves);
-  free(amr->slot);
   free(amr);
   return 0;
 }
@@ -503,10 +502,39 @@ static int can_coarsen(strata_amr *amr, const strata_amr_block *p)
   return visit_neighbors(amr, p, too_fine, &chk) == 0;
 }
 
+/* The transfer between a parent and its child `octant`, both whole block
+ * arrays: the child's interior prolonged from the parent (which reads one
+ * parent ghost layer), or restricted into the parent's octant. */
+static struct strata__amr_xfer family_xfer(const strata_amr *amr, int kind, int octant)
+{
+  const int64_t m = amr->p.block_cells, g = amr->p.ghost_depth, side = strata__amr_side(amr);
+  struct strata__amr_xfer x = {
+      .kind = kind, .dim = amr->p.dim, .factor = 2, .is_double = is_double(amr)};
+  for (int a = 0; a < 3; a++) {
+    int used = a < amr->p.dim, half = (octant >> a) & 1;
+    x.count[a] = !used ? 1 : kind == STRATA__AMR_PROLONG ? m : m / 2;
+    x.dst_dims[a] = x.src_dims[a] = used ? side : 1;
+    if (!used)
+      continue;
+    x.dst_start[a] = kind == STRATA__AMR_PROLONG ? g : g + half * m / 2;
+    x.src_start[a] = kind == STRATA__AMR_PROLONG ? 2 * g + half * m : g;
+  }
+  return x;
+}
+
+/* `x` from every field of src into the same field of dst (StarPU-MPI). */
+static int xfer_fields(strata_amr *amr, const struct strata__amr_node *src,
+                       const struct strata__amr_node *dst, const struct strata__amr_xfer *x)
+{
+  int ret = 0;
+  for (int f = 0; !ret && f < amr->p.nfields; f++)
+    ret = strata__amr_xfer_submit(amr->comm, src->h[f], dst->h[f], x);
+  return ret;
+}
+
 static int refine_leaf(strata_amr *amr, struct strata__amr_node *n,
                        const strata_amr_problem *problem)
 {
-  const int64_t m = amr->p.block_cells, g = amr->p.ghost_depth, side = strata__amr_side(amr);
   for (int o = 0; o < 1 << amr->p.dim; o++) {
     strata_amr_block cb;
     strata_amr_child(amr, &n->b, o, &cb);
@@ -518,20 +546,9 @@ static int refine_leaf(strata_amr *amr, struct strata__amr_node *n,
       ret = submit_fill(amr, c, problem);
     if (ret)
       return ret;
-    if (problem)
-      continue;
-    struct strata__amr_xfer x = {
-        .kind = STRATA__AMR_PROLONG, .dim = amr->p.dim, .factor = 2, .is_double = is_double(amr)};
-    for (int a = 0; a < 3; a++) {
-      int used = a < amr->p.dim;
-      x.count[a] = used ? m : 1;
-      x.dst_dims[a] = x.src_dims[a] = used ? side : 1;
-      x.dst_start[a] = used ? g : 0;
-      x.src_start[a] = used ? 2 * g + ((o >> a) & 1) * m : 0;
-    }
-    for (int f = 0; f < amr->p.nfields; f++)
-      if ((ret = strata__amr_xfer_submit(amr->comm, n->h[f], c->h[f], &x)) != 0)
-        return ret;
+    struct strata__amr_xfer x = family_xfer(amr, STRATA__AMR_PROLONG, o);
+    if (!problem && (ret = xfer_fields(amr, n, c, &x)) != 0)
+      return ret;
   }
   drop_leaf(amr, n);
   return 0;
@@ -539,7 +556,6 @@ static int refine_leaf(strata_amr *amr, struct strata__amr_node *n,
 
 static int coarsen_family(strata_amr *amr, struct strata__amr_node *p)
 {
-  const int64_t m = amr->p.block_cells, g = amr->p.ghost_depth, side = strata__amr_side(amr);
   struct strata__amr_node *kids[8];
   for (int o = 0; o < 1 << amr->p.dim; o++) {
     strata_amr_block cb;
@@ -548,17 +564,8 @@ static int coarsen_family(strata_amr *amr, struct strata__amr_node *p)
   }
   int ret = make_leaf(amr, p, kids[0]->rank);
   for (int o = 0; !ret && o < 1 << amr->p.dim; o++) {
-    struct strata__amr_xfer x = {
-        .kind = STRATA__AMR_RESTRICT, .dim = amr->p.dim, .factor = 2, .is_double = is_double(amr)};
-    for (int a = 0; a < 3; a++) {
-      int used = a < amr->p.dim;
-      x.count[a] = used ? m / 2 : 1;
-      x.dst_dims[a] = x.src_dims[a] = used ? side : 1;
-      x.dst_start[a] = used ? g + ((o >> a) & 1) * m / 2 : 0;
-      x.src_start[a] = used ? g : 0;
-    }
-    for (int f = 0; !ret && f < amr->p.nfields; f++)
-      ret = strata__amr_xfer_submit(amr->comm, kids[o]->h[f], p->h[f], &x);
+    struct strata__amr_xfer x = family_xfer(amr, STRATA__AMR_RESTRICT, o);
+    ret = xfer_fields(amr, kids[o], p, &x);
   }
   for (int o = 0; !ret && o < 1 << amr->p.dim; o++) {
     drop_leaf(amr, kids[o]);
@@ -711,6 +718,7 @@ struct exchange {
   uint8_t *send, *recv;        /* [peer * nleaves + pos]: leaf goes to / comes from peer */
   starpu_data_handle_t *inbox; /* per peer: the received buffer */
   starpu_data_handle_t *outbox;
+  int64_t *slot; /* [pos]: place of a received leaf in its sender's message */
 };
 
 static int exchange_open(strata_amr *amr, struct exchange *ex)
@@ -721,9 +729,8 @@ static int exchange_open(strata_amr *amr, struct exchange *ex)
   ex->recv = calloc(n * size, 1);
   ex->inbox = calloc(size, sizeof *ex->inbox);
   ex->outbox = calloc(size, sizeof *ex->outbox);
-  free(amr->slot);
-  amr->slot = calloc(n, sizeof *amr->slot);
-  return ex->send && ex->recv && ex->inbox && ex->outbox && amr->slot ? 0 : STRATA_ENOMEM;
+  ex->slot = calloc(n, sizeof *ex->slot);
+  return ex->send && ex->recv && ex->inbox && ex->outbox && ex->slot ? 0 : STRATA_ENOMEM;
 }
 
 static void exchange_close(strata_amr *amr, struct exchange *ex)
@@ -738,6 +745,7 @@ static void exchange_close(strata_amr *amr, struct exchange *ex)
   free(ex->recv);
   free(ex->inbox);
   free(ex->outbox);
+  free(ex->slot);
 }
 
 /* Pack and send, or post the receive, for every peer. */
@@ -752,7 +760,7 @@ static int exchange_post(strata_amr *amr, struct exchange *ex)
     int64_t nsend = 0, nrecv = 0;
     for (int64_t i = 0; i < n; i++) {
       if (ex->recv[r * n + i])
-        amr->slot[i] = nrecv++;
+        ex->slot[i] = nrecv++;
       nsend += ex->send[r * n + i];
     }
     if (nrecv) {
@@ -848,7 +856,7 @@ static int ghost_from(void *ctx, struct strata__amr_node *leaf)
     starpu_data_handle_t src = leaf->h[f];
     if (leaf->rank != amr->rank) {
       src = gc->ex->inbox[leaf->rank];
-      x.src_offset = (amr->slot[leaf->pos] * amr->p.nfields + f) * block;
+      x.src_offset = (gc->ex->slot[leaf->pos] * amr->p.nfields + f) * block;
     }
     gc->ret = strata__amr_xfer_submit(MPI_COMM_NULL, src, gc->dst->h[f], &x);
   }

@@ -35,7 +35,6 @@ struct strata_amr {
   int rank, size;
   int64_t tag_base, next_serial;
   int64_t exchanges; /* halo exchanges so far: their tags */
-  int64_t *slot;     /* per leaf: its place in a halo message (scratch) */
   struct strata__amr_node **buckets;
   int64_t nbuckets, nnodes;
   struct strata__amr_node **leaves; /* Morton order */

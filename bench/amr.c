@@ -184,10 +184,7 @@ int main(int argc, char **argv)
   cJSON_AddNumberToObject(root, "block", BLOCK);
   for (int k = 0; k < ncases; k++)
     cJSON_AddItemToArray(rows, bench_case(&cases[k], rounds));
-  char *text = cJSON_Print(root);
-  puts(text);
-  free(text);
-  cJSON_Delete(root);
+  bench_print_json(root);
   strata_finalize();
   return 0;
 }

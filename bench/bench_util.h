@@ -2,6 +2,7 @@
 #ifndef STRATA_BENCH_UTIL_H
 #define STRATA_BENCH_UTIL_H
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,15 @@ static inline int bench_options(int argc, char **argv, const char *name, int *ro
   if (*rounds < 1)
     *rounds = 1;
   return 0;
+}
+
+/* Print a benchmark's JSON report on stdout and free it. */
+static inline void bench_print_json(cJSON *root)
+{
+  char *text = cJSON_Print(root);
+  puts(text);
+  free(text);
+  cJSON_Delete(root);
 }
 
 #endif

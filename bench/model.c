@@ -123,10 +123,7 @@ int main(int argc, char **argv)
   cJSON_AddNumberToObject(root, "worst_ratio", worst);
   cJSON_AddNumberToObject(root, "target_ratio", 0.5);
   cJSON_AddItemToObject(root, "inference", bench_inference(rounds));
-  char *text = cJSON_Print(root);
-  puts(text);
-  free(text);
-  cJSON_Delete(root);
+  bench_print_json(root);
   strata_finalize();
   return 0;
 }

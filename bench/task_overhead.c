@@ -135,10 +135,7 @@ int main(int argc, char **argv)
   }
   cJSON_AddNumberToObject(root, "worst_ratio", worst);
   cJSON_AddNumberToObject(root, "target_ratio", 1.10);
-  char *text = cJSON_Print(root);
-  puts(text);
-  free(text);
-  cJSON_Delete(root);
+  bench_print_json(root);
   double *buffers[] = {bare, mine, bare_sub, mine_sub, ratio, ratio_sub};
   for (int i = 0; i < 6; i++)
     free(buffers[i]);

@@ -42,8 +42,11 @@ int main(int argc, char **argv)
   strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
   strata_amr_leaves(amr, leaves, n, &n);
   int deepest = 0;
-  for (int64_t i = 0; i < n; i++)
+  long long per_level[5] = {0};
+  for (int64_t i = 0; i < n; i++) {
     deepest = leaves[i].level > deepest ? leaves[i].level : deepest;
+    per_level[leaves[i].level]++;
+  }
   CHECK_EQ(deepest, 4); /* clustered halos reach the finest level */
   CHECK(n < 2000);
   free(leaves);
@@ -55,11 +58,21 @@ int main(int argc, char **argv)
     FILE *out = tmpfile();
     CHECK_EQ(strata_amr_hdf5_summary(path, out), 0);
     rewind(out);
+    /* The summary's counts per level and per rank match the hierarchy. */
     char line[512];
     int levels = 0;
-    while (fgets(line, sizeof line, out))
-      levels += strncmp(line, "level ", 6) == 0;
+    long long on_ranks = 0, count;
+    int which;
+    while (fgets(line, sizeof line, out)) {
+      if (sscanf(line, "level %d: %lld blocks", &which, &count) == 2 && which >= 0 && which < 5) {
+        CHECK_EQ(count, per_level[which]);
+        levels++;
+      } else if (sscanf(line, "rank %d: %lld blocks", &which, &count) == 2) {
+        on_ranks += count;
+      }
+    }
     CHECK_EQ(levels, 5);
+    CHECK_EQ(on_ranks, n);
     fclose(out);
     CHECK_EQ(strata_amr_hdf5_summary(argv[0], stderr), STRATA_EIO); /* not HDF5 */
   }

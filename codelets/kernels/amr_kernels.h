@@ -60,19 +60,6 @@ int strata__amr_xfer_cuda(const struct strata__amr_xfer *x, void *dst, const voi
                           void *stream);
 int strata__amr_boundary_cuda(const struct strata__amr_boundary *b, void *data, void *stream);
 
-/* Bytes a transfer reads and writes (the traffic of the benchmarks). */
-static inline int64_t strata__amr_xfer_bytes(const struct strata__amr_xfer *x)
-{
-  int64_t out = x->count[0] * x->count[1] * x->count[2], in = out;
-  if (x->kind == STRATA__AMR_RESTRICT)
-    for (int d = 0; d < x->dim; d++)
-      in *= x->factor;
-  else if (x->kind == STRATA__AMR_PROLONG)
-    for (int d = 0; d < x->dim; d++)
-      in = (in + x->factor - 1) / x->factor;
-  return (in + out) * (x->is_double ? 8 : 4);
-}
-
 #ifdef __cplusplus
 }
 #endif
