@@ -69,7 +69,8 @@ static void fill_cpu(void *buffers[], void *cl_arg)
 static uint32_t xfer_footprint(struct starpu_task *task)
 {
   const struct strata__amr_xfer *x = task->cl_arg;
-  uint32_t h = starpu_hash_crc32c_be((uint32_t)(x->factor * 2 + x->is_double), 0);
+  uint32_t h =
+      starpu_hash_crc32c_be((uint32_t)(x->factor * 4 + x->is_double * 2 + x->dst_float), 0);
   for (int d = 0; d < 3; d++)
     h = starpu_hash_crc32c_be((uint32_t)x->count[d], h);
   return h;
@@ -135,7 +136,7 @@ static int submit(MPI_Comm comm, struct starpu_codelet *cl, const void *arg, siz
                   int nbuffers, const starpu_data_handle_t *h)
 {
   if (comm == MPI_COMM_NULL)
-    return strata__submit_copy_arg(cl, arg, size, nbuffers, h);
+    return strata__submit_copy_arg(cl, arg, size, nbuffers, h, NULL);
   return strata__mpi_submit_copy_arg(comm, cl, arg, size, nbuffers, h, cl->modes);
 }
 

@@ -58,5 +58,5 @@ int strata__bubbles_submit(starpu_data_handle_t prob, starpu_data_handle_t table
                            starpu_data_handle_t scratch, const struct strata__bubble_params *p)
 {
   starpu_data_handle_t h[3] = {prob, table, scratch};
-  return strata__submit_copy_arg(&bubbles_cl, p, sizeof *p, 3, h);
+  return strata__submit_copy_arg(&bubbles_cl, p, sizeof *p, 3, h, NULL);
 }

@@ -51,13 +51,14 @@ int strata__submit(struct starpu_codelet *cl, const void *cl_arg, size_t cl_arg_
 }
 
 int strata__submit_copy_arg(struct starpu_codelet *cl, const void *arg, size_t size, int nbuffers,
-                            const starpu_data_handle_t *handles)
+                            const starpu_data_handle_t *handles,
+                            const enum starpu_data_access_mode *modes)
 {
   void *copy = malloc(size);
   if (!copy)
     return STRATA_ENOMEM;
   memcpy(copy, arg, size);
-  return submit(cl, copy, size, 1, nbuffers, handles, NULL);
+  return submit(cl, copy, size, 1, nbuffers, handles, modes);
 }
 
 int strata__mpi_submit_copy_arg(MPI_Comm comm, struct starpu_codelet *cl, const void *arg,

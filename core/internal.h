@@ -53,6 +53,15 @@ void strata__array_destroy_all(void);
  * channel), or -1 when the array is not of that form. */
 int64_t strata__cube_extent(const strata_array *a, int channels);
 
+/* 0 when the model accepts arrays of extent n, else STRATA_EINVAL with
+ * the reason. */
+int strata__model_check_extent(const strata_model *m, int64_t n);
+
+/* One model task on float32 vectors in [C n^3] (R) and out [K n^3] (W),
+ * extent n already checked. */
+int strata__model_submit_handles(strata_model *m, int64_t n, starpu_data_handle_t in,
+                                 starpu_data_handle_t out);
+
 /* A STARPU_SCRATCH handle of `bytes` bytes, without a home copy. */
 starpu_data_handle_t strata__scratch_register(uint64_t bytes);
 

@@ -497,12 +497,26 @@ int strata_model_apply(strata_model *m, strata_array *in, strata_array *out)
   if (in->dtype != STRATA_FLOAT32 || out->dtype != STRATA_FLOAT32)
     return STRATA_ETYPE;
   int64_t n = strata__cube_extent(in, m->in_channels);
-  if (n < 1 || strata__cube_extent(out, m->out_channels) != n || n % (1 << m->max_level) != 0)
+  if ((ret =
+           strata__model_check_extent(m, strata__cube_extent(out, m->out_channels) == n ? n : -1)))
+    return ret;
+  if (in->acquired || out->acquired)
+    return STRATA_ESTATE;
+  return strata__model_submit_handles(m, n, in->handle, out->handle);
+}
+
+int strata__model_check_extent(const strata_model *m, int64_t n)
+{
+  if (n < 1 || n % (1 << m->max_level) != 0)
     return strata__fail(STRATA_EINVAL,
                         "model '%s' maps [%d, N, N, N] to [%d, N, N, N] with N a multiple of %d",
                         m->name, m->in_channels, m->out_channels, 1 << m->max_level);
-  if (in->acquired || out->acquired)
-    return STRATA_ESTATE;
+  return 0;
+}
+
+int strata__model_submit_handles(strata_model *m, int64_t n, starpu_data_handle_t in,
+                                 starpu_data_handle_t out)
+{
   if (m->scratch_n != n) {
     if (m->scratch_n >= 0)
       starpu_data_unregister_submit(m->scratch);
@@ -515,5 +529,5 @@ int strata_model_apply(strata_model *m, strata_array *in, strata_array *out)
     m->scratch = strata__scratch_register(bytes);
     m->scratch_n = n;
   }
-  return strata__model_submit(&m->call, m->weights_handle, in->handle, out->handle, m->scratch);
+  return strata__model_submit(&m->call, m->weights_handle, in, out, m->scratch);
 }

@@ -15,6 +15,8 @@
  *             coarse cell beyond the covered ones: a ghost layer.
  * The arrays may start inside larger buffers (dst_offset, src_offset: the
  * halo exchange packs several blocks into one message).
+ * With dst_float, float64 sources are written to a float32 destination
+ * (computed in float64, rounded once).
  * Callers check that every cell read and written lies inside its array. */
 #ifndef STRATA_AMR_KERNELS_H
 #define STRATA_AMR_KERNELS_H
@@ -31,7 +33,8 @@ struct strata__amr_xfer {
   int kind;             /* enum strata__amr_kind */
   int dim;              /* 1, 2 or 3 */
   int factor;           /* resolution ratio (1 for copies) */
-  int is_double;        /* float64 (1) or float32 (0) elements */
+  int is_double;        /* float64 (1) or float32 (0) source elements */
+  int dst_float;        /* the destination is float32 even when the source is float64 */
   int64_t count[3];     /* destination cells written per axis */
   int64_t dst_dims[3];  /* destination array extents */
   int64_t dst_start[3]; /* first destination cell written */

@@ -1,5 +1,7 @@
-/* AMR kernels on the CPU, for float and double (one template each).
- * Restriction sums rows into the destination row, which stays in L1;
+/* AMR kernels on the CPU, for float and double (one template each), and
+ * float64 sources written to float32 destinations (inference arrays).
+ * Restriction by 2 reads the (up to) four fine rows under a coarse row in one
+ * pass, other factors sum each coarse cell's fine cells;
  * prolongation computes its x weights once, then per fine row blends the
  * (up to) four coarse rows around it into one coarse row and interpolates
  * along x from it; x goes in chunks of CHUNK fine cells so that all scratch
@@ -24,22 +26,27 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
   *t = (double)(num - 2 * (int64_t)factor * *c) / (double)(2 * factor);
 }
 
-#define STRATA_AMR_KERNELS(T, SUFFIX)                                                              \
-  static void copy_##SUFFIX(const struct strata__amr_xfer *x, T *dst, const T *src)                \
+#define STRATA_AMR_XFER_KERNELS(T, TD, SUFFIX)                                                     \
+  static void copy_##SUFFIX(const struct strata__amr_xfer *x, TD *dst, const T *src)               \
   {                                                                                                \
     for (int64_t z = 0; z < x->count[2]; z++)                                                      \
-      for (int64_t y = 0; y < x->count[1]; y++)                                                    \
-        memcpy(                                                                                    \
-            dst +                                                                                  \
+      for (int64_t y = 0; y < x->count[1]; y++) {                                                  \
+        TD *d = dst +                                                                              \
                 ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) * x->dst_dims[0] +  \
-                x->dst_start[0],                                                                   \
+                x->dst_start[0];                                                                   \
+        const T *s =                                                                               \
             src +                                                                                  \
-                ((x->src_start[2] + z) * x->src_dims[1] + x->src_start[1] + y) * x->src_dims[0] +  \
-                x->src_start[0],                                                                   \
-            (size_t)x->count[0] * sizeof(T));                                                      \
+            ((x->src_start[2] + z) * x->src_dims[1] + x->src_start[1] + y) * x->src_dims[0] +      \
+            x->src_start[0];                                                                       \
+        if (sizeof(T) == sizeof(TD))                                                               \
+          memcpy(d, s, (size_t)x->count[0] * sizeof(T));                                           \
+        else                                                                                       \
+          for (int64_t i = 0; i < x->count[0]; i++)                                                \
+            d[i] = (TD)s[i];                                                                       \
+      }                                                                                            \
   }                                                                                                \
                                                                                                    \
-  static void restrict_##SUFFIX(const struct strata__amr_xfer *x, T *dst, const T *src)            \
+  static void restrict_##SUFFIX(const struct strata__amr_xfer *x, TD *dst, const T *src)           \
   {                                                                                                \
     const int f = x->factor;                                                                       \
     const int fy = x->dim >= 2 ? f : 1, fz = x->dim >= 3 ? f : 1;                                  \
@@ -47,9 +54,9 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
     const int64_t nx = x->count[0], sy = x->src_dims[0], sz = x->src_dims[0] * x->src_dims[1];     \
     for (int64_t z = 0; z < x->count[2]; z++)                                                      \
       for (int64_t y = 0; y < x->count[1]; y++) {                                                  \
-        T *d = dst +                                                                               \
-               ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) * x->dst_dims[0] +   \
-               x->dst_start[0];                                                                    \
+        TD *d = dst +                                                                              \
+                ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) * x->dst_dims[0] +  \
+                x->dst_start[0];                                                                   \
         const T *s = src + (x->src_start[2] + fz * z) * sz + (x->src_start[1] + fy * y) * sy +     \
                      x->src_start[0];                                                              \
         if (f == 2) {                                                                              \
@@ -58,26 +65,26 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
           const T *s11 = fz > 1 ? s01 + sz : s01;                                                  \
           const T k01 = fy > 1, k10 = fz > 1, k11 = fy > 1 && fz > 1;                              \
           for (int64_t i = 0; i < nx; i++)                                                         \
-            d[i] = (s[2 * i] + s[2 * i + 1] + k01 * (s01[2 * i] + s01[2 * i + 1]) +                \
-                    k10 * (s10[2 * i] + s10[2 * i + 1]) + k11 * (s11[2 * i] + s11[2 * i + 1])) *   \
-                   inv;                                                                            \
+            d[i] =                                                                                 \
+                (TD)((s[2 * i] + s[2 * i + 1] + k01 * (s01[2 * i] + s01[2 * i + 1]) +              \
+                      k10 * (s10[2 * i] + s10[2 * i + 1]) + k11 * (s11[2 * i] + s11[2 * i + 1])) * \
+                     inv);                                                                         \
           continue;                                                                                \
         }                                                                                          \
-        for (int64_t i = 0; i < nx; i++)                                                           \
-          d[i] = 0;                                                                                \
-        for (int jz = 0; jz < fz; jz++)                                                            \
-          for (int jy = 0; jy < fy; jy++) {                                                        \
-            const T *r = s + jz * sz + jy * sy;                                                    \
-            for (int64_t i = 0; i < nx; i++)                                                       \
+        for (int64_t i = 0; i < nx; i++) {                                                         \
+          T sum = 0;                                                                               \
+          for (int jz = 0; jz < fz; jz++)                                                          \
+            for (int jy = 0; jy < fy; jy++) {                                                      \
+              const T *r = s + jz * sz + jy * sy + f * i;                                          \
               for (int jx = 0; jx < f; jx++)                                                       \
-                d[i] += r[f * i + jx];                                                             \
-          }                                                                                        \
-        for (int64_t i = 0; i < nx; i++)                                                           \
-          d[i] *= inv;                                                                             \
+                sum += r[jx];                                                                      \
+            }                                                                                      \
+          d[i] = (TD)(sum * inv);                                                                  \
+        }                                                                                          \
       }                                                                                            \
   }                                                                                                \
                                                                                                    \
-  static void prolong_##SUFFIX(const struct strata__amr_xfer *x, T *dst, const T *src)             \
+  static void prolong_##SUFFIX(const struct strata__amr_xfer *x, TD *dst, const T *src)            \
   {                                                                                                \
     const int f = x->factor;                                                                       \
     const int64_t sy = x->src_dims[0], sz = x->src_dims[0] * x->src_dims[1];                       \
@@ -113,16 +120,17 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
           const T w10 = (T)(tz * (1 - ty)), w11 = (T)(tz * ty);                                    \
           for (int64_t k = 0; k < nc; k++)                                                         \
             row[k] = w00 * r00[k] + w01 * r01[k] + w10 * r10[k] + w11 * r11[k];                    \
-          T *d = dst +                                                                             \
-                 ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) * x->dst_dims[0] + \
-                 x->dst_start[0] + x0;                                                             \
+          TD *d =                                                                                  \
+              dst +                                                                                \
+              ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) * x->dst_dims[0] +    \
+              x->dst_start[0] + x0;                                                                \
           if (f == 2) {                                                                            \
             /* Fine cells 2k and 2k + 1 of coarse cell k: 1/4, 3/4 and 3/4, 1/4. */                \
             const int64_t q0 = x->src_start[0] + x0;                                               \
             const T *rw = row - c0, lo = (T)0.25, hi = (T)0.75;                                    \
             int64_t i = 0;                                                                         \
             if (q0 & 1) {                                                                          \
-              d[0] = hi * rw[q0 >> 1] + lo * rw[(q0 >> 1) + 1];                                    \
+              d[0] = (TD)(hi * rw[q0 >> 1] + lo * rw[(q0 >> 1) + 1]);                              \
               i = 1;                                                                               \
             }                                                                                      \
             /* Pairs from two contiguous (vectorisable) passes, then interleaved. */               \
@@ -133,21 +141,22 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
               odd[k] = hi * rw[k0 + k] + lo * rw[k0 + k + 1];                                      \
             }                                                                                      \
             for (int64_t k = 0; k < pairs; k++) {                                                  \
-              d[i + 2 * k] = even[k];                                                              \
-              d[i + 2 * k + 1] = odd[k];                                                           \
+              d[i + 2 * k] = (TD)even[k];                                                          \
+              d[i + 2 * k + 1] = (TD)odd[k];                                                       \
             }                                                                                      \
             i += 2 * pairs;                                                                        \
             if (i < n)                                                                             \
-              d[i] = lo * rw[((q0 + i) >> 1) - 1] + hi * rw[(q0 + i) >> 1];                        \
+              d[i] = (TD)(lo * rw[((q0 + i) >> 1) - 1] + hi * rw[(q0 + i) >> 1]);                  \
             continue;                                                                              \
           }                                                                                        \
           for (int64_t i = 0; i < n; i++)                                                          \
-            d[i] = (1 - t[i]) * row[c[i]] + t[i] * row[c[i] + 1];                                  \
+            d[i] = (TD)((1 - t[i]) * row[c[i]] + t[i] * row[c[i] + 1]);                            \
         }                                                                                          \
       }                                                                                            \
     }                                                                                              \
-  }                                                                                                \
-                                                                                                   \
+  }
+
+#define STRATA_AMR_BOUNDARY_KERNEL(T, SUFFIX)                                                      \
   static void boundary_##SUFFIX(const struct strata__amr_boundary *b, T *v)                        \
   {                                                                                                \
     const int64_t stride[3] = {1, b->dims[0], b->dims[0] * b->dims[1]};                            \
@@ -170,8 +179,11 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
     }                                                                                              \
   }
 
-STRATA_AMR_KERNELS(float, f32)
-STRATA_AMR_KERNELS(double, f64)
+STRATA_AMR_XFER_KERNELS(float, float, f32)
+STRATA_AMR_XFER_KERNELS(double, double, f64)
+STRATA_AMR_XFER_KERNELS(double, float, f64_f32)
+STRATA_AMR_BOUNDARY_KERNEL(float, f32)
+STRATA_AMR_BOUNDARY_KERNEL(double, f64)
 
 void strata__amr_xfer_cpu(const struct strata__amr_xfer *x, void *dst, const void *src)
 {
@@ -179,7 +191,11 @@ void strata__amr_xfer_cpu(const struct strata__amr_xfer *x, void *dst, const voi
                              const float *) = {copy_f32, restrict_f32, prolong_f32};
   static void (*const f64[])(const struct strata__amr_xfer *, double *,
                              const double *) = {copy_f64, restrict_f64, prolong_f64};
-  if (x->is_double)
+  static void (*const f64_f32[])(const struct strata__amr_xfer *, float *, const double *) = {
+      copy_f64_f32, restrict_f64_f32, prolong_f64_f32};
+  if (x->is_double && x->dst_float)
+    f64_f32[x->kind](x, (float *)dst + x->dst_offset, (const double *)src + x->src_offset);
+  else if (x->is_double)
     f64[x->kind](x, (double *)dst + x->dst_offset, (const double *)src + x->src_offset);
   else
     f32[x->kind](x, (float *)dst + x->dst_offset, (const float *)src + x->src_offset);

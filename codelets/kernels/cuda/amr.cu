@@ -22,18 +22,19 @@ __device__ void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
   *t = (double)(num - 2 * (int64_t)factor * *c) / (double)(2 * factor);
 }
 
-template <typename T> __global__ void xfer_kernel(strata__amr_xfer x, T *dst, const T *src)
+template <typename T, typename TD>
+__global__ void xfer_kernel(strata__amr_xfer x, TD *dst, const T *src)
 {
   const int64_t n = x.count[0] * x.count[1] * x.count[2];
   STRATA_GRID_LOOP(i, n)
   {
     const int64_t cx = i % x.count[0], cy = i / x.count[0] % x.count[1],
                   cz = i / (x.count[0] * x.count[1]);
-    T *d = dst + ((x.dst_start[2] + cz) * x.dst_dims[1] + x.dst_start[1] + cy) * x.dst_dims[0] +
-           x.dst_start[0] + cx;
+    TD *d = dst + ((x.dst_start[2] + cz) * x.dst_dims[1] + x.dst_start[1] + cy) * x.dst_dims[0] +
+            x.dst_start[0] + cx;
     const int64_t sy = x.src_dims[0], sz = x.src_dims[0] * x.src_dims[1];
     if (x.kind == STRATA__AMR_COPY) {
-      *d = src[(x.src_start[2] + cz) * sz + (x.src_start[1] + cy) * sy + x.src_start[0] + cx];
+      *d = (TD)src[(x.src_start[2] + cz) * sz + (x.src_start[1] + cy) * sy + x.src_start[0] + cx];
     } else if (x.kind == STRATA__AMR_RESTRICT) {
       const int f = x.factor, fy = x.dim >= 2 ? f : 1, fz = x.dim >= 3 ? f : 1;
       T sum = 0;
@@ -42,7 +43,7 @@ template <typename T> __global__ void xfer_kernel(strata__amr_xfer x, T *dst, co
           for (int jx = 0; jx < f; jx++)
             sum += src[(x.src_start[2] + fz * cz + jz) * sz + (x.src_start[1] + fy * cy + jy) * sy +
                        x.src_start[0] + f * cx + jx];
-      *d = sum * (T)(1.0 / ((double)f * fy * fz));
+      *d = (TD)(sum * (T)(1.0 / ((double)f * fy * fz)));
     } else {
       int64_t c[3] = {0, 0, 0};
       double t[3] = {0, 0, 0};
@@ -57,7 +58,7 @@ template <typename T> __global__ void xfer_kernel(strata__amr_xfer x, T *dst, co
       const T hi =
           w00 * r00[c[0] + 1] + w01 * r01[c[0] + 1] + w10 * r10[c[0] + 1] + w11 * r11[c[0] + 1];
       const T tx = (T)t[0];
-      *d = (1 - tx) * lo + tx * hi;
+      *d = (TD)((1 - tx) * lo + tx * hi);
     }
   }
 }
@@ -78,10 +79,11 @@ template <typename T> __global__ void boundary_kernel(strata__amr_boundary b, T 
   }
 }
 
-template <typename T> int xfer(const strata__amr_xfer *x, void *dst, const void *src, void *stream)
+template <typename T, typename TD>
+int xfer(const strata__amr_xfer *x, void *dst, const void *src, void *stream)
 {
   xfer_kernel<<<blocks_for(x->count[0] * x->count[1] * x->count[2]), kThreads, 0,
-                (cudaStream_t)stream>>>(*x, (T *)dst + x->dst_offset,
+                (cudaStream_t)stream>>>(*x, (TD *)dst + x->dst_offset,
                                         (const T *)src + x->src_offset);
   return (int)cudaGetLastError();
 }
@@ -108,7 +110,10 @@ template <typename T> int boundary(const strata__amr_boundary *b, void *data, vo
 extern "C" int strata__amr_xfer_cuda(const strata__amr_xfer *x, void *dst, const void *src,
                                      void *stream)
 {
-  return x->is_double ? xfer<double>(x, dst, src, stream) : xfer<float>(x, dst, src, stream);
+  if (x->is_double && x->dst_float)
+    return xfer<double, float>(x, dst, src, stream);
+  return x->is_double ? xfer<double, double>(x, dst, src, stream)
+                      : xfer<float, float>(x, dst, src, stream);
 }
 
 extern "C" int strata__amr_boundary_cuda(const strata__amr_boundary *b, void *data, void *stream)

@@ -1,0 +1,121 @@
+/* Inference-array codelets: the evaluation criterion (a leaf's field into
+ * its mask), the merge of a child's mask into its parent's, and the
+ * marking of an inference array's bubbles into a leaf (its bubble list
+ * and, optionally, a marker field). */
+#include "codelets.h"
+#include "kernels/infer_kernels.h"
+
+static void criterion_cpu(void *buffers[], void *cl_arg)
+{
+  strata__infer_criterion_cpu(cl_arg, (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+                              (uint8_t *)STARPU_VECTOR_GET_PTR(buffers[1]));
+}
+
+static void merge_cpu(void *buffers[], void *cl_arg)
+{
+  strata__infer_merge_cpu(cl_arg, (const uint8_t *)STARPU_VECTOR_GET_PTR(buffers[0]),
+                          (uint8_t *)STARPU_VECTOR_GET_PTR(buffers[1]));
+}
+
+/* Buffers: table (R), list (RW), then the marker field (RW) when given. */
+static void mark_cpu(void *buffers[], void *cl_arg)
+{
+  struct starpu_task *task = starpu_task_get_current();
+  strata__infer_mark_cpu(
+      cl_arg, (const double *)STARPU_VECTOR_GET_PTR(buffers[0]),
+      (double *)STARPU_VECTOR_GET_PTR(buffers[1]),
+      STARPU_TASK_GET_NBUFFERS(task) > 2 ? (void *)STARPU_VECTOR_GET_PTR(buffers[2]) : NULL);
+}
+
+#if STRATA__USE_CUDA
+static void criterion_cuda(void *buffers[], void *cl_arg)
+{
+  strata__infer_criterion_cuda(cl_arg, (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+                               (uint8_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
+                               starpu_cuda_get_local_stream());
+}
+
+static void merge_cuda(void *buffers[], void *cl_arg)
+{
+  strata__infer_merge_cuda(cl_arg, (const uint8_t *)STARPU_VECTOR_GET_PTR(buffers[0]),
+                           (uint8_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
+                           starpu_cuda_get_local_stream());
+}
+
+static void mark_cuda(void *buffers[], void *cl_arg)
+{
+  struct starpu_task *task = starpu_task_get_current();
+  strata__infer_mark_cuda(
+      cl_arg, (const double *)STARPU_VECTOR_GET_PTR(buffers[0]),
+      (double *)STARPU_VECTOR_GET_PTR(buffers[1]),
+      STARPU_TASK_GET_NBUFFERS(task) > 2 ? (void *)STARPU_VECTOR_GET_PTR(buffers[2]) : NULL,
+      starpu_cuda_get_local_stream());
+}
+#define INFER_CUDA(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define INFER_CUDA(fn)
+#endif
+
+/* Perf models keyed on the size of the last buffer (mask, parent mask, leaf). */
+static uint32_t last_buffer_footprint(struct starpu_task *task)
+{
+  starpu_data_handle_t h = STARPU_TASK_GET_HANDLE(task, STARPU_TASK_GET_NBUFFERS(task) - 1);
+  return starpu_hash_crc32c_be((uint32_t)starpu_vector_get_nx(h),
+                               (uint32_t)STARPU_TASK_GET_NBUFFERS(task));
+}
+
+static struct starpu_perfmodel criterion_model = {.type = STARPU_HISTORY_BASED,
+                                                  .symbol = "strata_infer_criterion",
+                                                  .footprint = last_buffer_footprint};
+static struct starpu_perfmodel merge_model = {.type = STARPU_HISTORY_BASED,
+                                              .symbol = "strata_infer_merge",
+                                              .footprint = last_buffer_footprint};
+static struct starpu_perfmodel mark_model = {.type = STARPU_HISTORY_BASED,
+                                             .symbol = "strata_infer_mark",
+                                             .footprint = last_buffer_footprint};
+
+static struct starpu_codelet criterion_cl = {
+    .name = "strata_infer_criterion",
+    .cpu_funcs = {criterion_cpu},
+    INFER_CUDA(criterion_cuda).nbuffers = 2,
+    .modes = {STARPU_R, STARPU_W},
+    .model = &criterion_model,
+};
+
+static struct starpu_codelet merge_cl = {
+    .name = "strata_infer_merge",
+    .cpu_funcs = {merge_cpu},
+    INFER_CUDA(merge_cuda).nbuffers = 2,
+    .modes = {STARPU_R, STARPU_RW},
+    .model = &merge_model,
+};
+
+static struct starpu_codelet mark_cl = {
+    .name = "strata_infer_mark",
+    .cpu_funcs = {mark_cpu},
+    INFER_CUDA(mark_cuda).nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .model = &mark_model,
+};
+
+int strata__infer_criterion_submit(MPI_Comm comm, starpu_data_handle_t field,
+                                   starpu_data_handle_t mask,
+                                   const struct strata__infer_criterion *c)
+{
+  starpu_data_handle_t h[2] = {field, mask};
+  return strata__mpi_submit_copy_arg(comm, &criterion_cl, c, sizeof *c, 2, h, criterion_cl.modes);
+}
+
+int strata__infer_merge_submit(MPI_Comm comm, starpu_data_handle_t child,
+                               starpu_data_handle_t parent, const struct strata__infer_merge *m)
+{
+  starpu_data_handle_t h[2] = {child, parent};
+  return strata__mpi_submit_copy_arg(comm, &merge_cl, m, sizeof *m, 2, h, merge_cl.modes);
+}
+
+int strata__infer_mark_submit(starpu_data_handle_t table, starpu_data_handle_t list,
+                              starpu_data_handle_t field, const struct strata__infer_mark *m)
+{
+  starpu_data_handle_t h[3] = {table, list, field};
+  const enum starpu_data_access_mode modes[3] = {STARPU_R, STARPU_RW, STARPU_RW};
+  return strata__submit_copy_arg(&mark_cl, m, sizeof *m, field ? 3 : 2, h, modes);
+}

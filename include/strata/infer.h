@@ -1,0 +1,190 @@
+/** @file infer.h
+ *  @brief Inference arrays on an AMR hierarchy (Enzo-E's EnzoMethodInference
+ *  as a StarPU-MPI task graph): regular float32 arrays placed where a local
+ *  criterion fires, filled from the leaves, passed through a model, and
+ *  the bubbles found sent back to the leaves.
+ *
+ *  The "level array" is a sparse 3-D array aligned with the blocks of
+ *  level_array: its element (i, j, k) covers the same box as block
+ *  (i, j, k) of that level, at the resolution of level_infer, so it holds
+ *  N = 2^(level_infer - level_array) * block_cells cells per axis (one
+ *  inference array per element, with one channel per transferred field).
+ *  One cycle (strata_infer_run()) has five phases:
+ *  1. Evaluate: each leaf at level >= level_base applies the criterion into
+ *     a mask of max(1, 2^(level_array - level)) cells per axis (one per
+ *     level-array element it covers); masks merge up the tree to
+ *     level_base, OR at levels >= level_array, placed in their octant
+ *     below; all as tasks on mask handles.
+ *  2. Allocate: the elements marked in the level_base masks, each created
+ *     once, placed on ranks by the placement policy; elements kept from
+ *     the previous cycle move with starpu_mpi_data_migrate() when their
+ *     rank changes; the level array is reused untouched when the same
+ *     elements are needed again. No element: the cycle ends here.
+ *  3. Populate: each element's intersecting leaves (tree traversal) copy,
+ *     restrict (finer than level_infer, on the leaf's rank) or prolong
+ *     (coarser, on the element's rank) their part straight into the
+ *     element; across ranks one message per pair of ranks.
+ *  4. Apply inference: the model task on each element (CPU or CUDA worker,
+ *     the scheduler decides), then bubble extraction.
+ *  5. Update blocks: every leaf intersecting an element receives its
+ *     bubbles: a per-leaf bubble list and, optionally, a marker field set
+ *     to 1 at cells inside bubbles (0 elsewhere).
+ *
+ *  Differences from Enzo-E, on purpose: the criterion runs on every leaf at
+ *  level >= level_base (Enzo-E: only leaves finer than level_array), its
+ *  field and reference (block mean or a fixed value) are parameters;
+ *  interior cells are aligned exactly (Enzo-E's copy starts one ghost
+ *  layer early); the model is a real one; completion is tracked by handle
+ *  dependencies, not counters. Leaves must have their ghost layers filled
+ *  (strata_amr_build(), strata_amr_adapt() and strata_amr_fill_ghosts()
+ *  leave them so): prolongation reads one coarse ghost layer.
+ *
+ *  All functions taking a strata_infer are collective unless said otherwise. */
+#ifndef STRATA_INFER_H
+#define STRATA_INFER_H
+
+#include <stdint.h>
+
+#include <strata/amr.h>
+#include <strata/model.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The inference method on one hierarchy (opaque). */
+typedef struct strata_infer strata_infer;
+
+/** What the criterion's threshold multiplies. */
+typedef enum strata_infer_reference {
+  STRATA_INFER_BLOCK_MEAN = 0, /**< the leaf's mean of the criterion field (Enzo-E) */
+  STRATA_INFER_FIXED           /**< the value reference_value */
+} strata_infer_reference;
+
+/** How elements are placed on ranks. */
+typedef enum strata_infer_placement {
+  /** Elements in Morton order cut into equal counts per rank (default). */
+  STRATA_INFER_PLACE_CURVE = 0,
+  /** Largest estimated cost first onto the least loaded rank; the cost of
+   *  an element is its inference (N^3 cells) plus the cells its leaves
+   *  send it. */
+  STRATA_INFER_PLACE_GREEDY
+} strata_infer_placement;
+
+/** Phases of a cycle, indices of strata_infer_stats::seconds. */
+enum strata_infer_phase {
+  STRATA_INFER_EVALUATE,
+  STRATA_INFER_ALLOCATE,
+  STRATA_INFER_POPULATE,
+  STRATA_INFER_APPLY,
+  STRATA_INFER_UPDATE,
+  STRATA_INFER_PHASES
+};
+
+/** Parameters of the method. */
+typedef struct strata_infer_params {
+  int level_base;  /**< coarsest level evaluated (default 2) */
+  int level_array; /**< level the elements align with (default 4) */
+  int level_infer; /**< level whose resolution the arrays have (default 5) */
+  /** Fields copied into the arrays, one channel each; n_fields 0 (default):
+   *  the model's named input fields, else field 0. */
+  int fields[STRATA_AMR_MAX_FIELDS];
+  int n_fields;                     /**< entries of fields */
+  int criterion_field;              /**< default 0 */
+  strata_infer_reference reference; /**< default STRATA_INFER_BLOCK_MEAN */
+  double overdensity_threshold; /**< a cell fires when value > threshold * reference (default 4) */
+  double reference_value;       /**< reference of STRATA_INFER_FIXED (default 1) */
+  strata_model *model;          /**< required; must outlive the method */
+  float bubble_threshold;       /**< probability above which cells are in bubbles (0.5) */
+  int64_t bubble_min_cells;     /**< smaller bubbles are dropped (default 1) */
+  int bubble_capacity;          /**< bubbles kept per array and per leaf list (default 64) */
+  int marker_field;             /**< field set to 1 inside bubbles, -1: none (default) */
+  strata_infer_placement placement; /**< default STRATA_INFER_PLACE_CURVE */
+  /** Run the phases separated by global barriers (all tasks of a phase
+   *  finish on every rank before the next starts), as the original
+   *  synchronises with counters: the comparison mode of the benchmark. */
+  int bulk_synchronous;
+} strata_infer_params;
+
+/** @brief Fill @p p with the defaults (model NULL: set it). */
+void strata_infer_params_init(strata_infer_params *p);
+
+/** Per-cycle figures (identical on every rank except the *_local ones). */
+typedef struct strata_infer_stats {
+  int64_t elements;             /**< elements of the level array */
+  int64_t elements_local;       /**< ... on this rank */
+  int64_t elements_max;         /**< ... on the most loaded rank */
+  int64_t created;              /**< elements created this cycle */
+  int64_t removed;              /**< elements removed this cycle */
+  int64_t migrated;             /**< kept elements moved to another rank */
+  int reused;                   /**< the level array was reused unchanged */
+  int64_t transfers;            /**< leaf-to-element transfers (copy, restrict, prolong) */
+  int64_t transfers_by_kind[3]; /**< ... copies, restrictions, prolongations */
+  int64_t messages;             /**< point-to-point messages of populate and update */
+  int64_t bubbles;              /**< bubbles found over all arrays */
+  int64_t bubbles_local;        /**< ... in arrays on this rank */
+  int64_t leaf_bubbles;         /**< (leaf, bubble) pairs delivered to leaves */
+  double volume_min;            /**< least covered volume of an element (1 when exact) */
+  double volume_max;            /**< largest covered volume of an element */
+  /** Time at which each phase completed on the slowest rank, minus the
+   *  completion of the previous phase (seconds). In the task-graph mode
+   *  phases overlap, so this is each phase's share of the critical path. */
+  double seconds[STRATA_INFER_PHASES];
+  double total; /**< wall time of the cycle (seconds, slowest rank) */
+} strata_infer_stats;
+
+/** @brief Set the method up on @p amr (3-D) with @p p (copied). Invalid
+ *  combinations give STRATA_EINVAL with the reason in
+ *  strata_error_message(): levels not ordered level_base <= level_array <=
+ *  level_infer <= max_level, masks finer than a block's cells, leaves
+ *  finer than level_infer that do not restrict to whole cells, fields out
+ *  of range, a model whose channels differ from the fields or whose
+ *  output is not a probability, N not accepted by the model. */
+int strata_infer_create(strata_amr *amr, const strata_infer_params *p, strata_infer **out);
+
+/** @brief Free the method and its level array. NULL is a no-op. */
+int strata_infer_destroy(strata_infer *inf);
+
+/** @brief Run one cycle (the five phases) on the hierarchy as it is now;
+ *  returns when the cycle's tasks have completed on every rank.
+ *  @p stats may be NULL. */
+int strata_infer_run(strata_infer *inf, strata_infer_stats *stats);
+
+/** @brief Extent N of the inference arrays (cells per axis). Not collective. */
+int64_t strata_infer_array_cells(const strata_infer *inf);
+
+/** @brief The level array's elements after the last cycle, in Morton order
+ *  (not collective): up to @p cap indices (3 each) into @p idx and owner
+ *  ranks into @p ranks (either may be NULL); @p n gets the count. */
+int strata_infer_elements(const strata_infer *inf, int64_t (*idx)[3], int *ranks, int64_t cap,
+                          int64_t *n);
+
+/** @brief Channel @p channel of element @p idx (N^3 floats, x fastest) as
+ *  populated by the last cycle. Only on the element's owner (else
+ *  STRATA_EINVAL); STRATA_ERANGE when there is no such element. */
+int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel, float *out);
+
+/** @brief The mask of block @p b computed by the last cycle's evaluation:
+ *  m^3 bytes (m = max(1, 2^(level_array - level))), m into @p m. Only on
+ *  the mask's owner (the leaf's owner; for non-leaves the owner of their
+ *  first leaf in Morton order), else STRATA_EINVAL; STRATA_ERANGE for a
+ *  block without mask. @p out holds at least 4096 bytes. Not collective. */
+int strata_infer_read_mask(strata_infer *inf, const strata_amr_block *b, uint8_t *out, int64_t *m);
+
+/** @brief All bubbles of the last cycle, on every rank: in the Morton order
+ *  of their elements, then in their table's order; malloc'd (free()).
+ *  @p element (may be NULL) gets, per bubble, its element's position in
+ *  strata_infer_elements() order (malloc'd). */
+int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **element, int64_t *n);
+
+/** @brief The bubbles delivered to leaf @p b by the last cycle (those whose
+ *  sphere, clipped to their array, reaches the leaf): malloc'd list (free())
+ *  of at most bubble_capacity entries, their number in @p n, and how many
+ *  reached the leaf in @p found (may be NULL). Only on the leaf's owner. */
+int strata_infer_leaf_bubbles(strata_infer *inf, const strata_amr_block *b, strata_bubble **list,
+                              int64_t *n, int64_t *found);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
