@@ -473,7 +473,7 @@ static int gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n_out)
       ret = STRATA_ESTARPU;
       break;
     }
-    const uint8_t *bits = starpu_data_get_local_ptr(m->h);
+    const uint8_t *bits = (const void *)starpu_vector_get_local_ptr(m->h);
     for (int64_t c = 0; c < m->cells * m->cells * m->cells; c++)
       if (bits[c]) {
         int64_t cell[3] = {c % m->cells, c / m->cells % m->cells, c / (m->cells * m->cells)};
@@ -1061,7 +1061,7 @@ static int64_t table_found(starpu_data_handle_t h)
 {
   if (starpu_data_acquire(h, STARPU_R) != 0)
     return 0;
-  int64_t found = (int64_t)((const double *)starpu_data_get_local_ptr(h))[0];
+  int64_t found = (int64_t)((const double *)(const void *)starpu_vector_get_local_ptr(h))[0];
   starpu_data_release(h);
   return found;
 }
@@ -1212,7 +1212,7 @@ int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel
   if (starpu_data_acquire(e->in, STARPU_R) != 0)
     return STRATA_ESTARPU;
   const int64_t cells = inf->n * inf->n * inf->n;
-  memcpy(out, (const float *)starpu_data_get_local_ptr(e->in) + channel * cells,
+  memcpy(out, (const float *)(const void *)starpu_vector_get_local_ptr(e->in) + channel * cells,
          (size_t)cells * sizeof *out);
   starpu_data_release(e->in);
   return 0;
@@ -1229,7 +1229,8 @@ int strata_infer_read_mask(strata_infer *inf, const strata_amr_block *b, uint8_t
     return STRATA_EINVAL;
   if (starpu_data_acquire(mk->h, STARPU_R) != 0)
     return STRATA_ESTARPU;
-  memcpy(out, starpu_data_get_local_ptr(mk->h), (size_t)(mk->cells * mk->cells * mk->cells));
+  memcpy(out, (const void *)starpu_vector_get_local_ptr(mk->h),
+         (size_t)(mk->cells * mk->cells * mk->cells));
   starpu_data_release(mk->h);
   *m = mk->cells;
   return 0;
@@ -1275,7 +1276,8 @@ int strata_infer_leaf_bubbles(strata_infer *inf, const strata_amr_block *b, stra
     *list = NULL;
     return STRATA_ESTARPU;
   }
-  *n = read_rows(starpu_data_get_local_ptr(l->h), inf->p.bubble_capacity, *list, found);
+  *n = read_rows((const void *)starpu_vector_get_local_ptr(l->h), inf->p.bubble_capacity, *list,
+                 found);
   starpu_data_release(l->h);
   return 0;
 }
@@ -1307,8 +1309,8 @@ int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **elem
       local = STRATA_ESTARPU;
       break;
     }
-    int64_t got =
-        read_rows(starpu_data_get_local_ptr(inf->el[i].table), inf->p.bubble_capacity, rows, NULL);
+    int64_t got = read_rows((const void *)starpu_vector_get_local_ptr(inf->el[i].table),
+                            inf->p.bubble_capacity, rows, NULL);
     starpu_data_release(inf->el[i].table);
     for (int64_t b = 0; b < got; b++, k++) {
       mine[k * ROW] = (double)i;

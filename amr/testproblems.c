@@ -8,6 +8,7 @@
 #include <strata/amr.h>
 #include <strata/error.h>
 
+#include "../core/internal.h"
 #include "amr_internal.h"
 
 void strata_cosmology_params_init(strata_cosmology_params *p)
@@ -103,8 +104,13 @@ static int make_problem(strata_amr_problem_fn fn, void *ctx, void *owned, strata
 
 void strata_amr_problem_destroy(strata_amr_problem *problem)
 {
-  if (problem)
-    free(problem->owned);
+  if (!problem)
+    return;
+  /* Fill tasks may still call it: freeing right after strata_amr_fill()
+   * is the natural thing to write. */
+  if (!strata__check_ready())
+    starpu_task_wait_for_all();
+  free(problem->owned);
   free(problem);
 }
 

@@ -108,7 +108,8 @@ int strata_amr_problem_blobs(int n, const double *centres, const double *sigma,
 int strata_amr_problem_cosmology(int64_t grid, const struct strata_cosmology_params *p,
                                  strata_amr_problem **out);
 
-/** @brief Free a problem (NULL is a no-op). */
+/** @brief Free a problem (NULL is a no-op), after the submitted tasks,
+ *  which may still evaluate it. */
 void strata_amr_problem_destroy(strata_amr_problem *problem);
 
 /** Refinement criteria. The value compared is, over a leaf's interior
