@@ -450,6 +450,27 @@ static void check_balance(strata_model *model)
              policy ? "greedy" : "curve", (long long)st.elements, (long long)st.elements_max,
              st.elements_max / mean);
     CHECK(st.elements >= 16);
+    if (policy == 0 && num_ranks() > 1) {
+      /* Clustered indeed: on the ranks of their leaves they would pile up. */
+      int64_t n = st.elements, (*idx)[3] = malloc((size_t)n * sizeof *idx), worst = 0;
+      int64_t *per_rank = calloc((size_t)num_ranks(), sizeof *per_rank);
+      strata_infer_elements(inf, idx, NULL, n, &n);
+      for (int64_t e = 0; e < n; e++) {
+        double x[3] = {(idx[e][0] + 0.5) / 16, (idx[e][1] + 0.5) / 16, (idx[e][2] + 0.5) / 16};
+        strata_amr_block leaf;
+        strata_amr_block_info info;
+        strata_amr_block_at_point(amr, x, -1, &leaf);
+        strata_amr_block_query(amr, &leaf, &info);
+        per_rank[info.rank]++;
+      }
+      for (int r = 0; r < num_ranks(); r++)
+        worst = per_rank[r] > worst ? per_rank[r] : worst;
+      if (my_rank() == 0)
+        printf("on the ranks of their leaves: max/mean %.3f\n", worst / mean);
+      CHECK(worst > 1.25 * mean);
+      free(idx);
+      free(per_rank);
+    }
     CHECK(st.elements_max <= 1.25 * mean);
     CHECK(st.volume_min == 1.0 && st.volume_max == 1.0);
     CHECK_EQ(strata_infer_destroy(inf), 0);
