@@ -89,7 +89,7 @@ void strata_infer_params_init(strata_infer_params *p)
   *p = (strata_infer_params){.level_base = 2,
                              .level_array = 4,
                              .level_infer = 5,
-                             .overdensity_threshold = 4,
+                             .overdensity_threshold = 32,
                              .reference_value = 1,
                              .bubble_threshold = 0.5f,
                              .bubble_min_cells = 1,
@@ -264,6 +264,11 @@ int strata_infer_destroy(strata_infer *inf)
 }
 
 int64_t strata_infer_array_cells(const strata_infer *inf) { return inf ? inf->n : 0; }
+
+const strata_infer_params *strata_infer_get_params(const strata_infer *inf)
+{
+  return inf ? &inf->p : NULL;
+}
 
 /* ---- phase completion times ---- */
 

@@ -28,6 +28,7 @@ pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET GLOBAL openblas)
 pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET GLOBAL libcjson)
 pkg_check_modules(FFTW REQUIRED IMPORTED_TARGET GLOBAL fftw3)
 pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET GLOBAL hdf5)
+pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET GLOBAL cairo)
 message(STATUS "StarPU ${STARPU_starpu-1.3_VERSION}${STARPU_starpu-1.4_VERSION} (${STRATA_STARPU_MODULES})")
 
 # pkg-config name of the MPI implementation, for strata.pc.

@@ -13,6 +13,8 @@ packages=(
   libcjson-dev libopenblas-dev
   # spectra of the cosmology test problem, AMR field output
   libfftw3-dev libhdf5-dev
+  # pictures: the PNG slices of strata infer
+  libcairo2-dev
   # Python 3 for scripts/make_blob_model.py; h5py reads the AMR files in tests
   python3 python3-h5py
 )

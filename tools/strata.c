@@ -6,9 +6,10 @@
 #include <strata/amr.h>
 #include <strata/strata.h>
 
+#include "commands.h"
 #include "strata_build_config.h"
 
-static int wants_help(int argc, char **argv)
+int wants_help(int argc, char **argv)
 {
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
@@ -105,6 +106,7 @@ static const struct command {
 } commands[] = {
     {"info", "versions, StarPU features, workers, ranks, scheduler", cmd_info},
     {"amr-info", "summary of an AMR hierarchy's HDF5 file", cmd_amr_info},
+    {"infer", "the inference main job on the cosmology test problem", cmd_infer},
 };
 
 static void usage(FILE *out)

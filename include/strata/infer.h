@@ -150,6 +150,9 @@ int strata_infer_destroy(strata_infer *inf);
  *  @p stats may be NULL. */
 int strata_infer_run(strata_infer *inf, strata_infer_stats *stats);
 
+/** @brief The parameters in use (fields resolved), NULL for NULL. Not collective. */
+const strata_infer_params *strata_infer_get_params(const strata_infer *inf);
+
 /** @brief Extent N of the inference arrays (cells per axis). Not collective. */
 int64_t strata_infer_array_cells(const strata_infer *inf);
 

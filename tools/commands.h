@@ -1,0 +1,11 @@
+/* Subcommands of the `strata` tool. */
+#ifndef STRATA_TOOLS_COMMANDS_H
+#define STRATA_TOOLS_COMMANDS_H
+
+/* Whether the arguments ask for --help (or -h). */
+int wants_help(int argc, char **argv);
+
+/* strata infer: the inference main job. */
+int cmd_infer(int argc, char **argv);
+
+#endif

@@ -1,0 +1,285 @@
+/* `strata infer`: the inference main job. */
+#include <starpu.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "infer_job.h"
+#include "slice.h"
+
+static const char usage_text[] =
+    "usage: strata infer [options]\n"
+    "\n"
+    "Build the cosmology test problem on an AMR hierarchy, then run N cycles of\n"
+    "the inference-array method (evaluate, allocate, populate, apply the model,\n"
+    "update the blocks), evolving the field and re-adapting the hierarchy between\n"
+    "cycles. Run it under mpiexec for several ranks. Rank 0 shows a progress bar\n"
+    "and prints per-cycle figures and a per-phase timing summary.\n"
+    "\n"
+    "problem and hierarchy (defaults: Enzo-E's inference test):\n"
+    "  --root-blocks N     blocks per axis at level 0 (2)\n"
+    "  --block-cells N     cells per block axis (16)\n"
+    "  --max-level L       finest level (5)\n"
+    "  --grid N            cosmology generation grid per axis (128)\n"
+    "  --seed S            random seed (2026)\n"
+    "  --sigma X           log-density standard deviation at cycle 0 (1.5)\n"
+    "  --growth X          its relative growth per cycle (0.05)\n"
+    "method:\n"
+    "  --levels B/A/I      level_base / level_array / level_infer (2/4/5)\n"
+    "  --threshold X       a cell fires above X times its block's mean density (32)\n"
+    "  --model FILE        model JSON (default: the blob detector)\n"
+    "  --placement P       curve (default) or greedy\n"
+    "  --bulk-synchronous  global barriers between phases (comparison mode)\n"
+    "  --cycles N          cycles to run (3)\n"
+    "output:\n"
+    "  --png FILE          slice picture after the last cycle (infer.png; '' for none)\n"
+    "  --slice Z           height of the slice in [0, 1) (default: through the\n"
+    "                      largest bubble, else 0.5)\n"
+    "  --hdf5 FILE         hierarchy with density and star_forming fields (infer.h5;\n"
+    "                      '' for none)\n"
+    "  --bubbles FILE      all bubbles of the last cycle as text, one per line\n"
+    "  --trace PREFIX      FxT trace files PREFIX* for ViTE (StarPU must have FxT)\n"
+    "  --quiet             no progress bar\n"
+    "StarPU's environment variables (STARPU_NCPU, STARPU_SCHED, ...) apply.\n";
+
+struct options {
+  struct infer_job job;
+  int cycles, bulk, quiet;
+  double slice;
+  const char *png, *hdf5, *bubbles, *trace;
+};
+
+static int parse(int argc, char **argv, struct options *o)
+{
+  infer_job_defaults(&o->job);
+  o->cycles = 3;
+  o->slice = -1;
+  o->png = "infer.png";
+  o->hdf5 = "infer.h5";
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--bulk-synchronous")) {
+      o->bulk = 1;
+      continue;
+    }
+    if (!strcmp(a, "--quiet")) {
+      o->quiet = 1;
+      continue;
+    }
+    if (i + 1 >= argc || strncmp(a, "--", 2))
+      return fprintf(stderr, "strata infer: unknown option or missing value: '%s'\n", a), 2;
+    const char *v = argv[++i];
+    if (!strcmp(a, "--root-blocks"))
+      o->job.root_blocks = atoi(v);
+    else if (!strcmp(a, "--block-cells"))
+      o->job.block_cells = atoi(v);
+    else if (!strcmp(a, "--max-level"))
+      o->job.max_level = atoi(v);
+    else if (!strcmp(a, "--grid"))
+      o->job.grid = atoll(v);
+    else if (!strcmp(a, "--seed"))
+      o->job.seed = strtoull(v, NULL, 10);
+    else if (!strcmp(a, "--sigma"))
+      o->job.sigma = atof(v);
+    else if (!strcmp(a, "--growth"))
+      o->job.growth = atof(v);
+    else if (!strcmp(a, "--levels")) {
+      if (sscanf(v, "%d/%d/%d", &o->job.level_base, &o->job.level_array, &o->job.level_infer) != 3)
+        return fprintf(stderr, "strata infer: --levels wants B/A/I, got '%s'\n", v), 2;
+    } else if (!strcmp(a, "--threshold"))
+      o->job.threshold = atof(v);
+    else if (!strcmp(a, "--model"))
+      o->job.model_path = v;
+    else if (!strcmp(a, "--placement")) {
+      if (strcmp(v, "curve") && strcmp(v, "greedy"))
+        return fprintf(stderr, "strata infer: --placement is curve or greedy\n"), 2;
+      o->job.placement = strcmp(v, "curve") ? STRATA_INFER_PLACE_GREEDY : STRATA_INFER_PLACE_CURVE;
+    } else if (!strcmp(a, "--cycles"))
+      o->cycles = atoi(v);
+    else if (!strcmp(a, "--png"))
+      o->png = v;
+    else if (!strcmp(a, "--slice"))
+      o->slice = atof(v);
+    else if (!strcmp(a, "--hdf5"))
+      o->hdf5 = v;
+    else if (!strcmp(a, "--bubbles"))
+      o->bubbles = v;
+    else if (!strcmp(a, "--trace"))
+      o->trace = v;
+    else
+      return fprintf(stderr, "strata infer: unknown option '%s' (see --help)\n", a), 2;
+  }
+  if (o->cycles < 1 || o->cycles > 100000)
+    return fprintf(stderr, "strata infer: --cycles must be 1 or more\n"), 2;
+  return 0;
+}
+
+static void progress(const struct options *o, int done, double seconds)
+{
+  if (o->quiet || strata_rank() != 0)
+    return;
+  enum { WIDTH = 30 };
+  char bar[WIDTH + 1];
+  int filled = done * WIDTH / o->cycles;
+  for (int i = 0; i < WIDTH; i++)
+    bar[i] = i < filled ? '#' : '.';
+  bar[WIDTH] = 0;
+  int tty = isatty(fileno(stderr));
+  fprintf(stderr, "%s[%s] cycle %d/%d  %.1f s%s", tty ? "\r" : "", bar, done, o->cycles, seconds,
+          tty && done < o->cycles ? "" : "\n");
+  fflush(stderr);
+}
+
+static const char *const phase_names[STRATA_INFER_PHASES] = {"evaluate", "allocate", "populate",
+                                                             "apply", "update"};
+
+/* Per-rank elements and bubbles of the last cycle, printed by rank 0. */
+static void per_rank(const strata_infer_stats *st)
+{
+  int size = strata_size();
+  int64_t mine[2] = {st->elements_local, st->bubbles_local};
+  int64_t *all = malloc((size_t)(2 * size) * sizeof *all);
+  if (!all)
+    return;
+  MPI_Gather(mine, 2, MPI_INT64_T, all, 2, MPI_INT64_T, 0, strata_comm());
+  if (strata_rank() == 0)
+    for (int r = 0; r < size; r++)
+      printf("  rank %d: %lld elements, %lld bubbles\n", r, (long long)all[2 * r],
+             (long long)all[2 * r + 1]);
+  free(all);
+}
+
+/* Height through the largest bubble, else the middle. */
+static double slice_height(strata_infer *inf)
+{
+  strata_bubble *b = NULL;
+  int64_t n = 0;
+  double z = 0.5, mass = -1;
+  if (strata_infer_bubbles(inf, &b, NULL, &n) == 0)
+    for (int64_t i = 0; i < n; i++)
+      if (b[i].mass > mass) {
+        mass = b[i].mass;
+        z = b[i].center[2];
+      }
+  free(b);
+  return z;
+}
+
+static int write_bubbles(strata_infer *inf, const char *path)
+{
+  strata_bubble *b = NULL;
+  int64_t *element = NULL, n = 0;
+  int ret = strata_infer_bubbles(inf, &b, &element, &n);
+  if (!ret && strata_rank() == 0) {
+    FILE *f = fopen(path, "w");
+    if (!f)
+      ret = STRATA_EIO;
+    for (int64_t i = 0; f && i < n; i++)
+      fprintf(f, "%lld %.17g %.17g %.17g %.17g %.17g %.17g %lld\n", (long long)element[i],
+              b[i].center[0], b[i].center[1], b[i].center[2], b[i].radius, b[i].mass, b[i].peak,
+              (long long)b[i].cells);
+    if (f && fclose(f))
+      ret = STRATA_EIO;
+  }
+  free(b);
+  free(element);
+  return ret;
+}
+
+static int run(const struct options *o)
+{
+  struct infer_run job;
+  strata_infer *inf = NULL;
+  int ret = infer_job_setup(&o->job, &job);
+  if (!ret)
+    ret = infer_job_method(&job, o->bulk, &inf);
+  if (ret)
+    return ret;
+  double sums[STRATA_INFER_PHASES + 1] = {0}, start = starpu_timing_now() * 1e-6;
+  strata_infer_stats st = {0};
+  if (strata_rank() == 0)
+    printf("cycle  leaves  elements created removed migrated  bubbles  transfers  messages  "
+           "total s\n");
+  progress(o, 0, 0);
+  for (int c = 0; c < o->cycles && !ret; c++) {
+    if (c > 0)
+      ret = infer_job_evolve(&job, c);
+    if (!ret)
+      ret = strata_infer_run(inf, &st);
+    if (ret)
+      break;
+    for (int k = 0; k < STRATA_INFER_PHASES; k++)
+      sums[k] += st.seconds[k];
+    sums[STRATA_INFER_PHASES] += st.total;
+    if (strata_rank() == 0) {
+      if (!o->quiet && isatty(fileno(stderr)))
+        fputs("\r\033[K", stderr);
+      printf("%5d %7lld %9lld %7lld %7lld %8lld %8lld %10lld %9lld %8.3f\n", c,
+             (long long)strata_amr_num_leaves(job.amr), (long long)st.elements,
+             (long long)st.created, (long long)st.removed, (long long)st.migrated,
+             (long long)st.bubbles, (long long)st.transfers, (long long)st.messages, st.total);
+      fflush(stdout);
+    }
+    progress(o, c + 1, starpu_timing_now() * 1e-6 - start);
+  }
+  if (!ret && strata_rank() == 0) {
+    printf("\nmode: %s, %d rank(s); mean time per cycle (phase ends on the slowest rank):\n",
+           o->bulk ? "bulk-synchronous" : "task graph", strata_size());
+    for (int k = 0; k < STRATA_INFER_PHASES; k++)
+      printf("  %-9s %8.4f s\n", phase_names[k], sums[k] / o->cycles);
+    printf("  %-9s %8.4f s\nlast cycle: %lld elements (max %lld per rank), %lld bubbles, "
+           "%lld leaf deliveries, covered volume %.6f to %.6f\n",
+           "total", sums[STRATA_INFER_PHASES] / o->cycles, (long long)st.elements,
+           (long long)st.elements_max, (long long)st.bubbles, (long long)st.leaf_bubbles,
+           st.volume_min, st.volume_max);
+  }
+  if (!ret)
+    per_rank(&st);
+  if (!ret && o->bubbles && *o->bubbles)
+    ret = write_bubbles(inf, o->bubbles);
+  if (!ret && o->png && *o->png) {
+    double z = o->slice >= 0 ? o->slice : slice_height(inf);
+    ret = infer_slice_png(job.amr, INFER_DENSITY, inf, z, o->png);
+    if (!ret && strata_rank() == 0)
+      printf("wrote %s (slice z = %.4f)\n", o->png, z);
+  }
+  if (!ret && o->hdf5 && *o->hdf5) {
+    ret = strata_amr_write_hdf5(job.amr, o->hdf5);
+    if (!ret && strata_rank() == 0)
+      printf("wrote %s\n", o->hdf5);
+  }
+  strata_infer_destroy(inf);
+  infer_job_teardown(&job);
+  return ret;
+}
+
+int cmd_infer(int argc, char **argv)
+{
+  if (wants_help(argc, argv)) {
+    fputs(usage_text, stdout);
+    return 0;
+  }
+  struct options o = {0};
+  int ret = parse(argc, argv, &o);
+  if (ret)
+    return ret;
+  if (o.trace) {
+#ifndef STARPU_USE_FXT
+    fputs("strata infer: this StarPU has no FxT support: no trace will be written\n", stderr);
+#endif
+    setenv("STARPU_FXT_PREFIX", o.trace, 1);
+    setenv("STARPU_FXT_TRACE", "1", 1);
+  }
+  ret = strata_init(NULL, NULL, NULL);
+  if (!ret) {
+    ret = run(&o);
+    if (ret && strata_rank() == 0)
+      fprintf(stderr, "strata infer: %s%s%s\n", strata_strerror(ret),
+              *strata_error_message() ? ": " : "", strata_error_message());
+    strata_finalize();
+  } else
+    fprintf(stderr, "strata infer: %s\n", strata_strerror(ret));
+  return ret ? 1 : 0;
+}

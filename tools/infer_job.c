@@ -1,0 +1,92 @@
+/* The inference main job (see infer_job.h). */
+#include "infer_job.h"
+
+void infer_job_defaults(struct infer_job *job)
+{
+  *job = (struct infer_job){.root_blocks = 2,
+                            .block_cells = 16,
+                            .max_level = 5,
+                            .level_base = 2,
+                            .level_array = 4,
+                            .level_infer = 5,
+                            .grid = 128,
+                            .seed = 2026,
+                            .sigma = 1.5,
+                            .growth = 0.05,
+                            .threshold = 32,
+                            .placement = STRATA_INFER_PLACE_CURVE};
+}
+
+/* The cosmology field of `cycle`, into the leaves (ghosts filled after). */
+static int fill_cycle(struct infer_run *run, int cycle, strata_amr_problem **problem)
+{
+  strata_cosmology_params cp;
+  strata_cosmology_params_init(&cp);
+  cp.seed = run->job->seed;
+  cp.sigma = run->job->sigma * (1 + run->job->growth * cycle);
+  return strata_amr_problem_cosmology(run->job->grid, &cp, problem);
+}
+
+int infer_job_setup(const struct infer_job *job, struct infer_run *run)
+{
+  *run = (struct infer_run){.job = job};
+  strata_amr_params p;
+  strata_amr_params_init(&p);
+  p.root_blocks = job->root_blocks;
+  p.block_cells = job->block_cells;
+  p.max_level = job->max_level;
+  p.nfields = 2;
+  p.field_names[INFER_DENSITY] = "density";
+  p.field_names[INFER_STARS] = "star_forming";
+  strata_amr_criterion_init(&run->refine);
+  strata_amr_problem *problem = NULL;
+  int ret = job->model_path ? strata_model_load(job->model_path, &run->model)
+                            : strata_model_load_default(&run->model);
+  if (!ret)
+    ret = strata_amr_create(&p, &run->amr);
+  if (!ret)
+    ret = fill_cycle(run, 0, &problem);
+  if (!ret)
+    ret = strata_amr_build(run->amr, problem, &run->refine);
+  strata_amr_problem_destroy(problem);
+  return ret;
+}
+
+int infer_job_evolve(struct infer_run *run, int cycle)
+{
+  strata_amr_problem *problem = NULL;
+  int ret = fill_cycle(run, cycle, &problem);
+  /* New field, new refinement, then the exact field on the new leaves. */
+  if (!ret)
+    ret = strata_amr_fill(run->amr, problem);
+  if (!ret)
+    ret = strata_amr_adapt(run->amr, &run->refine, NULL);
+  if (!ret)
+    ret = strata_amr_fill(run->amr, problem);
+  if (!ret)
+    ret = strata_amr_fill_ghosts(run->amr);
+  strata_amr_problem_destroy(problem);
+  return ret;
+}
+
+int infer_job_method(struct infer_run *run, int bulk_synchronous, strata_infer **inf)
+{
+  strata_infer_params ip;
+  strata_infer_params_init(&ip);
+  ip.level_base = run->job->level_base;
+  ip.level_array = run->job->level_array;
+  ip.level_infer = run->job->level_infer;
+  ip.overdensity_threshold = run->job->threshold;
+  ip.model = run->model;
+  ip.marker_field = INFER_STARS;
+  ip.placement = run->job->placement;
+  ip.bulk_synchronous = bulk_synchronous;
+  return strata_infer_create(run->amr, &ip, inf);
+}
+
+void infer_job_teardown(struct infer_run *run)
+{
+  strata_amr_destroy(run->amr);
+  strata_model_destroy(run->model);
+  *run = (struct infer_run){0};
+}

@@ -1,0 +1,48 @@
+/* The inference main job, shared by `strata infer` and bench_infer: the
+ * cosmology test problem on an AMR hierarchy, evolved between cycles by
+ * letting its structure grow (the log-density's standard deviation rises
+ * each cycle, as collapse sharpens peaks), re-adapted, then one cycle of
+ * the inference method. */
+#ifndef STRATA_TOOLS_INFER_JOB_H
+#define STRATA_TOOLS_INFER_JOB_H
+
+#include <strata/strata.h>
+
+struct infer_job {
+  int root_blocks, block_cells, max_level;
+  int level_base, level_array, level_infer;
+  int64_t grid; /* cosmology generation grid per axis */
+  uint64_t seed;
+  double sigma;           /* log-density standard deviation at cycle 0 */
+  double growth;          /* relative growth of sigma per cycle */
+  double threshold;       /* criterion: density > threshold * block mean */
+  const char *model_path; /* NULL: the default model */
+  strata_infer_placement placement;
+};
+
+/* Enzo-E's inference test: 32^3 root cells as 2^3 blocks of 16^3, levels
+ * to 5, arrays on level 4 at the resolution of level 5 (32^3 cells). */
+void infer_job_defaults(struct infer_job *job);
+
+struct infer_run {
+  strata_amr *amr;
+  strata_model *model;
+  strata_amr_criterion refine;
+  const struct infer_job *job;
+};
+
+/* Field indices of the hierarchy. */
+enum { INFER_DENSITY, INFER_STARS };
+
+/* Build the hierarchy for cycle 0 (collective). */
+int infer_job_setup(const struct infer_job *job, struct infer_run *run);
+
+/* Evolve the field to `cycle` (> 0) and adapt the hierarchy (collective). */
+int infer_job_evolve(struct infer_run *run, int cycle);
+
+/* An inference method on the run's hierarchy (bulk-synchronous or not). */
+int infer_job_method(struct infer_run *run, int bulk_synchronous, strata_infer **inf);
+
+void infer_job_teardown(struct infer_run *run);
+
+#endif
