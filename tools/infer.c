@@ -34,11 +34,11 @@ static const char usage_text[] =
     "  --bulk-synchronous  global barriers between phases (comparison mode)\n"
     "  --cycles N          cycles to run (3)\n"
     "output:\n"
-    "  --png FILE          slice picture after the last cycle (infer.png; '' for none)\n"
+    "  --png FILE          slice picture after the last cycle (infer.png; none: no picture)\n"
     "  --slice Z           height of the slice in [0, 1) (default: through the\n"
     "                      largest bubble, else 0.5)\n"
     "  --hdf5 FILE         hierarchy with density and star_forming fields (infer.h5;\n"
-    "                      '' for none)\n"
+    "                      none: no file)\n"
     "  --bubbles FILE      all bubbles of the last cycle as text, one per line\n"
     "  --trace PREFIX      FxT trace files PREFIX* for ViTE (StarPU must have FxT)\n"
     "  --quiet             no progress bar\n"
@@ -99,11 +99,11 @@ static int parse(int argc, char **argv, struct options *o)
     } else if (!strcmp(a, "--cycles"))
       o->cycles = atoi(v);
     else if (!strcmp(a, "--png"))
-      o->png = v;
+      o->png = strcmp(v, "none") ? v : NULL;
     else if (!strcmp(a, "--slice"))
       o->slice = atof(v);
     else if (!strcmp(a, "--hdf5"))
-      o->hdf5 = v;
+      o->hdf5 = strcmp(v, "none") ? v : NULL;
     else if (!strcmp(a, "--bubbles"))
       o->bubbles = v;
     else if (!strcmp(a, "--trace"))
@@ -237,15 +237,15 @@ static int run(const struct options *o)
   }
   if (!ret)
     per_rank(&st);
-  if (!ret && o->bubbles && *o->bubbles)
+  if (!ret && o->bubbles)
     ret = write_bubbles(inf, o->bubbles);
-  if (!ret && o->png && *o->png) {
+  if (!ret && o->png) {
     double z = o->slice >= 0 ? o->slice : slice_height(inf);
     ret = infer_slice_png(job.amr, INFER_DENSITY, inf, z, o->png);
     if (!ret && strata_rank() == 0)
       printf("wrote %s (slice z = %.4f)\n", o->png, z);
   }
-  if (!ret && o->hdf5 && *o->hdf5) {
+  if (!ret && o->hdf5) {
     ret = strata_amr_write_hdf5(job.amr, o->hdf5);
     if (!ret && strata_rank() == 0)
       printf("wrote %s\n", o->hdf5);
