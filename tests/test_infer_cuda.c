@@ -1,0 +1,123 @@
+/* CUDA inference-array kernels against the CPU ones: the criterion (block
+ * mean and fixed reference), mask merges, bubble marking with leaf lists,
+ * and float64-to-float32 transfers. Exit 77 without a GPU. */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "kernels/amr_kernels.h"
+#include "kernels/bubble_kernels.h"
+#include "kernels/infer_kernels.h"
+
+enum { M = 16, SIDE = M + 2, CELLS = SIDE * SIDE * SIDE, CAP = 8 };
+
+static void *device_copy(const void *host, size_t bytes)
+{
+  void *d = NULL;
+  CHECK_EQ(cudaMalloc(&d, bytes), cudaSuccess);
+  cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice);
+  return d;
+}
+
+/* Copy back, free the device buffer, compare bytes. */
+static void same_bytes(void *dev, const void *cpu, size_t bytes)
+{
+  void *back = malloc(bytes);
+  cudaMemcpy(back, dev, bytes, cudaMemcpyDeviceToHost);
+  CHECK(memcmp(back, cpu, bytes) == 0);
+  cudaFree(dev);
+  free(back);
+}
+
+int main(void)
+{
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    puts("no CUDA device: skipped");
+    return 77;
+  }
+  srand(5);
+  double *field = malloc(CELLS * sizeof *field);
+  for (int i = 0; i < CELLS; i++)
+    field[i] = exp(3.0 * rand() / RAND_MAX);
+  void *dfield = device_copy(field, CELLS * sizeof *field);
+  for (int local = 0; local < 2; local++) {
+    struct strata__infer_criterion c = {.is_double = 1,
+                                        .ghost = 1,
+                                        .cells = M,
+                                        .mask = 4,
+                                        .local_mean = local,
+                                        .threshold = local ? 8 : 15,
+                                        .reference = 1};
+    uint8_t cpu[64], *gpu = device_copy(cpu, sizeof cpu);
+    strata__infer_criterion_cpu(&c, field, cpu);
+    CHECK_EQ(strata__infer_criterion_cuda(&c, dfield, gpu, NULL), 0);
+    same_bytes(gpu, cpu, sizeof cpu);
+  }
+  uint8_t child[8], parent[64] = {0};
+  for (int i = 0; i < 8; i++)
+    child[i] = rand() & 1;
+  parent[3] = 1;
+  uint8_t *dchild = device_copy(child, 8), *dparent = device_copy(parent, 64);
+  struct strata__infer_merge mg = {.child = 2, .parent = 4, .offset = {2, 2, 0}};
+  strata__infer_merge_cpu(&mg, child, parent);
+  CHECK_EQ(strata__infer_merge_cuda(&mg, dchild, dparent, NULL), 0);
+  same_bytes(dparent, parent, 64);
+  cudaFree(dchild);
+
+  double table[(1 + CAP) * STRATA__BUBBLE_FIELDS] = {CAP + 2},
+                           list[(1 + CAP) * STRATA__BUBBLE_FIELDS] = {0};
+  for (int b = 1; b <= CAP; b++)
+    for (int k = 0; k < STRATA__BUBBLE_FIELDS; k++)
+      table[b * STRATA__BUBBLE_FIELDS + k] =
+          k == STRATA__BUBBLE_RADIUS ? 0.05 : (double)rand() / RAND_MAX;
+  double *marks = calloc(CELLS, sizeof *marks);
+  double *dtable = device_copy(table, sizeof table), *dlist = device_copy(list, sizeof list);
+  double *dmarks = device_copy(marks, CELLS * sizeof *marks);
+  struct strata__infer_mark mk = {.is_double = 1,
+                                  .ghost = 1,
+                                  .cells = M,
+                                  .h = 0.5 / M,
+                                  .lower = {0.25, 0.25, 0.25},
+                                  .array_lo = {0.2, 0.2, 0.2},
+                                  .array_hi = {0.6, 0.6, 0.6},
+                                  .table_capacity = CAP,
+                                  .list_capacity = 3};
+  strata__infer_mark_cpu(&mk, table, list, marks);
+  CHECK_EQ(strata__infer_mark_cuda(&mk, dtable, dlist, dmarks, NULL), 0);
+  same_bytes(dlist, list, sizeof list);
+  same_bytes(dmarks, marks, CELLS * sizeof *marks);
+  cudaFree(dtable);
+
+  for (int kind = STRATA__AMR_COPY; kind <= STRATA__AMR_PROLONG; kind++) {
+    struct strata__amr_xfer x = {.kind = kind,
+                                 .dim = 3,
+                                 .factor = kind == STRATA__AMR_COPY ? 1 : 2,
+                                 .is_double = 1,
+                                 .dst_float = 1,
+                                 .dst_offset = 7};
+    for (int a = 0; a < 3; a++) {
+      x.count[a] = kind == STRATA__AMR_RESTRICT ? M / 2 : M - 2;
+      x.dst_dims[a] = M;
+      x.src_dims[a] = SIDE;
+      x.src_start[a] = kind == STRATA__AMR_PROLONG ? 2 : 1;
+    }
+    float cpu[M * M * M + 7] = {0};
+    float *gpu = device_copy(cpu, sizeof cpu);
+    strata__amr_xfer_cpu(&x, cpu, field);
+    CHECK_EQ(strata__amr_xfer_cuda(&x, gpu, dfield, NULL), 0);
+    float back[M * M * M + 7];
+    cudaMemcpy(back, gpu, sizeof back, cudaMemcpyDeviceToHost);
+    double worst = 0;
+    for (int i = 0; i < M * M * M + 7; i++)
+      worst = fmax(worst, fabs((double)back[i] - cpu[i]) / (1 + fabs(cpu[i])));
+    CHECK(worst < 1e-6); /* the GPU blends in a different order */
+    cudaFree(gpu);
+  }
+  cudaFree(dfield);
+  free(field);
+  free(marks);
+  return check_status();
+}
