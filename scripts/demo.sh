@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Install what is missing, build, and run Strata's main job on 2 MPI ranks.
-# Until the AMR inference job exists, the main job is the merge example:
-# each rank accumulates 200 tasks into one array, then the ranks reduce.
+# Install what is missing, build, and run Strata's main job on 2 MPI ranks:
+# `strata infer`, inference arrays on the AMR cosmology test problem
+# (Enzo-E's inference test sizes), three cycles, with a slice picture, the
+# hierarchy in HDF5 and the bubbles as text.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -13,5 +14,9 @@ cmake --build "$build" -j "$(nproc)"
 export STARPU_NCPU=${STARPU_NCPU:-1}
 out=$root/$build/demo
 mkdir -p "$out"
-mpiexec -n 2 "$build/examples/merge_ranks" --n 1000 --tasks 200 --out "$out/merge_result.csv"
-echo "demo: outputs in $out (merge_result.csv: the reduced array, index,value)"
+mpiexec -n 2 "$build/tools/strata" infer --cycles 3 --png "$out/infer.png" \
+  --hdf5 "$out/infer.h5" --bubbles "$out/bubbles.txt"
+"$build/tools/strata" amr-info "$out/infer.h5" | head -20
+echo "demo: outputs in $out (infer.png: log density slice with leaf outlines," \
+  "inference arrays and bubbles; infer.h5: density and star_forming fields;" \
+  "bubbles.txt: element x y z radius mass peak cells)"
