@@ -1287,6 +1287,19 @@ int strata_infer_leaf_bubbles(strata_infer *inf, const strata_amr_block *b, stra
   return 0;
 }
 
+/* A gathered bubble row: its element and its place among the rows. */
+struct gathered {
+  int64_t element, row;
+};
+
+static int gathered_cmp(const void *x, const void *y)
+{
+  const struct gathered *a = x, *b = y;
+  if (a->element != b->element)
+    return a->element < b->element ? -1 : 1;
+  return (a->row > b->row) - (a->row < b->row);
+}
+
 int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **element, int64_t *n)
 {
   int ret = strata__check_ready();
@@ -1336,22 +1349,23 @@ int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **elem
     all = malloc((size_t)(total + 1) * sizeof *all);
     *list = malloc((size_t)(total / ROW + 1) * sizeof **list);
     int64_t *pos = element ? malloc((size_t)(total / ROW + 1) * sizeof *pos) : NULL;
-    local = all && *list && (!element || pos) ? 0 : STRATA_ENOMEM;
+    struct gathered *order = malloc((size_t)(total / ROW + 1) * sizeof *order);
+    local = all && *list && order && (!element || pos) ? 0 : STRATA_ENOMEM;
     ret = strata__agree(local, NULL, 0);
     if (!ret) {
       MPI_Allgatherv(mine, mine_count, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, amr->meta);
       /* Ranks own contiguous runs of elements only under the curve
-       * policy: order by element (stable: table order within one). */
+       * policy: order by element, then by place in the gathered rows (an
+       * element's rows are contiguous, in table order). */
       *n = total / ROW;
-      int64_t out = 0;
-      for (int64_t i = 0; i < inf->nel; i++)
-        for (int64_t b = 0; b < *n; b++)
-          if ((int64_t)all[b * ROW] == i) {
-            memcpy(&(*list)[out], all + b * ROW + 1, sizeof **list);
-            if (pos)
-              pos[out] = i;
-            out++;
-          }
+      for (int64_t b = 0; b < *n; b++)
+        order[b] = (struct gathered){(int64_t)all[b * ROW], b};
+      qsort(order, (size_t)*n, sizeof *order, gathered_cmp);
+      for (int64_t b = 0; b < *n; b++) {
+        memcpy(&(*list)[b], all + order[b].row * ROW + 1, sizeof **list);
+        if (pos)
+          pos[b] = order[b].element;
+      }
       if (element)
         *element = pos;
     } else {
@@ -1359,6 +1373,7 @@ int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **elem
       *list = NULL;
       free(pos);
     }
+    free(order);
   }
   free(all);
   free(mine);
