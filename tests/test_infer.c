@@ -478,10 +478,32 @@ static void check_balance(strata_model *model)
   CHECK_EQ(strata_amr_destroy(amr), 0);
 }
 
+/* With level_array 4 and level_base 2, element (13, 6, 9) lies in level-2
+ * block (3, 1, 2), whose mask holds it at cell (1, 2, 1), and in root
+ * block (0, 0, 0). */
+static void check_element_mapping(void)
+{
+  strata_amr_params p;
+  strata_amr_params_init(&p);
+  strata_amr *amr;
+  CHECK_EQ(strata_amr_create(&p, &amr), 0);
+  const int64_t idx[3] = {13, 6, 9};
+  strata_amr_block base, root;
+  CHECK_EQ(strata_amr_block_at_index(amr, 4, idx, 2, &base), 0);
+  CHECK_EQ(strata_amr_block_at_index(amr, 4, idx, 0, &root), 0);
+  CHECK(base.index[0] == 3 && base.index[1] == 1 && base.index[2] == 2);
+  CHECK(root.index[0] == 0 && root.index[1] == 0 && root.index[2] == 0);
+  const int64_t cell[3] = {1, 2, 1}; /* in the level_base mask: 4 elements per axis */
+  for (int a = 0; a < 3; a++)
+    CHECK_EQ(idx[a] - base.index[a] * 4, cell[a]);
+  CHECK_EQ(strata_amr_destroy(amr), 0);
+}
+
 int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
   strata_model *model = step_model();
+  check_element_mapping();
   check_linear(model);
   check_balance(model);
   strata_model_destroy(model);
