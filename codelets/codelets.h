@@ -18,21 +18,6 @@
 #define STRATA__USE_CUDA 1
 #else
 #define STRATA__USE_CUDA 0
-struct strata__infer_criterion;
-struct strata__infer_merge;
-struct strata__infer_mark;
-/* Evaluation: a leaf's field (R) into its mask (W, uint8 vector). */
-int strata__infer_criterion_submit(MPI_Comm comm, starpu_data_handle_t field,
-                                   starpu_data_handle_t mask,
-                                   const struct strata__infer_criterion *c);
-/* A child's mask (R) OR-ed into its parent's (RW). */
-int strata__infer_merge_submit(MPI_Comm comm, starpu_data_handle_t child,
-                               starpu_data_handle_t parent, const struct strata__infer_merge *m);
-/* An array's bubble table (R) into a leaf's list (RW) and marker field
- * (RW; NULL: none), locally. */
-int strata__infer_mark_submit(starpu_data_handle_t table, starpu_data_handle_t list,
-                              starpu_data_handle_t field, const struct strata__infer_mark *m);
-
 #endif
 
 /* Integer cube root: n with n^3 <= v < (n+1)^3 (extent of a cubic array). */
