@@ -1241,23 +1241,6 @@ int strata_infer_read_mask(strata_infer *inf, const strata_amr_block *b, uint8_t
   return 0;
 }
 
-/* Rows of a table (capacity `rows`) as bubbles. */
-static int64_t read_rows(const double *table, int64_t rows, strata_bubble *out, int64_t *found)
-{
-  int64_t total = (int64_t)table[0], n = total < rows ? total : rows;
-  for (int64_t b = 0; b < n; b++) {
-    const double *r = table + (1 + b) * TABLE_COLUMNS;
-    out[b] = (strata_bubble){{r[STRATA__BUBBLE_X], r[STRATA__BUBBLE_Y], r[STRATA__BUBBLE_Z]},
-                             r[STRATA__BUBBLE_RADIUS],
-                             r[STRATA__BUBBLE_MASS],
-                             r[STRATA__BUBBLE_PEAK],
-                             (int64_t)r[STRATA__BUBBLE_CELLS]};
-  }
-  if (found)
-    *found = total;
-  return n;
-}
-
 int strata_infer_leaf_bubbles(strata_infer *inf, const strata_amr_block *b, strata_bubble **list,
                               int64_t *n, int64_t *found)
 {
@@ -1281,8 +1264,8 @@ int strata_infer_leaf_bubbles(strata_infer *inf, const strata_amr_block *b, stra
     *list = NULL;
     return STRATA_ESTARPU;
   }
-  *n = read_rows((const void *)starpu_vector_get_local_ptr(l->h), inf->p.bubble_capacity, *list,
-                 found);
+  *n = strata__bubble_rows((const void *)starpu_vector_get_local_ptr(l->h), inf->p.bubble_capacity,
+                           *list, found);
   starpu_data_release(l->h);
   return 0;
 }
@@ -1327,8 +1310,8 @@ int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **elem
       local = STRATA_ESTARPU;
       break;
     }
-    int64_t got = read_rows((const void *)starpu_vector_get_local_ptr(inf->el[i].table),
-                            inf->p.bubble_capacity, rows, NULL);
+    int64_t got = strata__bubble_rows((const void *)starpu_vector_get_local_ptr(inf->el[i].table),
+                                      inf->p.bubble_capacity, rows, NULL);
     starpu_data_release(inf->el[i].table);
     for (int64_t b = 0; b < got; b++, k++) {
       mine[k * ROW] = (double)i;

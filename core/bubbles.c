@@ -37,6 +37,23 @@ int strata_bubbles_submit(strata_array *prob, const strata_bubble_params *p, str
   return ret;
 }
 
+int64_t strata__bubble_rows(const double *table, int64_t capacity, strata_bubble *out,
+                            int64_t *found)
+{
+  int64_t total = (int64_t)table[0], stored = total < capacity ? total : capacity;
+  for (int64_t b = 0; b < stored; b++) {
+    const double *row = table + (1 + b) * STRATA__BUBBLE_FIELDS;
+    out[b] = (strata_bubble){{row[STRATA__BUBBLE_X], row[STRATA__BUBBLE_Y], row[STRATA__BUBBLE_Z]},
+                             row[STRATA__BUBBLE_RADIUS],
+                             row[STRATA__BUBBLE_MASS],
+                             row[STRATA__BUBBLE_PEAK],
+                             (int64_t)row[STRATA__BUBBLE_CELLS]};
+  }
+  if (found)
+    *found = total;
+  return stored;
+}
+
 int strata_bubbles_read(strata_array *table, strata_bubble **list, int64_t *n, int64_t *found)
 {
   int ret = strata__check_ready();
@@ -48,24 +65,13 @@ int strata_bubbles_read(strata_array *table, strata_bubble **list, int64_t *n, i
   const double *t;
   if ((ret = strata_array_acquire(table, STRATA_READ, (void **)&t)))
     return ret;
-  int64_t total = (int64_t)t[0], stored = total < table->shape[0] - 1 ? total : table->shape[0] - 1;
-  *list = malloc((size_t)(stored > 0 ? stored : 1) * sizeof **list);
+  const int64_t capacity = table->shape[0] - 1;
+  *list = malloc((size_t)(capacity > 0 ? capacity : 1) * sizeof **list);
   if (!*list) {
     strata_array_release(table);
     return STRATA_ENOMEM;
   }
-  for (int64_t b = 0; b < stored; b++) {
-    const double *row = t + (1 + b) * STRATA__BUBBLE_FIELDS;
-    (*list)[b] =
-        (strata_bubble){{row[STRATA__BUBBLE_X], row[STRATA__BUBBLE_Y], row[STRATA__BUBBLE_Z]},
-                        row[STRATA__BUBBLE_RADIUS],
-                        row[STRATA__BUBBLE_MASS],
-                        row[STRATA__BUBBLE_PEAK],
-                        (int64_t)row[STRATA__BUBBLE_CELLS]};
-  }
+  *n = strata__bubble_rows(t, capacity, *list, found);
   strata_array_release(table);
-  *n = stored;
-  if (found)
-    *found = total;
   return 0;
 }

@@ -62,6 +62,11 @@ int strata__model_check_extent(const strata_model *m, int64_t n);
 int strata__model_submit_handles(strata_model *m, int64_t n, starpu_data_handle_t in,
                                  starpu_data_handle_t out);
 
+/* The stored rows of a bubble table (at most `capacity`) into `out`;
+ * returns their number, *found (may be NULL) gets how many were found. */
+int64_t strata__bubble_rows(const double *table, int64_t capacity, strata_bubble *out,
+                            int64_t *found);
+
 /* A STARPU_SCRATCH handle of `bytes` bytes, without a home copy. */
 starpu_data_handle_t strata__scratch_register(uint64_t bytes);
 
