@@ -82,6 +82,13 @@ struct strata_infer {
 
 static int64_t infer_objects; /* identical on every rank: creation is collective */
 
+const char *strata_infer_phase_name(int phase)
+{
+  static const char *const names[STRATA_INFER_PHASES] = {"evaluate", "allocate", "populate",
+                                                         "apply", "update"};
+  return phase >= 0 && phase < STRATA_INFER_PHASES ? names[phase] : "";
+}
+
 void strata_infer_params_init(strata_infer_params *p)
 {
   if (!p)
@@ -457,6 +464,37 @@ static struct element *find_element(const strata_infer *inf, const int64_t idx[3
   return bsearch(&key, inf->el, (size_t)inf->nel, sizeof *inf->el, element_cmp);
 }
 
+/* Every rank's `n` 8-byte values of `type` concatenated in rank order, on
+ * every rank: *all (malloc'd) and *total. Collective; errors agreed. */
+static int allgather_values(const strata_amr *amr, const void *mine, int64_t n, MPI_Datatype type,
+                            void **all, int64_t *total)
+{
+  int *counts = calloc((size_t)amr->size, sizeof *counts);
+  int *displs = calloc((size_t)amr->size, sizeof *displs);
+  int ret = strata__agree(counts && displs ? 0 : STRATA_ENOMEM, NULL, 0);
+  *all = NULL;
+  *total = 0;
+  if (!ret) {
+    int mine_count = (int)n;
+    MPI_Allgather(&mine_count, 1, MPI_INT, counts, 1, MPI_INT, amr->meta);
+    for (int r = 0; r < amr->size; r++) {
+      displs[r] = (int)*total;
+      *total += counts[r];
+    }
+    *all = malloc((size_t)(*total + 1) * 8);
+    ret = strata__agree(*all ? 0 : STRATA_ENOMEM, NULL, 0);
+  }
+  if (!ret)
+    MPI_Allgatherv(mine, (int)n, type, *all, counts, displs, type, amr->meta);
+  else {
+    free(*all);
+    *all = NULL;
+  }
+  free(counts);
+  free(displs);
+  return ret;
+}
+
 /* The elements marked in this rank's level_base masks, gathered on every
  * rank, sorted and unique. */
 static int gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n_out)
@@ -467,9 +505,7 @@ static int gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n_out)
     if (inf->masks[i].b.level == inf->p.level_base && inf->masks[i].rank == amr->rank)
       cap += inf->masks[i].cells * inf->masks[i].cells * inf->masks[i].cells;
   int64_t *mine = malloc((size_t)(3 * cap + 1) * sizeof *mine);
-  int *counts = calloc((size_t)amr->size, sizeof *counts);
-  int *displs = calloc((size_t)amr->size, sizeof *displs);
-  int ret = mine && counts && displs ? 0 : STRATA_ENOMEM;
+  int ret = mine ? 0 : STRATA_ENOMEM;
   for (int64_t i = 0; i < inf->nmasks && !ret; i++) {
     struct mask *m = &inf->masks[i];
     if (m->b.level != inf->p.level_base || m->rank != amr->rank)
@@ -489,27 +525,13 @@ static int gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n_out)
     starpu_data_release(m->h);
   }
   int err = strata__agree(ret, NULL, 0);
-  if (err) {
-    free(mine);
-    free(counts);
-    free(displs);
-    return ret ? ret : err;
-  }
-  int mine_count = (int)(3 * n);
-  MPI_Allgather(&mine_count, 1, MPI_INT, counts, 1, MPI_INT, amr->meta);
+  void *all = NULL;
   int64_t total = 0;
-  for (int r = 0; r < amr->size; r++) {
-    displs[r] = (int)total;
-    total += counts[r];
-  }
-  int64_t *all = malloc((size_t)(total + 1) * sizeof *all);
-  if (all)
-    MPI_Allgatherv(mine, mine_count, MPI_INT64_T, all, counts, displs, MPI_INT64_T, amr->meta);
+  if (!err)
+    err = allgather_values(amr, mine, 3 * n, MPI_INT64_T, &all, &total);
   free(mine);
-  free(counts);
-  free(displs);
-  if (!all)
-    return STRATA_ENOMEM;
+  if (err)
+    return ret ? ret : err;
   *idx_out = all;
   *n_out = total / 3;
   return 0;
@@ -645,9 +667,6 @@ static int64_t cells_of(const int64_t lo[3], const int64_t hi[3])
   return (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
 }
 
-/* Floor division for a positive divisor. */
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
 /* The transfer as the kernels see it, reading the leaf's own array: into
  * the element's channel array (the destination of x), plus, for
  * prolongation, the box of coarse cells it reads (packed across ranks). */
@@ -677,8 +696,8 @@ static void leaf_xfer(const strata_infer *inf, const struct transfer *t, struct 
       x->src_start[a] = t->lo[a] - origin * x->factor;
     if (t->kind == STRATA__AMR_PROLONG) {
       const int64_t f = x->factor, q0 = x->src_start[a], q1 = q0 + x->count[a] - 1;
-      box_lo[a] = floor_div(2 * q0 + 1 - f, 2 * f);
-      box_n[a] = floor_div(2 * q1 + 1 - f, 2 * f) + 2 - box_lo[a];
+      box_lo[a] = strata__amr_prolong_cell(q0, (int)f);
+      box_n[a] = strata__amr_prolong_cell(q1, (int)f) + 2 - box_lo[a];
     } else {
       box_lo[a] = 0;
       box_n[a] = x->count[a];
@@ -1299,9 +1318,7 @@ int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **elem
     cap += inf->el[i].rank == amr->rank ? inf->p.bubble_capacity : 0;
   double *mine = malloc((size_t)(cap * ROW + 1) * sizeof *mine);
   strata_bubble *rows = malloc((size_t)(inf->p.bubble_capacity) * sizeof *rows);
-  int *counts = calloc((size_t)amr->size, sizeof *counts),
-      *displs = calloc((size_t)amr->size, sizeof *displs);
-  int local = mine && rows && counts && displs ? 0 : STRATA_ENOMEM;
+  int local = mine && rows ? 0 : STRATA_ENOMEM;
   int64_t k = 0;
   for (int64_t i = 0; i < inf->nel && !local; i++) {
     if (inf->el[i].rank != amr->rank)
@@ -1320,27 +1337,21 @@ int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **elem
   }
   free(rows);
   ret = strata__agree(local, NULL, 0);
-  double *all = NULL;
+  void *gathered_rows = NULL;
+  int64_t total = 0;
+  if (!ret)
+    ret = allgather_values(amr, mine, k * ROW, MPI_DOUBLE, &gathered_rows, &total);
+  const double *all = gathered_rows;
   if (!ret) {
-    int mine_count = (int)(k * ROW);
-    MPI_Allgather(&mine_count, 1, MPI_INT, counts, 1, MPI_INT, amr->meta);
-    int64_t total = 0;
-    for (int r = 0; r < amr->size; r++) {
-      displs[r] = (int)total;
-      total += counts[r];
-    }
-    all = malloc((size_t)(total + 1) * sizeof *all);
-    *list = malloc((size_t)(total / ROW + 1) * sizeof **list);
-    int64_t *pos = element ? malloc((size_t)(total / ROW + 1) * sizeof *pos) : NULL;
-    struct gathered *order = malloc((size_t)(total / ROW + 1) * sizeof *order);
-    local = all && *list && order && (!element || pos) ? 0 : STRATA_ENOMEM;
-    ret = strata__agree(local, NULL, 0);
+    *n = total / ROW;
+    *list = malloc((size_t)(*n + 1) * sizeof **list);
+    int64_t *pos = element ? malloc((size_t)(*n + 1) * sizeof *pos) : NULL;
+    struct gathered *order = malloc((size_t)(*n + 1) * sizeof *order);
+    ret = strata__agree(*list && order && (!element || pos) ? 0 : STRATA_ENOMEM, NULL, 0);
     if (!ret) {
-      MPI_Allgatherv(mine, mine_count, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, amr->meta);
       /* Ranks own contiguous runs of elements only under the curve
        * policy: order by element, then by place in the gathered rows (an
        * element's rows are contiguous, in table order). */
-      *n = total / ROW;
       for (int64_t b = 0; b < *n; b++)
         order[b] = (struct gathered){(int64_t)all[b * ROW], b};
       qsort(order, (size_t)*n, sizeof *order, gathered_cmp);
@@ -1358,9 +1369,7 @@ int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **elem
     }
     free(order);
   }
-  free(all);
+  free(gathered_rows);
   free(mine);
-  free(counts);
-  free(displs);
   return ret;
 }

@@ -27,7 +27,22 @@
 extern "C" {
 #endif
 
+#ifdef __CUDACC__
+#define STRATA__AMR_HOST_DEVICE __host__ __device__
+#else
+#define STRATA__AMR_HOST_DEVICE
+#endif
+
 enum strata__amr_kind { STRATA__AMR_COPY, STRATA__AMR_RESTRICT, STRATA__AMR_PROLONG };
+
+/* Prolongation: fine offset q (see below) lies between coarse cells c and
+ * c + 1 with c = floor((2q + 1 - factor) / (2 factor)); shared by the
+ * kernels and by callers that need the coarse cells a transfer reads. */
+STRATA__AMR_HOST_DEVICE static inline int64_t strata__amr_prolong_cell(int64_t q, int factor)
+{
+  const int64_t num = 2 * q + 1 - factor, den = 2 * (int64_t)factor;
+  return num >= 0 ? num / den : -((-num + den - 1) / den);
+}
 
 struct strata__amr_xfer {
   int kind;             /* enum strata__amr_kind */

@@ -13,12 +13,10 @@ namespace
 using strata_cuda::blocks_for;
 using strata_cuda::kThreads;
 
-__device__ int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
 __device__ void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
 {
   int64_t num = 2 * q + 1 - factor;
-  *c = floor_div(num, 2 * (int64_t)factor);
+  *c = strata__amr_prolong_cell(q, factor);
   *t = (double)(num - 2 * (int64_t)factor * *c) / (double)(2 * factor);
 }
 
