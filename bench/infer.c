@@ -14,9 +14,6 @@
 #include "bench_util.h"
 #include "infer_job.h"
 
-static const char *const phase_names[STRATA_INFER_PHASES] = {"evaluate", "allocate", "populate",
-                                                             "apply", "update"};
-
 /* Medians of each phase and of the total over the rounds, as JSON. */
 static cJSON *summary(double (*t)[STRATA_INFER_PHASES + 1], int rounds)
 {
@@ -25,7 +22,7 @@ static cJSON *summary(double (*t)[STRATA_INFER_PHASES + 1], int rounds)
   for (int k = 0; k <= STRATA_INFER_PHASES; k++) {
     for (int r = 0; r < rounds; r++)
       v[r] = t[r][k];
-    cJSON_AddNumberToObject(o, k < STRATA_INFER_PHASES ? phase_names[k] : "total",
+    cJSON_AddNumberToObject(o, k < STRATA_INFER_PHASES ? strata_infer_phase_name(k) : "total",
                             bench_median(v, rounds));
   }
   free(v);

@@ -132,9 +132,6 @@ static void progress(const struct options *o, int done, double seconds)
   fflush(stderr);
 }
 
-static const char *const phase_names[STRATA_INFER_PHASES] = {"evaluate", "allocate", "populate",
-                                                             "apply", "update"};
-
 /* Per-rank elements and bubbles of the last cycle, printed by rank 0. */
 static void per_rank(const strata_infer_stats *st)
 {
@@ -228,7 +225,7 @@ static int run(const struct options *o)
     printf("\nmode: %s, %d rank(s); mean time per cycle (phase ends on the slowest rank):\n",
            o->bulk ? "bulk-synchronous" : "task graph", strata_size());
     for (int k = 0; k < STRATA_INFER_PHASES; k++)
-      printf("  %-9s %8.4f s\n", phase_names[k], sums[k] / o->cycles);
+      printf("  %-9s %8.4f s\n", strata_infer_phase_name(k), sums[k] / o->cycles);
     printf("  %-9s %8.4f s\nlast cycle: %lld elements (max %lld per rank), %lld bubbles, "
            "%lld leaf deliveries, covered volume %.6f to %.6f\n",
            "total", sums[STRATA_INFER_PHASES] / o->cycles, (long long)st.elements,

@@ -106,6 +106,10 @@ typedef struct strata_infer_params {
   int bulk_synchronous;
 } strata_infer_params;
 
+/** @brief Name of a phase ("evaluate", "allocate", "populate", "apply",
+ *  "update"), "" when out of range. */
+const char *strata_infer_phase_name(int phase);
+
 /** @brief Fill @p p with the defaults (model NULL: set it). */
 void strata_infer_params_init(strata_infer_params *p);
 
