@@ -1,20 +1,11 @@
 /* CUDA AMR kernels against the CPU ones: copy, restriction and
  * prolongation (factors 2 and 4, 2-D and 3-D, float and double, with buffer
  * offsets) and boundary extrapolation on random data. Exit 77 without a GPU. */
-#include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdlib.h>
 
-#include "check.h"
+#include "cuda_check.h"
 #include "kernels/amr_kernels.h"
-
-static void *device_copy(const void *host, size_t bytes)
-{
-  void *d = NULL;
-  CHECK_EQ(cudaMalloc(&d, bytes), cudaSuccess);
-  cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice);
-  return d;
-}
 
 static double *random_doubles(size_t n)
 {
@@ -54,7 +45,7 @@ static void compare_xfer(int kind, int dim, int factor, int is_double)
       ((float *)src)[i] = (float)sd[i];
   }
   strata__amr_xfer_cpu(&x, cpu, src);
-  void *d_src = device_copy(src, ns * es), *d_dst = device_copy(gpu, nd * es);
+  void *d_src = check_device_copy(src, ns * es), *d_dst = check_device_copy(gpu, nd * es);
   CHECK_EQ(strata__amr_xfer_cuda(&x, d_dst, d_src, NULL), 0);
   CHECK_EQ(cudaMemcpy(gpu, d_dst, nd * es, cudaMemcpyDeviceToHost), cudaSuccess);
   double worst = 0;
@@ -78,7 +69,7 @@ static void compare_boundary(int dim)
       .dim = dim, .ghost = 2, .is_double = 1, .faces = 0x15, .dims = {9, 9, dim == 3 ? 9 : 1}};
   size_t n = (size_t)(b.dims[0] * b.dims[1] * b.dims[2]);
   double *cpu = random_doubles(n), *gpu = malloc(n * sizeof *gpu);
-  void *d = device_copy(cpu, n * sizeof *cpu);
+  void *d = check_device_copy(cpu, n * sizeof *cpu);
   strata__amr_boundary_cpu(&b, cpu);
   CHECK_EQ(strata__amr_boundary_cuda(&b, d, NULL), 0);
   CHECK_EQ(cudaMemcpy(gpu, d, n * sizeof *gpu, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -91,11 +82,7 @@ static void compare_boundary(int dim)
 
 int main(void)
 {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    puts("no CUDA device: skipped");
-    return 77;
-  }
+  check_cuda_device();
   srand(3);
   for (int is_double = 0; is_double < 2; is_double++)
     for (int dim = 2; dim <= 3; dim++) {

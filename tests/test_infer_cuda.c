@@ -1,25 +1,16 @@
 /* CUDA inference-array kernels against the CPU ones: the criterion (block
  * mean and fixed reference), mask merges, bubble marking with leaf lists,
  * and float64-to-float32 transfers. Exit 77 without a GPU. */
-#include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "cuda_check.h"
 #include "kernels/amr_kernels.h"
 #include "kernels/bubble_kernels.h"
 #include "kernels/infer_kernels.h"
 
 enum { M = 16, SIDE = M + 2, CELLS = SIDE * SIDE * SIDE, CAP = 8 };
-
-static void *device_copy(const void *host, size_t bytes)
-{
-  void *d = NULL;
-  CHECK_EQ(cudaMalloc(&d, bytes), cudaSuccess);
-  cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice);
-  return d;
-}
 
 /* Copy back, free the device buffer, compare bytes. */
 static void same_bytes(void *dev, const void *cpu, size_t bytes)
@@ -33,16 +24,12 @@ static void same_bytes(void *dev, const void *cpu, size_t bytes)
 
 int main(void)
 {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    puts("no CUDA device: skipped");
-    return 77;
-  }
+  check_cuda_device();
   srand(5);
   double *field = malloc(CELLS * sizeof *field);
   for (int i = 0; i < CELLS; i++)
     field[i] = exp(3.0 * rand() / RAND_MAX);
-  void *dfield = device_copy(field, CELLS * sizeof *field);
+  void *dfield = check_device_copy(field, CELLS * sizeof *field);
   for (int local = 0; local < 2; local++) {
     struct strata__infer_criterion c = {.is_double = 1,
                                         .ghost = 1,
@@ -51,7 +38,7 @@ int main(void)
                                         .local_mean = local,
                                         .threshold = local ? 8 : 15,
                                         .reference = 1};
-    uint8_t cpu[64], *gpu = device_copy(cpu, sizeof cpu);
+    uint8_t cpu[64] = {0}, *gpu = check_device_copy(cpu, sizeof cpu);
     strata__infer_criterion_cpu(&c, field, cpu);
     CHECK_EQ(strata__infer_criterion_cuda(&c, dfield, gpu, NULL), 0);
     same_bytes(gpu, cpu, sizeof cpu);
@@ -60,7 +47,7 @@ int main(void)
   for (int i = 0; i < 8; i++)
     child[i] = rand() & 1;
   parent[3] = 1;
-  uint8_t *dchild = device_copy(child, 8), *dparent = device_copy(parent, 64);
+  uint8_t *dchild = check_device_copy(child, 8), *dparent = check_device_copy(parent, 64);
   struct strata__infer_merge mg = {.child = 2, .parent = 4, .offset = {2, 2, 0}};
   strata__infer_merge_cpu(&mg, child, parent);
   CHECK_EQ(strata__infer_merge_cuda(&mg, dchild, dparent, NULL), 0);
@@ -74,8 +61,9 @@ int main(void)
       table[b * STRATA__BUBBLE_FIELDS + k] =
           k == STRATA__BUBBLE_RADIUS ? 0.05 : (double)rand() / RAND_MAX;
   double *marks = calloc(CELLS, sizeof *marks);
-  double *dtable = device_copy(table, sizeof table), *dlist = device_copy(list, sizeof list);
-  double *dmarks = device_copy(marks, CELLS * sizeof *marks);
+  double *dtable = check_device_copy(table, sizeof table),
+         *dlist = check_device_copy(list, sizeof list);
+  double *dmarks = check_device_copy(marks, CELLS * sizeof *marks);
   struct strata__infer_mark mk = {.is_double = 1,
                                   .ghost = 1,
                                   .cells = M,
@@ -105,7 +93,7 @@ int main(void)
       x.src_start[a] = kind == STRATA__AMR_PROLONG ? 2 : 1;
     }
     float cpu[M * M * M + 7] = {0};
-    float *gpu = device_copy(cpu, sizeof cpu);
+    float *gpu = check_device_copy(cpu, sizeof cpu);
     strata__amr_xfer_cpu(&x, cpu, field);
     CHECK_EQ(strata__amr_xfer_cuda(&x, gpu, dfield, NULL), 0);
     float back[M * M * M + 7];

@@ -1,8 +1,7 @@
 /* CUDA merge kernels against the scalar reference, every (op, dtype) pair,
  * and the CUDA identity fill against the CPU one. Exit 77 without a GPU. */
-#include <cuda_runtime_api.h>
 
-#include "check.h"
+#include "cuda_check.h"
 #include "kernels/merge_kernels.h"
 #include "merge_reference.h"
 
@@ -23,11 +22,7 @@ static void apply_cuda(strata_op op, strata_dtype st, void *dst, const void *src
 
 int main(void)
 {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    puts("no CUDA device: skipped");
-    return 77;
-  }
+  check_cuda_device();
   CHECK_EQ(ref_check_all_pairs(apply_cuda, 100003), 0);
   for (int op = 0; op < STRATA_NOPS; op++)
     for (int t = 0; t < STRATA_NDTYPES; t++) {

@@ -3,12 +3,11 @@
  * tables of planted spheres (same bubbles, same order). Exit 77 without a
  * GPU. */
 #include <cublas_v2.h>
-#include <cuda_runtime_api.h>
 #include <math.h>
 #include <string.h>
 
-#include "check.h"
 #include "cnn_reference.h"
+#include "cuda_check.h"
 #include "kernels/bubble_kernels.h"
 
 static void *to_device(const void *host, size_t bytes)
@@ -72,11 +71,7 @@ static void check_bubbles(void)
 
 int main(void)
 {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    puts("no CUDA device: skipped");
-    return 77;
-  }
+  check_cuda_device();
   cublasHandle_t h;
   CHECK_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
   check_unet(h, 8);
