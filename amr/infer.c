@@ -558,10 +558,11 @@ static int register_element(strata_infer *inf, struct element *e)
   return strata__amr_fill_submit(MPI_COMM_NULL, e->in, &zero);
 }
 
-/* Merge the needed elements with the current level array: kept elements
- * keep their handles, new ones get serials in Morton order. */
+/* Merge the needed elements into the level array: kept elements keep their
+ * handles, new ones are marked (serial -1) for placement, gone ones are
+ * unregistered. */
 static int update_level_array(strata_infer *inf, const int64_t *idx, int64_t n,
-                              strata_infer_stats *st, struct element **next_out, int *same)
+                              strata_infer_stats *st)
 {
   struct element *next = calloc((size_t)(n ? n : 1), sizeof *next);
   if (!next)
@@ -588,10 +589,10 @@ static int update_level_array(strata_infer *inf, const int64_t *idx, int64_t n,
   }
   for (; j < inf->nel; j++)
     drop_element(&inf->el[j]), st->removed++;
-  *same = !st->created && !st->removed;
   free(inf->el);
-  *next_out = next;
-  return (int)n; /* fits: the level array has at most 2^31 elements */
+  inf->el = next;
+  inf->nel = n;
+  return 0;
 }
 
 /* ---- transfers between leaves and elements ---- */
@@ -1163,17 +1164,11 @@ int strata_infer_run(strata_infer *inf, strata_infer_stats *stats)
 
   struct transfer *t = NULL;
   int64_t nt = 0;
+  if (!local)
+    local = update_level_array(inf, needed, nneeded, &st);
   if (!local) {
-    struct element *next;
-    int same = 0, n = update_level_array(inf, needed, nneeded, &st, &next, &same);
-    if (n < 0)
-      local = n;
-    else {
-      inf->el = next;
-      inf->nel = n;
-      local = plan_transfers(inf, &t, &nt);
-      st.reused = same && inf->nel > 0;
-    }
+    local = plan_transfers(inf, &t, &nt);
+    st.reused = !st.created && !st.removed && inf->nel > 0;
     int *ranks = local ? NULL : malloc((size_t)(inf->nel ? inf->nel : 1) * sizeof *ranks);
     if (!local && !ranks)
       local = STRATA_ENOMEM;
