@@ -9,7 +9,7 @@
 
 #include <strata/amr.h>
 
-#include "check.h"
+#include "amr_check.h"
 
 static const double coef[4] = {0.25, 1.5, -2.0, 0.75};
 
@@ -18,44 +18,15 @@ static double linear_at(const double x[3])
   return coef[0] + coef[1] * x[0] + coef[2] * x[1] + coef[3] * x[2];
 }
 
-static int my_rank(void)
-{
-  int r;
-  MPI_Comm_rank(strata_comm(), &r);
-  return r;
-}
-
-/* fn(ctx, info, values) on every leaf owned here, with field 0 read as
- * doubles (the whole ghosted array, or the interior only). */
-static void for_owned_leaves(strata_amr *amr, int ghosts,
-                             void (*fn)(void *ctx, const strata_amr_block_info *info,
-                                        const double *v),
-                             void *ctx)
-{
-  const strata_amr_params *p = strata_amr_get_params(amr);
-  int64_t n = strata_amr_num_leaves(amr), side = p->block_cells + 2 * p->ghost_depth;
-  strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
-  double *v = malloc((size_t)(side * side * side) * sizeof *v);
-  strata_amr_leaves(amr, leaves, n, &n);
-  for (int64_t i = 0; i < n; i++) {
-    strata_amr_block_info info;
-    strata_amr_block_query(amr, &leaves[i], &info);
-    if (info.rank != my_rank())
-      continue;
-    CHECK_EQ(strata_amr_read(amr, &leaves[i], 0, ghosts, v), 0);
-    fn(ctx, &info, v);
-  }
-  free(leaves);
-  free(v);
-}
-
 struct deviation {
   const strata_amr_params *p;
   double worst;
 };
 
-static void linear_deviation(void *ctx, const strata_amr_block_info *info, const double *v)
+static void linear_deviation(void *ctx, const strata_amr_block *b,
+                             const strata_amr_block_info *info, const double *v)
 {
+  (void)b;
   struct deviation *d = ctx;
   const strata_amr_params *p = d->p;
   int64_t side = p->block_cells + 2 * p->ghost_depth;
@@ -75,7 +46,7 @@ static void linear_deviation(void *ctx, const strata_amr_block_info *info, const
 static double linear_error(strata_amr *amr)
 {
   struct deviation d = {strata_amr_get_params(amr), 0};
-  for_owned_leaves(amr, 1, linear_deviation, &d);
+  for_owned_leaves(amr, 0, 1, linear_deviation, &d);
   MPI_Allreduce(MPI_IN_PLACE, &d.worst, 1, MPI_DOUBLE, MPI_MAX, strata_comm());
   return d.worst;
 }
@@ -251,8 +222,10 @@ struct mass {
   double total;
 };
 
-static void add_mass(void *ctx, const strata_amr_block_info *info, const double *v)
+static void add_mass(void *ctx, const strata_amr_block *b, const strata_amr_block_info *info,
+                     const double *v)
 {
+  (void)b;
   struct mass *m = ctx;
   int64_t cells = 1;
   for (int a = 0; a < m->p->dim; a++)
@@ -267,7 +240,7 @@ static void add_mass(void *ctx, const strata_amr_block_info *info, const double 
 static double total_mass(strata_amr *amr)
 {
   struct mass m = {strata_amr_get_params(amr), 0};
-  for_owned_leaves(amr, 0, add_mass, &m);
+  for_owned_leaves(amr, 0, 0, add_mass, &m);
   MPI_Allreduce(MPI_IN_PLACE, &m.total, 1, MPI_DOUBLE, MPI_SUM, strata_comm());
   return m.total;
 }

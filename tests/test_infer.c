@@ -11,14 +11,7 @@
 
 #include <strata/infer.h>
 
-#include "check.h"
-
-static int my_rank(void)
-{
-  int r;
-  MPI_Comm_rank(strata_comm(), &r);
-  return r;
-}
+#include "amr_check.h"
 
 static int num_ranks(void)
 {
@@ -275,80 +268,83 @@ static void check_alignment(strata_infer *inf)
   free(v);
 }
 
+/* The global bubble list, for checking what each leaf received. */
+struct delivery {
+  strata_infer *inf;
+  const strata_amr_params *p;
+  strata_bubble *bubbles;
+  int64_t *element, nb, (*idx)[3];
+  int64_t wrong, marked, list_wrong;
+};
+
+/* One owned leaf: its list counts the bubbles whose sphere, clipped to its
+ * array, reaches the leaf; its marker field (v, ghosted) is 1 exactly at
+ * the cells whose centres lie in such a clipped sphere. */
+static void check_leaf_delivery(void *ctx, const strata_amr_block *leaf,
+                                const strata_amr_block_info *info, const double *v)
+{
+  struct delivery *d = ctx;
+  const int64_t m = d->p->block_cells, g = d->p->ghost_depth, side = m + 2 * g;
+  const double h = (info->upper[0] - info->lower[0]) / (double)m;
+  int64_t reaching = 0;
+  for (int64_t b = 0; b < d->nb; b++) {
+    const int64_t *e = d->idx[d->element[b]];
+    double d2 = 0;
+    int overlap = 1;
+    for (int a = 0; a < 3; a++) { /* sphere clipped to the array vs the leaf */
+      double lo = fmax(info->lower[a], e[a] / array_blocks),
+             hi = fmin(info->upper[a], (e[a] + 1) / array_blocks);
+      overlap &= lo < hi;
+      double q = fmin(fmax(d->bubbles[b].center[a], lo), hi);
+      d2 += (q - d->bubbles[b].center[a]) * (q - d->bubbles[b].center[a]);
+    }
+    reaching += overlap && d2 < d->bubbles[b].radius * d->bubbles[b].radius;
+  }
+  strata_bubble *list;
+  int64_t got, found;
+  CHECK_EQ(strata_infer_leaf_bubbles(d->inf, leaf, &list, &got, &found), 0);
+  d->list_wrong += found != reaching;
+  free(list);
+  for (int64_t c = 0; c < m * m * m; c++) {
+    int64_t ci[3] = {c % m, c / m % m, c / (m * m)};
+    double x[3];
+    for (int a = 0; a < 3; a++)
+      x[a] = info->lower[a] + ((double)ci[a] + 0.5) * h;
+    int want = 0;
+    for (int64_t b = 0; b < d->nb && !want; b++) {
+      const int64_t *e = d->idx[d->element[b]];
+      double d2 = 0;
+      int inside = 1;
+      for (int a = 0; a < 3; a++) {
+        inside &= x[a] >= e[a] / array_blocks && x[a] < (e[a] + 1) / array_blocks;
+        d2 += (x[a] - d->bubbles[b].center[a]) * (x[a] - d->bubbles[b].center[a]);
+      }
+      want = inside && d2 <= d->bubbles[b].radius * d->bubbles[b].radius;
+    }
+    d->wrong += v[((ci[2] + g) * side + ci[1] + g) * side + ci[0] + g] != (double)want;
+    d->marked += want;
+  }
+}
+
 /* The marker field and the leaf lists against the global bubble list. */
 static void check_delivery(strata_amr *amr, strata_infer *inf, const strata_infer_stats *st)
 {
-  strata_bubble *bubbles;
-  int64_t *element, nb, ne;
-  CHECK_EQ(strata_infer_bubbles(inf, &bubbles, &element, &nb), 0);
-  CHECK_EQ(nb, st->bubbles);
-  CHECK(nb > 0);
+  struct delivery d = {.inf = inf, .p = strata_amr_get_params(amr)};
+  CHECK_EQ(strata_infer_bubbles(inf, &d.bubbles, &d.element, &d.nb), 0);
+  CHECK_EQ(d.nb, st->bubbles);
+  CHECK(d.nb > 0);
+  int64_t ne;
   strata_infer_elements(inf, NULL, NULL, 0, &ne);
-  int64_t(*idx)[3] = malloc((size_t)(ne + 1) * sizeof *idx);
-  strata_infer_elements(inf, idx, NULL, ne, &ne);
-  const strata_amr_params *p = strata_amr_get_params(amr);
-  const int64_t m = p->block_cells, side = m + 2 * p->ghost_depth, g = p->ghost_depth;
-  int64_t n = strata_amr_num_leaves(amr), wrong = 0, marked = 0, list_wrong = 0;
-  strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
-  double *v = malloc((size_t)(side * side * side) * sizeof *v);
-  strata_amr_leaves(amr, leaves, n, &n);
-  for (int64_t i = 0; i < n; i++) {
-    strata_amr_block_info info;
-    strata_amr_block_query(amr, &leaves[i], &info);
-    if (info.rank != my_rank())
-      continue;
-    CHECK_EQ(strata_amr_read(amr, &leaves[i], 1, 1, v), 0);
-    const double h = (info.upper[0] - info.lower[0]) / (double)m;
-    int64_t reaching = 0;
-    for (int64_t b = 0; b < nb; b++) {
-      const int64_t *e = idx[element[b]];
-      double d2 = 0;
-      int overlap = 1;
-      for (int a = 0; a < 3; a++) { /* sphere clipped to the array vs the leaf */
-        double lo = fmax(info.lower[a], e[a] / array_blocks),
-               hi = fmin(info.upper[a], (e[a] + 1) / array_blocks);
-        overlap &= lo < hi;
-        double q = fmin(fmax(bubbles[b].center[a], lo), hi);
-        d2 += (q - bubbles[b].center[a]) * (q - bubbles[b].center[a]);
-      }
-      reaching += overlap && d2 < bubbles[b].radius * bubbles[b].radius;
-    }
-    strata_bubble *list;
-    int64_t got, found;
-    CHECK_EQ(strata_infer_leaf_bubbles(inf, &leaves[i], &list, &got, &found), 0);
-    list_wrong += found != reaching;
-    free(list);
-    for (int64_t c = 0; c < m * m * m; c++) {
-      int64_t ci[3] = {c % m, c / m % m, c / (m * m)};
-      double x[3];
-      for (int a = 0; a < 3; a++)
-        x[a] = info.lower[a] + ((double)ci[a] + 0.5) * h;
-      int want = 0;
-      for (int64_t b = 0; b < nb && !want; b++) {
-        const int64_t *e = idx[element[b]];
-        double d2 = 0;
-        int inside = 1;
-        for (int a = 0; a < 3; a++) {
-          inside &= x[a] >= e[a] / array_blocks && x[a] < (e[a] + 1) / array_blocks;
-          d2 += (x[a] - bubbles[b].center[a]) * (x[a] - bubbles[b].center[a]);
-        }
-        want = inside && d2 <= bubbles[b].radius * bubbles[b].radius;
-      }
-      double got_v = v[((ci[2] + g) * side + ci[1] + g) * side + ci[0] + g];
-      wrong += got_v != (double)want;
-      marked += want;
-    }
-  }
-  CHECK_EQ(wrong, 0);
-  CHECK_EQ(list_wrong, 0);
-  int64_t total_marked = marked;
-  MPI_Allreduce(MPI_IN_PLACE, &total_marked, 1, MPI_INT64_T, MPI_SUM, strata_comm());
-  CHECK(total_marked > 0);
-  free(bubbles);
-  free(element);
-  free(idx);
-  free(leaves);
-  free(v);
+  d.idx = malloc((size_t)(ne + 1) * sizeof *d.idx);
+  strata_infer_elements(inf, d.idx, NULL, ne, &ne);
+  for_owned_leaves(amr, 1, 1, check_leaf_delivery, &d);
+  CHECK_EQ(d.wrong, 0);
+  CHECK_EQ(d.list_wrong, 0);
+  MPI_Allreduce(MPI_IN_PLACE, &d.marked, 1, MPI_INT64_T, MPI_SUM, strata_comm());
+  CHECK(d.marked > 0);
+  free(d.bubbles);
+  free(d.element);
+  free(d.idx);
 }
 
 static void check_linear(strata_model *model)

@@ -1,0 +1,43 @@
+/* Helpers of the AMR tests: this rank, and a visit of the leaves it owns
+ * with one field read as doubles. */
+#ifndef STRATA_TEST_AMR_CHECK_H
+#define STRATA_TEST_AMR_CHECK_H
+
+#include <stdlib.h>
+
+#include <strata/amr.h>
+
+#include "check.h"
+
+static inline int my_rank(void)
+{
+  int r;
+  MPI_Comm_rank(strata_comm(), &r);
+  return r;
+}
+
+/* fn(ctx, block, info, values) on every leaf owned here, with field `field`
+ * read as doubles (the whole ghosted array, or the interior only). */
+static inline void for_owned_leaves(strata_amr *amr, int field, int ghosts,
+                                    void (*fn)(void *ctx, const strata_amr_block *b,
+                                               const strata_amr_block_info *info, const double *v),
+                                    void *ctx)
+{
+  const strata_amr_params *p = strata_amr_get_params(amr);
+  int64_t n = strata_amr_num_leaves(amr), side = p->block_cells + 2 * p->ghost_depth;
+  strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
+  double *v = malloc((size_t)(side * side * side) * sizeof *v);
+  strata_amr_leaves(amr, leaves, n, &n);
+  for (int64_t i = 0; i < n; i++) {
+    strata_amr_block_info info;
+    strata_amr_block_query(amr, &leaves[i], &info);
+    if (info.rank != my_rank())
+      continue;
+    CHECK_EQ(strata_amr_read(amr, &leaves[i], field, ghosts, v), 0);
+    fn(ctx, &leaves[i], &info, v);
+  }
+  free(leaves);
+  free(v);
+}
+
+#endif
