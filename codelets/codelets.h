@@ -8,6 +8,7 @@
 #include <starpu.h>
 
 #include <strata/error.h>
+#include <strata/shard.h>
 #include <strata/types.h>
 
 #include "strata_build_config.h"
@@ -147,5 +148,57 @@ int strata__infer_merge_submit(MPI_Comm comm, starpu_data_handle_t child,
  * (RW; NULL: none), locally. */
 int strata__infer_mark_submit(starpu_data_handle_t table, starpu_data_handle_t list,
                               starpu_data_handle_t field, const struct strata__infer_mark *m);
+
+/* One shard of a sharded operation (include/strata/shard.h): the
+ * operation's kernels, a footprint key, the shard's descriptor and a copy
+ * of the kernel argument (arg_size bytes). */
+struct strata__shard_call {
+  strata_shard_cpu_fn cpu;
+  strata_shard_cuda_fn cuda;
+  uint32_t id;
+  strata_shard shard;
+  size_t arg_size;
+  _Alignas(16) unsigned char arg[];
+};
+
+/* One shard task on its region buffers (shard.ntensors handles, `modes`
+ * per buffer: R, W, RW or REDUX); `size` covers the argument copy. */
+int strata__shard_submit(const struct strata__shard_call *call, size_t size,
+                         const starpu_data_handle_t *handles,
+                         const enum starpu_data_access_mode *modes);
+
+/* A region of a row-major tensor and its buffer, as boxes: every piece
+ * moves `extent` cells between tensor_start and buffer_start. A gather
+ * first fills the buffer with `fill` when `pad`; a scatter copies, or
+ * merges with (op, dtype) when `merge`. */
+struct strata__region_piece {
+  int64_t tensor_start[8], buffer_start[8], extent[8];
+};
+struct strata__region_move {
+  int ndim, pad, merge, npieces;
+  size_t elem;
+  strata_op op;
+  strata_dtype dtype;
+  unsigned char fill[16];
+  int64_t tensor_shape[8], buffer_shape[8];
+  struct strata__region_piece piece[];
+};
+
+/* buffer (W) = region of tensor (R). */
+int strata__region_gather_submit(starpu_data_handle_t tensor, starpu_data_handle_t buffer,
+                                 const struct strata__region_move *m);
+
+/* region of tensor (RW) = buffer (R), or merged with it. */
+int strata__region_scatter_submit(starpu_data_handle_t tensor, starpu_data_handle_t buffer,
+                                  const struct strata__region_move *m);
+
+/* The CPU and CUDA (NULL without CUDA) kernels of the example sharded
+ * operations built by strata_shard_op_linear() and its siblings. */
+struct strata__shard_kernels {
+  strata_shard_cpu_fn cpu;
+  strata_shard_cuda_fn cuda;
+};
+extern const struct strata__shard_kernels strata__linear_kernels, strata__conv2d_kernels,
+    strata__axial_sum_kernels, strata__broadcast_add_kernels;
 
 #endif

@@ -44,6 +44,10 @@ int64_t strata__next_collective(void);
  * STRATA_EINVAL when the values differ, else 0. */
 int strata__agree(int local_err, const int64_t *values, int n);
 
+/* Give a's handle the StarPU reduction methods of `op` (STARPU_REDUX
+ * accesses), after pending reductions with other methods have run. */
+int strata__array_set_redux(strata_array *a, strata_op op);
+
 /* Live-array registry, used by finalize to report and free leaks. */
 void strata__array_track(strata_array *a);
 void strata__array_untrack(strata_array *a);

@@ -62,18 +62,25 @@ int strata_accumulate(strata_array *dst, const strata_array *src, strata_op op)
   int ret = check_pair(dst, src, op);
   if (ret)
     return ret;
-  if (dst->redux_op != (int)op) {
-    /* StarPU reads the reduction methods when the accumulations run, so
-     * pending ones must be reduced with the old methods before the switch. */
-    if (dst->redux_op >= 0) {
-      if (starpu_data_acquire(dst->handle, STARPU_R) != 0)
-        return STRATA_ESTARPU;
-      starpu_data_release(dst->handle);
-    }
-    strata__merge_set_redux(dst->handle, op, dst->dtype);
-    dst->redux_op = (int)op;
-  }
+  if ((ret = strata__array_set_redux(dst, op)))
+    return ret;
   return strata__accumulate_submit(dst->handle, src->handle, op, src->dtype);
+}
+
+int strata__array_set_redux(strata_array *a, strata_op op)
+{
+  if (a->redux_op == (int)op)
+    return 0;
+  /* StarPU reads the reduction methods when the accumulations run, so
+   * pending ones must be reduced with the old methods before the switch. */
+  if (a->redux_op >= 0) {
+    if (starpu_data_acquire(a->handle, STARPU_R) != 0)
+      return STRATA_ESTARPU;
+    starpu_data_release(a->handle);
+  }
+  strata__merge_set_redux(a->handle, op, a->dtype);
+  a->redux_op = (int)op;
+  return 0;
 }
 
 int strata_array_fill_identity(strata_array *a, strata_op op)

@@ -13,6 +13,7 @@
 #include <strata/io.h>
 #include <strata/merge.h>
 #include <strata/model.h>
+#include <strata/shard.h>
 #include <strata/types.h>
 #include <strata/version.h>
 #include <strata/zspace.h>

@@ -1,0 +1,96 @@
+// Box moves on the GPU: pitched 2-D copies per slab, the merge row by row
+// through the element-wise merge kernels, a fill kernel for padding.
+#include <cstdint>
+#include <cstring>
+#include <cuda_runtime.h>
+
+#include "../box_kernels.h"
+#include "../merge_kernels.h"
+#include "launch.cuh"
+
+namespace
+{
+
+struct CopyCtx {
+  size_t elem;
+  char *dst;
+  const char *src;
+  cudaStream_t stream;
+  int err;
+};
+
+void copy_slab(void *ctx, const strata__slab *s)
+{
+  auto *c = static_cast<CopyCtx *>(ctx);
+  if (c->err)
+    return;
+  c->err = cudaMemcpy2DAsync(c->dst + s->dst_off * c->elem, s->dst_pitch * c->elem,
+                             c->src + s->src_off * c->elem, s->src_pitch * c->elem,
+                             s->row_elems * c->elem, s->rows, cudaMemcpyDeviceToDevice, c->stream);
+}
+
+struct MergeCtx {
+  strata_op op;
+  strata_dtype dtype;
+  size_t elem;
+  char *dst;
+  const char *src;
+  cudaStream_t stream;
+  int err;
+};
+
+void merge_slab(void *ctx, const strata__slab *s)
+{
+  auto *c = static_cast<MergeCtx *>(ctx);
+  for (int64_t r = 0; r < s->rows && !c->err; r++)
+    c->err = strata__merge_cuda(c->op, c->dtype, c->dst + (s->dst_off + r * s->dst_pitch) * c->elem,
+                                c->src + (s->src_off + r * s->src_pitch) * c->elem, s->row_elems,
+                                c->stream);
+}
+
+struct Value {
+  unsigned char bytes[16];
+};
+
+__global__ void fill_kernel(unsigned char *dst, int64_t n, unsigned elem, Value v)
+{
+  STRATA_GRID_LOOP(i, n)
+  {
+    for (unsigned b = 0; b < elem; b++)
+      dst[i * elem + b] = v.bytes[b];
+  }
+}
+
+} // namespace
+
+extern "C" int strata__box_copy_cuda(int ndim, const int64_t *extent, size_t elem, void *dst,
+                                     const strata__box *dst_box, const void *src,
+                                     const strata__box *src_box, void *stream)
+{
+  CopyCtx c{elem, static_cast<char *>(dst), static_cast<const char *>(src),
+            static_cast<cudaStream_t>(stream), 0};
+  strata__box_slabs(ndim, extent, dst_box, src_box, copy_slab, &c);
+  return c.err;
+}
+
+extern "C" int strata__box_merge_cuda(int ndim, const int64_t *extent, strata_op op,
+                                      strata_dtype dtype, void *dst, const strata__box *dst_box,
+                                      const void *src, const strata__box *src_box, void *stream)
+{
+  MergeCtx c{op,  dtype, strata_dtype_size(dtype), static_cast<char *>(dst),
+             static_cast<const char *>(src), static_cast<cudaStream_t>(stream), 0};
+  strata__box_slabs(ndim, extent, dst_box, src_box, merge_slab, &c);
+  return c.err;
+}
+
+extern "C" int strata__fill_cuda(void *dst, int64_t n, size_t elem, const void *value, void *stream)
+{
+  if (n == 0)
+    return 0;
+  Value v{};
+  std::memcpy(v.bytes, value, elem);
+  fill_kernel<<<strata_cuda::blocks_for(n), strata_cuda::kThreads, 0,
+                static_cast<cudaStream_t>(stream)>>>(static_cast<unsigned char *>(dst), n,
+                                                     static_cast<unsigned>(elem), v);
+  return cudaGetLastError();
+}
