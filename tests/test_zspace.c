@@ -208,6 +208,33 @@ static void check_examples(void)
   range = R("zr[3:3, 0:4]"); /* empty source: zero shape at the offset */
   CHECK_EQ(strata_zproj_apply_range(&diff, &range, &region), 0);
   CHECK_REGION(region, "zr[0:0]");
+
+  /* Constant strides and what neighbouring shards share: nothing for the
+   * linear maps, everything for fixed views, a halo of shape - |stride|
+   * for windows, along the dimensions the map moves. */
+  int64_t stride[2], overlap[2];
+  CHECK_EQ(strata_zproj_stride(&px, 0, stride), 0);
+  CHECK(stride[0] == 1 && stride[1] == 0);
+  CHECK_EQ(strata_zproj_sharing(&px, 0, overlap), STRATA_ZSHARE_NONE);
+  CHECK(overlap[0] == 0 && overlap[1] == 6);
+  CHECK_EQ(strata_zproj_sharing(&px, 1, overlap), STRATA_ZSHARE_TOTAL);
+  CHECK(overlap[0] == 1 && overlap[1] == 6);
+  CHECK_EQ(strata_zproj_sharing(&py, 1, NULL), STRATA_ZSHARE_NONE);
+  CHECK_EQ(strata_zproj_sharing(&fixed, 0, overlap), STRATA_ZSHARE_TOTAL);
+  CHECK(overlap[0] == 2 && overlap[1] == 2);
+  CHECK_EQ(strata_zproj_stride(&back, 0, stride), 0);
+  CHECK_EQ(stride[0], -1);
+  CHECK_EQ(strata_zproj_sharing(&back, 0, overlap), STRATA_ZSHARE_NONE);
+  CHECK_EQ(strata_zproj_sharing(&window, 0, overlap), STRATA_ZSHARE_PARTIAL);
+  CHECK_EQ(overlap[0], 2);
+  CHECK_EQ(strata_zproj_sharing(&axial, 0, NULL), STRATA_ZSHARE_NONE);
+  CHECK_EQ(strata_zproj_sharing(&diff, 1, overlap), STRATA_ZSHARE_NONE);
+  int64_t wide[1] = {4}, two[1] = {2};
+  strata_zproj strided = proj(1, 1, two, NULL, wide); /* stride 2, width 4 */
+  CHECK_EQ(strata_zproj_sharing(&strided, 0, overlap), STRATA_ZSHARE_PARTIAL);
+  CHECK_EQ(overlap[0], 2);
+  CHECK_EQ(strata_zproj_stride(&strided, 1, stride), STRATA_EINVAL);
+  CHECK_EQ(strata_zproj_sharing(NULL, 0, overlap), STRATA_EINVAL);
 }
 
 /* Random maps with mixed signs: the range projection equals the bounding
