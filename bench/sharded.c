@@ -103,7 +103,8 @@ int main(int argc, char **argv)
     return 2;
   if (strata_init(&argc, &argv, NULL))
     return 1;
-  struct job j = {.rows = quick ? 256 : 4096, .inner = quick ? 128 : 1024, .cols = quick ? 128 : 1024};
+  struct job j = {
+      .rows = quick ? 256 : 4096, .inner = quick ? 128 : 1024, .cols = quick ? 128 : 1024};
   j.x = make(j.rows, j.inner, 0.01f);
   j.w = make(j.inner, j.cols, 0.02f);
   j.bias = make(j.cols, 0, 0.5f);

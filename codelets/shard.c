@@ -110,8 +110,7 @@ static void scatter_cpu(void *buffers[], void *cl_arg)
     struct strata__box tb, bb;
     piece_boxes(m, k, &tb, &bb);
     if (m->merge)
-      strata__box_merge_cpu(m->ndim, m->piece[k].extent, m->op, m->dtype, tensor, &tb, buffer,
-                            &bb);
+      strata__box_merge_cpu(m->ndim, m->piece[k].extent, m->op, m->dtype, tensor, &tb, buffer, &bb);
     else
       strata__box_copy_cpu(m->ndim, m->piece[k].extent, m->elem, tensor, &tb, buffer, &bb);
   }
@@ -143,11 +142,10 @@ static void scatter_cuda(void *buffers[], void *cl_arg)
     struct strata__box tb, bb;
     piece_boxes(m, k, &tb, &bb);
     if (m->merge)
-      strata__box_merge_cuda(m->ndim, m->piece[k].extent, m->op, m->dtype, tensor, &tb, buffer,
-                             &bb, stream);
+      strata__box_merge_cuda(m->ndim, m->piece[k].extent, m->op, m->dtype, tensor, &tb, buffer, &bb,
+                             stream);
     else
-      strata__box_copy_cuda(m->ndim, m->piece[k].extent, m->elem, tensor, &tb, buffer, &bb,
-                            stream);
+      strata__box_copy_cuda(m->ndim, m->piece[k].extent, m->elem, tensor, &tb, buffer, &bb, stream);
   }
 }
 #endif
@@ -160,9 +158,8 @@ static uint32_t region_footprint(struct starpu_task *task)
 
 static struct starpu_perfmodel gather_model = {
     .type = STARPU_HISTORY_BASED, .symbol = "strata_region_gather", .footprint = region_footprint};
-static struct starpu_perfmodel scatter_model = {.type = STARPU_HISTORY_BASED,
-                                                .symbol = "strata_region_scatter",
-                                                .footprint = region_footprint};
+static struct starpu_perfmodel scatter_model = {
+    .type = STARPU_HISTORY_BASED, .symbol = "strata_region_scatter", .footprint = region_footprint};
 
 static struct starpu_codelet gather_cl = {
     .name = "strata_region_gather",

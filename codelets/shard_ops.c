@@ -97,8 +97,8 @@ static int axial_sum_cuda(const strata_shard *s, void *const *b, const void *arg
   return strata__axial_sum_cuda(outer, len, inner, b[0], b[1], stream);
 }
 
-static int broadcast_add_cuda(const strata_shard *s, void *const *b, const void *arg,
-                              void *stream, void *cublas)
+static int broadcast_add_cuda(const strata_shard *s, void *const *b, const void *arg, void *stream,
+                              void *cublas)
 {
   (void)arg;
   (void)cublas;
@@ -113,6 +113,6 @@ static int broadcast_add_cuda(const strata_shard *s, void *const *b, const void 
 const struct strata__shard_kernels strata__linear_kernels = {linear_cpu, OP_CUDA(linear_cuda)};
 const struct strata__shard_kernels strata__conv2d_kernels = {conv2d_cpu, OP_CUDA(conv2d_cuda)};
 const struct strata__shard_kernels strata__axial_sum_kernels = {axial_sum_cpu,
-                                                               OP_CUDA(axial_sum_cuda)};
+                                                                OP_CUDA(axial_sum_cuda)};
 const struct strata__shard_kernels strata__broadcast_add_kernels = {broadcast_add_cpu,
-                                                                   OP_CUDA(broadcast_add_cuda)};
+                                                                    OP_CUDA(broadcast_add_cuda)};

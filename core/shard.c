@@ -38,15 +38,9 @@ struct plan {
   struct tensor_plan t[STRATA_SHARD_MAX_TENSORS];
 };
 
-static int rank_of(const struct plan *p, int64_t s)
-{
-  return (int)(s * p->ranks / p->shards);
-}
+static int rank_of(const struct plan *p, int64_t s) { return (int)(s * p->ranks / p->shards); }
 
-static int64_t cells(const strata_zrange *r)
-{
-  return strata_zrange_size(r);
-}
+static int64_t cells(const strata_zrange *r) { return strata_zrange_size(r); }
 
 static size_t elem_of(const strata_shard_tensor *t)
 {
@@ -120,8 +114,8 @@ static int check_tensor(const strata_shard_op *op, int i)
                           i);
   if (t->access < STRATA_SHARD_READ || t->access > STRATA_SHARD_REDUCE || t->policy < 0 ||
       t->policy > STRATA_OOB_PAD)
-    return strata__fail(STRATA_EINVAL, "sharded op %s: tensor %d: bad access or policy",
-                        op->name, i);
+    return strata__fail(STRATA_EINVAL, "sharded op %s: tensor %d: bad access or policy", op->name,
+                        i);
   if (t->access != STRATA_SHARD_READ && t->policy != STRATA_OOB_ERROR &&
       t->policy != STRATA_OOB_CLIP)
     return strata__fail(STRATA_EINVAL,
@@ -132,8 +126,8 @@ static int check_tensor(const strata_shard_op *op, int i)
     if (t->op < 0 || t->op >= STRATA_NOPS)
       return strata__fail(STRATA_EINVAL, "sharded op %s: tensor %d: bad operator", op->name, i);
     if (strata_merge_result_dtype(t->op, dtype, &result) || result != dtype)
-      return strata__fail(STRATA_ETYPE, "sharded op %s: tensor %d: %s does not keep %s",
-                          op->name, i, strata_op_name(t->op), strata_dtype_name(dtype));
+      return strata__fail(STRATA_ETYPE, "sharded op %s: tensor %d: %s does not keep %s", op->name,
+                          i, strata_op_name(t->op), strata_dtype_name(dtype));
   }
   return 0;
 }
@@ -266,8 +260,7 @@ static int plan_tensor(const strata_shard_tensor *t, struct plan *p, struct tens
       g++;
     if (g == tp->ngroups) {
       int count;
-      int ret = strata_zregion_resolve(&request, shape, t->policy, NULL, 0, &count,
-                                       &tp->region[g]);
+      int ret = strata_zregion_resolve(&request, shape, t->policy, NULL, 0, &count, &tp->region[g]);
       if (ret == STRATA_ERANGE && count == 0 && cells(&request) > 0)
         return strata__fail(STRATA_ERANGE, "a shard's region of a tensor leaves it");
       tp->request[tp->ngroups++] = request;
@@ -476,8 +469,8 @@ struct launch {
   const strata_shard_op *op;
   struct plan p;
   int me, root;
-  int64_t tag;                        /* next message tag, same sequence everywhere */
-  starpu_data_handle_t *temps;        /* buffers to unregister at the end */
+  int64_t tag;                 /* next message tag, same sequence everywhere */
+  starpu_data_handle_t *temps; /* buffers to unregister at the end */
   int ntemps, cap_temps;
   starpu_data_handle_t *buf[STRATA_SHARD_MAX_TENSORS]; /* [ranks * ngroups] local buffers */
   starpu_data_handle_t *children[STRATA_SHARD_MAX_TENSORS];
@@ -511,9 +504,21 @@ static int fill_bytes(strata_dtype dtype, double v, unsigned char *out)
   case STRATA_BOOL:
   case STRATA_UINT8: *out = (uint8_t)v; return 0;
   case STRATA_INT8: *(int8_t *)(void *)out = (int8_t)v; return 0;
-  case STRATA_INT32: { int32_t x = (int32_t)v; memcpy(out, &x, sizeof x); return 0; }
-  case STRATA_INT64: { int64_t x = (int64_t)v; memcpy(out, &x, sizeof x); return 0; }
-  case STRATA_FLOAT32: { float x = (float)v; memcpy(out, &x, sizeof x); return 0; }
+  case STRATA_INT32: {
+    int32_t x = (int32_t)v;
+    memcpy(out, &x, sizeof x);
+    return 0;
+  }
+  case STRATA_INT64: {
+    int64_t x = (int64_t)v;
+    memcpy(out, &x, sizeof x);
+    return 0;
+  }
+  case STRATA_FLOAT32: {
+    float x = (float)v;
+    memcpy(out, &x, sizeof x);
+    return 0;
+  }
   case STRATA_FLOAT64: memcpy(out, &v, sizeof v); return 0;
   default: return STRATA_EINVAL;
   }
@@ -685,8 +690,7 @@ static int prepare(struct launch *l, int t)
         *h = whole;
       else if (!(ret = temp(l, n, elem, h)) && tt->access == STRATA_SHARD_REDUCE) {
         strata__merge_set_redux(*h, tt->op, (strata_dtype)strata_array_dtype(tt->array));
-        ret = strata__fill_identity_submit(*h, tt->op,
-                                           (strata_dtype)strata_array_dtype(tt->array));
+        ret = strata__fill_identity_submit(*h, tt->op, (strata_dtype)strata_array_dtype(tt->array));
       }
     }
   }

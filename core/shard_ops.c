@@ -123,7 +123,7 @@ int strata_shard_op_axial_sum(strata_array *x, int axis, strata_array *y, strata
   strata_array_shape(x, xs);
   strata_array_shape(y, ys);
   int64_t identity[STRATA_ZMAX_DIMS * STRATA_ZMAX_DIMS] = {0},
-          drop[STRATA_ZMAX_DIMS * STRATA_ZMAX_DIMS] = {0};
+                                      drop[STRATA_ZMAX_DIMS * STRATA_ZMAX_DIMS] = {0};
   for (int d = 0, k = 0; d < n; d++) {
     identity[d * n + d] = 1;
     if (d == axis)

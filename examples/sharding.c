@@ -59,9 +59,8 @@ static void print_plan(const strata_shard_op *op)
       printf(" %s", share[strata_zproj_sharing(&op->tensor[t].proj, d, NULL)]);
     printf("\n");
   }
-  const strata_shard_machine machines[] = {{.workers = 2, .ranks = 1},
-                                           {.workers = 2, .ranks = 2},
-                                           {.workers = 16, .ranks = 1}};
+  const strata_shard_machine machines[] = {
+      {.workers = 2, .ranks = 1}, {.workers = 2, .ranks = 2}, {.workers = 16, .ranks = 1}};
   for (int m = 0; m < 3; m++) {
     strata_sharding s;
     strata_shard_cost c;
@@ -155,19 +154,21 @@ int main(int argc, char **argv)
 
   /* A user operation: y = 3-point moving sum of x, halos clipped. */
   strata_array *line = make(1, (int64_t[]){100000}, 8), *smooth = make(1, (int64_t[]){100000}, 0);
-  strata_shard_op user = {.name = "moving_sum", .ntensors = 2, .cpu = moving_sum,
-                          .flops_per_point = 2};
+  strata_shard_op user = {
+      .name = "moving_sum", .ntensors = 2, .cpu = moving_sum, .flops_per_point = 2};
   strata_zrange_init(&user.index, 1, (int64_t[]){0}, (int64_t[]){100000});
   strata_zaffine centred;
   strata_zaffine_init(&centred, 1, 1, (int64_t[]){1}, (int64_t[]){-1});
   strata_zproj_init(&user.tensor[0].proj, &centred, (int64_t[]){3});
-  user.tensor[0] = (strata_shard_tensor){.array = line, .proj = user.tensor[0].proj,
-                                         .access = STRATA_SHARD_READ, .policy = STRATA_OOB_CLIP};
+  user.tensor[0] = (strata_shard_tensor){.array = line,
+                                         .proj = user.tensor[0].proj,
+                                         .access = STRATA_SHARD_READ,
+                                         .policy = STRATA_OOB_CLIP};
   strata_zaffine identity;
   strata_zaffine_init(&identity, 1, 1, (int64_t[]){1}, NULL);
   strata_zproj_init(&user.tensor[1].proj, &identity, (int64_t[]){1});
-  user.tensor[1] = (strata_shard_tensor){.array = smooth, .proj = user.tensor[1].proj,
-                                         .access = STRATA_SHARD_WRITE};
+  user.tensor[1] = (strata_shard_tensor){
+      .array = smooth, .proj = user.tensor[1].proj, .access = STRATA_SHARD_WRITE};
   if (!quiet)
     print_plan(&user);
   failed |= run_and_compare(&user, smooth, 0);

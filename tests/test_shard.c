@@ -74,7 +74,7 @@ static strata_sharding sharding(int ndim, int64_t c0, int64_t c1, int64_t c2)
 
 /* The 2-D shardings: 1, 2, 3, 7 and 16 shards along each dimension, and
  * mixed ones. */
-static const int64_t counts2[][2] = {{1, 1}, {2, 1}, {1, 2}, {3, 1}, {1, 3}, {7, 1},
+static const int64_t counts2[][2] = {{1, 1}, {2, 1},  {1, 2},  {3, 1}, {1, 3}, {7, 1},
                                      {1, 7}, {16, 1}, {1, 16}, {4, 4}, {2, 3}};
 enum { NCOUNTS2 = sizeof counts2 / sizeof counts2[0] };
 
@@ -85,7 +85,8 @@ static void run_2d(const char *what, const strata_shard_op *op, int out, const f
                    double tol, int exact, void (*reset)(strata_array *))
 {
   strata_array *y = op->tensor[out].array;
-  float *unsharded = malloc((size_t)strata_array_nbytes(y)), *now = malloc((size_t)strata_array_nbytes(y));
+  float *unsharded = malloc((size_t)strata_array_nbytes(y)),
+        *now = malloc((size_t)strata_array_nbytes(y));
   for (int k = 0; k < NCOUNTS2; k++) {
     reset(y);
     strata_sharding s = sharding(2, counts2[k][0], counts2[k][1], 0);
@@ -112,10 +113,7 @@ static void run_2d(const char *what, const strata_shard_op *op, int out, const f
   free(now);
 }
 
-static void reset_nan(strata_array *y)
-{
-  fill_value(y, NAN);
-}
+static void reset_nan(strata_array *y) { fill_value(y, NAN); }
 
 static void check_linear(void)
 {
@@ -226,10 +224,7 @@ static void check_broadcast_add(void)
 }
 
 /* y starts at 0.5 everywhere: a reduction keeps the output's initial value. */
-static void reset_half(strata_array *y)
-{
-  fill_value(y, 0.5f);
-}
+static void reset_half(strata_array *y) { fill_value(y, 0.5f); }
 
 static void check_axial_sum(void)
 {

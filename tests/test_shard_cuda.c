@@ -96,7 +96,8 @@ static void check_ops(cublasHandle_t h)
   /* Axial sum into an output holding earlier partials; broadcast add. */
   float sums[XH] = {0}, added[XH * XW];
   ramp(sums, XH, 8);
-  float *dsums = check_device_copy(sums, sizeof sums), *dadded = check_device_copy(added, sizeof added);
+  float *dsums = check_device_copy(sums, sizeof sums),
+        *dadded = check_device_copy(added, sizeof added);
   strata__axial_sum_cpu(1, XW, XH, img, sums); /* img read as [1, XW, XH] */
   CHECK_EQ(strata__axial_sum_cuda(1, XW, XH, dimg, dsums, NULL), 0);
   got = from_device(dsums, XH);

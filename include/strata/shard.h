@@ -55,33 +55,33 @@ typedef enum strata_shard_access {
 
 /** One tensor of an operation. */
 typedef struct strata_shard_tensor {
-  strata_array *array;       /**< the tensor (each array at most once per operation) */
-  strata_zproj proj;         /**< index point -> region; input rank = the index rank,
-                                  output rank = the array's rank */
+  strata_array *array;        /**< the tensor (each array at most once per operation) */
+  strata_zproj proj;          /**< index point -> region; input rank = the index rank,
+                                   output rank = the array's rank */
   strata_shard_access access; /**< read, write or reduce */
-  strata_op op;              /**< reduction operator (STRATA_SHARD_REDUCE) */
-  strata_oob_policy policy;  /**< regions leaving the tensor (WRITE/REDUCE: ERROR or CLIP) */
-  double fill;               /**< STRATA_OOB_PAD value, converted to the array's type */
+  strata_op op;               /**< reduction operator (STRATA_SHARD_REDUCE) */
+  strata_oob_policy policy;   /**< regions leaving the tensor (WRITE/REDUCE: ERROR or CLIP) */
+  double fill;                /**< STRATA_OOB_PAD value, converted to the array's type */
 } strata_shard_tensor;
 
 /** An operation to shard. */
 typedef struct strata_shard_op {
-  const char *name;                                  /**< perf-model key (and logs) */
-  strata_zrange index;                               /**< the index space */
-  int ntensors;                                      /**< 1 to STRATA_SHARD_MAX_TENSORS */
+  const char *name;                                     /**< perf-model key (and logs) */
+  strata_zrange index;                                  /**< the index space */
+  int ntensors;                                         /**< 1 to STRATA_SHARD_MAX_TENSORS */
   strata_shard_tensor tensor[STRATA_SHARD_MAX_TENSORS]; /**< the tensors */
-  strata_shard_cpu_fn cpu;                           /**< CPU kernel (required) */
-  strata_shard_cuda_fn cuda;                         /**< CUDA kernel, or NULL */
-  const void *arg;                                   /**< kernel argument, copied per task */
-  size_t arg_size;                                   /**< its size in bytes (at most 4096) */
-  double flops_per_point;                            /**< work per index point, for the cost model */
+  strata_shard_cpu_fn cpu;                              /**< CPU kernel (required) */
+  strata_shard_cuda_fn cuda;                            /**< CUDA kernel, or NULL */
+  const void *arg;                                      /**< kernel argument, copied per task */
+  size_t arg_size;                                      /**< its size in bytes (at most 4096) */
+  double flops_per_point; /**< work per index point, for the cost model */
 } strata_shard_op;
 
 /** Shard counts per index dimension: dimension d is cut into counts[d]
  *  near-equal chunks (1 <= counts[d] <= extent); the shards are the
  *  chunks' cartesian product, numbered row-major. */
 typedef struct strata_sharding {
-  int ndim;                        /**< the index rank */
+  int ndim;                         /**< the index rank */
   int64_t counts[STRATA_ZMAX_DIMS]; /**< chunks per dimension */
 } strata_sharding;
 

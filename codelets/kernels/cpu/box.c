@@ -19,9 +19,12 @@ void strata__box_slabs(int ndim, const int64_t *extent, const struct strata__box
   }
   /* Slabs span the last two dimensions (one row for 1-D boxes). */
   int inner = ndim >= 2 ? ndim - 2 : 0;
-  struct strata__slab s = {0, 0, ndim >= 2 ? dst->shape[ndim - 1] : 0,
+  struct strata__slab s = {0,
+                           0,
+                           ndim >= 2 ? dst->shape[ndim - 1] : 0,
                            ndim >= 2 ? src->shape[ndim - 1] : 0,
-                           ndim >= 2 ? extent[ndim - 2] : 1, extent[ndim - 1]};
+                           ndim >= 2 ? extent[ndim - 2] : 1,
+                           extent[ndim - 1]};
   int64_t idx[8] = {0};
   for (;;) {
     int64_t doff = 0, soff = 0;
@@ -41,15 +44,19 @@ void strata__box_slabs(int ndim, const int64_t *extent, const struct strata__box
   }
 }
 
-struct copy_ctx {
+/* What a slab callback needs: the element size, the buffers and, for
+ * merges, the operator and type. */
+struct slab_ctx {
   size_t elem;
   char *dst;
   const char *src;
+  strata_op op;
+  strata_dtype dtype;
 };
 
 static void copy_slab(void *ctx, const struct strata__slab *s)
 {
-  const struct copy_ctx *c = ctx;
+  const struct slab_ctx *c = ctx;
   for (int64_t r = 0; r < s->rows; r++)
     memcpy(c->dst + (size_t)(s->dst_off + r * s->dst_pitch) * c->elem,
            c->src + (size_t)(s->src_off + r * s->src_pitch) * c->elem,
@@ -60,21 +67,13 @@ void strata__box_copy_cpu(int ndim, const int64_t *extent, size_t elem, void *ds
                           const struct strata__box *dst_box, const void *src,
                           const struct strata__box *src_box)
 {
-  struct copy_ctx c = {elem, dst, src};
+  struct slab_ctx c = {elem, dst, src, STRATA_SUM, STRATA_FLOAT32};
   strata__box_slabs(ndim, extent, dst_box, src_box, copy_slab, &c);
 }
 
-struct merge_ctx {
-  strata_op op;
-  strata_dtype dtype;
-  size_t elem;
-  char *dst;
-  const char *src;
-};
-
 static void merge_slab(void *ctx, const struct strata__slab *s)
 {
-  const struct merge_ctx *c = ctx;
+  const struct slab_ctx *c = ctx;
   for (int64_t r = 0; r < s->rows; r++)
     strata__merge_cpu(c->op, c->dtype, c->dst + (size_t)(s->dst_off + r * s->dst_pitch) * c->elem,
                       c->src + (size_t)(s->src_off + r * s->src_pitch) * c->elem,
@@ -85,7 +84,7 @@ void strata__box_merge_cpu(int ndim, const int64_t *extent, strata_op op, strata
                            void *dst, const struct strata__box *dst_box, const void *src,
                            const struct strata__box *src_box)
 {
-  struct merge_ctx c = {op, dtype, strata_dtype_size(dtype), dst, src};
+  struct slab_ctx c = {strata_dtype_size(dtype), dst, src, op, dtype};
   strata__box_slabs(ndim, extent, dst_box, src_box, merge_slab, &c);
 }
 

@@ -11,17 +11,21 @@
 namespace
 {
 
-struct CopyCtx {
+// What a slab callback needs: the buffers, the operator and type of a
+// merge, the stream, and the first error.
+struct SlabCtx {
   size_t elem;
   char *dst;
   const char *src;
+  strata_op op;
+  strata_dtype dtype;
   cudaStream_t stream;
   int err;
 };
 
 void copy_slab(void *ctx, const strata__slab *s)
 {
-  auto *c = static_cast<CopyCtx *>(ctx);
+  auto *c = static_cast<SlabCtx *>(ctx);
   if (c->err)
     return;
   c->err = cudaMemcpy2DAsync(c->dst + s->dst_off * c->elem, s->dst_pitch * c->elem,
@@ -29,19 +33,9 @@ void copy_slab(void *ctx, const strata__slab *s)
                              s->row_elems * c->elem, s->rows, cudaMemcpyDeviceToDevice, c->stream);
 }
 
-struct MergeCtx {
-  strata_op op;
-  strata_dtype dtype;
-  size_t elem;
-  char *dst;
-  const char *src;
-  cudaStream_t stream;
-  int err;
-};
-
 void merge_slab(void *ctx, const strata__slab *s)
 {
-  auto *c = static_cast<MergeCtx *>(ctx);
+  auto *c = static_cast<SlabCtx *>(ctx);
   for (int64_t r = 0; r < s->rows && !c->err; r++)
     c->err = strata__merge_cuda(c->op, c->dtype, c->dst + (s->dst_off + r * s->dst_pitch) * c->elem,
                                 c->src + (s->src_off + r * s->src_pitch) * c->elem, s->row_elems,
@@ -67,8 +61,9 @@ extern "C" int strata__box_copy_cuda(int ndim, const int64_t *extent, size_t ele
                                      const strata__box *dst_box, const void *src,
                                      const strata__box *src_box, void *stream)
 {
-  CopyCtx c{elem, static_cast<char *>(dst), static_cast<const char *>(src),
-            static_cast<cudaStream_t>(stream), 0};
+  SlabCtx c{elem,       static_cast<char *>(dst), static_cast<const char *>(src),
+            STRATA_SUM, STRATA_FLOAT32,           static_cast<cudaStream_t>(stream),
+            0};
   strata__box_slabs(ndim, extent, dst_box, src_box, copy_slab, &c);
   return c.err;
 }
@@ -77,8 +72,13 @@ extern "C" int strata__box_merge_cuda(int ndim, const int64_t *extent, strata_op
                                       strata_dtype dtype, void *dst, const strata__box *dst_box,
                                       const void *src, const strata__box *src_box, void *stream)
 {
-  MergeCtx c{op,  dtype, strata_dtype_size(dtype), static_cast<char *>(dst),
-             static_cast<const char *>(src), static_cast<cudaStream_t>(stream), 0};
+  SlabCtx c{strata_dtype_size(dtype),
+            static_cast<char *>(dst),
+            static_cast<const char *>(src),
+            op,
+            dtype,
+            static_cast<cudaStream_t>(stream),
+            0};
   strata__box_slabs(ndim, extent, dst_box, src_box, merge_slab, &c);
   return c.err;
 }

@@ -80,7 +80,7 @@ extern "C" int strata__conv2d_cuda(const strata__conv2d_shape *s, const float *x
   if (s->yh * s->yw == 0)
     return 0;
   conv2d<<<blocks_for(s->yh * s->yw), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(*s, x,
-                                                                                       kernel, y);
+                                                                                        kernel, y);
   return cudaGetLastError();
 }
 
