@@ -201,4 +201,23 @@ struct strata__shard_kernels {
 extern const struct strata__shard_kernels strata__linear_kernels, strata__conv2d_kernels,
     strata__axial_sum_kernels, strata__broadcast_add_kernels;
 
+/* Global indexer: dst (W) row k = src (R) row map[k] (map: R, int64
+ * vector of dst's row count); rows of `row` bytes. */
+int strata__gindexer_gather_submit(starpu_data_handle_t src, starpu_data_handle_t map,
+                                   starpu_data_handle_t dst, size_t row);
+
+/* Owner-side put: dist (RW) rows from inbox (R) through the per-index
+ * request lists csr (R, dn + 1 int64) and req (R, int64), under `rule`
+ * (kernels/gindexer_kernels.h); scratch: a STARPU_SCRATCH vector of dist's
+ * size for the CUDA reduction rounds (max_requests of them). */
+struct strata__put_apply {
+  int rule;
+  strata_op op;
+  strata_dtype dtype;
+  int64_t count, max_requests;
+};
+int strata__gindexer_apply_submit(starpu_data_handle_t dist, starpu_data_handle_t inbox,
+                                  starpu_data_handle_t csr, starpu_data_handle_t req,
+                                  starpu_data_handle_t scratch, const struct strata__put_apply *a);
+
 #endif

@@ -9,6 +9,7 @@
 #include <strata/amr.h>
 #include <strata/array.h>
 #include <strata/error.h>
+#include <strata/gindexer.h>
 #include <strata/infer.h>
 #include <strata/io.h>
 #include <strata/merge.h>

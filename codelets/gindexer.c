@@ -1,0 +1,113 @@
+/* Global indexer codelets: the row gather that packs and unpacks exchange
+ * buffers through an index map, and the owner-side application of put
+ * requests (last writer, first writer or a reduction, in writer order). */
+#include "codelets.h"
+#include "kernels/gindexer_kernels.h"
+#include "kernels/merge_kernels.h"
+
+/* Buffers: src (R), map (R, int64), dst (W). */
+static void gather_cpu(void *buffers[], void *cl_arg)
+{
+  const size_t *row = cl_arg;
+  strata__gather_rows_cpu((void *)STARPU_VECTOR_GET_PTR(buffers[2]),
+                          (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+                          (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
+                          STARPU_VECTOR_GET_NX(buffers[1]), *row);
+}
+
+/* Buffers: dist (RW), inbox (R), csr (R), req (R), scratch. */
+static void apply_cpu(void *buffers[], void *cl_arg)
+{
+  const struct strata__put_apply *a = cl_arg;
+  strata__put_apply_cpu(a->rule, a->op, a->dtype, a->count,
+                        (void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+                        (const void *)STARPU_VECTOR_GET_PTR(buffers[1]),
+                        (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[2]),
+                        (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[3]),
+                        STARPU_VECTOR_GET_NX(buffers[2]) - 1);
+}
+
+#if STRATA__USE_CUDA
+static void gather_cuda(void *buffers[], void *cl_arg)
+{
+  const size_t *row = cl_arg;
+  strata__gather_rows_cuda((void *)STARPU_VECTOR_GET_PTR(buffers[2]),
+                           (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+                           (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
+                           STARPU_VECTOR_GET_NX(buffers[1]), *row, starpu_cuda_get_local_stream());
+}
+
+/* Copies pick one request per index; a reduction goes round by round (the
+ * t-th request of every index, identity elsewhere) so that the order of
+ * the writers is kept without atomics. */
+static void apply_cuda(void *buffers[], void *cl_arg)
+{
+  const struct strata__put_apply *a = cl_arg;
+  void *dist = (void *)STARPU_VECTOR_GET_PTR(buffers[0]);
+  const void *inbox = (const void *)STARPU_VECTOR_GET_PTR(buffers[1]);
+  const int64_t *csr = (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[2]),
+                *req = (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[3]);
+  void *scratch = (void *)STARPU_VECTOR_GET_PTR(buffers[4]);
+  int64_t dn = STARPU_VECTOR_GET_NX(buffers[2]) - 1;
+  size_t row = (size_t)a->count * strata_dtype_size(a->dtype);
+  cudaStream_t s = starpu_cuda_get_local_stream();
+  if (a->rule != STRATA__PUT_REDUCE) {
+    strata__pick_rows_cuda(dist, inbox, csr, req, dn, row, a->rule == STRATA__PUT_LAST ? -1 : 0, s);
+    return;
+  }
+  size_t n = (size_t)(dn * a->count);
+  for (int64_t t = 0; t < a->max_requests; t++) {
+    strata__merge_fill_identity_cuda(a->op, a->dtype, scratch, n, s);
+    strata__pick_rows_cuda(scratch, inbox, csr, req, dn, row, t, s);
+    strata__merge_cuda(a->op, a->dtype, dist, scratch, n, s);
+  }
+}
+#define GI_CUDA(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define GI_CUDA(fn)
+#endif
+
+/* Keyed on the size of the destination. */
+static uint32_t first_buffer_footprint(struct starpu_task *task)
+{
+  starpu_data_handle_t h = STARPU_TASK_GET_HANDLE(task, task->cl->nbuffers == 3 ? 2 : 0);
+  return starpu_hash_crc32c_be((uint32_t)starpu_vector_get_nx(h), 0);
+}
+
+static struct starpu_perfmodel gather_model = {.type = STARPU_HISTORY_BASED,
+                                               .symbol = "strata_gindexer_gather",
+                                               .footprint = first_buffer_footprint};
+static struct starpu_perfmodel apply_model = {.type = STARPU_HISTORY_BASED,
+                                              .symbol = "strata_gindexer_apply",
+                                              .footprint = first_buffer_footprint};
+
+static struct starpu_codelet gather_cl = {
+    .name = "strata_gindexer_gather",
+    .cpu_funcs = {gather_cpu},
+    GI_CUDA(gather_cuda).nbuffers = 3,
+    .modes = {STARPU_R, STARPU_R, STARPU_W},
+    .model = &gather_model,
+};
+
+static struct starpu_codelet apply_cl = {
+    .name = "strata_gindexer_apply",
+    .cpu_funcs = {apply_cpu},
+    GI_CUDA(apply_cuda).nbuffers = 5,
+    .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_SCRATCH},
+    .model = &apply_model,
+};
+
+int strata__gindexer_gather_submit(starpu_data_handle_t src, starpu_data_handle_t map,
+                                   starpu_data_handle_t dst, size_t row)
+{
+  starpu_data_handle_t h[3] = {src, map, dst};
+  return strata__submit_copy_arg(&gather_cl, &row, sizeof row, 3, h, NULL);
+}
+
+int strata__gindexer_apply_submit(starpu_data_handle_t dist, starpu_data_handle_t inbox,
+                                  starpu_data_handle_t csr, starpu_data_handle_t req,
+                                  starpu_data_handle_t scratch, const struct strata__put_apply *a)
+{
+  starpu_data_handle_t h[5] = {dist, inbox, csr, req, scratch};
+  return strata__submit_copy_arg(&apply_cl, a, sizeof *a, 5, h, NULL);
+}

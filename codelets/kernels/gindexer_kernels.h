@@ -1,0 +1,41 @@
+/* Pure kernels of the global indexer's exchanges: row gathers through an
+ * index map (packing and unpacking), and the owner-side application of
+ * put requests listed per owned index (CSR, in writer order). */
+#ifndef STRATA_GINDEXER_KERNELS_H
+#define STRATA_GINDEXER_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <strata/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* dst row k = src row map[k], for k < n; rows of `row` bytes. */
+void strata__gather_rows_cpu(void *dst, const void *src, const int64_t *map, int64_t n, size_t row);
+
+/* How put requests combine at an owned index. */
+enum strata__put_rule { STRATA__PUT_LAST = 0, STRATA__PUT_FIRST, STRATA__PUT_REDUCE };
+
+/* For every owned index i < dn with requests csr[i] .. csr[i+1]-1 (rows
+ * req[j] of `inbox`, in writer order): LAST / FIRST copy the last / first
+ * request's row into dist row i; REDUCE merges every request's row into it
+ * with (op, dtype), in order. Rows hold `count` elements of `dtype`. */
+void strata__put_apply_cpu(enum strata__put_rule rule, strata_op op, strata_dtype dtype,
+                           int64_t count, void *dist, const void *inbox, const int64_t *csr,
+                           const int64_t *req, int64_t dn);
+
+/* CUDA: the gather, and `pick`: dst row i = inbox row req[csr[i] + which]
+ * where that request exists (which = -1: the last one); other rows are
+ * left alone. Device pointers, asynchronous on `stream`; 0 or a CUDA error. */
+int strata__gather_rows_cuda(void *dst, const void *src, const int64_t *map, int64_t n, size_t row,
+                             void *stream);
+int strata__pick_rows_cuda(void *dst, const void *inbox, const int64_t *csr, const int64_t *req,
+                           int64_t dn, size_t row, int64_t which, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
