@@ -9,22 +9,20 @@
 static void gather_cpu(void *buffers[], void *cl_arg)
 {
   const size_t *row = cl_arg;
-  strata__gather_rows_cpu((void *)STARPU_VECTOR_GET_PTR(buffers[2]),
-                          (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
-                          (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
-                          STARPU_VECTOR_GET_NX(buffers[1]), *row);
+  strata__gather_rows_cpu(
+      (void *)STARPU_VECTOR_GET_PTR(buffers[2]), (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+      (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]), STARPU_VECTOR_GET_NX(buffers[1]), *row);
 }
 
 /* Buffers: dist (RW), inbox (R), csr (R), req (R), scratch. */
 static void apply_cpu(void *buffers[], void *cl_arg)
 {
   const struct strata__put_apply *a = cl_arg;
-  strata__put_apply_cpu(a->rule, a->op, a->dtype, a->count,
-                        (void *)STARPU_VECTOR_GET_PTR(buffers[0]),
-                        (const void *)STARPU_VECTOR_GET_PTR(buffers[1]),
-                        (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[2]),
-                        (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[3]),
-                        STARPU_VECTOR_GET_NX(buffers[2]) - 1);
+  strata__put_apply_cpu(
+      a->rule, a->op, a->dtype, a->count, (void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+      (const void *)STARPU_VECTOR_GET_PTR(buffers[1]),
+      (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[2]),
+      (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[3]), STARPU_VECTOR_GET_NX(buffers[2]) - 1);
 }
 
 #if STRATA__USE_CUDA

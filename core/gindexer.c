@@ -204,8 +204,8 @@ static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *idx
   return ret;
 }
 
-int strata_gindexer_create(MPI_Comm comm, const int64_t *distrib, const int64_t *idx,
-                           int64_t n_idx, strata_gindexer **out)
+int strata_gindexer_create(MPI_Comm comm, const int64_t *distrib, const int64_t *idx, int64_t n_idx,
+                           strata_gindexer **out)
 {
   int ret = strata__check_ready();
   if (ret)
@@ -228,8 +228,8 @@ int strata_gindexer_create(MPI_Comm comm, const int64_t *distrib, const int64_t 
     return ret;
   }
   static int64_t serials;
-  *gi = (strata_gindexer){.comm = comm, .rank = rank, .size = size, .n_idx = n_idx,
-                          .serial = serials++};
+  *gi = (strata_gindexer){
+      .comm = comm, .rank = rank, .size = size, .n_idx = n_idx, .serial = serials++};
   if ((ret = build(gi, distrib, idx))) {
     free_maps(gi);
     free(gi);
@@ -249,10 +249,7 @@ int strata_gindexer_destroy(strata_gindexer *gi)
   return 0;
 }
 
-int64_t strata_gindexer_dist_size(const strata_gindexer *gi)
-{
-  return gi ? gi->dn : STRATA_EINVAL;
-}
+int64_t strata_gindexer_dist_size(const strata_gindexer *gi) { return gi ? gi->dn : STRATA_EINVAL; }
 
 int64_t strata_gindexer_part_size(const strata_gindexer *gi)
 {
@@ -300,8 +297,8 @@ struct mailbox {
   int nchildren;
 };
 
-static int mailbox_open(strata_gindexer *gi, struct mailbox *m, const int64_t *rows,
-                        int64_t total, size_t row)
+static int mailbox_open(strata_gindexer *gi, struct mailbox *m, const int64_t *rows, int64_t total,
+                        size_t row)
 {
   int size = gi->size;
   memset(m, 0, sizeof *m);
@@ -430,8 +427,7 @@ int strata_gindexer_take_submit(strata_gindexer *gi, strata_array *dist, int64_t
       (ret = mailbox_open(gi, &inbox, gi->send_counts, gi->n_idx, row)))
     return ret;
   if (gi->nin > 0)
-    ret = strata__gindexer_gather_submit(strata_array_handle(dist), gi->h_local, outbox.whole,
-                                         row);
+    ret = strata__gindexer_gather_submit(strata_array_handle(dist), gi->h_local, outbox.whole, row);
   mailbox_partition(&outbox);
   mailbox_partition(&inbox);
   if (!ret)
@@ -439,8 +435,7 @@ int strata_gindexer_take_submit(strata_gindexer *gi, strata_array *dist, int64_t
   mailbox_unpartition(&outbox);
   mailbox_unpartition(&inbox);
   if (!ret && gi->n_idx > 0)
-    ret = strata__gindexer_gather_submit(inbox.whole, gi->h_order, strata_array_handle(*out),
-                                         row);
+    ret = strata__gindexer_gather_submit(inbox.whole, gi->h_order, strata_array_handle(*out), row);
   mailbox_close(&outbox);
   mailbox_close(&inbox);
   return ret;
@@ -465,7 +460,9 @@ int strata_gindexer_put_submit(strata_gindexer *gi, strata_array *values, int64_
     if ((ret = new_rows(gi->dn, count, dtype, dist)))
       return ret;
     /* Unreferenced items: 0, or the reduction's identity. */
-    strata_op fill = rule == STRATA_PUT_REDUCE ? op : dtype == STRATA_BOOL ? STRATA_LOR : STRATA_SUM;
+    strata_op fill = rule == STRATA_PUT_REDUCE ? op
+                     : dtype == STRATA_BOOL    ? STRATA_LOR
+                                               : STRATA_SUM;
     if ((ret = strata_array_fill_identity(*dist, fill)))
       return ret;
   }
@@ -475,8 +472,8 @@ int strata_gindexer_put_submit(strata_gindexer *gi, strata_array *values, int64_
       (ret = mailbox_open(gi, &inbox, gi->recv_counts, gi->nin, row)))
     return ret;
   if (gi->n_idx > 0)
-    ret = strata__gindexer_gather_submit(strata_array_handle(values), gi->h_inverse,
-                                         outbox.whole, row);
+    ret = strata__gindexer_gather_submit(strata_array_handle(values), gi->h_inverse, outbox.whole,
+                                         row);
   mailbox_partition(&outbox);
   mailbox_partition(&inbox);
   if (!ret)
@@ -505,8 +502,7 @@ static int wait_for(strata_gindexer *gi, strata_array *a, int ret)
   return ret;
 }
 
-int strata_gindexer_take(strata_gindexer *gi, strata_array *dist, int64_t count,
-                         strata_array **out)
+int strata_gindexer_take(strata_gindexer *gi, strata_array *dist, int64_t count, strata_array **out)
 {
   int ret = strata_gindexer_take_submit(gi, dist, count, out);
   return wait_for(gi, ret ? NULL : *out, ret);

@@ -36,8 +36,8 @@ typedef struct strata_gindexer strata_gindexer;
  *          outside [0, distrib[size]); STRATA_EINVAL on every rank for a bad
  *          or disagreeing distribution; STRATA_ENOMEM; STRATA_ESTATE before
  *          strata_init(). */
-int strata_gindexer_create(MPI_Comm comm, const int64_t *distrib, const int64_t *idx,
-                           int64_t n_idx, strata_gindexer **out);
+int strata_gindexer_create(MPI_Comm comm, const int64_t *distrib, const int64_t *idx, int64_t n_idx,
+                           strata_gindexer **out);
 
 /** @brief Destroy (waits for the exchanges that use it). NULL is accepted.
  *  @return 0. */

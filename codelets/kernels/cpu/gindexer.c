@@ -26,7 +26,6 @@ void strata__put_apply_cpu(enum strata__put_rule rule, strata_op op, strata_dtyp
       continue;
     }
     for (int64_t j = rule == STRATA__PUT_LAST ? hi - 1 : lo; j < hi; j++)
-      strata__merge_cpu(op, dtype, out, (const char *)inbox + (size_t)req[j] * row,
-                        (size_t)count);
+      strata__merge_cpu(op, dtype, out, (const char *)inbox + (size_t)req[j] * row, (size_t)count);
   }
 }

@@ -1,0 +1,192 @@
+/* Global indexer against hand-written MPI in the same program: every rank
+ * owns N items and names N random global indices; protocol creation, Take
+ * and Put (last writer) with count 1 and 4, against one MPI_Alltoallv of
+ * the same payload with its local pack and unpack loops (the protocol's
+ * maps reused). Medians of the rounds; JSON on rank 0.
+ *   mpiexec -n P bench_gindexer [--rounds R] [--quick]   (--quick: N = 10^4) */
+#include <string.h>
+
+#include <strata/strata.h>
+
+#include "bench_util.h"
+
+/* The baseline's plan, built with MPI only (as a hand-written code would). */
+struct baseline {
+  int size;
+  int *scount, *sdispl, *rcount, *rdispl;
+  int64_t *order, *local, nin;
+};
+
+static void baseline_build(struct baseline *b, const int64_t *distrib, const int64_t *idx,
+                           int64_t n, int rank)
+{
+  int size = b->size;
+  b->scount = calloc((size_t)size, sizeof(int));
+  b->sdispl = calloc((size_t)size, sizeof(int));
+  b->rcount = calloc((size_t)size, sizeof(int));
+  b->rdispl = calloc((size_t)size, sizeof(int));
+  int *owner = malloc((size_t)n * sizeof *owner), *at = calloc((size_t)size, sizeof *at);
+  int64_t *sorted = malloc((size_t)n * sizeof *sorted);
+  b->order = malloc((size_t)n * sizeof *b->order);
+  for (int64_t p = 0; p < n; p++) {
+    owner[p] = (int)(idx[p] / (distrib[1] - distrib[0]));
+    b->scount[owner[p]]++;
+  }
+  for (int r = 1; r < size; r++)
+    b->sdispl[r] = b->sdispl[r - 1] + b->scount[r - 1];
+  memcpy(at, b->sdispl, (size_t)size * sizeof *at);
+  for (int64_t p = 0; p < n; p++) {
+    b->order[p] = at[owner[p]]++;
+    sorted[b->order[p]] = idx[p] - distrib[owner[p]];
+  }
+  MPI_Alltoall(b->scount, 1, MPI_INT, b->rcount, 1, MPI_INT, MPI_COMM_WORLD);
+  b->nin = 0;
+  for (int r = 0; r < size; r++) {
+    b->rdispl[r] = (int)b->nin;
+    b->nin += b->rcount[r];
+  }
+  b->local = malloc((size_t)(b->nin + 1) * sizeof *b->local);
+  MPI_Alltoallv(sorted, b->scount, b->sdispl, MPI_INT64_T, b->local, b->rcount, b->rdispl,
+                MPI_INT64_T, MPI_COMM_WORLD);
+  (void)rank;
+  free(owner);
+  free(at);
+  free(sorted);
+}
+
+/* Take by hand: pack owned rows, Alltoallv, unpack into request order. */
+static double baseline_take(const struct baseline *b, const float *dist, float *out, int64_t n,
+                            int count)
+{
+  double t0 = bench_now();
+  float *send = malloc((size_t)(b->nin * count + 1) * sizeof *send),
+        *recv = malloc((size_t)(n * count + 1) * sizeof *recv);
+  int size = b->size, *sc = malloc((size_t)size * 4 * sizeof *sc);
+  for (int r = 0; r < size; r++) {
+    sc[r] = b->rcount[r] * count;
+    sc[size + r] = b->rdispl[r] * count;
+    sc[2 * size + r] = b->scount[r] * count;
+    sc[3 * size + r] = b->sdispl[r] * count;
+  }
+  for (int64_t k = 0; k < b->nin; k++)
+    memcpy(send + k * count, dist + b->local[k] * count, (size_t)count * sizeof *send);
+  MPI_Alltoallv(send, sc, sc + size, MPI_FLOAT, recv, sc + 2 * size, sc + 3 * size, MPI_FLOAT,
+                MPI_COMM_WORLD);
+  for (int64_t p = 0; p < n; p++)
+    memcpy(out + p * count, recv + b->order[p] * count, (size_t)count * sizeof *out);
+  double t = bench_now() - t0;
+  free(send);
+  free(recv);
+  free(sc);
+  return t;
+}
+
+static double max_over_ranks(double t)
+{
+  MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return t;
+}
+
+int main(int argc, char **argv)
+{
+  int rounds = 5, quick = 0;
+  if (bench_options(argc, argv, "bench_gindexer", &rounds, &quick))
+    return 2;
+  if (strata_init(&argc, &argv, NULL))
+    return 1;
+  int rank = strata_rank(), size = strata_size();
+  int64_t n = quick ? 10000 : 1000000;
+  int64_t *distrib = malloc((size_t)(size + 1) * sizeof *distrib),
+          *idx = malloc((size_t)n * sizeof *idx);
+  for (int r = 0; r <= size; r++)
+    distrib[r] = r * n;
+  uint64_t x = 88172645463325252ull + (uint64_t)rank;
+  for (int64_t p = 0; p < n; p++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    idx[p] = (int64_t)(x % (uint64_t)(size * n));
+  }
+  cJSON *root = cJSON_CreateObject(), *cases = cJSON_AddArrayToObject(root, "counts");
+  cJSON_AddStringToObject(root, "benchmark", "global indexer vs MPI_Alltoallv");
+  cJSON_AddNumberToObject(root, "ranks", size);
+  cJSON_AddNumberToObject(root, "items_per_rank", (double)n);
+  double *tc = malloc((size_t)rounds * sizeof *tc), *tb = malloc((size_t)rounds * sizeof *tb),
+         *tt = malloc((size_t)rounds * sizeof *tt), *tp = malloc((size_t)rounds * sizeof *tp);
+  strata_gindexer *gi = NULL;
+  struct baseline b = {.size = size};
+  for (int r = 0; r < rounds; r++) {
+    strata_gindexer_destroy(gi);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = bench_now();
+    if (strata_gindexer_create(strata_comm(), distrib, idx, n, &gi))
+      return 1;
+    tc[r] = max_over_ranks(bench_now() - t0);
+  }
+  double create = bench_median(tc, rounds);
+  baseline_build(&b, distrib, idx, n, rank);
+  cJSON_AddNumberToObject(root, "create_s", create);
+  for (int count = 1; count <= 4; count += 3) {
+    strata_array *dist, *out, *back;
+    strata_gindexer_empty_dist(gi, count, STRATA_FLOAT32, &dist);
+    strata_gindexer_empty_part(gi, count, STRATA_FLOAT32, &out);
+    strata_gindexer_empty_dist(gi, count, STRATA_FLOAT32, &back);
+    float *pd, *plain = malloc((size_t)(n * count) * sizeof *plain);
+    strata_array_acquire(dist, STRATA_WRITE, (void **)&pd);
+    for (int64_t i = 0; i < n * count; i++)
+      pd[i] = (float)(rank * n * count + i);
+    strata_array_release(dist);
+    strata_array_acquire(back, STRATA_WRITE, NULL);
+    strata_array_release(back);
+    for (int r = 0; r < rounds + 1; r++) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = bench_now();
+      strata_gindexer_take(gi, dist, count, &out);
+      double t1 = bench_now();
+      strata_gindexer_put(gi, out, count, STRATA_PUT_LAST, STRATA_SUM, &back);
+      double t2 = bench_now();
+      strata_array_acquire(dist, STRATA_READ, (void **)&pd);
+      MPI_Barrier(MPI_COMM_WORLD);
+      double base = baseline_take(&b, pd, plain, n, count);
+      strata_array_release(dist);
+      if (r > 0) { /* the first round warms up */
+        tt[r - 1] = max_over_ranks(t1 - t0);
+        tp[r - 1] = max_over_ranks(t2 - t1);
+        tb[r - 1] = max_over_ranks(base);
+      }
+    }
+    double take = bench_median(tt, rounds), put = bench_median(tp, rounds),
+           base = bench_median(tb, rounds);
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "count", count);
+    cJSON_AddNumberToObject(c, "take_s", take);
+    cJSON_AddNumberToObject(c, "put_s", put);
+    cJSON_AddNumberToObject(c, "alltoallv_s", base);
+    cJSON_AddNumberToObject(c, "take_vs_alltoallv", take / base);
+    cJSON_AddNumberToObject(c, "put_vs_alltoallv", put / base);
+    cJSON_AddItemToArray(cases, c);
+    strata_array_destroy(dist);
+    strata_array_destroy(out);
+    strata_array_destroy(back);
+    free(plain);
+  }
+  if (rank == 0)
+    bench_print_json(root);
+  else
+    cJSON_Delete(root);
+  strata_gindexer_destroy(gi);
+  free(b.scount);
+  free(b.sdispl);
+  free(b.rcount);
+  free(b.rdispl);
+  free(b.order);
+  free(b.local);
+  free(distrib);
+  free(idx);
+  free(tc);
+  free(tb);
+  free(tt);
+  free(tp);
+  strata_finalize();
+  return 0;
+}
