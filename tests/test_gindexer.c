@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "merge_reference.h"
 
 static int rank, size;
 
@@ -150,19 +151,6 @@ static double value_of(const struct scenario *s, int r, int64_t p, int64_t c, in
   return (double)(h % 19) - 9;
 }
 
-static double get(const void *p, int dtype, int64_t i)
-{
-  switch (dtype) {
-  case STRATA_BOOL:
-  case STRATA_UINT8: return ((const uint8_t *)p)[i];
-  case STRATA_INT8: return ((const int8_t *)p)[i];
-  case STRATA_INT32: return ((const int32_t *)p)[i];
-  case STRATA_INT64: return (double)((const int64_t *)p)[i];
-  case STRATA_FLOAT32: return ((const float *)p)[i];
-  default: return ((const double *)p)[i];
-  }
-}
-
 static void set(void *p, int dtype, int64_t i, double v)
 {
   switch (dtype) {
@@ -195,7 +183,7 @@ static double identity_of(int op, int dtype)
 {
   unsigned char v[8];
   CHECK_EQ(strata_merge_identity((strata_op)op, (strata_dtype)dtype, v), 0);
-  return get(v, dtype, 0);
+  return ref_get((strata_dtype)dtype, v, (size_t)(0));
 }
 
 /* want as it reads back once stored in dtype. */
@@ -203,7 +191,7 @@ static double stored(double want, int dtype)
 {
   unsigned char v[8];
   set(v, dtype, 0, want);
-  return get(v, dtype, 0);
+  return ref_get((strata_dtype)dtype, v, (size_t)(0));
 }
 
 /* rule: 0 last, 1 first, 2 reduce with op; `allocated`: dist from the call. */
@@ -245,7 +233,7 @@ static void check_put(const struct scenario *s, strata_gindexer *gi, int rule, i
   if (!ret) {
     const void *pd = acquire(dist, STRATA_READ);
     for (int64_t i = 0; i < dn * k; i++) {
-      double want = stored(ref[i], dtype), got = get(pd, dtype, i);
+      double want = stored(ref[i], dtype), got = ref_get((strata_dtype)dtype, pd, (size_t)(i));
       if (got != want) {
         fprintf(stderr, "rank %d seed %llu put rule %d op %d dtype %d item %lld: %g want %g\n",
                 rank, (unsigned long long)s->seed, rule, op, dtype, (long long)i, got, want);
@@ -282,7 +270,7 @@ static void check_take(const struct scenario *s, strata_gindexer *gi, int dtype,
       double want = (double)((idx_of(s, rank, p) * 3 + c) % 97);
       if (dtype == STRATA_BOOL)
         want = want != 0;
-      if (get(po, dtype, p * k + c) != want) {
+      if (ref_get((strata_dtype)dtype, po, (size_t)(p * k + c)) != want) {
         fprintf(stderr, "rank %d seed %llu take dtype %d: item %lld\n", rank,
                 (unsigned long long)s->seed, dtype, (long long)(p * k + c));
         check_failures++;
