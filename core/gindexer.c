@@ -58,15 +58,6 @@ static void reclaim(strata_gindexer *gi)
   }
 }
 
-/* The smallest error of all ranks. */
-static int agree(MPI_Comm comm, int err)
-{
-  int all = err;
-  if (MPI_Allreduce(&err, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
-    return STRATA_EMPI;
-  return all;
-}
-
 static starpu_data_handle_t register_map(int64_t *v, int64_t n)
 {
   starpu_data_handle_t h = NULL;
@@ -90,19 +81,18 @@ static void free_maps(strata_gindexer *gi)
   free(gi->req);
 }
 
-static int check_distrib(MPI_Comm comm, int size, const int64_t *distrib)
+/* Collective: `local` (this rank's argument check) and a well-formed
+ * distribution that is the same everywhere (a digest agreed on). */
+static int check_distrib(MPI_Comm comm, int size, const int64_t *distrib, int local)
 {
-  if (!distrib || distrib[0] != 0)
-    return STRATA_EINVAL;
-  for (int r = 0; r < size; r++)
+  if (!local && (!distrib || distrib[0] != 0))
+    local = STRATA_EINVAL;
+  for (int r = 0; r < size && !local; r++)
     if (distrib[r + 1] < distrib[r])
-      return STRATA_EINVAL;
-  /* The same distribution everywhere: min and max of a digest. */
-  uint32_t digest = starpu_hash_crc32c_be_n(distrib, (size_t)(size + 1) * sizeof *distrib, 0);
-  int64_t v[2] = {digest, -(int64_t)digest};
-  if (MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT64_T, MPI_MIN, comm) != MPI_SUCCESS)
-    return STRATA_EMPI;
-  return v[0] == -v[1] ? 0 : STRATA_EINVAL;
+      local = STRATA_EINVAL;
+  int64_t digest =
+      local ? 0 : starpu_hash_crc32c_be_n(distrib, (size_t)(size + 1) * sizeof *distrib, 0);
+  return strata__agree_on(comm, local, &digest, 1);
 }
 
 /* Owner of global index i: the rank r with distrib[r] <= i < distrib[r+1]. */
@@ -161,7 +151,7 @@ static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *idx
     ret = at ? 0 : STRATA_ENOMEM;
     free(at);
   }
-  ret = agree(gi->comm, ret);
+  ret = strata__agree_on(gi->comm, ret, NULL, 0);
   if (!ret && MPI_Alltoall(gi->send_counts, 1, MPI_INT64_T, gi->recv_counts, 1, MPI_INT64_T,
                            gi->comm) != MPI_SUCCESS)
     ret = STRATA_EMPI;
@@ -176,7 +166,7 @@ static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *idx
     rc = int_counts(gi->recv_counts, size);
     ret = gi->local && gi->csr && gi->req && sc && rc ? 0 : STRATA_ENOMEM;
   }
-  ret = agree(gi->comm, ret);
+  ret = strata__agree_on(gi->comm, ret, NULL, 0);
   if (!ret && MPI_Alltoallv(sorted, sc, sc + size, MPI_INT64_T, gi->local, rc, rc + size,
                             MPI_INT64_T, gi->comm) != MPI_SUCCESS)
     ret = STRATA_EMPI;
@@ -215,15 +205,15 @@ int strata_gindexer_create(MPI_Comm comm, const int64_t *distrib, const int64_t 
     return STRATA_EINVAL;
   MPI_Comm_size(comm, &size);
   int local = out && n_idx >= 0 && (idx || n_idx == 0) ? 0 : STRATA_EINVAL;
-  if ((ret = agree(comm, local)) || (ret = check_distrib(comm, size, distrib)))
+  if ((ret = check_distrib(comm, size, distrib, local)))
     return strata__fail(ret, "gindexer: bad arguments or distribution");
   for (int64_t p = 0; p < n_idx && !local; p++)
     if (idx[p] < 0 || idx[p] >= distrib[size])
       local = STRATA_ERANGE;
-  if ((ret = agree(comm, local)))
+  if ((ret = strata__agree_on(comm, local, NULL, 0)))
     return strata__fail(ret, "gindexer: an index outside [0, %lld)", (long long)distrib[size]);
   strata_gindexer *gi = calloc(1, sizeof *gi);
-  if ((ret = agree(comm, gi ? 0 : STRATA_ENOMEM))) {
+  if ((ret = strata__agree_on(comm, gi ? 0 : STRATA_ENOMEM, NULL, 0))) {
     free(gi);
     return ret;
   }
@@ -297,6 +287,14 @@ struct mailbox {
   int nchildren;
 };
 
+static void mailbox_close(struct mailbox *m)
+{
+  if (m->whole)
+    starpu_data_partition_clean(m->whole, (unsigned)m->nchildren, m->children);
+  free(m->parts);
+  free(m->children);
+}
+
 static int mailbox_open(strata_gindexer *gi, struct mailbox *m, const int64_t *rows, int64_t total,
                         size_t row)
 {
@@ -307,6 +305,7 @@ static int mailbox_open(strata_gindexer *gi, struct mailbox *m, const int64_t *r
   long *lengths = malloc((size_t)size * sizeof *lengths);
   if (!m->parts || !m->children || !lengths) {
     free(lengths);
+    mailbox_close(m);
     return STRATA_ENOMEM;
   }
   if (total == 0) { /* nothing to move: no buffer */
@@ -318,6 +317,7 @@ static int mailbox_open(strata_gindexer *gi, struct mailbox *m, const int64_t *r
   if (!mm || starpu_malloc(&mem, (size_t)total * row) != 0) {
     free(mm);
     free(lengths);
+    mailbox_close(m);
     return STRATA_ENOMEM;
   }
   starpu_vector_data_register(&m->whole, STARPU_MAIN_RAM, (uintptr_t)mem, (uint32_t)total, row);
@@ -346,14 +346,6 @@ static void mailbox_unpartition(struct mailbox *m)
 {
   if (m->whole)
     starpu_data_unpartition_submit(m->whole, (unsigned)m->nchildren, m->children, -1);
-}
-
-static void mailbox_close(struct mailbox *m)
-{
-  if (m->whole)
-    starpu_data_partition_clean(m->whole, (unsigned)m->nchildren, m->children);
-  free(m->parts);
-  free(m->children);
 }
 
 /* Send the non-empty parts of `out` (rows by destination) and receive into
@@ -387,26 +379,45 @@ static int64_t next_tag(strata_gindexer *gi)
 static int check_exchange(strata_gindexer *gi, strata_array *in, int64_t in_rows, int64_t count,
                           strata_array **out, int64_t out_rows)
 {
-  int local = gi && in && out && count >= 1 ? 0 : STRATA_EINVAL;
-  int64_t v[2] = {count, -1};
-  if (!local) {
-    v[1] = strata_array_dtype(in);
-    if (strata_array_nelems(in) != in_rows * count ||
-        (*out && strata_array_nelems(*out) != out_rows * count))
-      local = STRATA_EINVAL;
-    else if (*out && strata_array_dtype(*out) != (int)v[1])
-      local = STRATA_ETYPE;
-  }
   if (!gi)
     return STRATA_EINVAL; /* no communicator to agree on */
-  int64_t buf[5] = {local, v[0], -v[0], v[1], -v[1]};
-  if (MPI_Allreduce(MPI_IN_PLACE, buf, 5, MPI_INT64_T, MPI_MIN, gi->comm) != MPI_SUCCESS)
-    return STRATA_EMPI;
-  if (buf[0] < 0)
-    return (int)buf[0];
-  if (buf[1] != -buf[2])
-    return STRATA_EINVAL;
-  return buf[3] != -buf[4] ? STRATA_ETYPE : 0;
+  int local = in && out && count >= 1 ? 0 : STRATA_EINVAL;
+  int64_t dtype = local ? -1 : strata_array_dtype(in);
+  if (!local && (strata_array_nelems(in) != in_rows * count ||
+                 (*out && strata_array_nelems(*out) != out_rows * count)))
+    local = STRATA_EINVAL;
+  else if (!local && *out && strata_array_dtype(*out) != (int)dtype)
+    local = STRATA_ETYPE;
+  int ret = strata__agree_on(gi->comm, local, &count, 1); /* counts differ: EINVAL */
+  if (!ret && strata__agree_on(gi->comm, 0, &dtype, 1))
+    ret = STRATA_ETYPE; /* the ranks' types differ */
+  return ret;
+}
+
+/* Pack the rows of `src` through `pack_map` into an outbox split by
+ * destination (out_rows, nout in all), move every part to its rank, and
+ * leave the rows in `inbox` split by source (in_rows, nin in all), whole
+ * again for the unpack. The caller closes both mailboxes. */
+static int move_rows(strata_gindexer *gi, starpu_data_handle_t src, starpu_data_handle_t pack_map,
+                     const int64_t *out_rows, int64_t nout, const int64_t *in_rows, int64_t nin,
+                     size_t row, struct mailbox *outbox, struct mailbox *inbox)
+{
+  int ret = mailbox_open(gi, outbox, out_rows, nout, row);
+  if (ret)
+    return ret;
+  if ((ret = mailbox_open(gi, inbox, in_rows, nin, row))) {
+    mailbox_close(outbox);
+    return ret;
+  }
+  if (nout > 0)
+    ret = strata__gindexer_gather_submit(src, pack_map, outbox->whole, row);
+  mailbox_partition(outbox);
+  mailbox_partition(inbox);
+  if (!ret)
+    ret = post(gi, outbox, out_rows, inbox, in_rows, next_tag(gi));
+  mailbox_unpartition(outbox);
+  mailbox_unpartition(inbox);
+  return ret;
 }
 
 int strata_gindexer_take_submit(strata_gindexer *gi, strata_array *dist, int64_t count,
@@ -423,21 +434,19 @@ int strata_gindexer_take_submit(strata_gindexer *gi, strata_array *dist, int64_t
     return ret;
   size_t row = (size_t)count * strata_dtype_size(dtype);
   struct mailbox outbox, inbox;
-  if ((ret = mailbox_open(gi, &outbox, gi->recv_counts, gi->nin, row)) ||
-      (ret = mailbox_open(gi, &inbox, gi->send_counts, gi->n_idx, row)))
-    return ret;
-  if (gi->nin > 0)
-    ret = strata__gindexer_gather_submit(strata_array_handle(dist), gi->h_local, outbox.whole, row);
-  mailbox_partition(&outbox);
-  mailbox_partition(&inbox);
-  if (!ret)
-    ret = post(gi, &outbox, gi->recv_counts, &inbox, gi->send_counts, next_tag(gi));
-  mailbox_unpartition(&outbox);
-  mailbox_unpartition(&inbox);
-  if (!ret && gi->n_idx > 0)
-    ret = strata__gindexer_gather_submit(inbox.whole, gi->h_order, strata_array_handle(*out), row);
-  mailbox_close(&outbox);
-  mailbox_close(&inbox);
+  ret = move_rows(gi, strata_array_handle(dist), gi->h_local, gi->recv_counts, gi->nin,
+                  gi->send_counts, gi->n_idx, row, &outbox, &inbox);
+  if (ret != STRATA_ENOMEM) {
+    if (!ret && gi->n_idx > 0)
+      ret =
+          strata__gindexer_gather_submit(inbox.whole, gi->h_order, strata_array_handle(*out), row);
+    mailbox_close(&outbox);
+    mailbox_close(&inbox);
+  }
+  if (ret && allocated) {
+    strata_array_destroy(*out);
+    *out = NULL;
+  }
   return ret;
 }
 
@@ -468,18 +477,10 @@ int strata_gindexer_put_submit(strata_gindexer *gi, strata_array *values, int64_
   }
   size_t row = (size_t)count * strata_dtype_size(dtype);
   struct mailbox outbox, inbox;
-  if ((ret = mailbox_open(gi, &outbox, gi->send_counts, gi->n_idx, row)) ||
-      (ret = mailbox_open(gi, &inbox, gi->recv_counts, gi->nin, row)))
+  ret = move_rows(gi, strata_array_handle(values), gi->h_inverse, gi->send_counts, gi->n_idx,
+                  gi->recv_counts, gi->nin, row, &outbox, &inbox);
+  if (ret == STRATA_ENOMEM)
     return ret;
-  if (gi->n_idx > 0)
-    ret = strata__gindexer_gather_submit(strata_array_handle(values), gi->h_inverse, outbox.whole,
-                                         row);
-  mailbox_partition(&outbox);
-  mailbox_partition(&inbox);
-  if (!ret)
-    ret = post(gi, &outbox, gi->send_counts, &inbox, gi->recv_counts, next_tag(gi));
-  mailbox_unpartition(&outbox);
-  mailbox_unpartition(&inbox);
   if (!ret && gi->nin > 0) {
     starpu_data_handle_t scratch;
     starpu_vector_data_register(&scratch, -1, 0, (uint32_t)gi->dn, row);

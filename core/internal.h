@@ -44,6 +44,9 @@ int64_t strata__next_collective(void);
  * STRATA_EINVAL when the values differ, else 0. */
 int strata__agree(int local_err, const int64_t *values, int n);
 
+/* The same on another communicator (collective over `comm`). */
+int strata__agree_on(MPI_Comm comm, int local_err, const int64_t *values, int n);
+
 /* Give a's handle the StarPU reduction methods of `op` (STARPU_REDUX
  * accesses), after pending reductions with other methods have run. */
 int strata__array_set_redux(strata_array *a, strata_op op);

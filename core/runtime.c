@@ -183,6 +183,11 @@ int strata_wait_all(void)
 
 int strata__agree(int local_err, const int64_t *values, int n)
 {
+  return strata__agree_on(rt.coll_comm, local_err, values, n);
+}
+
+int strata__agree_on(MPI_Comm comm, int local_err, const int64_t *values, int n)
+{
   /* One MIN-allreduce gives the smallest error and, through negation, both
    * the minimum and the maximum of every value. */
   int64_t buf[1 + 2 * 16];
@@ -193,8 +198,7 @@ int strata__agree(int local_err, const int64_t *values, int n)
     buf[1 + i] = values[i];
     buf[1 + n + i] = -values[i];
   }
-  if (MPI_Allreduce(MPI_IN_PLACE, buf, 1 + 2 * n, MPI_INT64_T, MPI_MIN, rt.coll_comm) !=
-      MPI_SUCCESS)
+  if (MPI_Allreduce(MPI_IN_PLACE, buf, 1 + 2 * n, MPI_INT64_T, MPI_MIN, comm) != MPI_SUCCESS)
     return STRATA_EMPI;
   if (buf[0] < 0)
     return (int)buf[0];
