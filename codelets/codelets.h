@@ -206,6 +206,17 @@ extern const struct strata__shard_kernels strata__linear_kernels, strata__conv2d
 int strata__gindexer_gather_submit(starpu_data_handle_t src, starpu_data_handle_t map,
                                    starpu_data_handle_t dst, size_t row);
 
+/* Global indexer: dst (RW) row map[k] = src (R) row k. */
+int strata__gindexer_scatter_submit(starpu_data_handle_t src, starpu_data_handle_t map,
+                                    starpu_data_handle_t dst, size_t row);
+
+/* Global indexer, variable-size items: copy the segments (R, a vector of
+ * int64 triples: source offset, destination offset, length, in items of
+ * `item` bytes) from src (R) to dst: W mode, or RW when `partial` (other
+ * tasks fill the rest of dst). */
+int strata__gindexer_segments_submit(starpu_data_handle_t src, starpu_data_handle_t segments,
+                                     starpu_data_handle_t dst, size_t item, int partial);
+
 /* Owner-side put: dist (RW) rows from inbox (R) through the per-index
  * request lists csr (R, dn + 1 int64) and req (R, int64), under `rule`
  * (kernels/gindexer_kernels.h); scratch: a STARPU_SCRATCH vector of dist's

@@ -1,6 +1,7 @@
-/* Global indexer codelets: the row gather that packs and unpacks exchange
- * buffers through an index map, and the owner-side application of put
- * requests (last writer, first writer or a reduction, in writer order). */
+/* Global indexer codelets: the row gather and scatter that pack and unpack
+ * exchange buffers through an index map, the segment copy of variable-size
+ * items, and the owner-side application of put requests (last writer,
+ * first writer or a reduction, in writer order). */
 #include "codelets.h"
 #include "kernels/gindexer_kernels.h"
 #include "kernels/merge_kernels.h"
@@ -12,6 +13,24 @@ static void gather_cpu(void *buffers[], void *cl_arg)
   strata__gather_rows_cpu(
       (void *)STARPU_VECTOR_GET_PTR(buffers[2]), (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
       (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]), STARPU_VECTOR_GET_NX(buffers[1]), *row);
+}
+
+/* Buffers: src (R), map (R, int64), dst (RW). */
+static void scatter_cpu(void *buffers[], void *cl_arg)
+{
+  const size_t *row = cl_arg;
+  strata__scatter_rows_cpu(
+      (void *)STARPU_VECTOR_GET_PTR(buffers[2]), (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+      (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]), STARPU_VECTOR_GET_NX(buffers[1]), *row);
+}
+
+/* Buffers: src (R), segments (R, int64 triples), dst (W or RW). */
+static void segments_cpu(void *buffers[], void *cl_arg)
+{
+  const size_t *item = cl_arg;
+  strata__copy_segments_cpu(
+      (void *)STARPU_VECTOR_GET_PTR(buffers[2]), (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+      (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]), STARPU_VECTOR_GET_NX(buffers[1]), *item);
 }
 
 /* Buffers: dist (RW), inbox (R), csr (R), req (R), scratch. */
@@ -33,6 +52,24 @@ static void gather_cuda(void *buffers[], void *cl_arg)
                            (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
                            (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
                            STARPU_VECTOR_GET_NX(buffers[1]), *row, starpu_cuda_get_local_stream());
+}
+
+static void scatter_cuda(void *buffers[], void *cl_arg)
+{
+  const size_t *row = cl_arg;
+  strata__scatter_rows_cuda((void *)STARPU_VECTOR_GET_PTR(buffers[2]),
+                            (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+                            (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
+                            STARPU_VECTOR_GET_NX(buffers[1]), *row, starpu_cuda_get_local_stream());
+}
+
+static void segments_cuda(void *buffers[], void *cl_arg)
+{
+  const size_t *item = cl_arg;
+  strata__copy_segments_cuda(
+      (void *)STARPU_VECTOR_GET_PTR(buffers[2]), (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+      (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]), STARPU_VECTOR_GET_NX(buffers[1]), *item,
+      starpu_cuda_get_local_stream());
 }
 
 /* Copies pick one request per index; a reduction goes round by round (the
@@ -75,6 +112,12 @@ static uint32_t first_buffer_footprint(struct starpu_task *task)
 static struct starpu_perfmodel gather_model = {.type = STARPU_HISTORY_BASED,
                                                .symbol = "strata_gindexer_gather",
                                                .footprint = first_buffer_footprint};
+static struct starpu_perfmodel scatter_model = {.type = STARPU_HISTORY_BASED,
+                                                .symbol = "strata_gindexer_scatter",
+                                                .footprint = first_buffer_footprint};
+static struct starpu_perfmodel segments_model = {.type = STARPU_HISTORY_BASED,
+                                                 .symbol = "strata_gindexer_segments",
+                                                 .footprint = first_buffer_footprint};
 static struct starpu_perfmodel apply_model = {.type = STARPU_HISTORY_BASED,
                                               .symbol = "strata_gindexer_apply",
                                               .footprint = first_buffer_footprint};
@@ -85,6 +128,33 @@ static struct starpu_codelet gather_cl = {
     GI_CUDA(gather_cuda).nbuffers = 3,
     .modes = {STARPU_R, STARPU_R, STARPU_W},
     .model = &gather_model,
+};
+
+static struct starpu_codelet scatter_cl = {
+    .name = "strata_gindexer_scatter",
+    .cpu_funcs = {scatter_cpu},
+    GI_CUDA(scatter_cuda).nbuffers = 3,
+    .modes = {STARPU_R, STARPU_R, STARPU_RW},
+    .model = &scatter_model,
+};
+
+/* Two modes: W when the segments cover the destination, RW when several
+ * tasks fill parts of it. */
+static struct starpu_codelet segments_cl[2] = {
+    {
+        .name = "strata_gindexer_segments",
+        .cpu_funcs = {segments_cpu},
+        GI_CUDA(segments_cuda).nbuffers = 3,
+        .modes = {STARPU_R, STARPU_R, STARPU_W},
+        .model = &segments_model,
+    },
+    {
+        .name = "strata_gindexer_segments",
+        .cpu_funcs = {segments_cpu},
+        GI_CUDA(segments_cuda).nbuffers = 3,
+        .modes = {STARPU_R, STARPU_R, STARPU_RW},
+        .model = &segments_model,
+    },
 };
 
 static struct starpu_codelet apply_cl = {
@@ -100,6 +170,20 @@ int strata__gindexer_gather_submit(starpu_data_handle_t src, starpu_data_handle_
 {
   starpu_data_handle_t h[3] = {src, map, dst};
   return strata__submit_copy_arg(&gather_cl, &row, sizeof row, 3, h, NULL);
+}
+
+int strata__gindexer_scatter_submit(starpu_data_handle_t src, starpu_data_handle_t map,
+                                    starpu_data_handle_t dst, size_t row)
+{
+  starpu_data_handle_t h[3] = {src, map, dst};
+  return strata__submit_copy_arg(&scatter_cl, &row, sizeof row, 3, h, NULL);
+}
+
+int strata__gindexer_segments_submit(starpu_data_handle_t src, starpu_data_handle_t segments,
+                                     starpu_data_handle_t dst, size_t item, int partial)
+{
+  starpu_data_handle_t h[3] = {src, segments, dst};
+  return strata__submit_copy_arg(&segments_cl[partial != 0], &item, sizeof item, 3, h, NULL);
 }
 
 int strata__gindexer_apply_submit(starpu_data_handle_t dist, starpu_data_handle_t inbox,

@@ -7,9 +7,12 @@
  * in writer order: source rank, then position). The maps become StarPU
  * handles so that the codelets find them on any worker, GPUs included.
  *
- * An exchange (tasks only): a gather packs the rows to send into one
- * buffer, partitioned by destination rank; each non-empty part travels as
- * one StarPU-MPI message (a local copy for the rank itself) into the
+ * A multi-list indexer concatenates its lists (list order, then position),
+ * so writers are ordered by rank, list and position.
+ *
+ * An exchange (tasks only): a gather or scatter packs the rows to send into
+ * one buffer, partitioned by destination rank; each non-empty part travels
+ * as one StarPU-MPI message (a local copy for the rank itself) into the
  * receiver's buffer, partitioned by source; a gather (Take) or the apply
  * codelet (Put) unpacks it. */
 #include <stdlib.h>
@@ -20,41 +23,41 @@
 #include <strata/starpu.h>
 
 #include "codelets.h"
+#include "gindexer_impl.h"
 #include "internal.h"
 #include "kernels/gindexer_kernels.h"
-
-struct strata_gindexer {
-  MPI_Comm comm;
-  int rank, size;
-  int64_t serial, exchanges;
-  int64_t dn, n_idx, nin, max_requests;
-  int64_t *send_counts; /* [size] requests this rank sends to each owner */
-  int64_t *recv_counts; /* [size] requests this rank owns from each rank */
-  int64_t *local;       /* [nin] owned offset of each incoming request */
-  int64_t *order;       /* [n_idx] row of request p in the owner-sorted list */
-  int64_t *inverse;     /* [n_idx] request p of sorted row j */
-  int64_t *csr, *req;   /* [dn + 1], [nin]: incoming requests per owned index */
-  starpu_data_handle_t h_local, h_order, h_inverse, h_csr, h_req;
-  struct mailbox_memory *pending; /* exchange buffers not yet freed */
-};
 
 /* Exchange buffers are host memory registered at home (partition plans
  * need the parent allocated); they are freed once their tasks are done:
  * at the end of a blocking exchange, or at destroy after non-blocking ones. */
-struct mailbox_memory {
+struct strata__gi_buffer {
   starpu_data_handle_t handle;
   void *mem;
-  struct mailbox_memory *next;
+  struct strata__gi_buffer *next;
 };
 
-static void reclaim(strata_gindexer *gi)
+void *strata__gi_buffer(strata_gindexer *gi, int64_t n, size_t elem, starpu_data_handle_t *h)
+{
+  struct strata__gi_buffer *b = malloc(sizeof *b);
+  void *mem = NULL;
+  if (!b || starpu_malloc(&mem, (size_t)n * elem) != 0) {
+    free(b);
+    return NULL;
+  }
+  starpu_vector_data_register(h, STARPU_MAIN_RAM, (uintptr_t)mem, (uint32_t)n, elem);
+  *b = (struct strata__gi_buffer){*h, mem, gi->pending};
+  gi->pending = b;
+  return mem;
+}
+
+void strata__gi_reclaim(strata_gindexer *gi)
 {
   while (gi->pending) {
-    struct mailbox_memory *m = gi->pending;
-    gi->pending = m->next;
-    starpu_data_unregister(m->handle); /* waits for its tasks */
-    starpu_free(m->mem);
-    free(m);
+    struct strata__gi_buffer *b = gi->pending;
+    gi->pending = b->next;
+    starpu_data_unregister(b->handle); /* waits for its tasks */
+    starpu_free(b->mem);
+    free(b);
   }
 }
 
@@ -68,10 +71,15 @@ static starpu_data_handle_t register_map(int64_t *v, int64_t n)
 
 static void free_maps(strata_gindexer *gi)
 {
-  starpu_data_handle_t hs[5] = {gi->h_local, gi->h_order, gi->h_inverse, gi->h_csr, gi->h_req};
-  for (int i = 0; i < 5; i++)
+  starpu_data_handle_t hs[4] = {gi->h_local, gi->h_inverse, gi->h_csr, gi->h_req};
+  for (int i = 0; i < 4; i++)
     if (hs[i])
       starpu_data_unregister(hs[i]);
+  for (int l = 0; gi->h_order && l < gi->n_lists; l++)
+    if (gi->h_order[l])
+      starpu_data_unregister(gi->h_order[l]);
+  free(gi->h_order);
+  free(gi->list_off);
   free(gi->send_counts);
   free(gi->recv_counts);
   free(gi->local);
@@ -122,7 +130,14 @@ static int *int_counts(const int64_t *v, int n)
   return c;
 }
 
-static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *idx)
+/* Global index of request p. */
+static int64_t request(const strata_gindexer *gi, const int64_t *const *idx, int64_t p)
+{
+  int l = strata__gi_list_of(gi, p);
+  return idx[l][p - gi->list_off[l]];
+}
+
+static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *const *idx)
 {
   int size = gi->size;
   gi->dn = distrib[gi->rank + 1] - distrib[gi->rank];
@@ -130,15 +145,17 @@ static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *idx
   gi->recv_counts = calloc((size_t)size, sizeof *gi->recv_counts);
   gi->order = malloc((size_t)(gi->n_idx + 1) * sizeof *gi->order);
   gi->inverse = malloc((size_t)(gi->n_idx + 1) * sizeof *gi->inverse);
+  gi->h_order = calloc((size_t)gi->n_lists + 1, sizeof *gi->h_order);
   int *owner = malloc((size_t)(gi->n_idx + 1) * sizeof *owner);
   int64_t *sorted = malloc((size_t)(gi->n_idx + 1) * sizeof *sorted);
-  int ret = gi->send_counts && gi->recv_counts && gi->order && gi->inverse && owner && sorted
+  int ret = gi->send_counts && gi->recv_counts && gi->order && gi->inverse && gi->h_order &&
+                    owner && sorted
                 ? 0
                 : STRATA_ENOMEM;
   int *sc = NULL, *rc = NULL;
   if (!ret) {
     for (int64_t p = 0; p < gi->n_idx; p++)
-      gi->send_counts[owner[p] = owner_of(distrib, size, idx[p])]++;
+      gi->send_counts[owner[p] = owner_of(distrib, size, request(gi, idx, p))]++;
     int64_t *at = calloc((size_t)size, sizeof *at);
     for (int r = 1; at && r < size; r++)
       at[r] = at[r - 1] + gi->send_counts[r - 1];
@@ -146,7 +163,7 @@ static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *idx
       int64_t j = at[owner[p]]++;
       gi->order[p] = j;
       gi->inverse[j] = p;
-      sorted[j] = idx[p] - distrib[owner[p]];
+      sorted[j] = request(gi, idx, p) - distrib[owner[p]];
     }
     ret = at ? 0 : STRATA_ENOMEM;
     free(at);
@@ -182,8 +199,10 @@ static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *idx
     for (int64_t k = 0; k < gi->nin; k++)
       gi->req[gi->csr[gi->local[k] + 1]++] = k;
     gi->h_local = register_map(gi->local, gi->nin);
-    gi->h_order = register_map(gi->order, gi->n_idx);
-    gi->h_inverse = register_map(gi->inverse, gi->n_idx);
+    if (gi->n_lists == 1)
+      gi->h_inverse = register_map(gi->inverse, gi->n_idx);
+    for (int l = 0; l < gi->n_lists; l++)
+      gi->h_order[l] = register_map(gi->order + gi->list_off[l], strata__gi_list_size(gi, l));
     gi->h_csr = register_map(gi->csr, gi->dn + 1);
     gi->h_req = register_map(gi->req, gi->nin);
   }
@@ -194,8 +213,8 @@ static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *idx
   return ret;
 }
 
-int strata_gindexer_create(MPI_Comm comm, const int64_t *distrib, const int64_t *idx, int64_t n_idx,
-                           strata_gindexer **out)
+int strata_gmindexer_create(MPI_Comm comm, const int64_t *distrib, int n_lists,
+                            const int64_t *const *idx, const int64_t *n_idx, strata_gindexer **out)
 {
   int ret = strata__check_ready();
   if (ret)
@@ -204,22 +223,36 @@ int strata_gindexer_create(MPI_Comm comm, const int64_t *distrib, const int64_t 
   if (comm == MPI_COMM_NULL || MPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
     return STRATA_EINVAL;
   MPI_Comm_size(comm, &size);
-  int local = out && n_idx >= 0 && (idx || n_idx == 0) ? 0 : STRATA_EINVAL;
+  int local =
+      out && n_lists >= 0 && (n_idx || n_lists == 0) && (idx || n_lists == 0) ? 0 : STRATA_EINVAL;
+  for (int l = 0; l < n_lists && !local; l++)
+    if (n_idx[l] < 0 || (!idx[l] && n_idx[l] > 0))
+      local = STRATA_EINVAL;
   if ((ret = check_distrib(comm, size, distrib, local)))
     return strata__fail(ret, "gindexer: bad arguments or distribution");
-  for (int64_t p = 0; p < n_idx && !local; p++)
-    if (idx[p] < 0 || idx[p] >= distrib[size])
-      local = STRATA_ERANGE;
+  for (int l = 0; l < n_lists && !local; l++)
+    for (int64_t p = 0; p < n_idx[l] && !local; p++)
+      if (idx[l][p] < 0 || idx[l][p] >= distrib[size])
+        local = STRATA_ERANGE;
   if ((ret = strata__agree_on(comm, local, NULL, 0)))
     return strata__fail(ret, "gindexer: an index outside [0, %lld)", (long long)distrib[size]);
   strata_gindexer *gi = calloc(1, sizeof *gi);
-  if ((ret = strata__agree_on(comm, gi ? 0 : STRATA_ENOMEM, NULL, 0))) {
+  int64_t *list_off = calloc((size_t)n_lists + 1, sizeof *list_off);
+  if ((ret = strata__agree_on(comm, gi && list_off ? 0 : STRATA_ENOMEM, NULL, 0))) {
     free(gi);
+    free(list_off);
     return ret;
   }
+  for (int l = 0; l < n_lists; l++)
+    list_off[l + 1] = list_off[l] + n_idx[l];
   static int64_t serials;
-  *gi = (strata_gindexer){
-      .comm = comm, .rank = rank, .size = size, .n_idx = n_idx, .serial = serials++};
+  *gi = (strata_gindexer){.comm = comm,
+                          .rank = rank,
+                          .size = size,
+                          .n_lists = n_lists,
+                          .list_off = list_off,
+                          .n_idx = list_off[n_lists],
+                          .serial = serials++};
   if ((ret = build(gi, distrib, idx))) {
     free_maps(gi);
     free(gi);
@@ -229,11 +262,17 @@ int strata_gindexer_create(MPI_Comm comm, const int64_t *distrib, const int64_t 
   return 0;
 }
 
+int strata_gindexer_create(MPI_Comm comm, const int64_t *distrib, const int64_t *idx, int64_t n_idx,
+                           strata_gindexer **out)
+{
+  return strata_gmindexer_create(comm, distrib, 1, &idx, &n_idx, out);
+}
+
 int strata_gindexer_destroy(strata_gindexer *gi)
 {
   if (!gi)
     return 0;
-  reclaim(gi);
+  strata__gi_reclaim(gi);
   free_maps(gi); /* unregistering waits for the tasks that read the maps */
   free(gi);
   return 0;
@@ -246,7 +285,30 @@ int64_t strata_gindexer_part_size(const strata_gindexer *gi)
   return gi ? gi->n_idx : STRATA_EINVAL;
 }
 
-static int new_rows(int64_t rows, int64_t count, strata_dtype dtype, strata_array **out)
+int strata_gindexer_list_count(const strata_gindexer *gi)
+{
+  return gi ? gi->n_lists : STRATA_EINVAL;
+}
+
+int64_t strata_gindexer_list_size(const strata_gindexer *gi, int list)
+{
+  return gi && list >= 0 && list < gi->n_lists ? strata__gi_list_size(gi, list) : STRATA_EINVAL;
+}
+
+int strata__gi_list_of(const strata_gindexer *gi, int64_t p)
+{
+  int lo = 0, hi = gi->n_lists - 1;
+  while (lo < hi) { /* the last list starting at or before p */
+    int mid = (lo + hi + 1) / 2;
+    if (gi->list_off[mid] <= p)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+int strata__gi_new_rows(int64_t rows, int64_t count, strata_dtype dtype, strata_array **out)
 {
   int64_t shape[2] = {rows, count};
   if (count < 1 || !out)
@@ -258,13 +320,31 @@ static int new_rows(int64_t rows, int64_t count, strata_dtype dtype, strata_arra
 int strata_gindexer_empty_dist(const strata_gindexer *gi, int64_t count, strata_dtype dtype,
                                strata_array **out)
 {
-  return gi ? new_rows(gi->dn, count, dtype, out) : STRATA_EINVAL;
+  return gi ? strata__gi_new_rows(gi->dn, count, dtype, out) : STRATA_EINVAL;
 }
 
 int strata_gindexer_empty_part(const strata_gindexer *gi, int64_t count, strata_dtype dtype,
                                strata_array **out)
 {
-  return gi ? new_rows(gi->n_idx, count, dtype, out) : STRATA_EINVAL;
+  return gi ? strata__gi_new_rows(gi->n_idx, count, dtype, out) : STRATA_EINVAL;
+}
+
+int strata_gmindexer_empty_parts(const strata_gindexer *gi, int64_t count, strata_dtype dtype,
+                                 strata_array **outs)
+{
+  if (!gi || (!outs && gi->n_lists > 0))
+    return STRATA_EINVAL;
+  for (int l = 0; l < gi->n_lists; l++) {
+    int ret = strata__gi_new_rows(strata__gi_list_size(gi, l), count, dtype, &outs[l]);
+    if (ret) {
+      while (l-- > 0) {
+        strata_array_destroy(outs[l]);
+        outs[l] = NULL;
+      }
+      return ret;
+    }
+  }
+  return 0;
 }
 
 int strata_gindexer_access_counts(const strata_gindexer *gi, int64_t *counts)
@@ -278,51 +358,35 @@ int strata_gindexer_access_counts(const strata_gindexer *gi, int64_t *counts)
 
 /* ---- exchanges ------------------------------------------------------- */
 
-/* A temporary row buffer split by peer rank: children only for the
- * non-empty parts (the parts are consecutive, so they tile the buffer). */
-struct mailbox {
-  starpu_data_handle_t whole;
-  starpu_data_handle_t *parts; /* by rank; NULL for empty parts */
-  starpu_data_handle_t *children;
-  int nchildren;
-};
-
-static void mailbox_close(struct mailbox *m)
+void strata__gi_close(struct strata__gi_mailbox *m)
 {
   if (m->whole)
     starpu_data_partition_clean(m->whole, (unsigned)m->nchildren, m->children);
   free(m->parts);
   free(m->children);
+  memset(m, 0, sizeof *m);
 }
 
-static int mailbox_open(strata_gindexer *gi, struct mailbox *m, const int64_t *rows, int64_t total,
-                        size_t row)
+static int mailbox_open(strata_gindexer *gi, struct strata__gi_mailbox *m, const int64_t *rows,
+                        int64_t total, size_t row)
 {
   int size = gi->size;
   memset(m, 0, sizeof *m);
   m->parts = calloc((size_t)size, sizeof *m->parts);
   m->children = malloc((size_t)size * sizeof *m->children);
   long *lengths = malloc((size_t)size * sizeof *lengths);
-  if (!m->parts || !m->children || !lengths) {
+  starpu_data_handle_t whole = NULL;
+  if (!m->parts || !m->children || !lengths ||
+      (total > 0 && !strata__gi_buffer(gi, total, row, &whole))) {
     free(lengths);
-    mailbox_close(m);
+    strata__gi_close(m);
     return STRATA_ENOMEM;
   }
   if (total == 0) { /* nothing to move: no buffer */
     free(lengths);
     return 0;
   }
-  struct mailbox_memory *mm = malloc(sizeof *mm);
-  void *mem = NULL;
-  if (!mm || starpu_malloc(&mem, (size_t)total * row) != 0) {
-    free(mm);
-    free(lengths);
-    mailbox_close(m);
-    return STRATA_ENOMEM;
-  }
-  starpu_vector_data_register(&m->whole, STARPU_MAIN_RAM, (uintptr_t)mem, (uint32_t)total, row);
-  *mm = (struct mailbox_memory){m->whole, mem, gi->pending};
-  gi->pending = mm;
+  m->whole = whole;
   for (int r = 0; r < size; r++)
     if (rows[r] > 0)
       lengths[m->nchildren++] = (long)rows[r];
@@ -336,38 +400,26 @@ static int mailbox_open(strata_gindexer *gi, struct mailbox *m, const int64_t *r
   return 0;
 }
 
-static void mailbox_partition(struct mailbox *m)
+int strata__gi_open(strata_gindexer *gi, const int64_t *out_rows, int64_t nout,
+                    const int64_t *in_rows, int64_t nin, size_t row,
+                    struct strata__gi_mailbox *outbox, struct strata__gi_mailbox *inbox)
+{
+  int ret = mailbox_open(gi, outbox, out_rows, nout, row);
+  if (!ret && (ret = mailbox_open(gi, inbox, in_rows, nin, row)))
+    strata__gi_close(outbox);
+  return ret;
+}
+
+static void mailbox_partition(struct strata__gi_mailbox *m)
 {
   if (m->whole)
     starpu_data_partition_submit(m->whole, (unsigned)m->nchildren, m->children);
 }
 
-static void mailbox_unpartition(struct mailbox *m)
+static void mailbox_unpartition(struct strata__gi_mailbox *m)
 {
   if (m->whole)
     starpu_data_unpartition_submit(m->whole, (unsigned)m->nchildren, m->children, -1);
-}
-
-/* Send the non-empty parts of `out` (rows by destination) and receive into
- * `in` (rows by source); the rank's own part is a local copy. */
-static int post(strata_gindexer *gi, struct mailbox *out, const int64_t *out_rows,
-                struct mailbox *in, const int64_t *in_rows, int64_t tag)
-{
-  int ret = 0;
-  for (int r = 0; r < gi->size && !ret; r++) {
-    if (r == gi->rank) {
-      if (out_rows[r] > 0)
-        ret = starpu_data_cpy(in->parts[r], out->parts[r], 1, NULL, NULL) ? STRATA_ESTARPU : 0;
-      continue;
-    }
-    if (out_rows[r] > 0 &&
-        starpu_mpi_isend_detached(out->parts[r], r, tag, gi->comm, NULL, NULL) != 0)
-      ret = STRATA_EMPI;
-    if (!ret && in_rows[r] > 0 &&
-        starpu_mpi_irecv_detached(in->parts[r], r, tag, gi->comm, NULL, NULL) != 0)
-      ret = STRATA_EMPI;
-  }
-  return ret;
 }
 
 static int64_t next_tag(strata_gindexer *gi)
@@ -375,143 +427,251 @@ static int64_t next_tag(strata_gindexer *gi)
   return ((int64_t)1 << 56) | ((gi->serial & 0xfff) << 40) | (gi->exchanges++ & 0xffffffffff);
 }
 
-/* Checks common to the exchanges, agreed on every rank. */
-static int check_exchange(strata_gindexer *gi, strata_array *in, int64_t in_rows, int64_t count,
-                          strata_array **out, int64_t out_rows)
+/* Send the non-empty parts of the outbox (rows by destination) and receive
+ * into the inbox (rows by source); the rank's own part is a local copy. */
+int strata__gi_post(strata_gindexer *gi, struct strata__gi_mailbox *outbox, const int64_t *out_rows,
+                    struct strata__gi_mailbox *inbox, const int64_t *in_rows)
 {
-  if (!gi)
-    return STRATA_EINVAL; /* no communicator to agree on */
-  int local = in && out && count >= 1 ? 0 : STRATA_EINVAL;
-  int64_t dtype = local ? -1 : strata_array_dtype(in);
-  if (!local && (strata_array_nelems(in) != in_rows * count ||
-                 (*out && strata_array_nelems(*out) != out_rows * count)))
-    local = STRATA_EINVAL;
-  else if (!local && *out && strata_array_dtype(*out) != (int)dtype)
-    local = STRATA_ETYPE;
-  int ret = strata__agree_on(gi->comm, local, &count, 1); /* counts differ: EINVAL */
-  if (!ret && strata__agree_on(gi->comm, 0, &dtype, 1))
-    ret = STRATA_ETYPE; /* the ranks' types differ */
+  int64_t tag = next_tag(gi);
+  int ret = 0;
+  mailbox_partition(outbox);
+  mailbox_partition(inbox);
+  for (int r = 0; r < gi->size && !ret; r++) {
+    if (r == gi->rank) {
+      if (out_rows[r] > 0)
+        ret =
+            starpu_data_cpy(inbox->parts[r], outbox->parts[r], 1, NULL, NULL) ? STRATA_ESTARPU : 0;
+      continue;
+    }
+    if (out_rows[r] > 0 &&
+        starpu_mpi_isend_detached(outbox->parts[r], r, tag, gi->comm, NULL, NULL) != 0)
+      ret = STRATA_EMPI;
+    if (!ret && in_rows[r] > 0 &&
+        starpu_mpi_irecv_detached(inbox->parts[r], r, tag, gi->comm, NULL, NULL) != 0)
+      ret = STRATA_EMPI;
+  }
+  mailbox_unpartition(outbox);
+  mailbox_unpartition(inbox);
+  strata__gi_close(outbox);
   return ret;
 }
 
-/* Pack the rows of `src` through `pack_map` into an outbox split by
- * destination (out_rows, nout in all), move every part to its rank, and
- * leave the rows in `inbox` split by source (in_rows, nin in all), whole
- * again for the unpack. The caller closes both mailboxes. */
-static int move_rows(strata_gindexer *gi, starpu_data_handle_t src, starpu_data_handle_t pack_map,
-                     const int64_t *out_rows, int64_t nout, const int64_t *in_rows, int64_t nin,
-                     size_t row, struct mailbox *outbox, struct mailbox *inbox)
+int strata__gi_agree(strata_gindexer *gi, int local, int64_t count, int64_t dtype,
+                     strata_dtype *agreed)
 {
-  int ret = mailbox_open(gi, outbox, out_rows, nout, row);
-  if (ret)
-    return ret;
-  if ((ret = mailbox_open(gi, inbox, in_rows, nin, row))) {
-    mailbox_close(outbox);
+  int64_t unknown = INT64_MAX;
+  int64_t buf[5] = {local, count, -count, dtype >= 0 ? dtype : unknown,
+                    dtype >= 0 ? -dtype : unknown};
+  if (MPI_Allreduce(MPI_IN_PLACE, buf, 5, MPI_INT64_T, MPI_MIN, gi->comm) != MPI_SUCCESS)
+    return STRATA_EMPI;
+  if (buf[0] < 0)
+    return (int)buf[0];
+  if (buf[1] != -buf[2] || buf[3] == unknown)
+    return STRATA_EINVAL;
+  if (buf[3] != -buf[4])
+    return STRATA_ETYPE;
+  *agreed = (strata_dtype)buf[3];
+  return 0;
+}
+
+/* Destroy the arrays an exchange allocated (flagged in `made`) after an
+ * error, and reset their entries. */
+static void unmake(strata_array **arrays, const char *made, int n)
+{
+  for (int l = 0; l < n; l++)
+    if (made[l]) {
+      strata_array_destroy(arrays[l]);
+      arrays[l] = NULL;
+    }
+}
+
+int strata__gi_take(strata_gindexer *gi, strata_array *dist, int64_t count, strata_array **outs,
+                    unsigned flags)
+{
+  int ret = strata__check_ready();
+  if (ret || !gi)
+    return ret ? ret : STRATA_EINVAL; /* no communicator to agree on */
+  int n = gi->n_lists;
+  int local = dist && (outs || n == 0) && count >= 1 && (n == 1 || !(flags & STRATA__GI_SINGLE))
+                  ? 0
+                  : STRATA_EINVAL;
+  int64_t dtype = local ? -1 : strata_array_dtype(dist);
+  if (!local && strata_array_nelems(dist) != gi->dn * count)
+    local = STRATA_EINVAL;
+  for (int l = 0; l < n && !local; l++)
+    if (outs[l] && strata_array_nelems(outs[l]) != strata__gi_list_size(gi, l) * count)
+      local = STRATA_EINVAL;
+    else if (outs[l] && strata_array_dtype(outs[l]) != (int)dtype)
+      local = STRATA_ETYPE;
+  strata_dtype type;
+  if ((ret = strata__gi_agree(gi, local, count, dtype, &type)))
+    return strata__fail(ret, "gindexer take: sizes, count or types disagree");
+  char *made = calloc((size_t)n + 1, 1);
+  local = made ? 0 : STRATA_ENOMEM;
+  for (int l = 0; l < n && !local; l++)
+    if (!outs[l] &&
+        !(local = strata__gi_new_rows(strata__gi_list_size(gi, l), count, type, &outs[l])))
+      made[l] = 1;
+  size_t row = (size_t)count * strata_dtype_size(type);
+  struct strata__gi_mailbox outbox = {0}, inbox = {0};
+  if (!local)
+    local = strata__gi_open(gi, gi->recv_counts, gi->nin, gi->send_counts, gi->n_idx, row, &outbox,
+                            &inbox);
+  if ((ret = strata__agree_on(gi->comm, local, NULL, 0))) {
+    strata__gi_close(&outbox);
+    if (made)
+      unmake(outs, made, n);
+    free(made);
     return ret;
   }
-  if (nout > 0)
-    ret = strata__gindexer_gather_submit(src, pack_map, outbox->whole, row);
-  mailbox_partition(outbox);
-  mailbox_partition(inbox);
+  if (gi->nin > 0)
+    ret = strata__gindexer_gather_submit(strata_array_handle(dist), gi->h_local, outbox.whole, row);
   if (!ret)
-    ret = post(gi, outbox, out_rows, inbox, in_rows, next_tag(gi));
-  mailbox_unpartition(outbox);
-  mailbox_unpartition(inbox);
+    ret = strata__gi_post(gi, &outbox, gi->recv_counts, &inbox, gi->send_counts);
+  for (int l = 0; l < n && !ret; l++)
+    if (gi->h_order[l])
+      ret = strata__gindexer_gather_submit(inbox.whole, gi->h_order[l],
+                                           strata_array_handle(outs[l]), row);
+  strata__gi_close(&outbox);
+  strata__gi_close(&inbox);
+  if (ret)
+    unmake(outs, made, n);
+  free(made);
+  return flags & STRATA__GI_WAIT ? strata__gi_wait(gi, outs, ret ? 0 : n, ret) : ret;
+}
+
+int strata__gi_pack_parts(strata_gindexer *gi, strata_array *const *values,
+                          starpu_data_handle_t outbox, size_t row)
+{
+  int ret = 0;
+  if (gi->h_inverse)
+    return strata__gindexer_gather_submit(strata_array_handle(values[0]), gi->h_inverse, outbox,
+                                          row);
+  for (int l = 0; l < gi->n_lists && !ret; l++)
+    if (gi->h_order[l])
+      ret = strata__gindexer_scatter_submit(strata_array_handle(values[l]), gi->h_order[l], outbox,
+                                            row);
   return ret;
+}
+
+static int put_lists(strata_gindexer *gi, strata_array *const *values, int64_t count,
+                     strata_put_rule rule, strata_op op, strata_array **dist, unsigned flags)
+{
+  int ret = strata__check_ready();
+  if (ret || !gi)
+    return ret ? ret : STRATA_EINVAL;
+  int n = gi->n_lists;
+  int local = (values || n == 0) && dist && count >= 1 && rule >= STRATA_PUT_LAST &&
+                      rule <= STRATA_PUT_REDUCE && (n == 1 || !(flags & STRATA__GI_SINGLE))
+                  ? 0
+                  : STRATA_EINVAL;
+  int64_t dtype = local || !*dist ? -1 : strata_array_dtype(*dist);
+  for (int l = 0; l < n && !local; l++) {
+    if (!values[l] || strata_array_nelems(values[l]) != strata__gi_list_size(gi, l) * count)
+      local = STRATA_EINVAL;
+    else if (dtype >= 0 && strata_array_dtype(values[l]) != (int)dtype)
+      local = STRATA_ETYPE;
+    else
+      dtype = strata_array_dtype(values[l]);
+  }
+  if (!local && *dist && strata_array_nelems(*dist) != gi->dn * count)
+    local = STRATA_EINVAL;
+  strata_dtype type, result;
+  /* The ranks must also agree on the rule and the operator. */
+  int64_t key = count ^ ((int64_t)((int)rule * 256 + (int)op) << 48);
+  if ((ret = strata__gi_agree(gi, local, key, dtype, &type)))
+    return strata__fail(ret, "gindexer put: sizes, count, rule or types disagree");
+  if (rule == STRATA_PUT_REDUCE && (strata_merge_result_dtype(op, type, &result) || result != type))
+    return strata__fail(STRATA_ETYPE, "gindexer put: %s does not keep %s", strata_op_name(op),
+                        strata_dtype_name(type));
+  int made = *dist == NULL;
+  if (made && !(local = strata__gi_new_rows(gi->dn, count, type, dist))) {
+    /* Unreferenced items: 0, or the reduction's identity. */
+    strata_op fill = rule == STRATA_PUT_REDUCE ? op : type == STRATA_BOOL ? STRATA_LOR : STRATA_SUM;
+    local = strata_array_fill_identity(*dist, fill);
+  }
+  size_t row = (size_t)count * strata_dtype_size(type);
+  struct strata__gi_mailbox outbox = {0}, inbox = {0};
+  if (!local)
+    local = strata__gi_open(gi, gi->send_counts, gi->n_idx, gi->recv_counts, gi->nin, row, &outbox,
+                            &inbox);
+  if ((ret = strata__agree_on(gi->comm, local, NULL, 0))) {
+    strata__gi_close(&outbox);
+    if (made)
+      unmake(dist, "\1", 1);
+    return ret;
+  }
+  ret = strata__gi_pack_parts(gi, values, outbox.whole, row);
+  if (!ret)
+    ret = strata__gi_post(gi, &outbox, gi->send_counts, &inbox, gi->recv_counts);
+  if (!ret && gi->nin > 0) {
+    starpu_data_handle_t scratch;
+    starpu_vector_data_register(&scratch, -1, 0, (uint32_t)gi->dn, row);
+    struct strata__put_apply a = {(int)rule, op, type, count, gi->max_requests};
+    ret = strata__gindexer_apply_submit(strata_array_handle(*dist), inbox.whole, gi->h_csr,
+                                        gi->h_req, scratch, &a);
+    starpu_data_unregister_submit(scratch);
+  }
+  strata__gi_close(&outbox);
+  strata__gi_close(&inbox);
+  if (ret && made)
+    unmake(dist, "\1", 1);
+  return flags & STRATA__GI_WAIT ? strata__gi_wait(gi, dist, ret ? 0 : 1, ret) : ret;
+}
+
+int strata__gi_wait(strata_gindexer *gi, strata_array *const *arrays, int n, int ret)
+{
+  for (int l = 0; l < n && !ret; l++)
+    if (!(ret = strata_array_acquire(arrays[l], STRATA_READ, NULL)))
+      ret = strata_array_release(arrays[l]);
+  strata__gi_reclaim(gi);
+  return ret;
+}
+
+int strata_gmindexer_take(strata_gindexer *gi, strata_array *dist, int64_t count,
+                          strata_array **outs)
+{
+  return strata__gi_take(gi, dist, count, outs, STRATA__GI_WAIT);
+}
+
+int strata_gmindexer_take_submit(strata_gindexer *gi, strata_array *dist, int64_t count,
+                                 strata_array **outs)
+{
+  return strata__gi_take(gi, dist, count, outs, 0);
+}
+
+int strata_gmindexer_put(strata_gindexer *gi, strata_array *const *values, int64_t count,
+                         strata_put_rule rule, strata_op op, strata_array **dist)
+{
+  return put_lists(gi, values, count, rule, op, dist, STRATA__GI_WAIT);
+}
+
+int strata_gmindexer_put_submit(strata_gindexer *gi, strata_array *const *values, int64_t count,
+                                strata_put_rule rule, strata_op op, strata_array **dist)
+{
+  return put_lists(gi, values, count, rule, op, dist, 0);
+}
+
+/* The single-list calls: one array stands for the only list. */
+int strata_gindexer_take(strata_gindexer *gi, strata_array *dist, int64_t count, strata_array **out)
+{
+  return strata__gi_take(gi, dist, count, out, STRATA__GI_WAIT | STRATA__GI_SINGLE);
 }
 
 int strata_gindexer_take_submit(strata_gindexer *gi, strata_array *dist, int64_t count,
                                 strata_array **out)
 {
-  int ret = strata__check_ready();
-  if (ret)
-    return ret;
-  if ((ret = check_exchange(gi, dist, gi ? gi->dn : 0, count, out, gi ? gi->n_idx : 0)))
-    return strata__fail(ret, "gindexer take: sizes, count or types disagree");
-  strata_dtype dtype = (strata_dtype)strata_array_dtype(dist);
-  int allocated = *out == NULL;
-  if (allocated && (ret = new_rows(gi->n_idx, count, dtype, out)))
-    return ret;
-  size_t row = (size_t)count * strata_dtype_size(dtype);
-  struct mailbox outbox, inbox;
-  ret = move_rows(gi, strata_array_handle(dist), gi->h_local, gi->recv_counts, gi->nin,
-                  gi->send_counts, gi->n_idx, row, &outbox, &inbox);
-  if (ret != STRATA_ENOMEM) {
-    if (!ret && gi->n_idx > 0)
-      ret =
-          strata__gindexer_gather_submit(inbox.whole, gi->h_order, strata_array_handle(*out), row);
-    mailbox_close(&outbox);
-    mailbox_close(&inbox);
-  }
-  if (ret && allocated) {
-    strata_array_destroy(*out);
-    *out = NULL;
-  }
-  return ret;
-}
-
-int strata_gindexer_put_submit(strata_gindexer *gi, strata_array *values, int64_t count,
-                               strata_put_rule rule, strata_op op, strata_array **dist)
-{
-  int ret = strata__check_ready();
-  if (ret)
-    return ret;
-  if ((ret = check_exchange(gi, values, gi ? gi->n_idx : 0, count, dist, gi ? gi->dn : 0)))
-    return strata__fail(ret, "gindexer put: sizes, count or types disagree");
-  strata_dtype dtype = (strata_dtype)strata_array_dtype(values), result;
-  if (rule < STRATA_PUT_LAST || rule > STRATA_PUT_REDUCE)
-    return STRATA_EINVAL; /* the same on every rank: the arguments are */
-  if (rule == STRATA_PUT_REDUCE &&
-      (strata_merge_result_dtype(op, dtype, &result) || result != dtype))
-    return strata__fail(STRATA_ETYPE, "gindexer put: %s does not keep %s", strata_op_name(op),
-                        strata_dtype_name(dtype));
-  if (*dist == NULL) {
-    if ((ret = new_rows(gi->dn, count, dtype, dist)))
-      return ret;
-    /* Unreferenced items: 0, or the reduction's identity. */
-    strata_op fill = rule == STRATA_PUT_REDUCE ? op
-                     : dtype == STRATA_BOOL    ? STRATA_LOR
-                                               : STRATA_SUM;
-    if ((ret = strata_array_fill_identity(*dist, fill)))
-      return ret;
-  }
-  size_t row = (size_t)count * strata_dtype_size(dtype);
-  struct mailbox outbox, inbox;
-  ret = move_rows(gi, strata_array_handle(values), gi->h_inverse, gi->send_counts, gi->n_idx,
-                  gi->recv_counts, gi->nin, row, &outbox, &inbox);
-  if (ret == STRATA_ENOMEM)
-    return ret;
-  if (!ret && gi->nin > 0) {
-    starpu_data_handle_t scratch;
-    starpu_vector_data_register(&scratch, -1, 0, (uint32_t)gi->dn, row);
-    struct strata__put_apply a = {(int)rule, op, dtype, count, gi->max_requests};
-    ret = strata__gindexer_apply_submit(strata_array_handle(*dist), inbox.whole, gi->h_csr,
-                                        gi->h_req, scratch, &a);
-    starpu_data_unregister_submit(scratch);
-  }
-  mailbox_close(&outbox);
-  mailbox_close(&inbox);
-  return ret;
-}
-
-static int wait_for(strata_gindexer *gi, strata_array *a, int ret)
-{
-  if (!ret && !(ret = strata_array_acquire(a, STRATA_READ, NULL)))
-    ret = strata_array_release(a);
-  if (gi)
-    reclaim(gi);
-  return ret;
-}
-
-int strata_gindexer_take(strata_gindexer *gi, strata_array *dist, int64_t count, strata_array **out)
-{
-  int ret = strata_gindexer_take_submit(gi, dist, count, out);
-  return wait_for(gi, ret ? NULL : *out, ret);
+  return strata__gi_take(gi, dist, count, out, STRATA__GI_SINGLE);
 }
 
 int strata_gindexer_put(strata_gindexer *gi, strata_array *values, int64_t count,
                         strata_put_rule rule, strata_op op, strata_array **dist)
 {
-  int ret = strata_gindexer_put_submit(gi, values, count, rule, op, dist);
-  return wait_for(gi, ret ? NULL : *dist, ret);
+  return put_lists(gi, &values, count, rule, op, dist, STRATA__GI_WAIT | STRATA__GI_SINGLE);
+}
+
+int strata_gindexer_put_submit(strata_gindexer *gi, strata_array *values, int64_t count,
+                               strata_put_rule rule, strata_op op, strata_array **dist)
+{
+  return put_lists(gi, &values, count, rule, op, dist, STRATA__GI_SINGLE);
 }

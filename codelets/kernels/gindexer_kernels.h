@@ -1,5 +1,6 @@
-/* Pure kernels of the global indexer's exchanges: row gathers through an
- * index map (packing and unpacking), and the owner-side application of
+/* Pure kernels of the global indexer's exchanges: row gathers and scatters
+ * through an index map (packing and unpacking), segment copies for
+ * variable-size items, and the owner-side application of
  * put requests listed per owned index (CSR, in writer order). */
 #ifndef STRATA_GINDEXER_KERNELS_H
 #define STRATA_GINDEXER_KERNELS_H
@@ -15,6 +16,15 @@ extern "C" {
 
 /* dst row k = src row map[k], for k < n; rows of `row` bytes. */
 void strata__gather_rows_cpu(void *dst, const void *src, const int64_t *map, int64_t n, size_t row);
+
+/* dst row map[k] = src row k, for k < n (other dst rows are left alone). */
+void strata__scatter_rows_cpu(void *dst, const void *src, const int64_t *map, int64_t n,
+                              size_t row);
+
+/* Variable-size items: for s < n, copy seg[3s+2] items of `item` bytes
+ * from src at item offset seg[3s] to dst at item offset seg[3s+1]. */
+void strata__copy_segments_cpu(void *dst, const void *src, const int64_t *seg, int64_t n,
+                               size_t item);
 
 /* How put requests combine at an owned index. */
 enum strata__put_rule { STRATA__PUT_LAST = 0, STRATA__PUT_FIRST, STRATA__PUT_REDUCE };
@@ -32,6 +42,10 @@ void strata__put_apply_cpu(enum strata__put_rule rule, strata_op op, strata_dtyp
  * left alone. Device pointers, asynchronous on `stream`; 0 or a CUDA error. */
 int strata__gather_rows_cuda(void *dst, const void *src, const int64_t *map, int64_t n, size_t row,
                              void *stream);
+int strata__scatter_rows_cuda(void *dst, const void *src, const int64_t *map, int64_t n, size_t row,
+                              void *stream);
+int strata__copy_segments_cuda(void *dst, const void *src, const int64_t *seg, int64_t n,
+                               size_t item, void *stream);
 int strata__pick_rows_cuda(void *dst, const void *inbox, const int64_t *csr, const int64_t *req,
                            int64_t dn, size_t row, int64_t which, void *stream);
 

@@ -1,5 +1,5 @@
 // Global indexer kernels on the GPU (gindexer_kernels.h): one thread per
-// byte of the moved rows.
+// byte of the moved rows; one block per segment for variable-size items.
 #include <cstdint>
 #include <cuda_runtime.h>
 
@@ -16,6 +16,28 @@ __global__ void gather_rows(unsigned char *dst, const unsigned char *src, const 
   {
     int64_t k = b / row, off = b % row;
     dst[b] = src[map[k] * row + off];
+  }
+}
+
+__global__ void scatter_rows(unsigned char *dst, const unsigned char *src, const int64_t *map,
+                             int64_t n, int64_t row)
+{
+  STRATA_GRID_LOOP(b, n * row)
+  {
+    int64_t k = b / row, off = b % row;
+    dst[map[k] * row + off] = src[b];
+  }
+}
+
+__global__ void copy_segments(unsigned char *dst, const unsigned char *src, const int64_t *seg,
+                              int64_t n, int64_t item)
+{
+  for (int64_t s = blockIdx.x; s < n; s += gridDim.x) {
+    const int64_t *g = seg + 3 * s;
+    unsigned char *out = dst + g[1] * item;
+    const unsigned char *in = src + g[0] * item;
+    for (int64_t b = threadIdx.x; b < g[2] * item; b += blockDim.x)
+      out[b] = in[b];
   }
 }
 
@@ -57,5 +79,30 @@ extern "C" int strata__pick_rows_cuda(void *dst, const void *inbox, const int64_
               static_cast<cudaStream_t>(stream)>>>(static_cast<unsigned char *>(dst),
                                                    static_cast<const unsigned char *>(inbox), csr,
                                                    req, dn, (int64_t)row, which);
+  return cudaGetLastError();
+}
+
+extern "C" int strata__scatter_rows_cuda(void *dst, const void *src, const int64_t *map, int64_t n,
+                                         size_t row, void *stream)
+{
+  int64_t bytes = n * (int64_t)row;
+  if (bytes == 0)
+    return 0;
+  scatter_rows<<<strata_cuda::blocks_for(bytes), strata_cuda::kThreads, 0,
+                 static_cast<cudaStream_t>(stream)>>>(static_cast<unsigned char *>(dst),
+                                                      static_cast<const unsigned char *>(src), map,
+                                                      n, (int64_t)row);
+  return cudaGetLastError();
+}
+
+extern "C" int strata__copy_segments_cuda(void *dst, const void *src, const int64_t *seg, int64_t n,
+                                          size_t item, void *stream)
+{
+  if (n == 0)
+    return 0;
+  unsigned blocks = n < 65535 ? (unsigned)n : 65535u;
+  copy_segments<<<blocks, strata_cuda::kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<unsigned char *>(dst), static_cast<const unsigned char *>(src), seg, n,
+      (int64_t)item);
   return cudaGetLastError();
 }
