@@ -7,43 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "check.h"
-#include "merge_reference.h"
-
-static int rank, size;
-
-static void *acquire(strata_array *a, strata_access mode)
-{
-  void *p = NULL;
-  CHECK_EQ(strata_array_acquire(a, mode, &p), 0);
-  return p;
-}
-
-static strata_array *from_int64(const int64_t *v, int64_t n)
-{
-  strata_array *a;
-  CHECK_EQ(strata_array_create(1, &n, STRATA_INT64, &a), 0);
-  if (n > 0)
-    memcpy(acquire(a, STRATA_WRITE), v, (size_t)n * sizeof *v);
-  else
-    acquire(a, STRATA_WRITE);
-  strata_array_release(a);
-  return a;
-}
-
-static void expect_int64(strata_array *a, const int64_t *want, int64_t n, const char *what)
-{
-  CHECK_EQ(strata_array_nelems(a), n);
-  const int64_t *p = acquire(a, STRATA_READ);
-  for (int64_t i = 0; i < n; i++)
-    if (p[i] != want[i]) {
-      fprintf(stderr, "rank %d %s[%lld]: %lld, want %lld\n", rank, what, (long long)i,
-              (long long)p[i], (long long)want[i]);
-      check_failures++;
-      break;
-    }
-  strata_array_release(a);
-}
+#include "gindexer_scenario.h"
 
 /* global-indexer.md, 3 ranks: distri [0, 2, 4, 5]; P0 takes [4, 0], P1
  * [1, 3], P2 [0]; buffers of 2 ints per index. */
@@ -93,51 +57,6 @@ static void check_design_examples(void)
   strata_gindexer_destroy(gi);
 }
 
-/* ---- randomized against a serial reference ---------------------------- */
-
-static uint64_t mix(uint64_t x)
-{
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  return x ^ (x >> 33);
-}
-
-struct scenario {
-  uint64_t seed;
-  int64_t n, count;
-  int64_t distrib[17];
-  int64_t nidx[16];
-};
-
-static void make_scenario(struct scenario *s, uint64_t seed)
-{
-  s->seed = seed;
-  s->n = (int64_t)(mix(seed) % 40);
-  s->count = 1 + (int64_t)(mix(seed + 1) % 3);
-  /* Random cut points, some ranks empty. */
-  s->distrib[0] = 0;
-  for (int r = 1; r < size; r++) {
-    int64_t c = s->n ? (int64_t)(mix(seed * 31 + (uint64_t)r) % (uint64_t)(s->n + 1)) : 0;
-    s->distrib[r] = c;
-  }
-  s->distrib[size] = s->n;
-  for (int r = 1; r < size; r++) /* sort the cuts */
-    for (int q = r; q > 1 && s->distrib[q - 1] > s->distrib[q]; q--) {
-      int64_t t = s->distrib[q];
-      s->distrib[q] = s->distrib[q - 1];
-      s->distrib[q - 1] = t;
-    }
-  for (int r = 0; r < size; r++)
-    s->nidx[r] = s->n ? (int64_t)(mix(seed * 7 + (uint64_t)r) % 25) : 0;
-}
-
-static int64_t idx_of(const struct scenario *s, int r, int64_t p)
-{
-  return (int64_t)(mix(s->seed * 1000003 + (uint64_t)r * 7919 + (uint64_t)p) % (uint64_t)s->n);
-}
-
 /* A small integer for (rank, position, component), valid for `op`. */
 static double value_of(const struct scenario *s, int r, int64_t p, int64_t c, int op, int dtype)
 {
@@ -149,19 +68,6 @@ static double value_of(const struct scenario *s, int r, int64_t p, int64_t c, in
   if (op == STRATA_BAND || op == STRATA_BOR || dtype == STRATA_UINT8)
     return (double)(h % 100);
   return (double)(h % 19) - 9;
-}
-
-static void set(void *p, int dtype, int64_t i, double v)
-{
-  switch (dtype) {
-  case STRATA_BOOL:
-  case STRATA_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
-  case STRATA_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
-  case STRATA_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-  case STRATA_INT64: ((int64_t *)p)[i] = v >= 0x1p63 ? INT64_MAX : (int64_t)v; break;
-  case STRATA_FLOAT32: ((float *)p)[i] = (float)v; break;
-  default: ((double *)p)[i] = v;
-  }
 }
 
 static double combine(int op, double a, double b)
