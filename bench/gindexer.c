@@ -1,6 +1,7 @@
 /* Global indexer against hand-written MPI in the same program: every rank
  * owns N items and names N random global indices; protocol creation, Take
- * and Put (last writer) with count 1 and 4, against one MPI_Alltoallv of
+ * and Put (last writer) with count 1 and 4, and Take_v of the same payload
+ * as variable-size items (every count equal), against one MPI_Alltoallv of
  * the same payload with its local pack and unpack loops (the protocol's
  * maps reused). Medians of the rounds; JSON on rank 0.
  *   mpiexec -n P bench_gindexer [--rounds R] [--quick]   (--quick: N = 10^4) */
@@ -112,7 +113,8 @@ int main(int argc, char **argv)
   cJSON_AddNumberToObject(root, "ranks", size);
   cJSON_AddNumberToObject(root, "items_per_rank", (double)n);
   double *tc = malloc((size_t)rounds * sizeof *tc), *tb = malloc((size_t)rounds * sizeof *tb),
-         *tt = malloc((size_t)rounds * sizeof *tt), *tp = malloc((size_t)rounds * sizeof *tp);
+         *tt = malloc((size_t)rounds * sizeof *tt), *tp = malloc((size_t)rounds * sizeof *tp),
+         *tv = malloc((size_t)rounds * sizeof *tv);
   strata_gindexer *gi = NULL;
   struct baseline b = {.size = size};
   for (int r = 0; r < rounds; r++) {
@@ -138,6 +140,13 @@ int main(int argc, char **argv)
     strata_array_release(dist);
     strata_array_acquire(back, STRATA_WRITE, NULL);
     strata_array_release(back);
+    strata_array *counts;
+    int64_t *pc;
+    strata_gindexer_empty_dist(gi, 1, STRATA_INT64, &counts);
+    strata_array_acquire(counts, STRATA_WRITE, (void **)&pc);
+    for (int64_t i = 0; i < n; i++)
+      pc[i] = count;
+    strata_array_release(counts);
     for (int r = 0; r < rounds + 1; r++) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = bench_now();
@@ -145,6 +154,11 @@ int main(int argc, char **argv)
       double t1 = bench_now();
       strata_gindexer_put(gi, out, count, STRATA_PUT_LAST, STRATA_SUM, &back);
       double t2 = bench_now();
+      strata_array *vc = NULL, *vd = NULL; /* the same payload as variable items */
+      strata_gindexer_take_v(gi, counts, dist, &vc, &vd);
+      double t3 = bench_now();
+      strata_array_destroy(vc);
+      strata_array_destroy(vd);
       strata_array_acquire(dist, STRATA_READ, (void **)&pd);
       MPI_Barrier(MPI_COMM_WORLD);
       double base = baseline_take(&b, pd, plain, n, count);
@@ -152,22 +166,26 @@ int main(int argc, char **argv)
       if (r > 0) { /* the first round warms up */
         tt[r - 1] = max_over_ranks(t1 - t0);
         tp[r - 1] = max_over_ranks(t2 - t1);
+        tv[r - 1] = max_over_ranks(t3 - t2);
         tb[r - 1] = max_over_ranks(base);
       }
     }
     double take = bench_median(tt, rounds), put = bench_median(tp, rounds),
-           base = bench_median(tb, rounds);
+           base = bench_median(tb, rounds), take_v = bench_median(tv, rounds);
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "count", count);
     cJSON_AddNumberToObject(c, "take_s", take);
     cJSON_AddNumberToObject(c, "put_s", put);
     cJSON_AddNumberToObject(c, "alltoallv_s", base);
+    cJSON_AddNumberToObject(c, "take_v_s", take_v);
     cJSON_AddNumberToObject(c, "take_vs_alltoallv", take / base);
+    cJSON_AddNumberToObject(c, "take_v_vs_alltoallv", take_v / base);
     cJSON_AddNumberToObject(c, "put_vs_alltoallv", put / base);
     cJSON_AddItemToArray(cases, c);
     strata_array_destroy(dist);
     strata_array_destroy(out);
     strata_array_destroy(back);
+    strata_array_destroy(counts);
     free(plain);
   }
   if (rank == 0)
@@ -187,6 +205,7 @@ int main(int argc, char **argv)
   free(tb);
   free(tt);
   free(tp);
+  free(tv);
   strata_finalize();
   return 0;
 }

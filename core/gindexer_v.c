@@ -50,40 +50,42 @@ static int read_counts(strata_array *counts, int64_t n, strata_array *data, int6
   return ret;
 }
 
-/* A list of segments (source offset, destination offset, length), built
- * in two passes: the first only counts (no storage yet), then
- * segments_reserve() gives it an exchange buffer (a StarPU handle for the
- * copy codelet) and the second pass fills it. Empty blocks are skipped. */
+/* A list of segments (source offset, destination offset, length) filled
+ * on the host into an exchange buffer: a StarPU handle for the copy
+ * codelet. It reserves the most segments it can get; the unused tail is
+ * zeroed (empty segments) before the copy. */
 struct segments {
   starpu_data_handle_t handle;
   int64_t (*seg)[3];
-  int64_t n;
+  int64_t n, capacity;
 };
 
-static void segments_add(struct segments *s, int64_t from, int64_t to, int64_t len)
+static int segments_reserve(strata_gindexer *gi, struct segments *s, int64_t capacity)
 {
-  if (len > 0 && s->seg) {
-    s->seg[s->n][0] = from;
-    s->seg[s->n][1] = to;
-    s->seg[s->n][2] = len;
-  }
-  s->n += len > 0;
-}
-
-static int segments_reserve(strata_gindexer *gi, struct segments *s)
-{
-  int64_t counted = s->n;
-  s->n = 0;
-  if (counted == 0)
+  *s = (struct segments){.capacity = capacity};
+  if (capacity == 0)
     return 0;
-  s->seg = strata__gi_buffer(gi, counted, sizeof *s->seg, &s->handle);
+  s->seg = strata__gi_buffer(gi, capacity, sizeof *s->seg, &s->handle);
   return s->seg ? 0 : STRATA_ENOMEM;
 }
 
-static int segments_copy(const struct segments *s, starpu_data_handle_t src,
-                         starpu_data_handle_t dst, size_t item, int partial)
+static void segments_add(struct segments *s, int64_t from, int64_t to, int64_t len)
 {
-  return s->n ? strata__gindexer_segments_submit(src, s->handle, dst, item, partial) : 0;
+  if (len > 0) {
+    s->seg[s->n][0] = from;
+    s->seg[s->n][1] = to;
+    s->seg[s->n][2] = len;
+    s->n++;
+  }
+}
+
+static int segments_copy(struct segments *s, starpu_data_handle_t src, starpu_data_handle_t dst,
+                         size_t item, int partial)
+{
+  if (s->n == 0)
+    return 0;
+  memset(s->seg + s->n, 0, (size_t)(s->capacity - s->n) * sizeof *s->seg);
+  return strata__gindexer_segments_submit(src, s->handle, dst, item, partial);
 }
 
 /* Per-rank totals of consecutive blocks: blocks [at, at + rows[r]) of
@@ -196,11 +198,10 @@ static int take_v(strata_gindexer *gi, strata_array *dist_counts, strata_array *
       nin += in_items[r];
     }
     local = strata__gi_open(gi, out_items, nout, in_items, nin, item, &outbox, &inbox);
-    take_v_segments(gi, displ, len, at, &pack, unpack); /* count */
     if (!local)
-      local = segments_reserve(gi, &pack);
+      local = segments_reserve(gi, &pack, gi->nin);
     for (int l = 0; l < n && !local; l++)
-      local = segments_reserve(gi, &unpack[l]);
+      local = segments_reserve(gi, &unpack[l], strata__gi_list_size(gi, l));
     if (!local)
       take_v_segments(gi, displ, len, at, &pack, unpack);
   }
@@ -398,13 +399,12 @@ static int put_v(strata_gindexer *gi, strata_array *const *counts, strata_array 
       nin += in_items[r];
     }
     local = strata__gi_open(gi, out_items, nout, in_items, nin, item, &outbox, &inbox);
-    put_v_segments(gi, &plan, start, len, pack, &from_init, &from_inbox); /* count */
     for (int l = 0; l < n && !local; l++)
-      local = segments_reserve(gi, &pack[l]);
+      local = segments_reserve(gi, &pack[l], strata__gi_list_size(gi, l));
     if (!local)
-      local = segments_reserve(gi, &from_init);
+      local = segments_reserve(gi, &from_init, init ? gi->dn : 0);
     if (!local)
-      local = segments_reserve(gi, &from_inbox);
+      local = segments_reserve(gi, &from_inbox, gi->nin);
     if (!local)
       put_v_segments(gi, &plan, start, len, pack, &from_init, &from_inbox);
   }
