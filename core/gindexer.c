@@ -457,13 +457,16 @@ int strata__gi_post(strata_gindexer *gi, struct strata__gi_mailbox *outbox, cons
 }
 
 int strata__gi_agree(strata_gindexer *gi, int local, int64_t count, int64_t dtype,
-                     strata_dtype *agreed)
+                     strata_dtype *agreed, int64_t *any)
 {
   int64_t unknown = INT64_MAX;
-  int64_t buf[5] = {local, count, -count, dtype >= 0 ? dtype : unknown,
-                    dtype >= 0 ? -dtype : unknown};
-  if (MPI_Allreduce(MPI_IN_PLACE, buf, 5, MPI_INT64_T, MPI_MIN, gi->comm) != MPI_SUCCESS)
+  int64_t buf[6] = {
+      local,          count, -count, dtype >= 0 ? dtype : unknown, dtype >= 0 ? -dtype : unknown,
+      any ? -*any : 0};
+  if (MPI_Allreduce(MPI_IN_PLACE, buf, 6, MPI_INT64_T, MPI_MIN, gi->comm) != MPI_SUCCESS)
     return STRATA_EMPI;
+  if (any)
+    *any = -buf[5];
   if (buf[0] < 0)
     return (int)buf[0];
   if (buf[1] != -buf[2] || buf[3] == unknown)
@@ -503,26 +506,27 @@ int strata__gi_take(strata_gindexer *gi, strata_array *dist, int64_t count, stra
       local = STRATA_EINVAL;
     else if (outs[l] && strata_array_dtype(outs[l]) != (int)dtype)
       local = STRATA_ETYPE;
-  strata_dtype type;
-  if ((ret = strata__gi_agree(gi, local, count, dtype, &type)))
-    return strata__fail(ret, "gindexer take: sizes, count or types disagree");
+  /* Outputs and buffers first, so that one agreement covers them too. */
   char *made = calloc((size_t)n + 1, 1);
-  local = made ? 0 : STRATA_ENOMEM;
+  if (!local && !made)
+    local = STRATA_ENOMEM;
   for (int l = 0; l < n && !local; l++)
-    if (!outs[l] &&
-        !(local = strata__gi_new_rows(strata__gi_list_size(gi, l), count, type, &outs[l])))
+    if (!outs[l] && !(local = strata__gi_new_rows(strata__gi_list_size(gi, l), count,
+                                                  (strata_dtype)dtype, &outs[l])))
       made[l] = 1;
-  size_t row = (size_t)count * strata_dtype_size(type);
+  size_t row = local ? 0 : (size_t)count * strata_dtype_size((strata_dtype)dtype);
   struct strata__gi_mailbox outbox = {0}, inbox = {0};
   if (!local)
     local = strata__gi_open(gi, gi->recv_counts, gi->nin, gi->send_counts, gi->n_idx, row, &outbox,
                             &inbox);
-  if ((ret = strata__agree_on(gi->comm, local, NULL, 0))) {
+  strata_dtype type;
+  if ((ret = strata__gi_agree(gi, local, count, dtype, &type, NULL))) {
     strata__gi_close(&outbox);
+    strata__gi_close(&inbox);
     if (made)
       unmake(outs, made, n);
     free(made);
-    return ret;
+    return strata__fail(ret, "gindexer take: sizes, count or types disagree");
   }
   if (gi->nin > 0)
     ret = strata__gindexer_gather_submit(strata_array_handle(dist), gi->h_local, outbox.whole, row);
@@ -554,6 +558,23 @@ int strata__gi_pack_parts(strata_gindexer *gi, strata_array *const *values,
   return ret;
 }
 
+/* Put's output when allocated (`dist` not NULL): 0, or the reduction's
+ * identity, for unreferenced items; and the exchange buffers. Local. */
+static int put_buffers(strata_gindexer *gi, int64_t count, strata_put_rule rule, strata_op op,
+                       strata_dtype type, strata_array **dist, struct strata__gi_mailbox *outbox,
+                       struct strata__gi_mailbox *inbox)
+{
+  int ret = 0;
+  if (dist && !(ret = strata__gi_new_rows(gi->dn, count, type, dist))) {
+    strata_op fill = rule == STRATA_PUT_REDUCE ? op : type == STRATA_BOOL ? STRATA_LOR : STRATA_SUM;
+    ret = strata_array_fill_identity(*dist, fill);
+  }
+  size_t row = (size_t)count * strata_dtype_size(type);
+  return ret ? ret
+             : strata__gi_open(gi, gi->send_counts, gi->n_idx, gi->recv_counts, gi->nin, row,
+                               outbox, inbox);
+}
+
 static int put_lists(strata_gindexer *gi, strata_array *const *values, int64_t count,
                      strata_put_rule rule, strata_op op, strata_array **dist, unsigned flags)
 {
@@ -576,31 +597,37 @@ static int put_lists(strata_gindexer *gi, strata_array *const *values, int64_t c
   }
   if (!local && *dist && strata_array_nelems(*dist) != gi->dn * count)
     local = STRATA_EINVAL;
-  strata_dtype type, result;
+  strata_dtype result, type = (strata_dtype)dtype;
+  if (!local && dtype >= 0 && rule == STRATA_PUT_REDUCE &&
+      (strata_merge_result_dtype(op, type, &result) || result != type))
+    local = STRATA_ETYPE;
+  /* A rank that knows the type allocates now, so that one agreement covers
+   * its buffers; one without lists nor output learns the type from the
+   * agreement, allocates after it, and then every rank agrees once more. */
+  int made = !local && !*dist && dtype >= 0;
+  int64_t late = !local && dtype < 0;
+  struct strata__gi_mailbox outbox = {0}, inbox = {0};
+  if (made || (!local && !late))
+    local = put_buffers(gi, count, rule, op, type, made ? dist : NULL, &outbox, &inbox);
   /* The ranks must also agree on the rule and the operator. */
   int64_t key = count ^ ((int64_t)((int)rule * 256 + (int)op) << 48);
-  if ((ret = strata__gi_agree(gi, local, key, dtype, &type)))
-    return strata__fail(ret, "gindexer put: sizes, count, rule or types disagree");
-  if (rule == STRATA_PUT_REDUCE && (strata_merge_result_dtype(op, type, &result) || result != type))
-    return strata__fail(STRATA_ETYPE, "gindexer put: %s does not keep %s", strata_op_name(op),
-                        strata_dtype_name(type));
-  int made = *dist == NULL;
-  if (made && !(local = strata__gi_new_rows(gi->dn, count, type, dist))) {
-    /* Unreferenced items: 0, or the reduction's identity. */
-    strata_op fill = rule == STRATA_PUT_REDUCE ? op : type == STRATA_BOOL ? STRATA_LOR : STRATA_SUM;
-    local = strata_array_fill_identity(*dist, fill);
+  ret = strata__gi_agree(gi, local, key, dtype, &type, &late);
+  if (!ret && late) {
+    local = 0;
+    if (dtype < 0) { /* this rank was late: it has no output yet */
+      made = 1;
+      local = put_buffers(gi, count, rule, op, type, dist, &outbox, &inbox);
+    }
+    ret = strata__agree_on(gi->comm, local, NULL, 0);
   }
-  size_t row = (size_t)count * strata_dtype_size(type);
-  struct strata__gi_mailbox outbox = {0}, inbox = {0};
-  if (!local)
-    local = strata__gi_open(gi, gi->send_counts, gi->n_idx, gi->recv_counts, gi->nin, row, &outbox,
-                            &inbox);
-  if ((ret = strata__agree_on(gi->comm, local, NULL, 0))) {
+  if (ret) {
     strata__gi_close(&outbox);
+    strata__gi_close(&inbox);
     if (made)
       unmake(dist, "\1", 1);
-    return ret;
+    return strata__fail(ret, "gindexer put: sizes, count, rule or types disagree");
   }
+  size_t row = (size_t)count * strata_dtype_size(type);
   ret = strata__gi_pack_parts(gi, values, outbox.whole, row);
   if (!ret)
     ret = strata__gi_post(gi, &outbox, gi->send_counts, &inbox, gi->recv_counts);

@@ -62,9 +62,10 @@ void strata__gi_close(struct strata__gi_mailbox *m);
 /* The exchange's agreement: the smallest local error of any rank; else
  * STRATA_EINVAL when the counts differ; else the element type, which the
  * ranks that know one (dtype >= 0) must share (STRATA_ETYPE), in *agreed
- * (STRATA_EINVAL when no rank knows it). */
+ * (STRATA_EINVAL when no rank knows it). `any` (or NULL): a flag in,
+ * whether some rank set it out. */
 int strata__gi_agree(strata_gindexer *gi, int local, int64_t count, int64_t dtype,
-                     strata_dtype *agreed);
+                     strata_dtype *agreed, int64_t *any);
 
 /* A new array of rows x count (1-D when count is 1). */
 int strata__gi_new_rows(int64_t rows, int64_t count, strata_dtype dtype, strata_array **out);

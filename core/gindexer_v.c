@@ -147,7 +147,7 @@ static int take_v(strata_gindexer *gi, strata_array *dist_counts, strata_array *
   if (!local)
     local = read_counts(dist_counts, gi->dn, dist_data, &displ);
   strata_dtype type;
-  if ((ret = strata__gi_agree(gi, local, 1, dtype, &type))) {
+  if ((ret = strata__gi_agree(gi, local, 1, dtype, &type, NULL))) {
     free(displ);
     return strata__fail(ret, "gindexer take_v: bad counts, sizes or types");
   }
@@ -359,7 +359,7 @@ static int put_v(strata_gindexer *gi, strata_array *const *counts, strata_array 
     local = read_counts(init_counts, gi->dn, init_data, &init);
   strata_dtype type;
   int64_t key = extend ? 2 + (int64_t)rule : (int64_t)rule; /* the same everywhere */
-  if ((ret = strata__gi_agree(gi, local, key, dtype, &type))) {
+  if ((ret = strata__gi_agree(gi, local, key, dtype, &type, NULL))) {
     free(start);
     free(len);
     free(init);

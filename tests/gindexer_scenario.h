@@ -100,4 +100,26 @@ static void set(void *p, int dtype, int64_t i, double v)
   }
 }
 
+/* A global indexer test: the design document's examples on 3 ranks, the
+ * random cases (24 seeds, or argv[1]), then the error cases. */
+static int gindexer_test_main(int argc, char **argv, void (*design)(void), void (*random)(int),
+                              void (*errors)(void))
+{
+  check_init(&argc, &argv);
+  rank = strata_rank();
+  size = strata_size();
+  if (size > 16) { /* the scenarios hold 16 ranks */
+    strata_finalize();
+    return 77;
+  }
+  if (size == 3)
+    design();
+  random(argc > 1 ? atoi(argv[1]) : 24);
+  errors();
+  strata_finalize();
+  if (check_failures)
+    fprintf(stderr, "rank %d: %d checks failed\n", rank, check_failures);
+  return check_failures ? 1 : 0;
+}
+
 #endif

@@ -270,19 +270,5 @@ static void check_errors(void)
 
 int main(int argc, char **argv)
 {
-  check_init(&argc, &argv);
-  rank = strata_rank();
-  size = strata_size();
-  if (size > 16) {
-    strata_finalize();
-    return 77;
-  }
-  if (size == 3)
-    check_design_examples();
-  check_random(argc > 1 ? atoi(argv[1]) : 24);
-  check_errors();
-  strata_finalize();
-  if (check_failures)
-    fprintf(stderr, "rank %d: %d checks failed\n", rank, check_failures);
-  return check_failures ? 1 : 0;
+  return gindexer_test_main(argc, argv, check_design_examples, check_random, check_errors);
 }

@@ -36,6 +36,37 @@ static void expect_float32(strata_array *a, const float *want, int64_t n, const 
   strata_array_release(a);
 }
 
+/* One Put_v (the submit form when extending) and its expected result; the
+ * outputs go to kept[0..1] when asked, else are destroyed. */
+struct put_v_call {
+  strata_gindexer *gi;
+  strata_array *counts, *values;
+  strata_put_rule rule;
+  int extend;
+  strata_array *init_counts, *init_data;
+};
+
+static void expect_put_v(const struct put_v_call *p, const int64_t *counts, int64_t n_counts,
+                         const float *data, int64_t n_data, const char *what, strata_array **kept)
+{
+  strata_array *oc = NULL, *od = NULL;
+  int (*put)(strata_gindexer *, strata_array *, strata_array *, strata_put_rule, int,
+             strata_array *, strata_array *, strata_array **, strata_array **) =
+      p->extend ? strata_gindexer_put_v_submit : strata_gindexer_put_v;
+  CHECK_EQ(
+      put(p->gi, p->counts, p->values, p->rule, p->extend, p->init_counts, p->init_data, &oc, &od),
+      0);
+  expect_int64(oc, counts, n_counts, what);
+  expect_float32(od, data, n_data, what);
+  if (kept) {
+    kept[0] = oc;
+    kept[1] = od;
+  } else {
+    strata_array_destroy(oc);
+    strata_array_destroy(od);
+  }
+}
+
 static void check_design_v(strata_gindexer *gi)
 {
   /* Take_v: counts [1,1] [1,2] [3] over the 5 items. */
@@ -68,25 +99,17 @@ static void check_design_v(strata_gindexer *gi)
   const int64_t nlast[3] = {2, 1, 1}, nfirst[3] = {3, 1, 1}, next[3] = {5, 1, 1};
   c = from_int64(wcounts[rank], strata_gindexer_part_size(gi));
   d = from_float32(wvalues[rank], nwrite[rank]);
-  oc = od = NULL;
-  CHECK_EQ(strata_gindexer_put_v(gi, c, d, STRATA_PUT_LAST, 0, NULL, NULL, &oc, &od), 0);
-  expect_int64(oc, last_counts[rank], dn[rank], "Put_v counts");
-  expect_float32(od, last[rank], nlast[rank], "Put_v data");
-  strata_array_destroy(oc);
-  strata_array_destroy(od);
-  oc = od = NULL;
-  CHECK_EQ(strata_gindexer_put_v(gi, c, d, STRATA_PUT_FIRST, 0, NULL, NULL, &oc, &od), 0);
-  expect_int64(oc, first_counts[rank], dn[rank], "Put_v first counts");
-  expect_float32(od, first[rank], nfirst[rank], "Put_v first data");
-  strata_array_destroy(oc);
-  strata_array_destroy(od);
-  oc = od = NULL;
-  CHECK_EQ(strata_gindexer_put_v_submit(gi, c, d, STRATA_PUT_LAST, 1, NULL, NULL, &oc, &od), 0);
-  expect_int64(oc, ext_counts[rank], dn[rank], "Put_v extend counts");
-  expect_float32(od, ext[rank], next[rank], "Put_v extend data");
+  struct put_v_call call = {gi, c, d, STRATA_PUT_LAST, 0, NULL, NULL};
+  expect_put_v(&call, last_counts[rank], dn[rank], last[rank], nlast[rank], "Put_v", NULL);
+  call.rule = STRATA_PUT_FIRST;
+  expect_put_v(&call, first_counts[rank], dn[rank], first[rank], nfirst[rank], "Put_v first", NULL);
+  call.rule = STRATA_PUT_LAST;
+  call.extend = 1;
+  strata_array *kept[2];
+  expect_put_v(&call, ext_counts[rank], dn[rank], ext[rank], next[rank], "Put_v extend", kept);
   /* Extend again onto that result: every written block comes twice. */
   strata_array *oc2 = NULL, *od2 = NULL;
-  CHECK_EQ(strata_gindexer_put_v(gi, c, d, STRATA_PUT_LAST, 1, oc, od, &oc2, &od2), 0);
+  CHECK_EQ(strata_gindexer_put_v(gi, c, d, STRATA_PUT_LAST, 1, kept[0], kept[1], &oc2, &od2), 0);
   const int64_t twice_counts[3][2] = {{10, 0}, {0, 2}, {2}};
   const float twice[3][10] = {{0.1f, 0.2f, 0.3f, 20.1f, 20.2f, 0.1f, 0.2f, 0.3f, 20.1f, 20.2f},
                               {13.1f, 13.1f},
@@ -95,8 +118,8 @@ static void check_design_v(strata_gindexer *gi)
   expect_float32(od2, twice[rank], 2 * next[rank], "Put_v extend twice data");
   strata_array_destroy(oc2);
   strata_array_destroy(od2);
-  strata_array_destroy(oc);
-  strata_array_destroy(od);
+  strata_array_destroy(kept[0]);
+  strata_array_destroy(kept[1]);
   strata_array_destroy(c);
   strata_array_destroy(d);
 }
@@ -647,19 +670,5 @@ static void check_errors(void)
 
 int main(int argc, char **argv)
 {
-  check_init(&argc, &argv);
-  rank = strata_rank();
-  size = strata_size();
-  if (size > 16) {
-    strata_finalize();
-    return 77;
-  }
-  if (size == 3)
-    check_design_examples();
-  check_random(argc > 1 ? atoi(argv[1]) : 24);
-  check_errors();
-  strata_finalize();
-  if (check_failures)
-    fprintf(stderr, "rank %d: %d checks failed\n", rank, check_failures);
-  return check_failures ? 1 : 0;
+  return gindexer_test_main(argc, argv, check_design_examples, check_random, check_errors);
 }

@@ -182,9 +182,10 @@ int strata_gindexer_take_v_submit(strata_gindexer *gi, strata_array *dist_counts
  *  Without @p extend, the winning writer under @p rule (STRATA_PUT_LAST or
  *  STRATA_PUT_FIRST) gives its whole block and count; unreferenced indices
  *  keep their initial block. With @p extend, every written block is
- *  appended to the initial block in writer order (rank, list, position)
- *  and @p rule is ignored. Reductions are refused (STRATA_EINVAL): blocks
- *  of different sizes do not combine. The outputs are always allocated
+ *  appended to the initial block in writer order (rank, list, position);
+ *  @p rule then has no effect but must still be one of the two (and the
+ *  same on every rank). Reductions are refused (STRATA_EINVAL): blocks of
+ *  different sizes do not combine. The outputs are always allocated
  *  (their size is only known after the exchange); *out_counts and
  *  *out_data must be NULL.
  *  @return as strata_gindexer_take_v(). */
