@@ -477,12 +477,10 @@ int strata__gi_agree(strata_gindexer *gi, int local, int64_t count, int64_t dtyp
   return 0;
 }
 
-/* Destroy the arrays an exchange allocated (flagged in `made`) after an
- * error, and reset their entries. */
-static void unmake(strata_array **arrays, const char *made, int n)
+void strata__gi_unmake(strata_array **arrays, const char *made, int n)
 {
-  for (int l = 0; l < n; l++)
-    if (made[l]) {
+  for (int l = 0; made && l < n; l++)
+    if (made[l] && arrays[l]) {
       strata_array_destroy(arrays[l]);
       arrays[l] = NULL;
     }
@@ -523,8 +521,7 @@ int strata__gi_take(strata_gindexer *gi, strata_array *dist, int64_t count, stra
   if ((ret = strata__gi_agree(gi, local, count, dtype, &type, NULL))) {
     strata__gi_close(&outbox);
     strata__gi_close(&inbox);
-    if (made)
-      unmake(outs, made, n);
+    strata__gi_unmake(outs, made, n);
     free(made);
     return strata__fail(ret, "gindexer take: sizes, count or types disagree");
   }
@@ -539,7 +536,7 @@ int strata__gi_take(strata_gindexer *gi, strata_array *dist, int64_t count, stra
   strata__gi_close(&outbox);
   strata__gi_close(&inbox);
   if (ret)
-    unmake(outs, made, n);
+    strata__gi_unmake(outs, made, n);
   free(made);
   return flags & STRATA__GI_WAIT ? strata__gi_wait(gi, outs, ret ? 0 : n, ret) : ret;
 }
@@ -624,7 +621,7 @@ static int put_lists(strata_gindexer *gi, strata_array *const *values, int64_t c
     strata__gi_close(&outbox);
     strata__gi_close(&inbox);
     if (made)
-      unmake(dist, "\1", 1);
+      strata__gi_unmake(dist, "\1", 1);
     return strata__fail(ret, "gindexer put: sizes, count, rule or types disagree");
   }
   size_t row = (size_t)count * strata_dtype_size(type);
@@ -642,7 +639,7 @@ static int put_lists(strata_gindexer *gi, strata_array *const *values, int64_t c
   strata__gi_close(&outbox);
   strata__gi_close(&inbox);
   if (ret && made)
-    unmake(dist, "\1", 1);
+    strata__gi_unmake(dist, "\1", 1);
   return flags & STRATA__GI_WAIT ? strata__gi_wait(gi, dist, ret ? 0 : 1, ret) : ret;
 }
 

@@ -67,6 +67,10 @@ void strata__gi_close(struct strata__gi_mailbox *m);
 int strata__gi_agree(strata_gindexer *gi, int local, int64_t count, int64_t dtype,
                      strata_dtype *agreed, int64_t *any);
 
+/* After an error: destroy the arrays[l] an exchange allocated (made[l]
+ * set; `made` may be NULL) and reset their entries. */
+void strata__gi_unmake(strata_array **arrays, const char *made, int n);
+
 /* A new array of rows x count (1-D when count is 1). */
 int strata__gi_new_rows(int64_t rows, int64_t count, strata_dtype dtype, strata_array **out);
 

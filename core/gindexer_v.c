@@ -100,16 +100,6 @@ static void per_rank(const strata_gindexer *gi, const int64_t *rows, const int64
   }
 }
 
-/* The arrays a call allocated (flags in made[]) are destroyed on error. */
-static void unmake(strata_array **arrays, const char *made, int n)
-{
-  for (int l = 0; made && l < n; l++)
-    if (made[l] && arrays[l]) {
-      strata_array_destroy(arrays[l]);
-      arrays[l] = NULL;
-    }
-}
-
 /* Take_v's copies. Owner: incoming request k reads its owned block into
  * the outbox. Requester: the inbox holds the blocks in owner-sorted order;
  * request p's block goes to at[p] in its list's output. */
@@ -216,8 +206,8 @@ static int take_v(strata_gindexer *gi, strata_array *dist_counts, strata_array *
   }
   strata__gi_close(&inbox);
   if (ret) {
-    unmake(out_counts, made, n);
-    unmake(out_data, made + n, n);
+    strata__gi_unmake(out_counts, made, n);
+    strata__gi_unmake(out_data, made + n, n);
   }
   free(made);
   free(unpack);
@@ -427,9 +417,8 @@ static int put_v(strata_gindexer *gi, strata_array *const *counts, strata_array 
   }
   strata__gi_close(&inbox);
   if (ret) {
-    unmake(out_counts, "\1", 1);
-    if (*out_data)
-      unmake(out_data, "\1", 1);
+    strata__gi_unmake(out_counts, "\1", 1);
+    strata__gi_unmake(out_data, "\1", 1);
   }
   free(pack);
   free(start);

@@ -18,30 +18,42 @@ static void *acquire(strata_array *a, strata_access mode)
   return p;
 }
 
-static strata_array *from_int64(const int64_t *v, int64_t n)
+/* A new 1-D array of n elements of type t copied from v. */
+static strata_array *from_data(const void *v, int64_t n, strata_dtype t)
 {
   strata_array *a;
-  CHECK_EQ(strata_array_create(1, &n, STRATA_INT64, &a), 0);
+  CHECK_EQ(strata_array_create(1, &n, t, &a), 0);
+  void *p = acquire(a, STRATA_WRITE);
   if (n > 0)
-    memcpy(acquire(a, STRATA_WRITE), v, (size_t)n * sizeof *v);
-  else
-    acquire(a, STRATA_WRITE);
+    memcpy(p, v, (size_t)n * strata_dtype_size(t));
   strata_array_release(a);
   return a;
 }
 
-static void expect_int64(strata_array *a, const int64_t *want, int64_t n, const char *what)
+/* a holds exactly the n elements of type t at want. */
+static void expect_data(strata_array *a, const void *want, int64_t n, strata_dtype t,
+                        const char *what)
 {
   CHECK_EQ(strata_array_nelems(a), n);
-  const int64_t *p = acquire(a, STRATA_READ);
-  for (int64_t i = 0; i < n; i++)
-    if (p[i] != want[i]) {
-      fprintf(stderr, "rank %d %s[%lld]: %lld, want %lld\n", rank, what, (long long)i,
-              (long long)p[i], (long long)want[i]);
+  const void *p = acquire(a, STRATA_READ);
+  for (int64_t i = 0; i < n && i < strata_array_nelems(a); i++)
+    if (ref_get(t, p, (size_t)i) != ref_get(t, want, (size_t)i)) {
+      fprintf(stderr, "rank %d %s[%lld]: %g, want %g\n", rank, what, (long long)i,
+              ref_get(t, p, (size_t)i), ref_get(t, want, (size_t)i));
       check_failures++;
       break;
     }
   strata_array_release(a);
+}
+
+static strata_array *from_int64(const int64_t *v, int64_t n)
+{
+  return from_data(v, n, STRATA_INT64);
+}
+
+static void expect_int64(strata_array *a, const int64_t *want, int64_t n, const char *what)
+{
+  expect_data(a, want, n, STRATA_INT64, what);
 }
 
 static uint64_t mix(uint64_t x)

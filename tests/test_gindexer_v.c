@@ -12,30 +12,6 @@
 
 /* ---- the design document's examples (3 ranks) ------------------------- */
 
-static strata_array *from_float32(const float *v, int64_t n)
-{
-  strata_array *a;
-  CHECK_EQ(strata_array_create(1, &n, STRATA_FLOAT32, &a), 0);
-  float *p = acquire(a, STRATA_WRITE);
-  if (n > 0)
-    memcpy(p, v, (size_t)n * sizeof *v);
-  strata_array_release(a);
-  return a;
-}
-
-static void expect_float32(strata_array *a, const float *want, int64_t n, const char *what)
-{
-  CHECK_EQ(strata_array_nelems(a), n);
-  const float *p = acquire(a, STRATA_READ);
-  for (int64_t i = 0; i < n && i < strata_array_nelems(a); i++)
-    if (p[i] != want[i]) {
-      fprintf(stderr, "rank %d %s[%lld]: %g, want %g\n", rank, what, (long long)i, p[i], want[i]);
-      check_failures++;
-      break;
-    }
-  strata_array_release(a);
-}
-
 /* One Put_v (the submit form when extending) and its expected result; the
  * outputs go to kept[0..1] when asked, else are destroyed. */
 struct put_v_call {
@@ -57,7 +33,7 @@ static void expect_put_v(const struct put_v_call *p, const int64_t *counts, int6
       put(p->gi, p->counts, p->values, p->rule, p->extend, p->init_counts, p->init_data, &oc, &od),
       0);
   expect_int64(oc, counts, n_counts, what);
-  expect_float32(od, data, n_data, what);
+  expect_data(od, data, n_data, STRATA_FLOAT32, what);
   if (kept) {
     kept[0] = oc;
     kept[1] = od;
@@ -98,7 +74,7 @@ static void check_design_v(strata_gindexer *gi)
   const float ext[3][5] = {{0.1f, 0.2f, 0.3f, 20.1f, 20.2f}, {13.1f}, {4.1f}};
   const int64_t nlast[3] = {2, 1, 1}, nfirst[3] = {3, 1, 1}, next[3] = {5, 1, 1};
   c = from_int64(wcounts[rank], strata_gindexer_part_size(gi));
-  d = from_float32(wvalues[rank], nwrite[rank]);
+  d = from_data(wvalues[rank], nwrite[rank], STRATA_FLOAT32);
   struct put_v_call call = {gi, c, d, STRATA_PUT_LAST, 0, NULL, NULL};
   expect_put_v(&call, last_counts[rank], dn[rank], last[rank], nlast[rank], "Put_v", NULL);
   call.rule = STRATA_PUT_FIRST;
@@ -115,7 +91,7 @@ static void check_design_v(strata_gindexer *gi)
                               {13.1f, 13.1f},
                               {4.1f, 4.1f}};
   expect_int64(oc2, twice_counts[rank], dn[rank], "Put_v extend twice counts");
-  expect_float32(od2, twice[rank], 2 * next[rank], "Put_v extend twice data");
+  expect_data(od2, twice[rank], 2 * next[rank], STRATA_FLOAT32, "Put_v extend twice data");
   strata_array_destroy(oc2);
   strata_array_destroy(od2);
   strata_array_destroy(kept[0]);

@@ -3,17 +3,19 @@
 
 void infer_job_defaults(struct infer_job *job)
 {
+  strata_infer_params ip; /* the levels and the criterion: the library's defaults */
+  strata_infer_params_init(&ip);
   *job = (struct infer_job){.root_blocks = 2,
                             .block_cells = 16,
                             .max_level = 5,
-                            .level_base = 2,
-                            .level_array = 4,
-                            .level_infer = 5,
+                            .level_base = ip.level_base,
+                            .level_array = ip.level_array,
+                            .level_infer = ip.level_infer,
                             .grid = 128,
                             .seed = 2026,
                             .sigma = 1.5,
                             .growth = 0.05,
-                            .threshold = 32,
+                            .threshold = ip.overdensity_threshold,
                             .placement = STRATA_INFER_PLACE_CURVE};
 }
 
