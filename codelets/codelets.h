@@ -11,6 +11,7 @@
 #include <strata/shard.h>
 #include <strata/types.h>
 
+#include "kernels/ndarray_kernels.h"
 #include "strata_build_config.h"
 
 /* CUDA implementations are registered only when our CUDA kernels were
@@ -230,5 +231,41 @@ struct strata__put_apply {
 int strata__gindexer_apply_submit(starpu_data_handle_t dist, starpu_data_handle_t inbox,
                                   starpu_data_handle_t csr, starpu_data_handle_t req,
                                   starpu_data_handle_t scratch, const struct strata__put_apply *a);
+
+/* Declares a CUDA implementation `fn` (asynchronous on the worker's
+ * stream) in a codelet initializer, or nothing without CUDA. */
+#if STRATA__USE_CUDA
+#define STRATA__CUDA_IMPL(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define STRATA__CUDA_IMPL(fn)
+#endif
+
+/* Perf-model footprint of tasks whose cost is determined by their argument
+ * structure (shapes, types, function): a hash of its bytes. */
+uint32_t strata__arg_footprint(struct starpu_task *task);
+
+/* Array operations of deferred compute (kernels/ndarray_kernels.h): one
+ * task each on vector handles, results written whole (W). */
+int strata__ew_submit(const struct strata__ew_args *a, const starpu_data_handle_t *operands,
+                      starpu_data_handle_t out);
+/* A strided copy into dst: W mode, or RW when `partial` (other tasks write
+ * the rest of dst: concatenation). */
+int strata__view_submit(const struct strata__view_args *a, starpu_data_handle_t src,
+                        starpu_data_handle_t dst, int partial);
+int strata__reduce_submit(const struct strata__reduce_args *a, starpu_data_handle_t in,
+                          starpu_data_handle_t out);
+int strata__affine_fill_submit(const struct strata__affine_fill_args *a, starpu_data_handle_t out);
+int strata__tri_submit(const struct strata__tri_args *a, starpu_data_handle_t in,
+                       starpu_data_handle_t out);
+int strata__matmul_submit(const struct strata__matmul_args *a, starpu_data_handle_t x,
+                          starpu_data_handle_t y, starpu_data_handle_t out);
+int strata__take_submit(const struct strata__take_args *a, starpu_data_handle_t in,
+                        starpu_data_handle_t idx, starpu_data_handle_t out);
+/* count (one int64) = number of nonzero elements of in (n of dtype). */
+int strata__count_nonzero_submit(strata_dtype dtype, int64_t n, starpu_data_handle_t in,
+                                 starpu_data_handle_t count);
+/* out (int64) = positions of the nonzero elements of in. */
+int strata__flatnonzero_submit(strata_dtype dtype, int64_t n, starpu_data_handle_t in,
+                               starpu_data_handle_t out);
 
 #endif

@@ -87,3 +87,8 @@ int strata__mpi_submit_copy_arg(MPI_Comm comm, struct starpu_codelet *cl, const 
   return strata__from_starpu(starpu_mpi_task_insert(comm, cl, STARPU_DATA_MODE_ARRAY, descr,
                                                     nbuffers, STARPU_CL_ARGS, copy, size, 0));
 }
+
+uint32_t strata__arg_footprint(struct starpu_task *task)
+{
+  return starpu_hash_crc32c_be_n(task->cl_arg, task->cl_arg_size, 0);
+}

@@ -33,6 +33,26 @@ void strata__array_untrack(strata_array *a)
   pthread_mutex_unlock(&registry_lock);
 }
 
+/* Unregister (waiting for the tasks using it), free the storage and the
+ * object. */
+static void free_array(strata_array *a)
+{
+  if (a->handle)
+    starpu_data_unregister(a->handle);
+  if (a->owns_data)
+    starpu_free(a->data);
+  strata__array_untrack(a);
+  free(a);
+}
+
+void strata__array_retain(strata_array *a) { a->refs++; }
+
+void strata__array_unref(strata_array *a)
+{
+  if (--a->refs == 0)
+    free_array(a);
+}
+
 void strata__array_destroy_all(void)
 {
   while (registry) {
@@ -41,7 +61,7 @@ void strata__array_destroy_all(void)
                (void *)a, strata_dtype_name(a->dtype), (long long)a->nelems);
     if (a->acquired)
       strata_array_release(a);
-    strata_array_destroy(a);
+    free_array(a);
   }
 }
 
@@ -82,11 +102,23 @@ static int make_array(void *data, int owns, int ndim, const int64_t *shape, stra
   a->data = data;
   a->owns_data = owns;
   a->redux_op = -1;
+  a->refs = 1;
   starpu_vector_data_register(&a->handle, STARPU_MAIN_RAM, (uintptr_t)data, (uint32_t)nelems,
                               strata_dtype_size(dtype));
   strata__array_track(a);
   *out = a;
   return 0;
+}
+
+/* Storage of at least one element, so that empty arrays have a real
+ * pointer. */
+static void *allocate(int64_t nbytes, strata_dtype dtype)
+{
+  void *data = NULL;
+  size_t alloc = nbytes > 0 ? (size_t)nbytes : strata_dtype_size(dtype);
+  if (starpu_malloc(&data, alloc) != 0)
+    return NULL;
+  return data;
 }
 
 /* Checks shared by create and wrap; clears *out first. */
@@ -112,10 +144,8 @@ int strata_array_create(int ndim, const int64_t *shape, strata_dtype dtype, stra
   int ret = check_new(ndim, shape, dtype, out, &nelems, &nbytes);
   if (ret)
     return ret;
-  void *data = NULL;
-  /* Allocate at least one element so that empty arrays have a real pointer. */
-  size_t alloc = nbytes > 0 ? (size_t)nbytes : strata_dtype_size(dtype);
-  if (starpu_malloc(&data, alloc) != 0 || !data)
+  void *data = allocate(nbytes, dtype);
+  if (!data)
     return STRATA_ENOMEM;
   ret = make_array(data, 1, ndim, shape, dtype, nelems, nbytes, out);
   if (ret)
@@ -135,6 +165,58 @@ int strata_array_wrap(void *data, int ndim, const int64_t *shape, strata_dtype d
   return make_array(data, 0, ndim, shape, dtype, nelems, nbytes, out);
 }
 
+int strata__array_new_lazy(int ndim, const int64_t *shape, strata_dtype dtype,
+                           int (*realize)(strata_array *), strata_array **out)
+{
+  strata_array *a = calloc(1, sizeof *a);
+  if (!a)
+    return STRATA_ENOMEM;
+  a->ndim = ndim;
+  a->dtype = dtype;
+  a->nelems = 1;
+  for (int d = 0; d < ndim; d++) {
+    a->shape[d] = shape[d];
+    a->nelems = shape[d] < 0 || a->nelems < 0 ? -1 : a->nelems * shape[d];
+  }
+  a->nbytes = a->nelems < 0 ? -1 : a->nelems * (int64_t)strata_dtype_size(dtype);
+  a->redux_op = -1;
+  a->refs = 1;
+  a->realize = realize;
+  strata__array_track(a);
+  *out = a;
+  return 0;
+}
+
+int strata__array_attach(strata_array *a, const int64_t *shape)
+{
+  int64_t nelems, nbytes;
+  int ret = check_shape(a->ndim, shape, a->dtype, &nelems, &nbytes);
+  if (ret || nelems > UINT32_MAX)
+    return STRATA_EINVAL;
+  void *data = allocate(nbytes, a->dtype);
+  if (!data)
+    return STRATA_ENOMEM;
+  if (a->ndim > 0)
+    memcpy(a->shape, shape, (size_t)a->ndim * sizeof *shape);
+  a->nelems = nelems;
+  a->nbytes = nbytes;
+  a->data = data;
+  a->owns_data = 1;
+  starpu_vector_data_register(&a->handle, STARPU_MAIN_RAM, (uintptr_t)data, (uint32_t)nelems,
+                              strata_dtype_size(a->dtype));
+  return 0;
+}
+
+int strata__array_ready(strata_array *a) { return a->handle || !a->realize ? 0 : a->realize(a); }
+
+int strata__array_writable(strata_array *a)
+{
+  if (a->history)
+    return strata__fail(STRATA_EINPLACE,
+                        "the array has recorded history (strata_graph_clear releases it)");
+  return strata__array_ready(a);
+}
+
 int strata_array_destroy(strata_array *a)
 {
   if (!a)
@@ -142,13 +224,10 @@ int strata_array_destroy(strata_array *a)
   int ret = strata__check_ready();
   if (ret)
     return ret;
-  if (a->acquired)
+  if (a->acquired || a->user_gone)
     return STRATA_ESTATE;
-  starpu_data_unregister(a->handle); /* waits for the tasks using it */
-  if (a->owns_data)
-    starpu_free(a->data);
-  strata__array_untrack(a);
-  free(a);
+  a->user_gone = 1;
+  strata__array_unref(a);
   return 0;
 }
 
@@ -161,6 +240,8 @@ int strata_array_acquire(strata_array *a, strata_access mode, void **data)
     return STRATA_EINVAL;
   if (a->acquired)
     return STRATA_ESTATE;
+  if ((ret = mode == STRATA_READ ? strata__array_ready(a) : strata__array_writable(a)))
+    return ret;
   enum starpu_data_access_mode m = mode == STRATA_READ    ? STARPU_R
                                    : mode == STRATA_WRITE ? STARPU_W
                                                           : STARPU_RW;
@@ -188,10 +269,20 @@ int strata_array_release(strata_array *a)
 
 int strata_array_ndim(const strata_array *a) { return a ? a->ndim : STRATA_EINVAL; }
 
+/* The shape of a lazy array of data-dependent shape is known once it is
+ * computed: queries compute it. */
+static int known_shape(const strata_array *a)
+{
+  return a->nelems >= 0 ? 0 : strata__array_ready((strata_array *)a);
+}
+
 int strata_array_shape(const strata_array *a, int64_t *shape)
 {
   if (!a || (!shape && a->ndim > 0))
     return STRATA_EINVAL;
+  int ret = known_shape(a);
+  if (ret)
+    return ret;
   if (a->ndim > 0)
     memcpy(shape, a->shape, (size_t)a->ndim * sizeof *shape);
   return 0;
@@ -199,11 +290,26 @@ int strata_array_shape(const strata_array *a, int64_t *shape)
 
 int strata_array_dtype(const strata_array *a) { return a ? (int)a->dtype : STRATA_EINVAL; }
 
-int64_t strata_array_nelems(const strata_array *a) { return a ? a->nelems : STRATA_EINVAL; }
+int64_t strata_array_nelems(const strata_array *a)
+{
+  if (!a)
+    return STRATA_EINVAL;
+  int ret = known_shape(a);
+  return ret ? ret : a->nelems;
+}
 
-int64_t strata_array_nbytes(const strata_array *a) { return a ? a->nbytes : STRATA_EINVAL; }
+int64_t strata_array_nbytes(const strata_array *a)
+{
+  if (!a)
+    return STRATA_EINVAL;
+  int ret = known_shape(a);
+  return ret ? ret : a->nbytes;
+}
 
-starpu_data_handle_t strata_array_handle(const strata_array *a) { return a ? a->handle : NULL; }
+starpu_data_handle_t strata_array_handle(const strata_array *a)
+{
+  return a && strata__array_ready((strata_array *)a) == 0 ? a->handle : NULL;
+}
 
 int64_t strata__cube_extent(const strata_array *a, int channels)
 {

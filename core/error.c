@@ -34,6 +34,11 @@ const char *strata_strerror(int code)
   case STRATA_EIO: return "input/output or file format error";
   case STRATA_ENODEV: return "no worker available to run the work";
   case STRATA_EINPLACE: return "in-place write to an array with recorded history";
+  case STRATA_ENOHISTORY: return "graph output without recorded history";
+  case STRATA_EUNBOUND:
+    return "graph output depends on an array that is neither an input nor recorded";
+  case STRATA_EUNUSED: return "graph input not connected to any output";
+  case STRATA_EREBIND: return "array bound to two different input names";
   default: return "unknown error";
   }
 }
@@ -50,4 +55,14 @@ const char *strata_op_name(strata_op op)
   static const char *const names[STRATA_NOPS] = {"sum",  "prod", "min",  "max",
                                                  "land", "lor",  "band", "bor"};
   return (unsigned)op < STRATA_NOPS ? names[op] : "invalid";
+}
+
+const char *strata_fn_name(strata_fn fn)
+{
+  static const char *const names[STRATA_NFNS] = {
+      "negative", "abs",       "exp",    "log",        "sqrt",    "add",
+      "subtract", "multiply",  "divide", "power",      "minimum", "maximum",
+      "equal",    "not_equal", "less",   "less_equal", "greater", "greater_equal",
+      "where",    "sum",       "prod",   "min",        "max",     "mean"};
+  return (unsigned)fn < STRATA_NFNS ? names[fn] : "invalid";
 }

@@ -18,8 +18,17 @@ struct strata_array {
   void *data;
   int owns_data;
   int acquired;
-  int redux_op; /* operator of the installed reduction methods, -1 if none */
-  starpu_data_handle_t handle;
+  int redux_op;                /* operator of the installed reduction methods, -1 if none */
+  starpu_data_handle_t handle; /* NULL while lazy (deferred compute) */
+  /* Holders: the application (until strata_array_destroy) plus internal
+   * references (recorded graphs); freed when none is left. */
+  int refs;
+  int user_gone;
+  /* Deferred compute: the context that recorded this array and its node
+   * (NULL: no recorded history), and how to compute it while lazy. */
+  void *history;
+  int64_t history_node;
+  int (*realize)(struct strata_array *a);
   struct strata_array *prev, *next; /* live-object registry */
 };
 
@@ -50,6 +59,25 @@ int strata__agree_on(MPI_Comm comm, int local_err, const int64_t *values, int n)
 /* Give a's handle the StarPU reduction methods of `op` (STARPU_REDUX
  * accesses), after pending reductions with other methods have run. */
 int strata__array_set_redux(strata_array *a, strata_op op);
+
+/* A lazy array: shape (extents may be -1: known after computing) and dtype,
+ * no storage; `realize` computes it on first use. */
+int strata__array_new_lazy(int ndim, const int64_t *shape, strata_dtype dtype,
+                           int (*realize)(strata_array *), strata_array **out);
+
+/* Give a lazy array its storage (with its final shape) and handle. */
+int strata__array_attach(strata_array *a, const int64_t *shape);
+
+/* Compute `a` if it is lazy (submits its tasks); 0 otherwise. */
+int strata__array_ready(strata_array *a);
+
+/* strata__array_ready(), and STRATA_EINPLACE when `a` has recorded history
+ * (for operations that write into an existing array). */
+int strata__array_writable(strata_array *a);
+
+/* Internal references: keep `a` alive past strata_array_destroy(). */
+void strata__array_retain(strata_array *a);
+void strata__array_unref(strata_array *a);
 
 /* Live-array registry, used by finalize to report and free leaks. */
 void strata__array_track(strata_array *a);

@@ -37,6 +37,9 @@ static int check_pair(const strata_array *dst, const strata_array *src, strata_o
     return ret;
   if (!dst || !src || dst == src)
     return STRATA_EINVAL;
+  if ((ret = strata__array_writable((strata_array *)dst)) ||
+      (ret = strata__array_ready((strata_array *)src)))
+    return ret;
   strata_dtype result;
   if ((ret = strata_merge_result_dtype(op, src->dtype, &result)))
     return ret;
@@ -97,6 +100,8 @@ int strata_array_fill_identity(strata_array *a, strata_op op)
     return STRATA_ETYPE;
   if (a->acquired)
     return STRATA_ESTATE;
+  if ((ret = strata__array_writable(a)))
+    return ret;
   return strata__fill_identity_submit(a->handle, op, a->dtype);
 }
 

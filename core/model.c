@@ -502,6 +502,8 @@ int strata_model_apply(strata_model *m, strata_array *in, strata_array *out)
     return ret;
   if (in->acquired || out->acquired)
     return STRATA_ESTATE;
+  if ((ret = strata__array_ready(in)) || (ret = strata__array_writable(out)))
+    return ret;
   return strata__model_submit_handles(m, n, in->handle, out->handle);
 }
 

@@ -10,17 +10,21 @@ extern "C" {
 
 /** Error codes returned (negated) by Strata functions. */
 enum strata_error {
-  STRATA_OK = 0,        /**< Success. */
-  STRATA_EINVAL = -1,   /**< Invalid argument (NULL pointer, bad shape, bad option). */
-  STRATA_ERANGE = -2,   /**< Index or value out of range. */
-  STRATA_ENOMEM = -3,   /**< Memory allocation failed. */
-  STRATA_ETYPE = -4,    /**< Data type not supported by the operation. */
-  STRATA_ESTATE = -5,   /**< Call not allowed in the current state (e.g. before strata_init). */
-  STRATA_EMPI = -6,     /**< MPI failure or insufficient MPI thread support. */
-  STRATA_ESTARPU = -7,  /**< StarPU reported an error. */
-  STRATA_EIO = -8,      /**< File input/output or format error. */
-  STRATA_ENODEV = -9,   /**< No worker can run the work (e.g. no CPU left for StarPU). */
-  STRATA_EINPLACE = -10 /**< In-place write to an array that has recorded history. */
+  STRATA_OK = 0,           /**< Success. */
+  STRATA_EINVAL = -1,      /**< Invalid argument (NULL pointer, bad shape, bad option). */
+  STRATA_ERANGE = -2,      /**< Index or value out of range. */
+  STRATA_ENOMEM = -3,      /**< Memory allocation failed. */
+  STRATA_ETYPE = -4,       /**< Data type not supported by the operation. */
+  STRATA_ESTATE = -5,      /**< Call not allowed in the current state (e.g. before strata_init). */
+  STRATA_EMPI = -6,        /**< MPI failure or insufficient MPI thread support. */
+  STRATA_ESTARPU = -7,     /**< StarPU reported an error. */
+  STRATA_EIO = -8,         /**< File input/output or format error. */
+  STRATA_ENODEV = -9,      /**< No worker can run the work (e.g. no CPU left for StarPU). */
+  STRATA_EINPLACE = -10,   /**< In-place write to an array that has recorded history. */
+  STRATA_ENOHISTORY = -11, /**< Graph export: an output has no recorded history. */
+  STRATA_EUNBOUND = -12,   /**< Graph export: an output depends on an unlisted, unrecorded array. */
+  STRATA_EUNUSED = -13,    /**< Graph export: a listed input reaches no output. */
+  STRATA_EREBIND = -14     /**< Graph export: one array bound to two input names. */
 };
 
 /** @brief Describe an error code.

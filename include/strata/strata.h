@@ -10,6 +10,7 @@
 #include <strata/array.h>
 #include <strata/error.h>
 #include <strata/gindexer.h>
+#include <strata/graph.h>
 #include <strata/infer.h>
 #include <strata/io.h>
 #include <strata/merge.h>

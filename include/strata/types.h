@@ -45,6 +45,42 @@ typedef enum strata_access {
 } strata_access;
 
 /** @brief Size in bytes of one element of @p dtype, 0 if @p dtype is invalid. */
+/** Functions of the array operations (include/strata/graph.h). */
+typedef enum strata_fn {
+  /* unary */
+  STRATA_FN_NEG = 0, /**< -a (not for bool) */
+  STRATA_FN_ABS,     /**< |a| */
+  STRATA_FN_EXP,     /**< e^a (integers give float64) */
+  STRATA_FN_LOG,     /**< natural logarithm (integers give float64) */
+  STRATA_FN_SQRT,    /**< square root (integers give float64) */
+  /* binary */
+  STRATA_FN_ADD,     /**< a + b (bool: logical or) */
+  STRATA_FN_SUB,     /**< a - b (not for bool) */
+  STRATA_FN_MUL,     /**< a * b (bool: logical and) */
+  STRATA_FN_DIV,     /**< true division a / b (integers give float64) */
+  STRATA_FN_POW,     /**< a ** b */
+  STRATA_FN_MINIMUM, /**< elementwise minimum, NaN propagates */
+  STRATA_FN_MAXIMUM, /**< elementwise maximum, NaN propagates */
+  STRATA_FN_EQ,      /**< a == b, bool result */
+  STRATA_FN_NE,      /**< a != b, bool result */
+  STRATA_FN_LT,      /**< a < b, bool result */
+  STRATA_FN_LE,      /**< a <= b, bool result */
+  STRATA_FN_GT,      /**< a > b, bool result */
+  STRATA_FN_GE,      /**< a >= b, bool result */
+  /* ternary */
+  STRATA_FN_WHERE, /**< cond ? a : b */
+  /* reductions */
+  STRATA_FN_SUM,  /**< sum (bool and integers give int64) */
+  STRATA_FN_PROD, /**< product (bool and integers give int64) */
+  STRATA_FN_MIN,  /**< minimum, NaN propagates; refused on empty input */
+  STRATA_FN_MAX,  /**< maximum, NaN propagates; refused on empty input */
+  STRATA_FN_MEAN, /**< arithmetic mean (integers give float64; empty gives NaN) */
+  STRATA_NFNS     /**< number of functions (not a function) */
+} strata_fn;
+
+/** Name of a function ("add", "exp", "sum"...), "invalid" if out of range. */
+const char *strata_fn_name(strata_fn fn);
+
 static inline size_t strata_dtype_size(strata_dtype dtype)
 {
   switch (dtype) {

@@ -1,0 +1,86 @@
+/* flatnonzero in two tasks, because the result's size is data-dependent:
+ * count the nonzero elements (input R, one int64 W), then, once the caller
+ * has read the count and sized the result, list their positions (input R,
+ * int64 positions W). */
+#include "codelets.h"
+
+struct nonzero_args {
+  int32_t dtype;
+  int32_t unused;
+  int64_t n;
+};
+
+static void count_cpu(void *buffers[], void *cl_arg)
+{
+  const struct nonzero_args *a = cl_arg;
+  *(int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]) =
+      strata__count_nonzero_cpu(a->dtype, a->n, (const void *)STARPU_VECTOR_GET_PTR(buffers[0]));
+}
+
+static void list_cpu(void *buffers[], void *cl_arg)
+{
+  const struct nonzero_args *a = cl_arg;
+  strata__flatnonzero_cpu(a->dtype, a->n, (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+                          (int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]));
+}
+
+#if STRATA__USE_CUDA
+static void count_cuda(void *buffers[], void *cl_arg)
+{
+  const struct nonzero_args *a = cl_arg;
+  strata__count_nonzero_cuda(a->dtype, a->n, (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+                             (int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
+                             starpu_cuda_get_local_stream());
+}
+
+static void list_cuda(void *buffers[], void *cl_arg)
+{
+  const struct nonzero_args *a = cl_arg;
+  strata__flatnonzero_cuda(a->dtype, a->n, (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+                           (int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
+                           starpu_cuda_get_local_stream());
+}
+#endif
+
+static struct starpu_perfmodel count_model = {.type = STARPU_HISTORY_BASED,
+                                              .symbol = "strata_count_nonzero",
+                                              .footprint = strata__arg_footprint};
+static struct starpu_perfmodel list_model = {.type = STARPU_HISTORY_BASED,
+                                             .symbol = "strata_flatnonzero",
+                                             .footprint = strata__arg_footprint};
+
+static struct starpu_codelet count_cl = {
+    .name = "strata_count_nonzero",
+    .cpu_funcs = {count_cpu},
+    STRATA__CUDA_IMPL(count_cuda).nbuffers = 2,
+    .modes = {STARPU_R, STARPU_W},
+    .model = &count_model,
+};
+
+static struct starpu_codelet list_cl = {
+    .name = "strata_flatnonzero",
+    .cpu_funcs = {list_cpu},
+    STRATA__CUDA_IMPL(list_cuda).nbuffers = 2,
+    .modes = {STARPU_R, STARPU_W},
+    .model = &list_model,
+};
+
+static int submit(struct starpu_codelet *cl, strata_dtype dtype, int64_t n, starpu_data_handle_t in,
+                  starpu_data_handle_t out)
+{
+  struct nonzero_args a = {.dtype = dtype, .unused = 0, .n = n};
+  starpu_data_handle_t h[2] = {in, out};
+  return strata__submit_copy_arg(cl, &a, sizeof a, 2, h, NULL);
+}
+
+int strata__count_nonzero_submit(strata_dtype dtype, int64_t n, starpu_data_handle_t in,
+                                 starpu_data_handle_t count)
+{
+  return submit(&count_cl, dtype, n, in, count);
+}
+
+int strata__flatnonzero_submit(strata_dtype dtype, int64_t n, starpu_data_handle_t in,
+                               starpu_data_handle_t out)
+{
+  return submit(&list_cl, dtype, n, in, out);
+}

@@ -1,0 +1,35 @@
+/* Reductions over axes (sum, prod, min, max, mean): input (R), result (W). */
+#include "codelets.h"
+
+static void reduce_cpu(void *buffers[], void *cl_arg)
+{
+  strata__reduce_cpu(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
+                     (const void *)STARPU_VECTOR_GET_PTR(buffers[0]));
+}
+
+#if STRATA__USE_CUDA
+static void reduce_cuda(void *buffers[], void *cl_arg)
+{
+  strata__reduce_cuda(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
+                      (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+                      starpu_cuda_get_local_stream());
+}
+#endif
+
+static struct starpu_perfmodel reduce_model = {
+    .type = STARPU_HISTORY_BASED, .symbol = "strata_reduce", .footprint = strata__arg_footprint};
+
+static struct starpu_codelet reduce_cl = {
+    .name = "strata_reduce",
+    .cpu_funcs = {reduce_cpu},
+    STRATA__CUDA_IMPL(reduce_cuda).nbuffers = 2,
+    .modes = {STARPU_R, STARPU_W},
+    .model = &reduce_model,
+};
+
+int strata__reduce_submit(const struct strata__reduce_args *a, starpu_data_handle_t in,
+                          starpu_data_handle_t out)
+{
+  starpu_data_handle_t h[2] = {in, out};
+  return strata__submit_copy_arg(&reduce_cl, a, sizeof *a, 2, h, NULL);
+}

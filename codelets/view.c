@@ -1,0 +1,42 @@
+/* Strided copies (reshape, slicing, indexing, transpose, broadcast,
+ * concatenation pieces, split): source (R), destination (W, or RW when
+ * several tasks fill parts of it). */
+#include "codelets.h"
+
+static void view_cpu(void *buffers[], void *cl_arg)
+{
+  strata__view_cpu(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
+                   (const void *)STARPU_VECTOR_GET_PTR(buffers[0]));
+}
+
+#if STRATA__USE_CUDA
+static void view_cuda(void *buffers[], void *cl_arg)
+{
+  strata__view_cuda(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
+                    (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+                    starpu_cuda_get_local_stream());
+}
+#endif
+
+static struct starpu_perfmodel view_model = {
+    .type = STARPU_HISTORY_BASED, .symbol = "strata_view", .footprint = strata__arg_footprint};
+
+static struct starpu_codelet view_cl[2] = {
+    {.name = "strata_view",
+     .cpu_funcs = {view_cpu},
+     STRATA__CUDA_IMPL(view_cuda).nbuffers = 2,
+     .modes = {STARPU_R, STARPU_W},
+     .model = &view_model},
+    {.name = "strata_view",
+     .cpu_funcs = {view_cpu},
+     STRATA__CUDA_IMPL(view_cuda).nbuffers = 2,
+     .modes = {STARPU_R, STARPU_RW},
+     .model = &view_model},
+};
+
+int strata__view_submit(const struct strata__view_args *a, starpu_data_handle_t src,
+                        starpu_data_handle_t dst, int partial)
+{
+  starpu_data_handle_t h[2] = {src, dst};
+  return strata__submit_copy_arg(&view_cl[partial != 0], a, sizeof *a, 2, h, NULL);
+}

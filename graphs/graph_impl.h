@@ -1,0 +1,146 @@
+/* Internals of deferred compute: operation nodes, shape and type inference,
+ * task submission, the executor shared by eager calls, lazy computation and
+ * graph replay. */
+#ifndef STRATA_GRAPH_IMPL_H
+#define STRATA_GRAPH_IMPL_H
+
+#include <strata/graph.h>
+
+#include "../core/internal.h"
+#include "codelets.h"
+
+enum strata__opcode {
+  STRATA__OP_INPUT = 0, /* a graph input, or an array read while recording */
+  STRATA__OP_EW,        /* elementwise function, where, astype (fn STRATA__FN_COPY) */
+  STRATA__OP_FILL,      /* full (flag 0) or arange (flag 1) */
+  STRATA__OP_RESHAPE,
+  STRATA__OP_INDEX, /* ints and slices (split makes one per piece) */
+  STRATA__OP_CONCAT,
+  STRATA__OP_TRANSPOSE,
+  STRATA__OP_BROADCAST,
+  STRATA__OP_REDUCE,
+  STRATA__OP_MATMUL,
+  STRATA__OP_TRI, /* tril (flag 0) or triu (flag 1) */
+  STRATA__OP_NONZERO,
+  STRATA__OP_TAKE,
+  STRATA__NOPCODES
+};
+
+/* REDUCE flags. */
+#define STRATA__KEEPDIMS 1
+#define STRATA__ALL_AXES 2
+
+/* Parameters of a node; each opcode uses some of them (see ops.c). */
+typedef struct strata__params {
+  int32_t fn;          /* EW, REDUCE */
+  int32_t dtype;       /* EW astype target, FILL */
+  int32_t scalar_at;   /* EW: operand position of the scalar, -1: none */
+  int32_t scalar_kind; /* EW: STRATA_BOOL, STRATA_INT64 or STRATA_FLOAT64 */
+  double scalar;       /* EW scalar, FILL value or arange start */
+  double stop, step;   /* arange */
+  int64_t axis;        /* CONCAT, TAKE; TRI: k */
+  int32_t flag;        /* FILL, REDUCE, TRI; TAKE: mode */
+  int32_t nlist;
+  /* FILL/RESHAPE/BROADCAST: shape; TRANSPOSE/REDUCE: axes; INDEX: start,
+   * stop, step, is_index per item. */
+  int64_t list[4 * STRATA_MAX_DIMS];
+} strata__params;
+
+/* dtype and shape of a value; extents -1 are known after computing. */
+typedef struct strata__meta {
+  strata_dtype dtype;
+  int ndim;
+  int64_t shape[STRATA_MAX_DIMS];
+} strata__meta;
+
+typedef struct strata__node {
+  int op;
+  strata__params p;
+  int nin;
+  int *in; /* producers: indices of earlier nodes */
+  strata__meta m;
+  char *name; /* exported graphs; NULL in contexts */
+} strata__node;
+
+/* Elements of a meta, -1 when unknown. */
+int64_t strata__meta_nelems(const strata__meta *m);
+
+/* Name of a node's operation ("add", "sum", "index"...) and the opcode and
+ * parameters (fn, flag) of a name; -1 when unknown. */
+const char *strata__op_name(const strata__node *nd);
+int strata__op_from_name(const char *name, strata__node *nd);
+
+/* Inputs the opcode takes: exact count, or -1 for one or more (CONCAT). */
+int strata__op_arity(const strata__node *nd);
+
+/* Output dtype and shape of `nd` for inputs `in` (nd->nin of them), or an
+ * error code with the reason recorded (strata__fail). */
+int strata__infer(const strata__node *nd, const strata__meta *in, strata__meta *out);
+
+/* Submit the tasks of `nd` (all opcodes but INPUT and NONZERO) reading
+ * handles `in` and writing `out`, of the metas given. */
+int strata__submit_node(const strata__node *nd, const strata__meta *in_meta,
+                        const starpu_data_handle_t *in, const strata__meta *out_meta,
+                        starpu_data_handle_t out);
+
+/* A contiguous copy of src into dst (same dtype and element count). */
+int strata__submit_copy(const strata__meta *m, starpu_data_handle_t src, starpu_data_handle_t dst);
+
+/* The executor. slot[i] describes node i's value: the caller fills the
+ * slots of the values that exist already (inputs); strata__exec_run fills
+ * the others. */
+typedef struct strata__slot {
+  strata__meta m;
+  starpu_data_handle_t h;
+  int temp; /* h registered by the executor: unregistered after its last reader */
+} strata__slot;
+
+enum strata__sink {
+  STRATA__SINK_TEMP = 0, /* a handle without host copy, dropped after use */
+  STRATA__SINK_ATTACH,   /* the lazy array target[i] gets storage and the result */
+  STRATA__SINK_NEW       /* a new array, stored in target[i] */
+};
+
+/* Run the nodes i with sink[i] >= 0 in increasing order (inputs precede
+ * readers): infer, give the result a place, submit. A node of data-dependent
+ * shape waits for its count. On error, arrays created are destroyed and
+ * target[i] reset. */
+int strata__exec_run(const strata__node *nodes, int n, const int *sink, strata__slot *slot,
+                     strata_array **target);
+
+/* NumPy's promotion of two dtypes on Strata's types. */
+strata_dtype strata__promote(strata_dtype a, strata_dtype b);
+
+#define STRATA__MAX_SCOPES 64
+
+struct strata_context {
+  int recording;
+  int depth;
+  unsigned char saved[STRATA__MAX_SCOPES];
+  int n, cap;
+  strata__node *nodes;   /* recording order (topological) */
+  strata_array **values; /* node i's array: the input read, or the lazy result */
+};
+
+struct strata_graph {
+  int n;
+  strata__node *nodes; /* topological order */
+  int ninputs;
+  int *inputs; /* node indices (INPUT nodes, named) */
+  int noutputs;
+  int *outputs;
+  char **output_names;
+};
+
+/* A graph with room for n nodes, ninputs inputs and noutputs outputs. */
+strata_graph *strata__graph_alloc(int n, int ninputs, int noutputs);
+
+/* Free a node's owned parts (inputs, name). */
+void strata__node_free(strata__node *nd);
+
+/* Check a graph read from outside: structure, names, and that inference from
+ * the input metas reproduces every recorded meta. STRATA_EIO with the
+ * reason otherwise. */
+int strata__graph_validate(const strata_graph *g);
+
+#endif
