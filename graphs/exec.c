@@ -49,8 +49,9 @@ static int place(int sink, strata__slot *s, strata_array **target)
 
 static void drop_temp(strata__slot *s)
 {
-  if (s->temp && s->h)
-    starpu_data_unregister_submit(s->h);
+  if (!s->temp)
+    return;
+  starpu_data_unregister_submit(s->h);
   s->temp = 0;
   s->h = NULL;
 }
