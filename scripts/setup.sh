@@ -15,6 +15,8 @@ packages=(
   libfftw3-dev libhdf5-dev
   # pictures: the PNG slices of strata infer
   libcairo2-dev
+  # rendering of exported graphs (strata graph dot | dot -Tsvg)
+  graphviz
   # Python 3 for scripts/make_blob_model.py; h5py reads the AMR files in tests
   python3 python3-h5py
 )

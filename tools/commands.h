@@ -8,4 +8,7 @@ int wants_help(int argc, char **argv);
 /* strata infer: the inference main job. */
 int cmd_infer(int argc, char **argv);
 
+/* strata graph: inspect exported graph files. */
+int cmd_graph(int argc, char **argv);
+
 #endif

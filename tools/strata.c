@@ -107,6 +107,7 @@ static const struct command {
     {"info", "versions, StarPU features, workers, ranks, scheduler", cmd_info},
     {"amr-info", "summary of an AMR hierarchy's HDF5 file", cmd_amr_info},
     {"infer", "the inference main job on the cosmology test problem", cmd_infer},
+    {"graph", "print an exported graph as Graphviz DOT, or summarise it", cmd_graph},
 };
 
 static void usage(FILE *out)
