@@ -105,8 +105,8 @@ int main(int argc, char **argv)
   for (int s = 0; s < nsizes; s++) {
     int nodes = sizes[s];
     double *t_keep = calloc((size_t)rounds, sizeof(double) * 6);
-    double *t_eager = t_keep + rounds, *t_record = t_eager + rounds, *t_lazy = t_record + rounds, *t_export = t_lazy + rounds,
-           *t_replay = t_export + rounds;
+    double *t_eager = t_keep + rounds, *t_record = t_eager + rounds, *t_lazy = t_record + rounds,
+           *t_export = t_lazy + rounds, *t_replay = t_export + rounds;
     for (int r = 0; r < rounds; r++) {
       double want, got_keep, got_lazy, got_replay;
       t_eager[r] = eager_free(x, nodes, &want);
@@ -130,7 +130,8 @@ int main(int argc, char **argv)
       strata_graph_destroy(g);
       strata_graph_clear(ctx);
     }
-    double eager_free_s = bench_median(t_eager, rounds), eager_keep_s = bench_median(t_keep, rounds);
+    double eager_free_s = bench_median(t_eager, rounds),
+           eager_keep_s = bench_median(t_keep, rounds);
     double eager_s = eager_free_s < eager_keep_s ? eager_free_s : eager_keep_s;
     double record_s = bench_median(t_record, rounds);
     double lazy_s = bench_median(t_lazy, rounds), export_s = bench_median(t_export, rounds);
