@@ -434,12 +434,19 @@ int strata_ones(strata_context *ctx, int ndim, const int64_t *shape, strata_dtyp
   return strata_full(ctx, ndim, shape, dtype, 1, out);
 }
 
+/* reshape and broadcast_to: one input and a target shape. */
+static int to_shape(strata_context *ctx, int op, strata_array *a, int ndim, const int64_t *shape,
+                    strata_array **out)
+{
+  strata__node nd = proto_of(op, 1);
+  int ret = set_list(&nd, ndim, shape);
+  return ret ? ret : apply(ctx, &nd, &a, out);
+}
+
 int strata_reshape(strata_context *ctx, strata_array *a, int ndim, const int64_t *shape,
                    strata_array **out)
 {
-  strata__node nd = proto_of(STRATA__OP_RESHAPE, 1);
-  int ret = set_list(&nd, ndim, shape);
-  return ret ? ret : apply(ctx, &nd, &a, out);
+  return to_shape(ctx, STRATA__OP_RESHAPE, a, ndim, shape, out);
 }
 
 int strata_index(strata_context *ctx, strata_array *a, int n, const strata_slice *items,
@@ -509,9 +516,7 @@ int strata_transpose(strata_context *ctx, strata_array *a, int naxes, const int 
 int strata_broadcast_to(strata_context *ctx, strata_array *a, int ndim, const int64_t *shape,
                         strata_array **out)
 {
-  strata__node nd = proto_of(STRATA__OP_BROADCAST, 1);
-  int ret = set_list(&nd, ndim, shape);
-  return ret ? ret : apply(ctx, &nd, &a, out);
+  return to_shape(ctx, STRATA__OP_BROADCAST, a, ndim, shape, out);
 }
 
 int strata_reduce(strata_context *ctx, strata_fn fn, strata_array *a, int naxes, const int *axes,

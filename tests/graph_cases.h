@@ -10,6 +10,7 @@
 #include <strata/strata.h>
 
 #include "check.h"
+#include "kernels/ndarray_scalar.h"
 
 enum case_kind {
   K_UNARY,
@@ -326,32 +327,6 @@ static int64_t spec_nelems(const struct spec *s)
   return n;
 }
 
-static double load_value(const void *p, strata_dtype t, int64_t i)
-{
-  switch (t) {
-  case STRATA_BOOL:
-  case STRATA_UINT8: return ((const uint8_t *)p)[i];
-  case STRATA_INT8: return ((const int8_t *)p)[i];
-  case STRATA_INT32: return ((const int32_t *)p)[i];
-  case STRATA_INT64: return (double)((const int64_t *)p)[i];
-  case STRATA_FLOAT32: return ((const float *)p)[i];
-  default: return ((const double *)p)[i];
-  }
-}
-
-static void store_value(void *p, strata_dtype t, int64_t i, double v)
-{
-  switch (t) {
-  case STRATA_BOOL:
-  case STRATA_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
-  case STRATA_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
-  case STRATA_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-  case STRATA_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
-  case STRATA_FLOAT32: ((float *)p)[i] = (float)v; break;
-  default: ((double *)p)[i] = v; break;
-  }
-}
-
 /* An array holding a spec's values. */
 static strata_array *make_array(const struct spec *s)
 {
@@ -361,7 +336,7 @@ static strata_array *make_array(const struct spec *s)
       strata_array_acquire(a, STRATA_WRITE, &data))
     return a;
   for (int64_t i = 0; i < spec_nelems(s); i++)
-    store_value(data, s->t, i, s->v[i]);
+    strata__store_d(data, s->t, i, s->v[i]);
   strata_array_release(a);
   return a;
 }
@@ -394,9 +369,9 @@ static int matches(strata_array *a, const struct spec *want, double tol, const c
     return 0;
   int ok = 1;
   for (int64_t i = 0; i < spec_nelems(want); i++)
-    if (!close_enough(load_value(data, want->t, i), want->v[i], tol)) {
+    if (!close_enough(strata__load_d(data, want->t, i), want->v[i], tol)) {
       fprintf(stderr, "%s: element %lld is %g, expected %g\n", what, (long long)i,
-              load_value(data, want->t, i), want->v[i]);
+              strata__load_d(data, want->t, i), want->v[i]);
       ok = 0;
       break;
     }

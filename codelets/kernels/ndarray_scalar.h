@@ -30,19 +30,6 @@ STRATA__ELEM int64_t strata__d2i(double v)
   return (int64_t)v;
 }
 
-STRATA__ELEM double strata__load_d(const void *p, int32_t dt, int64_t i)
-{
-  switch (dt) {
-  case STRATA_BOOL:
-  case STRATA_UINT8: return ((const uint8_t *)p)[i];
-  case STRATA_INT8: return ((const int8_t *)p)[i];
-  case STRATA_INT32: return ((const int32_t *)p)[i];
-  case STRATA_INT64: return (double)((const int64_t *)p)[i];
-  case STRATA_FLOAT32: return ((const float *)p)[i];
-  default: return ((const double *)p)[i];
-  }
-}
-
 STRATA__ELEM int64_t strata__load_i(const void *p, int32_t dt, int64_t i)
 {
   switch (dt) {
@@ -54,6 +41,15 @@ STRATA__ELEM int64_t strata__load_i(const void *p, int32_t dt, int64_t i)
   case STRATA_FLOAT32: return strata__d2i(((const float *)p)[i]);
   default: return strata__d2i(((const double *)p)[i]);
   }
+}
+
+STRATA__ELEM double strata__load_d(const void *p, int32_t dt, int64_t i)
+{
+  if (dt == STRATA_FLOAT32)
+    return ((const float *)p)[i];
+  if (dt == STRATA_FLOAT64)
+    return ((const double *)p)[i];
+  return (double)strata__load_i(p, dt, i);
 }
 
 /* Narrowing integer stores wrap (two's complement); bool stores v != 0. */
