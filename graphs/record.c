@@ -493,9 +493,9 @@ int strata_split(strata_context *ctx, strata_array *a, int n, const int64_t *at,
   for (int k = 0; k <= n && !ret; k++) {
     strata_slice items[STRATA_MAX_DIMS];
     for (int e = 0; e < d; e++)
-      items[e] = (strata_slice){STRATA_NONE, STRATA_NONE, STRATA_NONE, 0};
-    items[d] = (strata_slice){k > 0 ? at[k - 1] : STRATA_NONE, k < n ? at[k] : STRATA_NONE,
-                              STRATA_NONE, 0};
+      items[e] = STRATA_ALL;
+    items[d] =
+        STRATA_SLICE(k > 0 ? at[k - 1] : STRATA_NONE, k < n ? at[k] : STRATA_NONE, STRATA_NONE);
     ret = strata_index(ctx, a, d + 1, items, &outs[k]);
   }
   for (int k = 0; ret && k <= n; k++) {

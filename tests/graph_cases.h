@@ -59,10 +59,10 @@ struct op_case {
   double tol; /* relative tolerance, 0: exact */
 };
 
-#define SL(a, b, c) ((strata_slice){a, b, c, 0})
-#define AT(i)       ((strata_slice){i, STRATA_NONE, STRATA_NONE, 1})
-#define ALL         SL(STRATA_NONE, STRATA_NONE, STRATA_NONE)
-#define NONE        STRATA_NONE
+#define SL   STRATA_SLICE
+#define AT   STRATA_AT
+#define ALL  STRATA_ALL
+#define NONE STRATA_NONE
 
 /* 0, 1, ..., n-1 */
 #define IOTA6                                                                                      \

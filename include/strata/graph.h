@@ -150,6 +150,15 @@ typedef struct strata_slice {
   int is_index;  /**< 1: integer index `start`, dimension dropped */
 } strata_slice;
 
+/** The slice start:stop:step (C only: a compound literal). */
+#define STRATA_SLICE(start, stop, step) ((strata_slice){(start), (stop), (step), 0})
+
+/** The integer index i (C only). */
+#define STRATA_AT(i) ((strata_slice){(i), STRATA_NONE, STRATA_NONE, 1})
+
+/** The whole dimension, ':' (C only). */
+#define STRATA_ALL STRATA_SLICE(STRATA_NONE, STRATA_NONE, STRATA_NONE)
+
 /** Index a[items...]: `n` items apply to the first n dimensions (the others
  * are taken whole), like a NumPy tuple of ints and slices. An integer
  * outside [-extent, extent) is STRATA_ERANGE. */
