@@ -87,25 +87,48 @@ static int check_shape(int ndim, const int64_t *shape, strata_dtype dtype, int64
   return 0;
 }
 
-static int make_array(void *data, int owns, int ndim, const int64_t *shape, strata_dtype dtype,
-                      int64_t nelems, int64_t nbytes, strata_array **out)
+/* A tracked array object without storage; extents may be -1 (unknown). */
+static strata_array *new_object(int ndim, const int64_t *shape, strata_dtype dtype)
 {
   strata_array *a = calloc(1, sizeof *a);
   if (!a)
-    return STRATA_ENOMEM;
+    return NULL;
   a->ndim = ndim;
-  if (ndim > 0)
-    memcpy(a->shape, shape, (size_t)ndim * sizeof *shape);
   a->dtype = dtype;
+  a->nelems = 1;
+  for (int d = 0; d < ndim; d++) {
+    a->shape[d] = shape[d];
+    a->nelems = shape[d] < 0 || a->nelems < 0 ? -1 : a->nelems * shape[d];
+  }
+  a->nbytes = a->nelems < 0 ? -1 : a->nelems * (int64_t)strata_dtype_size(dtype);
+  a->redux_op = -1;
+  a->refs = 1;
+  strata__array_track(a);
+  return a;
+}
+
+/* Give `a` its storage (owned or not) with its final shape, checked by
+ * check_shape: the StarPU handle. */
+static void set_storage(strata_array *a, void *data, int owns, const int64_t *shape, int64_t nelems,
+                        int64_t nbytes)
+{
+  if (a->ndim > 0)
+    memcpy(a->shape, shape, (size_t)a->ndim * sizeof *shape);
   a->nelems = nelems;
   a->nbytes = nbytes;
   a->data = data;
   a->owns_data = owns;
-  a->redux_op = -1;
-  a->refs = 1;
   starpu_vector_data_register(&a->handle, STARPU_MAIN_RAM, (uintptr_t)data, (uint32_t)nelems,
-                              strata_dtype_size(dtype));
-  strata__array_track(a);
+                              strata_dtype_size(a->dtype));
+}
+
+static int make_array(void *data, int owns, int ndim, const int64_t *shape, strata_dtype dtype,
+                      int64_t nelems, int64_t nbytes, strata_array **out)
+{
+  strata_array *a = new_object(ndim, shape, dtype);
+  if (!a)
+    return STRATA_ENOMEM;
+  set_storage(a, data, owns, shape, nelems, nbytes);
   *out = a;
   return 0;
 }
@@ -168,22 +191,9 @@ int strata_array_wrap(void *data, int ndim, const int64_t *shape, strata_dtype d
 int strata__array_new_lazy(int ndim, const int64_t *shape, strata_dtype dtype,
                            int (*realize)(strata_array *), strata_array **out)
 {
-  strata_array *a = calloc(1, sizeof *a);
-  if (!a)
+  if (!(*out = new_object(ndim, shape, dtype)))
     return STRATA_ENOMEM;
-  a->ndim = ndim;
-  a->dtype = dtype;
-  a->nelems = 1;
-  for (int d = 0; d < ndim; d++) {
-    a->shape[d] = shape[d];
-    a->nelems = shape[d] < 0 || a->nelems < 0 ? -1 : a->nelems * shape[d];
-  }
-  a->nbytes = a->nelems < 0 ? -1 : a->nelems * (int64_t)strata_dtype_size(dtype);
-  a->redux_op = -1;
-  a->refs = 1;
-  a->realize = realize;
-  strata__array_track(a);
-  *out = a;
+  (*out)->realize = realize;
   return 0;
 }
 
@@ -196,14 +206,7 @@ int strata__array_attach(strata_array *a, const int64_t *shape)
   void *data = allocate(nbytes, a->dtype);
   if (!data)
     return STRATA_ENOMEM;
-  if (a->ndim > 0)
-    memcpy(a->shape, shape, (size_t)a->ndim * sizeof *shape);
-  a->nelems = nelems;
-  a->nbytes = nbytes;
-  a->data = data;
-  a->owns_data = 1;
-  starpu_vector_data_register(&a->handle, STARPU_MAIN_RAM, (uintptr_t)data, (uint32_t)nelems,
-                              strata_dtype_size(a->dtype));
+  set_storage(a, data, 1, shape, nelems, nbytes);
   return 0;
 }
 

@@ -30,13 +30,8 @@ static int place(int sink, strata__slot *s, strata_array **target)
     s->temp = 1;
     return 0;
   case STRATA__SINK_NEW:
-    if ((ret = strata__array_new_lazy(s->m.ndim, s->m.shape, s->m.dtype, NULL, target)))
+    if ((ret = strata_array_create(s->m.ndim, s->m.shape, s->m.dtype, target)))
       return ret;
-    if ((ret = strata__array_attach(*target, s->m.shape))) {
-      strata__array_unref(*target);
-      *target = NULL;
-      return ret;
-    }
     break;
   default:
     if ((ret = strata__array_attach(*target, s->m.shape)))

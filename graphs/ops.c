@@ -56,9 +56,16 @@ static void contiguous_strides(const strata__meta *m, int64_t *stride)
 
 /* ---- names ---- */
 
-static const char *const opcode_names[STRATA__NOPCODES] = {
-    "input",        "(ew)",     "(fill)", "reshape", "index",       "concat", "transpose",
-    "broadcast_to", "(reduce)", "matmul", "(tri)",   "flatnonzero", "take"};
+/* Opcodes named by their function or flag have no name of their own. */
+static const char *const opcode_names[STRATA__NOPCODES] = {[STRATA__OP_INPUT] = "input",
+                                                           [STRATA__OP_RESHAPE] = "reshape",
+                                                           [STRATA__OP_INDEX] = "index",
+                                                           [STRATA__OP_CONCAT] = "concat",
+                                                           [STRATA__OP_TRANSPOSE] = "transpose",
+                                                           [STRATA__OP_BROADCAST] = "broadcast_to",
+                                                           [STRATA__OP_MATMUL] = "matmul",
+                                                           [STRATA__OP_NONZERO] = "flatnonzero",
+                                                           [STRATA__OP_TAKE] = "take"};
 
 const char *strata__op_name(const strata__node *nd)
 {
@@ -67,7 +74,9 @@ const char *strata__op_name(const strata__node *nd)
   case STRATA__OP_REDUCE: return strata_fn_name(nd->p.fn);
   case STRATA__OP_FILL: return nd->p.flag ? "arange" : "full";
   case STRATA__OP_TRI: return nd->p.flag ? "triu" : "tril";
-  default: return (unsigned)nd->op < STRATA__NOPCODES ? opcode_names[nd->op] : "invalid";
+  default:
+    return (unsigned)nd->op < STRATA__NOPCODES && opcode_names[nd->op] ? opcode_names[nd->op]
+                                                                       : "invalid";
   }
 }
 
@@ -95,7 +104,7 @@ int strata__op_from_name(const char *name, strata__node *nd)
       return 0;
     }
   for (int op = 0; op < STRATA__NOPCODES; op++)
-    if (opcode_names[op][0] != '(' && strcmp(name, opcode_names[op]) == 0) {
+    if (opcode_names[op] && strcmp(name, opcode_names[op]) == 0) {
       nd->op = op;
       return 0;
     }

@@ -125,9 +125,8 @@ int strata_compute(strata_array *const *arrays, int n)
       continue;
     int g = 0;
     for (int j = i; j < n; j++)
-      if (arrays[j]->history == arrays[i]->history && strata_is_deferred(arrays[j]) &&
-          (g == 0 || group[g - 1] != arrays[j]))
-        group[g++] = arrays[j];
+      if (arrays[j]->history == arrays[i]->history && strata_is_deferred(arrays[j]))
+        group[g++] = arrays[j]; /* repeats are harmless */
     ret = realize_set(arrays[i]->history, group, g);
   }
   free(group);

@@ -59,11 +59,6 @@ struct op_case {
   double tol; /* relative tolerance, 0: exact */
 };
 
-#define SL   STRATA_SLICE
-#define AT   STRATA_AT
-#define ALL  STRATA_ALL
-#define NONE STRATA_NONE
-
 /* 0, 1, ..., n-1 */
 #define IOTA6                                                                                      \
   {                                                                                                \
@@ -185,20 +180,23 @@ static const struct op_case op_cases[] = {
      .out = {STRATA_INT8, 2, {2, 2}, {7, 7, 7, 7}}},
     {"reshape -1", K_RESHAPE, .nlist = 2, .list = {3, -1}, .nin = 1,
      .in = {{STRATA_FLOAT32, 2, {2, 3}, IOTA6}}, .out = {STRATA_FLOAT32, 2, {3, 2}, IOTA6}},
-    {"index a[1]", K_INDEX, .nitems = 1, .items = {AT(1)}, .nin = 1,
+    {"index a[1]", K_INDEX, .nitems = 1, .items = {STRATA_AT(1)}, .nin = 1,
      .in = {{STRATA_INT32, 2, {3, 4}, IOTA12}}, .out = {STRATA_INT32, 1, {4}, {4, 5, 6, 7}}},
-    {"index a[:, ::-1]", K_INDEX, .nitems = 2, .items = {ALL, SL(NONE, NONE, -1)}, .nin = 1,
+    {"index a[:, ::-1]", K_INDEX, .nitems = 2,
+     .items = {STRATA_ALL, STRATA_SLICE(STRATA_NONE, STRATA_NONE, -1)}, .nin = 1,
      .in = {{STRATA_INT32, 2, {3, 4}, IOTA12}},
      .out = {STRATA_INT32, 2, {3, 4}, {3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8}}},
-    {"index a[::2, 1]", K_INDEX, .nitems = 2, .items = {SL(NONE, NONE, 2), AT(1)}, .nin = 1,
+    {"index a[::2, 1]", K_INDEX, .nitems = 2,
+     .items = {STRATA_SLICE(STRATA_NONE, STRATA_NONE, 2), STRATA_AT(1)}, .nin = 1,
      .in = {{STRATA_INT64, 2, {3, 4}, IOTA12}}, .out = {STRATA_INT64, 1, {2}, {1, 9}}},
-    {"index a[-1, 1:3]", K_INDEX, .nitems = 2, .items = {AT(-1), SL(1, 3, NONE)}, .nin = 1,
+    {"index a[-1, 1:3]", K_INDEX, .nitems = 2,
+     .items = {STRATA_AT(-1), STRATA_SLICE(1, 3, STRATA_NONE)}, .nin = 1,
      .in = {{STRATA_FLOAT64, 2, {3, 4}, IOTA12}}, .out = {STRATA_FLOAT64, 1, {2}, {9, 10}}},
-    {"index a[1:, -1:0:-2]", K_INDEX, .nitems = 2, .items = {SL(1, NONE, NONE), SL(-1, 0, -2)},
-     .nin = 1, .in = {{STRATA_UINT8, 2, {3, 4}, IOTA12}},
-     .out = {STRATA_UINT8, 2, {2, 2}, {7, 5, 11, 9}}},
-    {"index past the end", K_INDEX, .nitems = 1, .items = {SL(5, 10, NONE)}, .nin = 1,
-     .in = {{STRATA_INT32, 1, {4}, {1, 2, 3, 4}}}, .out = {STRATA_INT32, 1, {0}, {0}}},
+    {"index a[1:, -1:0:-2]", K_INDEX, .nitems = 2,
+     .items = {STRATA_SLICE(1, STRATA_NONE, STRATA_NONE), STRATA_SLICE(-1, 0, -2)}, .nin = 1,
+     .in = {{STRATA_UINT8, 2, {3, 4}, IOTA12}}, .out = {STRATA_UINT8, 2, {2, 2}, {7, 5, 11, 9}}},
+    {"index past the end", K_INDEX, .nitems = 1, .items = {STRATA_SLICE(5, 10, STRATA_NONE)},
+     .nin = 1, .in = {{STRATA_INT32, 1, {4}, {1, 2, 3, 4}}}, .out = {STRATA_INT32, 1, {0}, {0}}},
     {"concat axis 0", K_CONCAT, .axis = 0, .nin = 2,
      .in = {{STRATA_INT32, 2, {1, 2}, {1, 2}}, {STRATA_INT32, 2, {2, 2}, {3, 4, 5, 6}}},
      .out = {STRATA_INT32, 2, {3, 2}, {1, 2, 3, 4, 5, 6}}},
