@@ -244,6 +244,14 @@ int strata__gindexer_apply_submit(starpu_data_handle_t dist, starpu_data_handle_
  * structure (shapes, types, function): a hash of its bytes. */
 uint32_t strata__arg_footprint(struct starpu_task *task);
 
+/* A generated kernel of a fused group: buf[0] the result, then the leaves. */
+typedef void (*strata__fused_fn)(void *const *buf);
+
+/* One task running `fn` (identified by `id` for the perf model) on `out`
+ * (W) and `leaves` (R); at most STARPU_NMAXBUFS - 1 leaves. */
+int strata__fused_submit(strata__fused_fn fn, uint64_t id, int nleaves,
+                         const starpu_data_handle_t *leaves, starpu_data_handle_t out);
+
 /* Array operations of deferred compute (kernels/ndarray_kernels.h): one
  * task each on vector handles, results written whole (W). */
 int strata__ew_submit(const struct strata__ew_args *a, const starpu_data_handle_t *operands,

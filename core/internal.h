@@ -40,6 +40,10 @@ void strata__clear_error(void);
 /* STRATA_ESTATE unless strata_init() has completed (and not finalize). */
 int strata__check_ready(void);
 
+/* Call `hook` in strata_finalize(), once every task has run (upper layers
+ * release what tasks may use). Registering twice is one registration. */
+int strata__on_finalize(void (*hook)(void));
+
 /* Communicator reserved for Strata's own collective checks. */
 MPI_Comm strata__coll_comm(void);
 

@@ -15,6 +15,8 @@ static struct {
   MPI_Comm coll_comm;
   int rank, size;
   int64_t collectives;
+  int nhooks;
+  void (*hooks[8])(void); /* strata__on_finalize() */
 } rt = {.state = UNINITIALIZED, .comm = MPI_COMM_NULL, .coll_comm = MPI_COMM_NULL};
 
 void strata_config_init(strata_config *cfg)
@@ -36,6 +38,17 @@ int strata__check_ready(void) { return rt.state == READY ? 0 : STRATA_ESTATE; }
 MPI_Comm strata__coll_comm(void) { return rt.coll_comm; }
 
 int64_t strata__next_collective(void) { return rt.collectives++; }
+
+int strata__on_finalize(void (*hook)(void))
+{
+  for (int k = 0; k < rt.nhooks; k++)
+    if (rt.hooks[k] == hook)
+      return 0;
+  if (rt.nhooks == (int)(sizeof rt.hooks / sizeof rt.hooks[0]))
+    return STRATA_ENOMEM;
+  rt.hooks[rt.nhooks++] = hook;
+  return 0;
+}
 
 /* Start MPI unless the application did; check its thread level. */
 static int start_mpi(int *argc, char ***argv)
@@ -155,6 +168,9 @@ int strata_finalize(void)
   if (rt.state != READY)
     return 0;
   starpu_task_wait_for_all();
+  for (int k = 0; k < rt.nhooks; k++)
+    rt.hooks[k]();
+  rt.nhooks = 0;
   strata__array_destroy_all();
   strata__codelets_stop();
   starpu_mpi_shutdown();

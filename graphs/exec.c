@@ -18,8 +18,40 @@ static int count_nonzero(const strata__meta *in, starpu_data_handle_t h, int64_t
   return ret;
 }
 
+/* Storage of node i kept across runs (On_device handle or Hosted array),
+ * replaced when the meta changed. */
+static int place_kept(strata_graph *g, int i, strata__slot *s)
+{
+  strata__slot *k = &g->plan.kept[i];
+  if (k->h && strata__meta_equal(&k->m, &s->m)) {
+    s->h = k->h;
+    return 0;
+  }
+  if (g->plan.hosted[i]) {
+    strata_array_destroy(g->plan.hosted[i]);
+    g->plan.hosted[i] = NULL;
+  } else if (k->h) {
+    starpu_data_unregister_submit(k->h);
+  }
+  k->h = NULL;
+  g->plan.computed[i] = 0;
+  if (g->mem[i] & STRATA__MEM_HOST) {
+    int ret = strata_array_create(s->m.ndim, s->m.shape, s->m.dtype, &g->plan.hosted[i]);
+    if (ret)
+      return ret;
+    k->h = g->plan.hosted[i]->handle;
+  } else {
+    int64_t n = strata__meta_nelems(&s->m);
+    starpu_vector_data_register(&k->h, -1, 0, (uint32_t)(n > 0 ? n : 1),
+                                strata_dtype_size(s->m.dtype));
+  }
+  k->m = s->m;
+  s->h = k->h;
+  return 0;
+}
+
 /* A place for node i's result, per its sink. */
-static int place(int sink, strata__slot *s, strata_array **target)
+static int place(int sink, strata__slot *s, strata_array **target, strata_graph *g, int i)
 {
   int64_t n = strata__meta_nelems(&s->m);
   int ret;
@@ -29,6 +61,7 @@ static int place(int sink, strata__slot *s, strata_array **target)
                                 strata_dtype_size(s->m.dtype));
     s->temp = 1;
     return 0;
+  case STRATA__SINK_KEEP: return place_kept(g, i, s);
   case STRATA__SINK_NEW:
     if ((ret = strata_array_create(s->m.ndim, s->m.shape, s->m.dtype, target)))
       return ret;
@@ -51,23 +84,32 @@ static void drop_temp(strata__slot *s)
   s->h = NULL;
 }
 
+/* The metas of node i's inputs into in_meta (and their handles into in_h
+ * when not NULL), then node i's own meta. */
+static int infer_node(const strata__node *nd, strata__slot *slot, int i, strata__meta *in_meta,
+                      starpu_data_handle_t *in_h)
+{
+  for (int k = 0; k < nd->nin; k++) {
+    in_meta[k] = slot[nd->in[k]].m;
+    if (in_h)
+      in_h[k] = slot[nd->in[k]].h;
+  }
+  return strata__infer(nd, in_meta, &slot[i].m);
+}
+
 /* Infer, place and submit node i. */
 static int run_node(const strata__node *nd, int sink, strata__slot *slot, int i,
-                    strata_array **target)
+                    strata_array **target, strata_graph *g)
 {
   strata__meta *in_meta = malloc(((size_t)nd->nin + 1) * sizeof *in_meta);
   starpu_data_handle_t *in_h = malloc(((size_t)nd->nin + 1) * sizeof *in_h);
   int ret = in_meta && in_h ? 0 : STRATA_ENOMEM;
-  for (int k = 0; !ret && k < nd->nin; k++) {
-    in_meta[k] = slot[nd->in[k]].m;
-    in_h[k] = slot[nd->in[k]].h;
-  }
   if (!ret)
-    ret = strata__infer(nd, in_meta, &slot[i].m);
+    ret = infer_node(nd, slot, i, in_meta, in_h);
   if (!ret && nd->op == STRATA__OP_NONZERO)
     ret = count_nonzero(&in_meta[0], in_h[0], &slot[i].m.shape[0]);
   if (!ret)
-    ret = place(sink, &slot[i], &target[i]);
+    ret = place(sink, &slot[i], &target[i], g, i);
   if (!ret)
     ret = nd->op == STRATA__OP_NONZERO
               ? strata__flatnonzero_submit(in_meta[0].dtype, strata__meta_nelems(&in_meta[0]),
@@ -78,23 +120,92 @@ static int run_node(const strata__node *nd, int sink, strata__slot *slot, int i,
   return ret;
 }
 
-int strata__exec_run(const strata__node *nodes, int n, const int *sink, strata__slot *slot,
+/* A Virtual node: only its meta, for the kernel of its group. */
+static int infer_virtual(const strata__node *nd, strata__slot *slot, int i)
+{
+  strata__meta in_meta[STRATA__EW_MAXOPS];
+  if (nd->nin > STRATA__EW_MAXOPS)
+    return STRATA_EINVAL;
+  return infer_node(nd, slot, i, in_meta, NULL);
+}
+
+/* The root of fused group G: one generated kernel over the leaves. When no
+ * kernel can be built (no C compiler), the members run one by one through
+ * handles of one run. */
+static int run_group(strata_graph *g, strata__group *G, int sink, strata__slot *slot,
                      strata_array **target)
+{
+  int root = G->root, ret = infer_virtual(&g->nodes[root], slot, root);
+  if (!ret)
+    ret = place(sink, &slot[root], &target[root], g, root);
+  if (ret)
+    return ret;
+  if ((ret = strata__group_kernel(g, G, slot)) == 0) {
+    starpu_data_handle_t h[STARPU_NMAXBUFS];
+    for (int l = 0; l < G->nleaves; l++)
+      h[l] = slot[G->leaves[l]].h;
+    return strata__fused_submit(G->kernel->fn, G->kernel->id, G->nleaves, h, slot[root].h);
+  }
+  strata_log(STRATA_LOG_WARN, "fused kernel unavailable (%s): running its %d nodes one by one",
+             strata_error_message(), G->nmembers);
+  strata__clear_error();
+  ret = 0;
+  for (int m = 0; m < G->nmembers && !ret; m++) {
+    int i = G->members[m];
+    strata__meta in_meta[STRATA__EW_MAXOPS];
+    starpu_data_handle_t in_h[STRATA__EW_MAXOPS];
+    ret = infer_node(&g->nodes[i], slot, i, in_meta, in_h);
+    if (!ret && i != root)
+      ret = place(STRATA__SINK_TEMP, &slot[i], &target[i], g, i);
+    if (!ret)
+      ret = strata__submit_node(&g->nodes[i], in_meta, in_h, &slot[i].m, slot[i].h);
+  }
+  for (int m = 0; m + 1 < G->nmembers; m++)
+    drop_temp(&slot[G->members[m]]);
+  return ret;
+}
+
+/* The nodes node i's task reads: a fused root reads its group's leaves. */
+static int task_inputs(const strata__node *nodes, int i, const strata_graph *g, const int **in)
+{
+  int gi = g ? g->plan.group_of[i] : -1;
+  if (gi >= 0 && g->plan.groups[gi].root == i) {
+    *in = g->plan.groups[gi].leaves;
+    return g->plan.groups[gi].nleaves;
+  }
+  *in = nodes[i].in;
+  return nodes[i].nin;
+}
+
+int strata__exec_run(const strata__node *nodes, int n, const int *sink, strata__slot *slot,
+                     strata_array **target, strata_graph *g)
 {
   int *readers = calloc((size_t)n + 1, sizeof *readers);
   if (!readers)
     return STRATA_ENOMEM;
-  for (int i = 0; i < n; i++)
-    for (int k = 0; sink[i] >= 0 && k < nodes[i].nin; k++)
-      readers[nodes[i].in[k]]++;
+  const int *in;
+  for (int i = 0; i < n; i++) {
+    if (sink[i] < 0 || sink[i] == STRATA__SINK_VIRTUAL)
+      continue;
+    for (int k = 0, nin = task_inputs(nodes, i, g, &in); k < nin; k++)
+      readers[in[k]]++;
+  }
   int ret = 0;
   for (int i = 0; i < n && !ret; i++) {
     if (sink[i] < 0)
       continue;
-    ret = run_node(&nodes[i], sink[i], slot, i, target);
-    for (int k = 0; k < nodes[i].nin; k++)
-      if (--readers[nodes[i].in[k]] == 0)
-        drop_temp(&slot[nodes[i].in[k]]);
+    if (sink[i] == STRATA__SINK_VIRTUAL) {
+      ret = infer_virtual(&nodes[i], slot, i);
+      continue;
+    }
+    int gi = g ? g->plan.group_of[i] : -1;
+    if (gi >= 0)
+      ret = run_group(g, &g->plan.groups[gi], sink[i], slot, target);
+    else
+      ret = run_node(&nodes[i], sink[i], slot, i, target, g);
+    for (int k = 0, nin = task_inputs(nodes, i, g, &in); k < nin; k++)
+      if (--readers[in[k]] == 0)
+        drop_temp(&slot[in[k]]);
     if (readers[i] == 0)
       drop_temp(&slot[i]);
   }

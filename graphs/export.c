@@ -1,5 +1,5 @@
 /* Exported graphs: export from a context's history, queries, validation of
- * graphs read from files, and replay. */
+ * graphs read from files. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +15,13 @@ strata_graph *strata__graph_alloc(int n, int ninputs, int noutputs)
   g->inputs = calloc((size_t)ninputs + 1, sizeof *g->inputs);
   g->outputs = calloc((size_t)noutputs + 1, sizeof *g->outputs);
   g->output_names = calloc((size_t)noutputs + 1, sizeof *g->output_names);
+  g->mem = malloc((size_t)n + 1);
   g->n = n;
   g->ninputs = ninputs;
   g->noutputs = noutputs;
-  if (!g->nodes || !g->inputs || !g->outputs || !g->output_names) {
+  if (g->mem)
+    memset(g->mem, STRATA__MEM_ANY, (size_t)n + 1);
+  if (!g->nodes || !g->inputs || !g->outputs || !g->output_names || !g->mem) {
     strata_graph_destroy(g);
     return NULL;
   }
@@ -37,6 +40,7 @@ int strata_graph_destroy(strata_graph *g)
 {
   if (!g)
     return 0;
+  strata__plan_free(&g->plan);
   for (int i = 0; g->nodes && i < g->n; i++)
     strata__node_free(&g->nodes[i]);
   for (int o = 0; g->output_names && o < g->noutputs; o++)
@@ -45,6 +49,7 @@ int strata_graph_destroy(strata_graph *g)
   free(g->inputs);
   free(g->outputs);
   free(g->output_names);
+  free(g->mem);
   free(g);
   return 0;
 }
@@ -54,6 +59,11 @@ int strata_graph_ninputs(const strata_graph *g) { return g ? g->ninputs : STRATA
 int strata_graph_noutputs(const strata_graph *g) { return g ? g->noutputs : STRATA_EINVAL; }
 
 int strata_graph_nnodes(const strata_graph *g) { return g ? g->n : STRATA_EINVAL; }
+
+const char *strata_graph_node_name(const strata_graph *g, int i)
+{
+  return g && i >= 0 && i < g->n ? g->nodes[i].name : NULL;
+}
 
 const char *strata_graph_input_name(const strata_graph *g, int i)
 {
@@ -414,74 +424,5 @@ int strata__graph_validate(const strata_graph *g)
       if (strcmp(g->output_names[o], g->output_names[p]) == 0)
         return strata__fail(STRATA_EIO, "two outputs named '%s'", g->output_names[o]);
   }
-  return ret;
-}
-
-/* ---- replay ---- */
-
-int strata_graph_run(strata_graph *g, strata_array *const *inputs, strata_array **outputs)
-{
-  strata__clear_error();
-  int ret = strata__check_ready();
-  if (ret)
-    return ret;
-  if (!g || (g->ninputs > 0 && !inputs) || !outputs)
-    return STRATA_EINVAL;
-  for (int o = 0; o < g->noutputs; o++)
-    outputs[o] = NULL;
-  for (int i = 0; i < g->ninputs; i++) {
-    if (!inputs[i])
-      return STRATA_EINVAL;
-    if ((ret = strata__array_ready(inputs[i])))
-      return ret;
-  }
-  int n = g->n;
-  int *sink = malloc(((size_t)n + 1) * sizeof *sink),
-      *owner = malloc(((size_t)n + 1) * sizeof *owner);
-  strata__slot *slot = calloc((size_t)n + 1, sizeof *slot);
-  strata_array **target = calloc((size_t)n + 1, sizeof *target);
-  ret = sink && owner && slot && target ? 0 : STRATA_ENOMEM;
-  for (int i = 0; !ret && i < n; i++) {
-    sink[i] = g->nodes[i].op == STRATA__OP_INPUT ? -1 : STRATA__SINK_TEMP;
-    owner[i] = -1;
-  }
-  for (int k = 0; !ret && k < g->ninputs; k++) {
-    const strata_array *a = inputs[k];
-    strata__slot *s = &slot[g->inputs[k]];
-    s->h = a->handle;
-    s->m.dtype = a->dtype;
-    s->m.ndim = a->ndim;
-    memcpy(s->m.shape, a->shape, sizeof s->m.shape);
-  }
-  for (int o = 0; !ret && o < g->noutputs; o++) {
-    int k = g->outputs[o];
-    if (sink[k] == STRATA__SINK_TEMP) {
-      sink[k] = STRATA__SINK_NEW;
-      owner[k] = o;
-    }
-  }
-  if (!ret)
-    ret = strata__exec_run(g->nodes, n, sink, slot, target);
-  /* outputs: the node's new array, or a copy (inputs, repeated outputs) */
-  for (int o = 0; !ret && o < g->noutputs; o++) {
-    int k = g->outputs[o];
-    if (owner[k] == o) {
-      outputs[o] = target[k];
-      continue;
-    }
-    const strata__meta *m = &slot[k].m;
-    ret = strata_array_create(m->ndim, m->shape, m->dtype, &outputs[o]);
-    if (!ret)
-      ret = strata__submit_copy(m, slot[k].h, outputs[o]->handle);
-  }
-  if (ret)
-    for (int o = 0; o < g->noutputs; o++) {
-      strata_array_destroy(outputs[o]);
-      outputs[o] = NULL;
-    }
-  free(sink);
-  free(owner);
-  free(slot);
-  free(target);
   return ret;
 }

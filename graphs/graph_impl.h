@@ -62,6 +62,9 @@ typedef struct strata__node {
   char *name; /* exported graphs; NULL in contexts */
 } strata__node;
 
+/* Same dtype and shape. */
+int strata__meta_equal(const strata__meta *a, const strata__meta *b);
+
 /* Elements of a meta, -1 when unknown. */
 int64_t strata__meta_nelems(const strata__meta *m);
 
@@ -98,15 +101,26 @@ typedef struct strata__slot {
 enum strata__sink {
   STRATA__SINK_TEMP = 0, /* a handle without host copy, dropped after use */
   STRATA__SINK_ATTACH,   /* the lazy array target[i] gets storage and the result */
-  STRATA__SINK_NEW       /* a new array, stored in target[i] */
+  STRATA__SINK_NEW,      /* a new array, stored in target[i] */
+  STRATA__SINK_KEEP,     /* storage kept in the graph's plan (On_device, Hosted) */
+  STRATA__SINK_VIRTUAL   /* no storage: computed inside its fused group's kernel */
 };
 
 /* Run the nodes i with sink[i] >= 0 in increasing order (inputs precede
  * readers): infer, give the result a place, submit. A node of data-dependent
- * shape waits for its count. On error, arrays created are destroyed and
- * target[i] reset. */
+ * shape waits for its count. With a compiled graph `g` (NULL otherwise),
+ * fused groups run as one kernel and KEEP sinks use its plan's storage. On
+ * error, arrays created are destroyed and target[i] reset. */
 int strata__exec_run(const strata__node *nodes, int n, const int *sink, strata__slot *slot,
-                     strata_array **target);
+                     strata_array **target, struct strata_graph *g);
+
+/* Element strides of `in` broadcast to `out`'s shape (0 on stretched
+ * dimensions). */
+void strata__broadcast_strides(const strata__meta *in, const strata__meta *out, int64_t *stride);
+
+/* Kernel arguments of an elementwise node (EW) of the given metas. */
+void strata__ew_geometry(const strata__params *p, const strata__meta *in, int narrays,
+                         const strata__meta *out, struct strata__ew_args *a);
 
 /* NumPy's promotion of two dtypes on Strata's types. */
 strata_dtype strata__promote(strata_dtype a, strata_dtype b);
@@ -122,6 +136,54 @@ struct strata_context {
   strata_array **values; /* node i's array: the input read, or the lazy result */
 };
 
+/* ---- memory modes ---- */
+
+/* The concrete choices a memory mode allows, one bit each: a mode is a set
+ * of them, refinement is intersection. */
+enum {
+  STRATA__MEM_VIRTUAL = 1,
+  STRATA__MEM_LOCAL = 2,
+  STRATA__MEM_DEVICE_PS = 4,   /* On_device(Per_stream) */
+  STRATA__MEM_DEVICE_SX = 8,   /* On_device(Shared_cross_streams) */
+  STRATA__MEM_HOST_CONST = 16, /* Hosted(Constant) */
+  STRATA__MEM_HOST_COD_PS = 32,
+  STRATA__MEM_HOST_COD_SX = 64,
+  STRATA__MEM_HOST_VOLATILE = 128,
+  STRATA__MEM_DEVICE = STRATA__MEM_DEVICE_PS | STRATA__MEM_DEVICE_SX,
+  STRATA__MEM_HOST = 0xF0,
+  STRATA__MEM_ANY = 0xFF
+};
+
+/* The set of choices of a mode; STRATA_EINVAL for values out of range. */
+int strata__mem_mask(strata_memory_mode mode, unsigned *mask);
+
+/* A fused group: elementwise nodes run as one generated kernel. Members
+ * are the Virtual nodes and the root (last), in topological order; leaves
+ * the distinct nodes they read that are not members. */
+typedef struct strata__group {
+  int root;
+  int nmembers;
+  int *members;
+  int nleaves;
+  int leaves[STARPU_NMAXBUFS - 1];
+  const struct strata__jit_kernel *kernel; /* for the metas it was generated for */
+  unsigned kernel_generation;              /* strata__jit_generation() at load */
+  strata__meta *kernel_metas;              /* of the members, then the leaves */
+} strata__group;
+
+/* What strata_graph_compile() decided, and the storage kept across runs. */
+typedef struct strata__plan {
+  int compiled;
+  int n;         /* nodes */
+  int *group_of; /* per node: the group it belongs to, or -1 */
+  int ngroups;
+  strata__group *groups;
+  int *constant;         /* per node: depends on no graph input */
+  strata__slot *kept;    /* per node: On_device handle or Hosted array's handle */
+  strata_array **hosted; /* per node: the Hosted intermediate's array */
+  int *computed;         /* per node: kept value valid (Constant: never recomputed) */
+} strata__plan;
+
 struct strata_graph {
   int n;
   strata__node *nodes; /* topological order */
@@ -130,7 +192,34 @@ struct strata_graph {
   int noutputs;
   int *outputs;
   char **output_names;
+  unsigned char *mem; /* per node: choices its memory mode allows */
+  strata__plan plan;
 };
+
+/* A loaded fused kernel (graphs/jit.c). */
+struct strata__jit_kernel {
+  uint64_t id; /* hash of source and compiler */
+  void *dl;
+  strata__fused_fn fn;
+};
+
+/* Compile `source` (after the prelude of element semantics) with the C
+ * compiler ($STRATA_JIT_CC) unless the disk cache ($STRATA_JIT_CACHE) has
+ * it, and load it; the kernel stays loaded until strata_finalize(). */
+int strata__jit_build(const char *source, const struct strata__jit_kernel **kernel);
+
+/* Changes at each strata_finalize(), which unloads every kernel. */
+unsigned strata__jit_generation(void);
+
+/* Make G->kernel the group's kernel for the metas in `slot` (generated and
+ * built when they changed). */
+int strata__group_kernel(const strata_graph *g, strata__group *G, const strata__slot *slot);
+
+/* Node index of a node or output name, or STRATA_EINVAL with a message. */
+int strata__graph_find(const strata_graph *g, const char *name);
+
+/* Release the plan's kept storage and kernels (graph destroy, recompile). */
+void strata__plan_free(strata__plan *plan);
 
 /* A graph with room for n nodes, ninputs inputs and noutputs outputs. */
 strata_graph *strata__graph_alloc(int n, int ninputs, int noutputs);

@@ -570,33 +570,45 @@ static int infer_op(const strata__node *nd, const strata__meta *in, strata__meta
 
 /* ---- submission ---- */
 
-static int submit_ew(const strata__params *p, const strata__meta *in, int narrays,
-                     const starpu_data_handle_t *h, const strata__meta *out,
-                     starpu_data_handle_t oh)
+int strata__meta_equal(const strata__meta *a, const strata__meta *b)
 {
-  struct strata__ew_args a;
-  memset(&a, 0, sizeof a);
-  a.fn = p->fn;
-  a.nops = narrays + (p->scalar_at >= 0);
-  a.scalar_at = p->scalar_at;
-  a.scalar = p->scalar;
-  a.ndim = out->ndim;
-  a.out_dtype = out->dtype;
-  memcpy(a.shape, out->shape, sizeof a.shape);
+  if (a->dtype != b->dtype || a->ndim != b->ndim)
+    return 0;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != b->shape[d])
+      return 0;
+  return 1;
+}
+
+void strata__broadcast_strides(const strata__meta *in, const strata__meta *out, int64_t *stride)
+{
+  int64_t cs[STRATA_MAX_DIMS];
+  contiguous_strides(in, cs);
+  for (int d = 0; d < out->ndim; d++) {
+    int dk = d - (out->ndim - in->ndim);
+    stride[d] = dk < 0 || in->shape[dk] == 1 ? 0 : cs[dk];
+  }
+}
+
+void strata__ew_geometry(const strata__params *p, const strata__meta *in, int narrays,
+                         const strata__meta *out, struct strata__ew_args *a)
+{
+  memset(a, 0, sizeof *a);
+  a->fn = p->fn;
+  a->nops = narrays + (p->scalar_at >= 0);
+  a->scalar_at = p->scalar_at;
+  a->scalar = p->scalar;
+  a->ndim = out->ndim;
+  a->out_dtype = out->dtype;
+  memcpy(a->shape, out->shape, sizeof a->shape);
   strata_dtype ct = p->fn == STRATA__FN_COPY ? in[0].dtype : common_type(p, in, narrays);
   for (int k = 0; k < narrays; k++) {
-    int64_t cs[STRATA_MAX_DIMS];
-    contiguous_strides(&in[k], cs);
-    a.in_dtype[k] = in[k].dtype;
-    for (int d = 0; d < out->ndim; d++) {
-      int dk = d - (out->ndim - in[k].ndim);
-      a.stride[k][d] = dk < 0 || in[k].shape[dk] == 1 ? 0 : cs[dk];
-    }
+    a->in_dtype[k] = in[k].dtype;
+    strata__broadcast_strides(&in[k], out, a->stride[k]);
   }
   /* int64 arithmetic when no floating point is involved (astype: on the
    * source side) */
-  a.exact_int = !is_float(ct) && (p->fn == STRATA__FN_COPY || !is_float(out->dtype));
-  return strata__ew_submit(&a, h, oh);
+  a->exact_int = !is_float(ct) && (p->fn == STRATA__FN_COPY || !is_float(out->dtype));
 }
 
 static void view_dims(struct strata__view_args *v, const strata__meta *shape, size_t elem)
@@ -673,7 +685,11 @@ int strata__submit_node(const strata__node *nd, const strata__meta *in_meta,
   memset(&v, 0, sizeof v);
   strata__meta scratch;
   switch (nd->op) {
-  case STRATA__OP_EW: return submit_ew(p, in_meta, nd->nin, in, out_meta, out);
+  case STRATA__OP_EW: {
+    struct strata__ew_args a;
+    strata__ew_geometry(p, in_meta, nd->nin, out_meta, &a);
+    return strata__ew_submit(&a, in, out);
+  }
   case STRATA__OP_FILL: {
     struct strata__affine_fill_args f;
     memset(&f, 0, sizeof f);

@@ -93,7 +93,7 @@ static int realize_set(strata_context *ctx, strata_array *const *want, int nwant
           sink[j] = STRATA__SINK_TEMP; /* refined when j is visited */
       }
     }
-    ret = strata__exec_run(ctx->nodes, n, sink, slot, target);
+    ret = strata__exec_run(ctx->nodes, n, sink, slot, target, NULL);
     for (int i = 0; ret == 0 && i < n; i++)
       if (sink[i] == STRATA__SINK_ATTACH)
         ctx->nodes[i].m = slot[i].m; /* data-dependent shapes are known now */
@@ -263,7 +263,7 @@ static int run_now(const strata__node *proto, strata_array *const *ins, strata_a
     nodes[n - 1] = *proto;
     nodes[n - 1].in = in;
     sink[n - 1] = STRATA__SINK_NEW;
-    ret = strata__exec_run(nodes, n, sink, slot, target);
+    ret = strata__exec_run(nodes, n, sink, slot, target, NULL);
     *out = target[n - 1];
   }
   free(nodes);

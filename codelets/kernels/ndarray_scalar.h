@@ -13,7 +13,7 @@
 
 #ifdef __CUDACC__
 #define STRATA__ELEM static __host__ __device__ inline
-#else
+#elif !defined(STRATA__ELEM) /* generated kernels force inlining */
 #define STRATA__ELEM static inline
 #endif
 

@@ -245,6 +245,10 @@ int strata_graph_noutputs(const strata_graph *g);
 /** Number of nodes (inputs included), or STRATA_EINVAL. */
 int strata_graph_nnodes(const strata_graph *g);
 
+/** Name of node i (0 <= i < strata_graph_nnodes(), topological order), or
+ * NULL. */
+const char *strata_graph_node_name(const strata_graph *g, int i);
+
 /** Name of input i, or NULL. */
 const char *strata_graph_input_name(const strata_graph *g, int i);
 
@@ -274,6 +278,84 @@ int strata_graph_load(const char *path, strata_graph **graph);
 /** The graph in Graphviz DOT (inputs and outputs as ellipses, operations as
  * boxes labelled with name, operation, dtype and shape). */
 int strata_graph_write_dot(const strata_graph *g, FILE *out);
+
+/* ---- memory modes, compilation, fusion ---- */
+
+/** Memory mode of a graph node: how its values are stored when the graph
+ * runs (OCANNL's lattice; see docs/memory-modes.md). Modes only refine:
+ * each is a set of concrete choices, and setting a mode keeps the choices
+ * both allow. */
+typedef enum strata_memory_kind {
+  STRATA_MEM_UNDECIDED = 0,        /**< no decision yet: any of the modes below */
+  STRATA_MEM_EFFECTIVELY_CONSTANT, /**< Hosted(Constant) or Virtual */
+  STRATA_MEM_VIRTUAL,              /**< no storage: computed inline in its reader's fused kernel */
+  STRATA_MEM_NEVER_VIRTUAL,        /**< Local, On_device or Hosted */
+  STRATA_MEM_LOCAL,                /**< a handle without host copy, for one run only */
+  STRATA_MEM_DEVICE_ONLY,          /**< Local or On_device */
+  STRATA_MEM_ON_DEVICE,            /**< a handle without host copy, kept across runs */
+  STRATA_MEM_MATERIALIZED,         /**< On_device or Hosted */
+  STRATA_MEM_HOSTED                /**< an array the application can read */
+} strata_memory_kind;
+
+/** What changes a Hosted node (OCANNL's memory_type). */
+typedef enum strata_memory_type {
+  STRATA_MEMTYPE_ANY = 0,            /**< not decided (Strata's extension: plain "Hosted") */
+  STRATA_MEMTYPE_CONSTANT,           /**< written once (first run), read-only afterwards */
+  STRATA_MEMTYPE_NONCONSTANT,        /**< Changed_on_devices or Volatile */
+  STRATA_MEMTYPE_CHANGED_ON_DEVICES, /**< computed by tasks, read by the host */
+  STRATA_MEMTYPE_VOLATILE            /**< written by the host, read by tasks (graph inputs) */
+} strata_memory_type;
+
+/** Whether workers share one copy of a node (On_device, Changed_on_devices). */
+typedef enum strata_sharing {
+  STRATA_SHARING_UNSET = 0,  /**< either */
+  STRATA_SHARING_PER_STREAM, /**< one version per replica (see strata_merge_versions()) */
+  STRATA_SHARING_SHARED      /**< one StarPU handle: the workers of a memory node share its copy */
+} strata_sharing;
+
+/** A memory mode: `type` matters for STRATA_MEM_HOSTED only, `sharing` for
+ * STRATA_MEM_ON_DEVICE and Hosted Changed_on_devices only. */
+typedef struct strata_memory_mode {
+  strata_memory_kind kind;
+  strata_memory_type type;
+  strata_sharing sharing;
+} strata_memory_mode;
+
+/** Refine the memory mode of node `node` (a node name or an output name).
+ * Contradictions (Virtual on a Never_virtual node, Local on a Hosted one...)
+ * are STRATA_EINVAL with the node's name and both modes in
+ * strata_error_message(); the mode is then unchanged. An unknown node name
+ * is STRATA_EINVAL too. */
+int strata_node_set_memory_mode(strata_graph *g, const char *node, strata_memory_mode mode);
+
+/** The current memory mode of a node: what was set, or after
+ * strata_graph_compile() the concrete decision. */
+int strata_node_memory_mode(const strata_graph *g, const char *node, strata_memory_mode *mode);
+
+/** Write the mode's name ("Virtual", "On_device(Shared_cross_streams)",
+ * "Hosted(Changed_on_devices(Unset))"...) into buf (NUL-terminated,
+ * truncated to size). Returns the full length, or STRATA_EINVAL. */
+int strata_memory_mode_format(strata_memory_mode mode, char *buf, size_t size);
+
+/** Decide every node's memory mode and the fused kernels (run does it
+ * when needed). Defaults: graph inputs are Hosted(Volatile), outputs
+ * Hosted(Changed_on_devices); a node read more than once is never Virtual;
+ * an undecided elementwise node read once by an elementwise node becomes
+ * Virtual; others become Local when at most 16384 bytes, else On_device;
+ * constant nodes (fills and operations on them) Hosted(Constant). A user
+ * mode that cannot hold (Virtual on a matrix product or a graph output) is
+ * STRATA_EINVAL with the reason. */
+int strata_graph_compile(strata_graph *g);
+
+/** Kernels one run of the graph launches: one per node that is computed
+ * and not Virtual, a fused group counting once, Constant nodes only until
+ * their first run (compiles the graph first). A negative error code
+ * otherwise. */
+int strata_graph_nkernels(strata_graph *g);
+
+/** A Hosted node's array after the last run (a new reference: destroy it).
+ * STRATA_EINVAL for other modes, STRATA_ESTATE before the first run. */
+int strata_graph_node_value(strata_graph *g, const char *node, strata_array **value);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,176 @@
+/* Fused groups: the C source of one kernel evaluating a group's Virtual
+ * nodes and its root per output element, through the same per-element
+ * functions as the unfused kernels (ndarray_scalar.h), so that fused and
+ * unfused results are identical. Shapes and strides are literals: the
+ * compiler sees plain loops it can vectorise. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_impl.h"
+
+static const char *c_type(strata_dtype t)
+{
+  static const char *const names[] = {"uint8_t", "int8_t", "uint8_t", "int32_t",
+                                      "int64_t", "float",  "double"};
+  return names[t];
+}
+
+static void emit_double(FILE *f, double v)
+{
+  if (isnan(v))
+    fputs("__builtin_nan(\"\")", f);
+  else if (isinf(v))
+    fputs(v > 0 ? "__builtin_inf()" : "-__builtin_inf()", f);
+  else
+    fprintf(f, "%a", v);
+}
+
+/* Index of node j among the group's leaves, or -1 for a member. */
+static int leaf_index(const strata__group *G, int j)
+{
+  for (int l = 0; l < G->nleaves; l++)
+    if (G->leaves[l] == j)
+      return l;
+  return -1;
+}
+
+/* The kernel arguments of member i, as a constant the compiler folds. */
+static void emit_args(FILE *f, const strata__node *nd, int i, const strata__slot *slot)
+{
+  strata__meta in[STRATA__EW_MAXOPS];
+  for (int k = 0; k < nd->nin; k++)
+    in[k] = slot[nd->in[k]].m;
+  struct strata__ew_args a;
+  strata__ew_geometry(&nd->p, in, nd->nin, &slot[i].m, &a);
+  fprintf(f,
+          "static const struct strata__ew_args A%d = {.fn = %d, .nops = %d, .scalar_at = %d, "
+          ".exact_int = %d, .out_dtype = %d, .in_dtype = {%d, %d, %d}, .scalar = ",
+          i, a.fn, a.nops, a.scalar_at, a.exact_int, a.out_dtype, a.in_dtype[0], a.in_dtype[1],
+          a.in_dtype[2]);
+  emit_double(f, a.scalar);
+  fputs("};\n", f);
+}
+
+/* Flat offset of the current element in a buffer of the given strides. */
+static void emit_offset(FILE *f, int ndim, const int64_t *stride)
+{
+  int any = 0;
+  for (int d = 0; d < ndim; d++)
+    if (stride[d]) {
+      fprintf(f, "%s%lld * i%d", any ? " + " : "", (long long)stride[d], d);
+      any = 1;
+    }
+  if (!any)
+    fputc('0', f);
+}
+
+static void emit_member(FILE *f, const strata_graph *g, const strata__group *G, int i,
+                        const strata__slot *slot, int is_root, const int64_t *out_stride)
+{
+  const strata__node *nd = &g->nodes[i];
+  fprintf(f, "      {\n        const void *in[3] = {");
+  for (int k = 0; k < nd->nin; k++) {
+    int l = leaf_index(G, nd->in[k]);
+    if (l >= 0)
+      fprintf(f, "%s&x%d", k ? ", " : "", l);
+    else
+      fprintf(f, "%s&v%d", k ? ", " : "", nd->in[k]);
+  }
+  fputs("};\n", f);
+  if (is_root) {
+    fprintf(f, "        strata__ew_element(&A%d, in, zero, out, ", i);
+    emit_offset(f, slot[i].m.ndim, out_stride);
+    fputs(");\n      }\n", f);
+  } else {
+    fprintf(f, "        strata__ew_element(&A%d, in, zero, &v%d, 0);\n      }\n", i, i);
+  }
+}
+
+static int fused_source(const strata_graph *g, const strata__group *G, const strata__slot *slot,
+                        char **source)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return STRATA_ENOMEM;
+  const strata__meta *out = &slot[G->root].m;
+  int nd = out->ndim;
+  int64_t out_stride[STRATA_MAX_DIMS], stride[STRATA_MAX_DIMS];
+  strata__broadcast_strides(out, out, out_stride);
+  fputs("\nstatic const int64_t zero[3] = {0, 0, 0};\n", f);
+  for (int m = 0; m < G->nmembers; m++)
+    emit_args(f, &g->nodes[G->members[m]], G->members[m], slot);
+  fputs("void strata_fused(void *const *buf)\n{\n  void *out = buf[0];\n", f);
+  for (int l = 0; l < G->nleaves; l++) {
+    const char *t = c_type(slot[G->leaves[l]].m.dtype);
+    fprintf(f, "  const %s *restrict p%d = (const %s *)buf[%d];\n", t, l, t, l + 1);
+  }
+  for (int d = 0; d < nd; d++)
+    fprintf(f, "%*sfor (int64_t i%d = 0; i%d < %lld; i%d++)\n", 2 + 2 * d, "", d, d,
+            (long long)out->shape[d], d);
+  fputs("    {\n", f);
+  for (int l = 0; l < G->nleaves; l++) {
+    const strata__meta *lm = &slot[G->leaves[l]].m;
+    strata__broadcast_strides(lm, out, stride);
+    fprintf(f, "      const %s x%d = p%d[", c_type(lm->dtype), l, l);
+    emit_offset(f, nd, stride);
+    fputs("];\n", f);
+  }
+  for (int m = 0; m + 1 < G->nmembers; m++) {
+    int i = G->members[m];
+    fprintf(f, "      %s v%d;\n", c_type(slot[i].m.dtype), i);
+    emit_member(f, g, G, i, slot, 0, out_stride);
+  }
+  emit_member(f, g, G, G->root, slot, 1, out_stride);
+  fputs("    }\n}\n", f);
+  if (fclose(f) != 0) {
+    free(buf);
+    return STRATA_ENOMEM;
+  }
+  *source = buf;
+  return 0;
+}
+
+/* Metas the kernel depends on: members (root last), then leaves. */
+static int group_metas(const strata__group *G, const strata__slot *slot, strata__meta *m)
+{
+  int n = 0;
+  for (int k = 0; k < G->nmembers; k++)
+    m[n++] = slot[G->members[k]].m;
+  for (int l = 0; l < G->nleaves; l++)
+    m[n++] = slot[G->leaves[l]].m;
+  return n;
+}
+
+int strata__group_kernel(const strata_graph *g, strata__group *G, const strata__slot *slot)
+{
+  int n = G->nmembers + G->nleaves;
+  strata__meta *m = calloc((size_t)n, sizeof *m);
+  if (!m)
+    return STRATA_ENOMEM;
+  group_metas(G, slot, m);
+  int same = G->kernel && G->kernel_generation == strata__jit_generation();
+  for (int k = 0; same && k < n; k++)
+    same = strata__meta_equal(&m[k], &G->kernel_metas[k]);
+  if (same) {
+    free(m);
+    return 0;
+  }
+  char *source = NULL;
+  int ret = fused_source(g, G, slot, &source);
+  if (!ret)
+    ret = strata__jit_build(source, &G->kernel);
+  free(source);
+  if (ret) {
+    free(m);
+    G->kernel = NULL;
+    return ret;
+  }
+  free(G->kernel_metas);
+  G->kernel_metas = m;
+  G->kernel_generation = strata__jit_generation();
+  return 0;
+}
