@@ -1,0 +1,542 @@
+/* Memory modes and fusion of exported graphs: the refinement table, the
+ * defaults (16384-byte threshold, read-twice nodes, constants, inputs and
+ * outputs), user errors found at compile time, fused against eager results
+ * on seeded random elementwise chains (mixed dtypes, broadcasting, scalars),
+ * Hosted nodes and host transfers across runs, Constant nodes computed once,
+ * and the op-by-op fallback when no C compiler can be run. */
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <strata/strata.h>
+
+#include "check.h"
+
+#define MODE(k, t, s) ((strata_memory_mode){(k), (t), (s)})
+#define M(k)          MODE(STRATA_MEM_##k, STRATA_MEMTYPE_ANY, STRATA_SHARING_UNSET)
+#define DEV(s)        MODE(STRATA_MEM_ON_DEVICE, STRATA_MEMTYPE_ANY, STRATA_SHARING_##s)
+#define HOST(t)       MODE(STRATA_MEM_HOSTED, STRATA_MEMTYPE_##t, STRATA_SHARING_UNSET)
+#define COD(s)        MODE(STRATA_MEM_HOSTED, STRATA_MEMTYPE_CHANGED_ON_DEVICES, STRATA_SHARING_##s)
+
+static const char *mode_name(strata_memory_mode m)
+{
+  static char buf[4][64];
+  static int k;
+  k = (k + 1) % 4;
+  strata_memory_mode_format(m, buf[k], sizeof buf[k]);
+  return buf[k];
+}
+
+static const char *node_mode(const strata_graph *g, const char *node)
+{
+  strata_memory_mode m = M(UNDECIDED);
+  if (strata_node_memory_mode(g, node, &m))
+    return "(error)";
+  return mode_name(m);
+}
+
+static strata_array *filled(int ndim, const int64_t *shape, strata_dtype t, double (*f)(int64_t))
+{
+  strata_array *a = NULL;
+  void *p;
+  CHECK_EQ(strata_array_create(ndim, shape, t, &a), 0);
+  CHECK_EQ(strata_array_acquire(a, STRATA_WRITE, &p), 0);
+  for (int64_t i = 0; i < strata_array_nelems(a); i++) {
+    double v = f(i);
+    switch (t) {
+    case STRATA_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case STRATA_FLOAT64: ((double *)p)[i] = v; break;
+    case STRATA_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
+    case STRATA_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case STRATA_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
+    default: ((uint8_t *)p)[i] = (uint8_t)(t == STRATA_BOOL ? v != 0 : v); break;
+    }
+  }
+  strata_array_release(a);
+  return a;
+}
+
+static double ramp(int64_t i) { return (double)(i % 97) - 40; }
+
+static double value_at(strata_array *a, int64_t i)
+{
+  double *p;
+  strata_array *d = NULL;
+  double v = NAN;
+  if (strata_astype(NULL, a, STRATA_FLOAT64, &d) == 0 &&
+      strata_array_acquire(d, STRATA_READ, (void **)&p) == 0) {
+    v = p[i];
+    strata_array_release(d);
+  }
+  strata_array_destroy(d);
+  return v;
+}
+
+/* x (input "x") -> multiply_1 = x * 2 -> add_2 = multiply_1 + 1 = "y". */
+static strata_graph *chain(strata_array *x)
+{
+  strata_context *ctx;
+  strata_array *a, *b;
+  strata_graph *g = NULL;
+  const char *in = "x", *out = "y";
+  CHECK_EQ(strata_context_create(&ctx), 0);
+  strata_deferred_begin(ctx, 1);
+  CHECK_EQ(strata_binary_scalar(ctx, STRATA_FN_MUL, x, strata_float(2), 0, &a), 0);
+  CHECK_EQ(strata_binary_scalar(ctx, STRATA_FN_ADD, a, strata_float(1), 0, &b), 0);
+  strata_deferred_end(ctx);
+  CHECK_EQ(strata_graph_export(1, &x, &in, 1, &b, &out, &g), 0);
+  strata_array_destroy(a);
+  strata_array_destroy(b);
+  strata_context_destroy(ctx);
+  return g;
+}
+
+/* The refinement table: a mode set on an undecided node, then another;
+ * NULL expects STRATA_EINVAL and the first mode kept. */
+static void check_refinement_table(strata_array *x)
+{
+  static const struct {
+    strata_memory_mode first, second;
+    const char *result;
+  } rows[] = {
+      {M(UNDECIDED), M(UNDECIDED), "Undecided"},
+      {M(EFFECTIVELY_CONSTANT), M(VIRTUAL), "Virtual"},
+      {M(EFFECTIVELY_CONSTANT), M(NEVER_VIRTUAL), "Hosted(Constant)"},
+      {M(EFFECTIVELY_CONSTANT), M(MATERIALIZED), "Hosted(Constant)"},
+      {M(EFFECTIVELY_CONSTANT), M(LOCAL), NULL},
+      {M(EFFECTIVELY_CONSTANT), HOST(NONCONSTANT), NULL},
+      {M(VIRTUAL), M(NEVER_VIRTUAL), NULL},
+      {M(VIRTUAL), M(EFFECTIVELY_CONSTANT), "Virtual"},
+      {M(VIRTUAL), M(LOCAL), NULL},
+      {M(VIRTUAL), HOST(ANY), NULL},
+      {M(NEVER_VIRTUAL), M(VIRTUAL), NULL},
+      {M(NEVER_VIRTUAL), M(DEVICE_ONLY), "Device_only"},
+      {M(NEVER_VIRTUAL), M(MATERIALIZED), "Materialized"},
+      {M(NEVER_VIRTUAL), M(EFFECTIVELY_CONSTANT), "Hosted(Constant)"},
+      {M(NEVER_VIRTUAL), HOST(ANY), "Hosted"},
+      {M(DEVICE_ONLY), M(MATERIALIZED), "On_device(Unset)"},
+      {M(DEVICE_ONLY), M(LOCAL), "Local"},
+      {M(DEVICE_ONLY), HOST(ANY), NULL},
+      {M(DEVICE_ONLY), M(VIRTUAL), NULL},
+      {M(MATERIALIZED), M(DEVICE_ONLY), "On_device(Unset)"},
+      {M(MATERIALIZED), HOST(CONSTANT), "Hosted(Constant)"},
+      {M(MATERIALIZED), M(LOCAL), NULL},
+      {M(LOCAL), M(DEVICE_ONLY), "Local"},
+      {M(LOCAL), M(NEVER_VIRTUAL), "Local"},
+      {M(LOCAL), DEV(UNSET), NULL},
+      {M(LOCAL), M(MATERIALIZED), NULL},
+      {DEV(UNSET), DEV(PER_STREAM), "On_device(Per_stream)"},
+      {DEV(UNSET), M(MATERIALIZED), "On_device(Unset)"},
+      {DEV(PER_STREAM), DEV(SHARED), NULL},
+      {DEV(SHARED), DEV(UNSET), "On_device(Shared_cross_streams)"},
+      {DEV(UNSET), HOST(ANY), NULL},
+      {HOST(ANY), M(NEVER_VIRTUAL), "Hosted"},
+      {HOST(ANY), HOST(VOLATILE), "Hosted(Volatile)"},
+      {HOST(ANY), M(DEVICE_ONLY), NULL},
+      {HOST(NONCONSTANT), HOST(VOLATILE), "Hosted(Volatile)"},
+      {HOST(NONCONSTANT), COD(UNSET), "Hosted(Changed_on_devices(Unset))"},
+      {HOST(NONCONSTANT), HOST(CONSTANT), NULL},
+      {COD(UNSET), COD(PER_STREAM), "Hosted(Changed_on_devices(Per_stream))"},
+      {COD(PER_STREAM), COD(SHARED), NULL},
+      {HOST(VOLATILE), COD(UNSET), NULL},
+      {HOST(CONSTANT), M(EFFECTIVELY_CONSTANT), "Hosted(Constant)"},
+      {HOST(CONSTANT), M(VIRTUAL), NULL},
+  };
+  for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+    strata_graph *g = chain(x);
+    CHECK_EQ(strata_node_set_memory_mode(g, "multiply_1", rows[r].first), 0);
+    const char *before = node_mode(g, "multiply_1");
+    int ret = strata_node_set_memory_mode(g, "multiply_1", rows[r].second);
+    int named = strstr(strata_error_message(), "multiply_1") != NULL;
+    const char *got = node_mode(g, "multiply_1");
+    if (rows[r].result) {
+      CHECK_EQ(ret, 0);
+      if (strcmp(got, rows[r].result) != 0)
+        fprintf(stderr, "row %zu: %s then %s gave %s, want %s\n", r, mode_name(rows[r].first),
+                mode_name(rows[r].second), got, rows[r].result);
+      CHECK(strcmp(got, rows[r].result) == 0);
+    } else {
+      CHECK_EQ(ret, STRATA_EINVAL);
+      CHECK(named);
+      CHECK(strcmp(got, before) == 0);
+    }
+    strata_graph_destroy(g);
+  }
+  /* invalid arguments */
+  strata_graph *g = chain(x);
+  CHECK_EQ(strata_node_set_memory_mode(g, "nope", M(LOCAL)), STRATA_EINVAL);
+  CHECK(strstr(strata_error_message(), "nope") != NULL);
+  CHECK_EQ(strata_node_set_memory_mode(g, "y", MODE(99, 0, 0)), STRATA_EINVAL);
+  CHECK_EQ(strata_node_set_memory_mode(NULL, "y", M(LOCAL)), STRATA_EINVAL);
+  CHECK_EQ(strata_node_set_memory_mode(g, "y", MODE(STRATA_MEM_HOSTED, 7, 0)), STRATA_EINVAL);
+  /* the output name and the node name are the same node */
+  CHECK_EQ(strata_node_set_memory_mode(g, "add_2", COD(PER_STREAM)), 0);
+  CHECK(strcmp(node_mode(g, "y"), "Hosted(Changed_on_devices(Per_stream))") == 0);
+  strata_graph_destroy(g);
+}
+
+/* y = sum(x, axis 0) + 1 on x of shape (2, n): the sum is not inlinable;
+ * its size decides Local or On_device. */
+static void check_threshold(int64_t n, const char *want)
+{
+  int64_t shape[2] = {2, n};
+  strata_array *x = filled(2, shape, STRATA_FLOAT32, ramp), *s, *y;
+  strata_context *ctx;
+  strata_graph *g = NULL;
+  int axis = 0;
+  CHECK_EQ(strata_context_create(&ctx), 0);
+  strata_deferred_begin(ctx, 1);
+  CHECK_EQ(strata_reduce(ctx, STRATA_FN_SUM, x, 1, &axis, 0, &s), 0);
+  CHECK_EQ(strata_binary_scalar(ctx, STRATA_FN_ADD, s, strata_float(1), 0, &y), 0);
+  strata_deferred_end(ctx);
+  CHECK_EQ(strata_graph_export(1, &x, NULL, 1, &y, NULL, &g), 0);
+  CHECK_EQ(strata_graph_compile(g), 0);
+  const char *sum = strata_graph_node_name(g, 1);
+  CHECK(strcmp(node_mode(g, sum), want) == 0);
+  CHECK(strcmp(node_mode(g, strata_graph_input_name(g, 0)), "Hosted(Volatile)") == 0);
+  CHECK(strcmp(node_mode(g, strata_graph_output_name(g, 0)),
+               "Hosted(Changed_on_devices(Shared_cross_streams))") == 0);
+  strata_array *out = NULL;
+  for (int run = 0; run < 2; run++) { /* the second run reuses kept storage */
+    CHECK_EQ(strata_graph_run(g, &x, &out), 0);
+    CHECK(value_at(out, n - 1) == ramp(n - 1) + ramp(2 * n - 1) + 1);
+    strata_array_destroy(out);
+  }
+  strata_graph_destroy(g);
+  strata_array_destroy(s);
+  strata_array_destroy(y);
+  strata_array_destroy(x);
+  strata_context_destroy(ctx);
+}
+
+static void check_defaults(strata_array *x)
+{
+  check_threshold(4096, "Local");
+  check_threshold(4097, "On_device(Shared_cross_streams)");
+
+  /* chain: the intermediate is Virtual, one kernel */
+  strata_graph *g = chain(x);
+  CHECK_EQ(strata_graph_nkernels(g), 1);
+  CHECK(strcmp(node_mode(g, "multiply_1"), "Virtual") == 0);
+  strata_graph_destroy(g);
+
+  /* read twice (a * a): never Virtual; a constant: Hosted(Constant),
+   * computed by the first run only */
+  strata_context *ctx;
+  strata_array *a, *sq, *c, *y;
+  const char *in = "x", *out = "y";
+  int64_t n = strata_array_nelems(x);
+  CHECK_EQ(strata_context_create(&ctx), 0);
+  strata_deferred_begin(ctx, 1);
+  CHECK_EQ(strata_binary_scalar(ctx, STRATA_FN_ADD, x, strata_float(1), 0, &a), 0);
+  CHECK_EQ(strata_binary(ctx, STRATA_FN_MUL, a, a, &sq), 0);
+  CHECK_EQ(strata_full(ctx, 1, &n, STRATA_FLOAT32, 3, &c), 0);
+  CHECK_EQ(strata_binary(ctx, STRATA_FN_SUB, sq, c, &y), 0);
+  strata_deferred_end(ctx);
+  CHECK_EQ(strata_graph_export(1, &x, &in, 1, &y, &out, &g), 0);
+  CHECK_EQ(strata_graph_compile(g), 0);
+  CHECK(strcmp(node_mode(g, "add_1"), "Local") == 0);
+  CHECK(strcmp(node_mode(g, "multiply_2"), "Virtual") == 0);
+  CHECK(strcmp(node_mode(g, "full_3"), "Hosted(Constant)") == 0);
+  CHECK_EQ(strata_graph_nkernels(g), 3); /* add, full, fused multiply-subtract */
+  for (int run = 0; run < 2; run++) {
+    strata_array *r = NULL;
+    CHECK_EQ(strata_graph_run(g, &x, &r), 0);
+    CHECK(value_at(r, 5) == (ramp(5) + 1) * (ramp(5) + 1) - 3);
+    strata_array_destroy(r);
+    CHECK_EQ(strata_graph_nkernels(g), 2); /* full is known */
+  }
+  strata_graph_destroy(g);
+  strata_array *held[] = {a, sq, c, y};
+  for (int k = 0; k < 4; k++)
+    strata_array_destroy(held[k]);
+  strata_context_destroy(ctx);
+}
+
+/* Modes that cannot hold are refused by compile (and run), with the node's
+ * name; the graph stays uncompiled and usable once the mode is dropped. */
+static void check_compile_errors(strata_array *x)
+{
+  strata_graph *g = chain(x);
+  CHECK_EQ(strata_node_set_memory_mode(g, "y", M(VIRTUAL)), 0);
+  CHECK_EQ(strata_graph_compile(g), STRATA_EINVAL);
+  CHECK(strstr(strata_error_message(), "add_2") != NULL);
+  strata_array *out = NULL;
+  CHECK_EQ(strata_graph_run(g, &x, &out), STRATA_EINVAL);
+  CHECK(out == NULL);
+  CHECK(strcmp(node_mode(g, "y"), "Virtual") == 0);
+  strata_graph_destroy(g);
+
+  g = chain(x);
+  CHECK_EQ(strata_node_set_memory_mode(g, "x", DEV(UNSET)), 0);
+  CHECK_EQ(strata_graph_compile(g), STRATA_EINVAL);
+  CHECK(strstr(strata_error_message(), "'x'") != NULL);
+  strata_graph_destroy(g);
+
+  /* Virtual on a node read by a non-elementwise node */
+  strata_context *ctx;
+  strata_array *a, *s;
+  strata_graph *h = NULL;
+  CHECK_EQ(strata_context_create(&ctx), 0);
+  strata_deferred_begin(ctx, 1);
+  CHECK_EQ(strata_binary_scalar(ctx, STRATA_FN_MUL, x, strata_float(2), 0, &a), 0);
+  CHECK_EQ(strata_reduce(ctx, STRATA_FN_SUM, a, 0, NULL, 0, &s), 0);
+  strata_deferred_end(ctx);
+  CHECK_EQ(strata_graph_export(1, &x, NULL, 1, &s, NULL, &h), 0);
+  CHECK_EQ(strata_node_set_memory_mode(h, "multiply_1", M(VIRTUAL)), 0);
+  CHECK_EQ(strata_graph_compile(h), STRATA_EINVAL);
+  CHECK(strstr(strata_error_message(), "multiply_1") != NULL);
+  CHECK_EQ(strata_graph_nkernels(h), STRATA_EINVAL);
+  strata_graph_destroy(h);
+  strata_array_destroy(a);
+  strata_array_destroy(s);
+  strata_context_destroy(ctx);
+}
+
+/* ---- fused against eager on random chains ---- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static int rnd(int n)
+{
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (int)(rng % (uint64_t)n);
+}
+
+/* Same dtype, shape and bytes (NaNs of any payload match). */
+static int same_values(strata_array *a, strata_array *b)
+{
+  strata_dtype t = (strata_dtype)strata_array_dtype(a);
+  if ((int)t != strata_array_dtype(b) || strata_array_nelems(a) != strata_array_nelems(b))
+    return 0;
+  const unsigned char *pa, *pb;
+  if (strata_array_acquire(a, STRATA_READ, (void **)&pa))
+    return 0;
+  int same = strata_array_acquire(b, STRATA_READ, (void **)&pb) == 0;
+  size_t es = strata_dtype_size(t);
+  for (int64_t i = 0; same && i < strata_array_nelems(a); i++) {
+    const unsigned char *x = pa + (size_t)i * es, *y = pb + (size_t)i * es;
+    double dx = t == STRATA_FLOAT32 ? *(const float *)x : *(const double *)x;
+    double dy = t == STRATA_FLOAT32 ? *(const float *)y : *(const double *)y;
+    int both_nan = (t == STRATA_FLOAT32 || t == STRATA_FLOAT64) && isnan(dx) && isnan(dy);
+    same = both_nan || memcmp(x, y, es) == 0;
+  }
+  if (pb)
+    strata_array_release(b);
+  strata_array_release(a);
+  return same;
+}
+
+/* One random step on operands from the pool, eager (ctx NULL) or recorded:
+ * both calls get the same choices from the same seed. */
+static int random_op(strata_context *ctx, strata_array **pool, int npool, uint64_t seed,
+                     strata_array **out)
+{
+  uint64_t saved = rng;
+  rng = seed;
+  strata_array *a = pool[rnd(npool)], *b = pool[rnd(npool)], *c = pool[rnd(npool)];
+  int kind = rnd(5), ret;
+  static const strata_fn unary[] = {STRATA_FN_NEG, STRATA_FN_ABS, STRATA_FN_EXP, STRATA_FN_LOG,
+                                    STRATA_FN_SQRT};
+  strata_fn binary = (strata_fn)(STRATA_FN_ADD + rnd(STRATA_FN_GE - STRATA_FN_ADD + 1));
+  strata_scalar s = rnd(2) ? strata_int(rnd(7) - 3) : strata_float((rnd(13) - 6) * 0.75);
+  switch (kind) {
+  case 0: ret = strata_unary(ctx, unary[rnd(5)], a, out); break;
+  case 1: ret = strata_binary(ctx, binary, a, b, out); break;
+  case 2: ret = strata_binary_scalar(ctx, binary, a, s, rnd(2), out); break;
+  case 3: ret = strata_where(ctx, a, b, c, out); break;
+  default: ret = strata_astype(ctx, a, (strata_dtype)rnd(STRATA_NDTYPES), out); break;
+  }
+  rng = saved;
+  return ret;
+}
+
+/* Shared objects in the kernel cache ($STRATA_JIT_CACHE, set by CTest). */
+static int count_built_kernels(void)
+{
+  const char *dir = getenv("STRATA_JIT_CACHE");
+  DIR *d = dir ? opendir(dir) : NULL;
+  int count = 0;
+  for (struct dirent *e; d && (e = readdir(d));)
+    count += strstr(e->d_name, ".so") != NULL;
+  if (d)
+    closedir(d);
+  return count;
+}
+
+static double small_ints(int64_t i) { return (double)((i * 7) % 11) - 5; }
+
+static void check_random_chains(void)
+{
+  const int ncases = 150;
+  static const int64_t shapes[][2] = {{3, 4}, {1, 4}, {3, 1}};
+  int fused_kernels = 0, nodes = 0;
+  for (int c = 0; c < ncases; c++) {
+    strata_array *eager[24], *lazy[24];
+    int np = 0;
+    for (int k = 0; k < 2; k++) {
+      strata_dtype t = (strata_dtype)rnd(STRATA_NDTYPES);
+      eager[np] = lazy[np] = filled(2, shapes[k == 0 ? 0 : rnd(3)], t, small_ints);
+      np++;
+    }
+    strata_context *ctx;
+    CHECK_EQ(strata_context_create(&ctx), 0);
+    int len = 2 + rnd(12), ninputs = np;
+    for (int step = 0; step < len && np < 24; step++) {
+      uint64_t seed = ((uint64_t)(c * 64 + step) * 0x9e3779b97f4a7c15ull) | 1;
+      strata_array *e = NULL, *l = NULL;
+      int re = random_op(NULL, eager, np, seed, &e);
+      strata_deferred_begin(ctx, 1);
+      int rl = random_op(ctx, lazy, np, seed, &l);
+      strata_deferred_end(ctx);
+      CHECK_EQ(rl, re);
+      if (re || rl) {
+        strata_array_destroy(e);
+        strata_array_destroy(l);
+        continue;
+      }
+      eager[np] = e;
+      lazy[np++] = l;
+    }
+    if (np == ninputs) {
+      strata_array_destroy(eager[0]);
+      strata_array_destroy(eager[1]);
+      strata_context_destroy(ctx);
+      continue;
+    }
+    /* outputs: the last value, and one earlier value half of the time */
+    strata_array *outs[2] = {lazy[np - 1], lazy[ninputs + rnd(np - ninputs)]};
+    int nout = rnd(2) && outs[1] != outs[0] ? 2 : 1;
+    strata_graph *g = NULL;
+    strata_array *bound[2] = {lazy[0], lazy[1]};
+    int nin = 2, ret = strata_graph_export(nin, bound, NULL, nout, outs, NULL, &g);
+    for (int k = 0; ret == STRATA_EUNUSED && k < 2 && !g; k++) { /* one input is unused */
+      bound[0] = lazy[k];
+      nin = 1;
+      if ((ret = strata_graph_export(nin, bound, NULL, nout, outs, NULL, &g)) == STRATA_EUNBOUND)
+        ret = STRATA_EUNUSED; /* the output needs the other one */
+    }
+    CHECK_EQ(ret, 0);
+    fused_kernels += g ? strata_graph_nkernels(g) : 0;
+    nodes += g ? strata_graph_nnodes(g) - nin : 0;
+    for (int run = 0; g && run < 2; run++) {
+      strata_array *got[2] = {NULL, NULL};
+      CHECK_EQ(strata_graph_run(g, bound, got), 0);
+      int idx[2] = {np - 1, -1};
+      for (int k = ninputs; k < np; k++)
+        if (lazy[k] == outs[1])
+          idx[1] = k;
+      for (int o = 0; o < nout; o++) {
+        int same = got[o] && same_values(got[o], eager[idx[o]]);
+        if (!same)
+          fprintf(stderr, "case %d output %d differs from eager\n", c, o);
+        CHECK(same);
+        strata_array_destroy(got[o]);
+      }
+    }
+    strata_graph_destroy(g);
+    for (int k = 0; k < np; k++) {
+      strata_array_destroy(eager[k]);
+      if (k >= ninputs)
+        strata_array_destroy(lazy[k]);
+    }
+    strata_context_destroy(ctx);
+  }
+  /* fusion happened: fewer kernels than operation nodes, built into the
+   * cache (not the node-by-node fallback) */
+  printf("random chains: %d operation nodes ran as %d kernels\n", nodes, fused_kernels);
+  CHECK(fused_kernels < nodes);
+  CHECK(count_built_kernels() > 0);
+}
+
+/* ---- host transfers, Hosted intermediates ---- */
+
+static double twice(int64_t i) { return 2.0 * (double)i; }
+
+static void check_host_transfers(void)
+{
+  int64_t n = 1000;
+  strata_array *x = filled(1, &n, STRATA_FLOAT64, ramp), *out = NULL, *mid = NULL;
+  strata_graph *g = chain(x);
+  CHECK_EQ(strata_graph_node_value(g, "multiply_1", &mid), STRATA_ESTATE);
+  CHECK_EQ(strata_node_set_memory_mode(g, "multiply_1", HOST(ANY)), 0);
+  CHECK_EQ(strata_graph_run(g, &x, &out), 0);
+  CHECK_EQ(strata_graph_nkernels(g), 2);
+  CHECK(value_at(out, 7) == 2 * ramp(7) + 1);
+  CHECK_EQ(strata_graph_node_value(g, "multiply_1", &mid), 0);
+  CHECK(mid && value_at(mid, 7) == 2 * ramp(7));
+  CHECK_EQ(strata_graph_node_value(g, "y", &mid), STRATA_ESTATE); /* outputs are run results */
+  strata_array_destroy(out);
+  strata_array_destroy(mid);
+
+  /* the host writes the input: the next run sees the new values */
+  double *p;
+  CHECK_EQ(strata_array_acquire(x, STRATA_WRITE, (void **)&p), 0);
+  for (int64_t i = 0; i < n; i++)
+    p[i] = twice(i);
+  strata_array_release(x);
+  CHECK_EQ(strata_graph_run(g, &x, &out), 0);
+  CHECK(value_at(out, 999) == 2 * twice(999) + 1);
+  CHECK_EQ(strata_graph_node_value(g, "multiply_1", &mid), 0);
+  CHECK(value_at(mid, 999) == 2 * twice(999));
+  strata_array_destroy(mid);
+  strata_array_destroy(out);
+  strata_graph_destroy(g);
+
+  /* an On_device intermediate across runs with changing inputs; a Local
+   * one has no kept value */
+  g = chain(x);
+  CHECK_EQ(strata_node_set_memory_mode(g, "multiply_1", DEV(UNSET)), 0);
+  for (int run = 0; run < 3; run++) {
+    CHECK_EQ(strata_array_acquire(x, STRATA_WRITE, (void **)&p), 0);
+    for (int64_t i = 0; i < n; i++)
+      p[i] = (double)(run * 10 + i);
+    strata_array_release(x);
+    CHECK_EQ(strata_graph_run(g, &x, &out), 0);
+    CHECK(value_at(out, 3) == 2.0 * (run * 10 + 3) + 1);
+    strata_array_destroy(out);
+  }
+  CHECK_EQ(strata_graph_node_value(g, "multiply_1", &mid), STRATA_EINVAL);
+  strata_graph_destroy(g);
+  strata_array_destroy(x);
+}
+
+/* Without a usable C compiler, fused groups run node by node. */
+static void check_fallback(strata_array *x)
+{
+  const char *saved_cc = getenv("STRATA_JIT_CC"), *saved_cache = getenv("STRATA_JIT_CACHE");
+  char *cc = saved_cc ? strdup(saved_cc) : NULL, *cache = saved_cache ? strdup(saved_cache) : NULL;
+  check_scratch_open("strata_jit");
+  setenv("STRATA_JIT_CC", "/nonexistent/cc", 1);
+  setenv("STRATA_JIT_CACHE", check_path("cache"), 1);
+  strata_graph *g = chain(x);
+  strata_array *out = NULL;
+  CHECK_EQ(strata_graph_run(g, &x, &out), 0);
+  CHECK(value_at(out, 11) == 2 * ramp(11) + 1);
+  strata_array_destroy(out);
+  strata_graph_destroy(g);
+  cc ? setenv("STRATA_JIT_CC", cc, 1) : unsetenv("STRATA_JIT_CC");
+  cache ? setenv("STRATA_JIT_CACHE", cache, 1) : unsetenv("STRATA_JIT_CACHE");
+  free(cc);
+  free(cache);
+  check_scratch_close();
+}
+
+int main(int argc, char **argv)
+{
+  check_init(&argc, &argv);
+  int64_t n = 64;
+  strata_array *x = filled(1, &n, STRATA_FLOAT32, ramp);
+  check_refinement_table(x);
+  check_defaults(x);
+  check_compile_errors(x);
+  check_random_chains();
+  check_host_transfers();
+  check_fallback(x);
+  strata_array_destroy(x);
+  strata_finalize();
+  return check_status();
+}
