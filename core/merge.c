@@ -160,3 +160,148 @@ int strata_array_reduce(strata_array *a, strata_op op, int root)
   }
   return 0;
 }
+
+/* ---- merge of versions ---- */
+
+int strata_merge_tree_pairs(int n, int *src, int *dst)
+{
+  if (n < 1 || !src || !dst)
+    return STRATA_EINVAL;
+  int k = 0;
+  for (int m = n; m > 1; m -= m / 2)
+    for (int h = m / 2, j = 0; j < h; j++, k++) {
+      src[k] = m - h + j;
+      dst[k] = m - 2 * h + j;
+    }
+  return k;
+}
+
+/* This rank's part of the checks: every local version of one type and size,
+ * the op keeping the type, nothing acquired or with history. */
+static int check_versions(strata_array **v, int nlocal, strata_op op, strata_merge_method method,
+                          int64_t *dtype, int64_t *nelems)
+{
+  *dtype = *nelems = -1;
+  if (nlocal < 0 || (nlocal > 0 && !v) ||
+      (method != STRATA_MERGE_TREE && method != STRATA_MERGE_REDUX))
+    return STRATA_EINVAL;
+  for (int k = 0; k < nlocal; k++) {
+    if (!v[k] || (k > 0 && (v[k]->dtype != v[0]->dtype || v[k]->nelems != v[0]->nelems)))
+      return STRATA_EINVAL;
+    if (v[k]->acquired)
+      return STRATA_ESTATE;
+    int ret = strata__array_writable(v[k]);
+    if (ret)
+      return ret;
+  }
+  if (nlocal == 0)
+    return 0;
+  *dtype = v[0]->dtype;
+  *nelems = v[0]->nelems;
+  strata_dtype result;
+  int ret = strata_merge_result_dtype(op, v[0]->dtype, &result);
+  return ret ? ret : result != v[0]->dtype ? STRATA_ETYPE : 0;
+}
+
+/* Merge src into dst, replicas of the given owner ranks; the owner of src
+ * sends it when dst lives elsewhere. */
+static int merge_pair(strata_array *src, strata_array *dst, int src_rank, int dst_rank,
+                      strata_op op, int64_t tag)
+{
+  int me = strata_rank();
+  if (src_rank == me && dst_rank == me)
+    return strata__merge_submit(dst->handle, src->handle, op, dst->dtype);
+  if (src_rank == me)
+    return starpu_mpi_isend_detached(src->handle, dst_rank, tag, strata_comm(), NULL, NULL)
+               ? STRATA_EMPI
+               : 0;
+  return dst_rank == me ? merge_from(dst, op, src_rank, tag) : 0;
+}
+
+/* Replicas (or ranks, for REDUX) 0..n-1 merged along the tree; owner[i]
+ * the rank of item i, local[i] its array on that rank (NULL elsewhere). */
+static int merge_tree(int n, const int *owner, strata_array **local, strata_op op)
+{
+  int *src = malloc((size_t)n * sizeof *src), *dst = malloc((size_t)n * sizeof *dst);
+  int ret = src && dst ? 0 : STRATA_ENOMEM, npairs = ret ? 0 : strata_merge_tree_pairs(n, src, dst);
+  for (int k = 0; k < npairs && !ret; k++) {
+    int64_t tag = strata__next_collective() << 6;
+    ret = merge_pair(local[src[k]], local[dst[k]], owner[src[k]], owner[dst[k]], op, tag);
+  }
+  free(src);
+  free(dst);
+  return ret;
+}
+
+int strata_merge_versions(strata_array **versions, int nlocal, strata_op op,
+                          strata_merge_method method)
+{
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  int64_t mine[4] = {0, nlocal, -1, -1};
+  mine[0] = check_versions(versions, nlocal, op, method, &mine[2], &mine[3]);
+  int64_t agreed[2] = {op, method};
+  int size = strata_size(), me = strata_rank();
+  int64_t *all = malloc((size_t)size * sizeof mine);
+  if (!all)
+    return STRATA_ENOMEM; /* before any communication: every rank fails alike */
+  if (MPI_Allgather(mine, 4, MPI_INT64_T, all, 4, MPI_INT64_T, strata__coll_comm()) !=
+      MPI_SUCCESS) {
+    free(all);
+    return STRATA_EMPI;
+  }
+  /* the same verdict everywhere: the worst error, then the agreement of the
+   * ranks holding replicas on type and size */
+  int err = 0, total = 0, first = -1;
+  for (int r = 0; r < size; r++) {
+    int64_t *a = all + 4 * r;
+    if (a[0] < err)
+      err = (int)a[0];
+    if (a[1] > 0 && first >= 0 && (a[2] != all[4 * first + 2] || a[3] != all[4 * first + 3]))
+      err = err ? err : STRATA_EINVAL;
+    if (a[1] > 0 && first < 0)
+      first = r;
+    total += (int)(a[1] > 0 ? a[1] : 0);
+  }
+  if (!err && total == 0)
+    err = STRATA_EINVAL;
+  if ((ret = strata__agree(err, agreed, 2))) {
+    free(all);
+    return ret;
+  }
+  /* items of the tree: every replica, or one per rank holding replicas
+   * (REDUX accumulates the others into its first) */
+  int n = 0, *owner = malloc((size_t)total * sizeof *owner);
+  strata_array **item = calloc((size_t)total, sizeof *item);
+  ret = owner && item ? 0 : STRATA_ENOMEM;
+  for (int r = 0; !ret && r < size; r++)
+    for (int k = 0; k < all[4 * r + 1] && (k == 0 || method == STRATA_MERGE_TREE); k++) {
+      owner[n] = r;
+      item[n++] = r == me ? versions[k] : NULL;
+    }
+  for (int k = 1; !ret && method == STRATA_MERGE_REDUX && k < nlocal; k++)
+    ret = strata_accumulate(versions[0], versions[k], op);
+  if (!ret)
+    ret = merge_tree(n, owner, item, op);
+  /* broadcast: replica 0 to the first version of every other rank, then
+   * locally to the rest */
+  for (int r = 0; !ret && r < size; r++) {
+    int64_t tag = strata__next_collective() << 6;
+    if (r == first || all[4 * r + 1] == 0)
+      continue;
+    if (me == first &&
+        starpu_mpi_isend_detached(versions[0]->handle, r, tag, strata_comm(), NULL, NULL) != 0)
+      ret = STRATA_EMPI;
+    if (me == r &&
+        starpu_mpi_irecv_detached(versions[0]->handle, first, tag, strata_comm(), NULL, NULL) != 0)
+      ret = STRATA_EMPI;
+  }
+  for (int k = 1; !ret && k < nlocal; k++)
+    ret = strata__from_starpu(
+        starpu_data_cpy(versions[k]->handle, versions[0]->handle, 1, NULL, NULL));
+  free(owner);
+  free(item);
+  free(all);
+  return ret;
+}

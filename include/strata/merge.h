@@ -58,6 +58,37 @@ int strata_array_fill_identity(strata_array *a, strata_op op);
  *  passes a bad argument; STRATA_ETYPE when @p op does not keep the type. */
 int strata_array_reduce(strata_array *a, strata_op op, int root);
 
+/** How strata_merge_versions() combines versions. */
+typedef enum strata_merge_method {
+  STRATA_MERGE_TREE = 0, /**< the fixed pairing of strata_merge_tree_pairs(): reproducible */
+  STRATA_MERGE_REDUX     /**< StarPU REDUX within each rank (any order), then the tree across
+                              ranks */
+} strata_merge_method;
+
+/** @brief The merge tree of @p n replicas as (src, dst) pairs, in order:
+ *  with h = n / 2, replicas n - h + j merge into n - 2h + j (j < h), then the
+ *  same on the first n - h, until one is left (for 4: 2->0, 3->1, 1->0).
+ *  @p src and @p dst need room for n - 1 pairs.
+ *  @return the number of pairs (n - 1), or STRATA_EINVAL (n < 1, NULL). */
+int strata_merge_tree_pairs(int n, int *src, int *dst);
+
+/** @brief Collective over strata_comm(): merge the versions of one value
+ *  that data-parallel replicas computed (for example partial gradients),
+ *  then give every replica the merged value. Replicas are numbered in rank
+ *  order: rank 0's @p nlocal versions first (@p nlocal may be 0 on some
+ *  ranks). With STRATA_MERGE_TREE, replica src merges into dst along
+ *  strata_merge_tree_pairs(): merge tasks on the data handles, StarPU-MPI
+ *  transfers between ranks, so results are the same run to run. Returns
+ *  after submission; reading a version waits for its value.
+ *
+ *  Every rank gets the same return code: STRATA_EINVAL when versions differ
+ *  in type or size (on any rank), on a bad method, NULL versions or no
+ *  replica at all; STRATA_ETYPE when @p op does not keep the type;
+ *  STRATA_ESTATE when a version is acquired; STRATA_EINPLACE when one has
+ *  recorded history. */
+int strata_merge_versions(strata_array **versions, int nlocal, strata_op op,
+                          strata_merge_method method);
+
 #ifdef __cplusplus
 }
 #endif
