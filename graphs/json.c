@@ -426,23 +426,51 @@ static const char *escaped(const char *s, char *buf, size_t size)
   return buf;
 }
 
+/* Node i's DOT statement; compiled graphs add the memory mode and dash
+ * Virtual nodes. */
+static void dot_node(const strata_graph *g, int i, FILE *out)
+{
+  const strata__node *nd = &g->nodes[i];
+  char name[256], mode[64] = "";
+  int is_virtual = g->plan.compiled && g->mem[i] == STRATA__MEM_VIRTUAL;
+  if (g->plan.compiled) {
+    strata_memory_mode m;
+    strata_node_memory_mode(g, nd->name, &m);
+    strata_memory_mode_format(m, mode, sizeof mode);
+  }
+  fprintf(out, "  n%d [shape=%s, label=\"%s\\n%s %s[", i,
+          nd->op == STRATA__OP_INPUT ? "ellipse, style=filled, fillcolor=\"#cfe2f3\""
+          : is_virtual               ? "box, style=dashed"
+                                     : "box",
+          escaped(nd->name, name, sizeof name), strata__op_name(nd),
+          strata_dtype_name(nd->m.dtype));
+  for (int d = 0; d < nd->m.ndim; d++)
+    fprintf(out, d ? ",%lld" : "%lld", (long long)nd->m.shape[d]);
+  fprintf(out, "]%s%s\"];\n", mode[0] ? "\\n" : "", mode);
+}
+
 int strata_graph_write_dot(const strata_graph *g, FILE *out)
 {
   if (!g || !out)
     return STRATA_EINVAL;
   char name[256];
   fprintf(out, "digraph strata {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n");
+  /* fused groups of a compiled graph: one cluster per generated kernel */
+  for (int gi = 0; gi < g->plan.ngroups; gi++) {
+    const strata__group *G = &g->plan.groups[gi];
+    fprintf(out,
+            "  subgraph cluster_fused%d {\n    label=\"fused kernel %d\"; style=rounded; "
+            "color=\"#e69138\";\n",
+            gi, gi);
+    for (int m = 0; m < G->nmembers; m++)
+      dot_node(g, G->members[m], out);
+    fprintf(out, "  }\n");
+  }
   for (int i = 0; i < g->n; i++) {
-    const strata__node *nd = &g->nodes[i];
-    fprintf(out, "  n%d [shape=%s, label=\"%s\\n%s %s[", i,
-            nd->op == STRATA__OP_INPUT ? "ellipse, style=filled, fillcolor=\"#cfe2f3\"" : "box",
-            escaped(nd->name, name, sizeof name), strata__op_name(nd),
-            strata_dtype_name(nd->m.dtype));
-    for (int d = 0; d < nd->m.ndim; d++)
-      fprintf(out, d ? ",%lld" : "%lld", (long long)nd->m.shape[d]);
-    fprintf(out, "]\"];\n");
-    for (int k = 0; k < nd->nin; k++)
-      fprintf(out, "  n%d -> n%d;\n", nd->in[k], i);
+    if (!g->plan.compiled || g->plan.group_of[i] < 0)
+      dot_node(g, i, out);
+    for (int k = 0; k < g->nodes[i].nin; k++)
+      fprintf(out, "  n%d -> n%d;\n", g->nodes[i].in[k], i);
   }
   for (int o = 0; o < g->noutputs; o++)
     fprintf(out,

@@ -215,10 +215,18 @@ static void check_defaults(strata_array *x)
   check_threshold(4096, "Local");
   check_threshold(4097, "On_device(Shared_cross_streams)");
 
-  /* chain: the intermediate is Virtual, one kernel */
+  /* chain: the intermediate is Virtual, one kernel, drawn dashed inside
+   * the fused kernel's cluster */
   strata_graph *g = chain(x);
   CHECK_EQ(strata_graph_nkernels(g), 1);
   CHECK(strcmp(node_mode(g, "multiply_1"), "Virtual") == 0);
+  char *dot = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&dot, &len);
+  CHECK_EQ(strata_graph_write_dot(g, f), 0);
+  fclose(f);
+  CHECK(strstr(dot, "cluster_fused0") && strstr(dot, "style=dashed, label=\"multiply_1"));
+  free(dot);
   strata_graph_destroy(g);
 
   /* read twice (a * a): never Virtual; a constant: Hosted(Constant),
