@@ -200,6 +200,7 @@ int main(int argc, char **argv)
     cJSON_Delete(u);
   }
   cJSON_AddItemToObject(root, "results", results);
+  cJSON_AddBoolToObject(root, "results_match_unfused", failures == 0);
   bench_print_json(root);
   return failures ? 1 : 0;
 }

@@ -79,6 +79,20 @@ static double read_scalar(strata_array *a)
   return v;
 }
 
+/* Replica i's input: elements i * CHUNK ... */
+static strata_array *chunk(int i)
+{
+  int64_t n = CHUNK;
+  strata_array *x = NULL;
+  double *p;
+  CHECK_EQ(strata_array_create(1, &n, STRATA_FLOAT64, &x), 0);
+  CHECK_EQ(strata_array_acquire(x, STRATA_WRITE, (void **)&p), 0);
+  for (int64_t k = 0; k < n; k++)
+    p[k] = element(i * CHUNK + k);
+  strata_array_release(x);
+  return x;
+}
+
 /* Each local replica runs the graph on its chunk; returns their count. */
 static int run_replicas(strata_graph *g, strata_array **versions)
 {
@@ -86,14 +100,7 @@ static int run_replicas(strata_graph *g, strata_array **versions)
   for (int i = 0; i < REPLICAS; i++) {
     if (owner_of(i) != rank)
       continue;
-    int64_t n = CHUNK;
-    strata_array *x;
-    double *p;
-    CHECK_EQ(strata_array_create(1, &n, STRATA_FLOAT64, &x), 0);
-    CHECK_EQ(strata_array_acquire(x, STRATA_WRITE, (void **)&p), 0);
-    for (int64_t k = 0; k < n; k++)
-      p[k] = element(i * CHUNK + k);
-    strata_array_release(x);
+    strata_array *x = chunk(i);
     CHECK_EQ(strata_graph_run(g, &x, &versions[nlocal]), 0);
     nlocal++;
     strata_array_destroy(x);
@@ -107,14 +114,7 @@ static double tree_reference(strata_graph *g)
 {
   double part[REPLICAS];
   for (int i = 0; i < REPLICAS; i++) {
-    int64_t n = CHUNK;
-    strata_array *x, *s = NULL;
-    double *p;
-    CHECK_EQ(strata_array_create(1, &n, STRATA_FLOAT64, &x), 0);
-    CHECK_EQ(strata_array_acquire(x, STRATA_WRITE, (void **)&p), 0);
-    for (int64_t k = 0; k < n; k++)
-      p[k] = element(i * CHUNK + k);
-    strata_array_release(x);
+    strata_array *x = chunk(i), *s = NULL;
     CHECK_EQ(strata_graph_run(g, &x, &s), 0);
     part[i] = s ? read_scalar(s) : 0;
     strata_array_destroy(s);
