@@ -21,8 +21,9 @@
  * (float64). Broadcasting is NumPy's: shapes align on the right, dimensions
  * of extent 1 stretch.
  *
- * Graph operations are local to the calling rank; a context is used by one
- * thread at a time.
+ * Graph operations are local to the calling rank; a context, and an
+ * exported graph (which keeps storage between runs), are used by one thread
+ * at a time.
  */
 #ifndef STRATA_GRAPH_H
 #define STRATA_GRAPH_H
