@@ -335,9 +335,13 @@ static int decide(strata_graph *g, const struct analysis *an)
     if (nd->op == STRATA__OP_EW && (ret = join(g, p->ngroups++, i)))
       return ret;
   }
-  /* groups of a lone root run as plain tasks */
+  /* groups of a lone root run as plain tasks; the others are numbered in
+   * topological order (they were found from the last node) */
+  strata__group *ordered = calloc((size_t)p->ngroups + 1, sizeof *ordered);
+  if (!ordered)
+    return STRATA_ENOMEM;
   int kept = 0;
-  for (int gi = 0; gi < p->ngroups; gi++) {
+  for (int gi = p->ngroups - 1; gi >= 0; gi--) {
     strata__group *G = &p->groups[gi];
     G->root = G->members[G->nmembers - 1];
     if (G->nmembers < 2) {
@@ -345,11 +349,12 @@ static int decide(strata_graph *g, const struct analysis *an)
       free(G->members);
       continue;
     }
-    p->groups[kept] = *G;
     for (int m = 0; m < G->nmembers; m++)
       p->group_of[G->members[m]] = kept;
-    kept++;
+    ordered[kept++] = *G;
   }
+  free(p->groups);
+  p->groups = ordered;
   p->ngroups = kept;
   return 0;
 }
