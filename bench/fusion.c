@@ -82,8 +82,10 @@ static int child(int nodes, int fused, int64_t n, int rounds)
   strata_context_create(&ctx);
   strata_deferred_begin(ctx, 1);
   strata_array *y = x, **ys = calloc((size_t)nodes, sizeof *ys);
-  for (int i = 0; i < nodes; i++)
-    step(ctx, i, y, &ys[i]), y = ys[i];
+  for (int i = 0; i < nodes; i++) {
+    step(ctx, i, y, &ys[i]);
+    y = ys[i];
+  }
   strata_deferred_end(ctx);
   strata_graph *g = NULL;
   int ret = strata_graph_export(1, &x, NULL, 1, &y, NULL, &g);
@@ -102,8 +104,8 @@ static int child(int nodes, int fused, int64_t n, int rounds)
     strata_array *out = NULL;
     double t0 = bench_now();
     ret = strata_graph_run(g, &x, &out);
-    if (!ret)
-      strata_array_acquire(out, STRATA_READ, (void **)&p), strata_array_release(out);
+    if (!ret && (ret = strata_array_acquire(out, STRATA_READ, (void **)&p)) == 0)
+      strata_array_release(out); /* waits for the run */
     if (r >= 0)
       t[r] = bench_now() - t0;
     if (!ret && r == rounds - 1)

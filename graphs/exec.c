@@ -18,6 +18,14 @@ static int count_nonzero(const strata__meta *in, starpu_data_handle_t h, int64_t
   return ret;
 }
 
+/* A handle for a value of meta m without host copy: StarPU allocates it
+ * where the first writer runs. */
+static void register_device(const strata__meta *m, starpu_data_handle_t *h)
+{
+  int64_t n = strata__meta_nelems(m);
+  starpu_vector_data_register(h, -1, 0, (uint32_t)(n > 0 ? n : 1), strata_dtype_size(m->dtype));
+}
+
 /* Storage of node i kept across runs (On_device handle or Hosted array),
  * replaced when the meta changed. */
 static int place_kept(strata_graph *g, int i, strata__slot *s)
@@ -41,9 +49,7 @@ static int place_kept(strata_graph *g, int i, strata__slot *s)
       return ret;
     k->h = g->plan.hosted[i]->handle;
   } else {
-    int64_t n = strata__meta_nelems(&s->m);
-    starpu_vector_data_register(&k->h, -1, 0, (uint32_t)(n > 0 ? n : 1),
-                                strata_dtype_size(s->m.dtype));
+    register_device(&s->m, &k->h);
   }
   k->m = s->m;
   s->h = k->h;
@@ -53,12 +59,10 @@ static int place_kept(strata_graph *g, int i, strata__slot *s)
 /* A place for node i's result, per its sink. */
 static int place(int sink, strata__slot *s, strata_array **target, strata_graph *g, int i)
 {
-  int64_t n = strata__meta_nelems(&s->m);
   int ret;
   switch (sink) {
   case STRATA__SINK_TEMP:
-    starpu_vector_data_register(&s->h, -1, 0, (uint32_t)(n > 0 ? n : 1),
-                                strata_dtype_size(s->m.dtype));
+    register_device(&s->m, &s->h);
     s->temp = 1;
     return 0;
   case STRATA__SINK_KEEP: return place_kept(g, i, s);
@@ -136,11 +140,11 @@ static int run_group(strata_graph *g, strata__group *G, int sink, strata__slot *
                      strata_array **target)
 {
   int root = G->root, ret = infer_virtual(&g->nodes[root], slot, root);
-  if (!ret)
-    ret = place(sink, &slot[root], &target[root], g, root);
   if (ret)
     return ret;
-  if ((ret = strata__group_kernel(g, G, slot)) == 0) {
+  if (strata__group_kernel(g, G, slot) == 0) {
+    if ((ret = place(sink, &slot[root], &target[root], g, root)))
+      return ret;
     starpu_data_handle_t h[STARPU_NMAXBUFS];
     for (int l = 0; l < G->nleaves; l++)
       h[l] = slot[G->leaves[l]].h;
@@ -149,16 +153,9 @@ static int run_group(strata_graph *g, strata__group *G, int sink, strata__slot *
   strata_log(STRATA_LOG_WARN, "fused kernel unavailable (%s): running its %d nodes one by one",
              strata_error_message(), G->nmembers);
   strata__clear_error();
-  ret = 0;
   for (int m = 0; m < G->nmembers && !ret; m++) {
     int i = G->members[m];
-    strata__meta in_meta[STRATA__EW_MAXOPS];
-    starpu_data_handle_t in_h[STRATA__EW_MAXOPS];
-    ret = infer_node(&g->nodes[i], slot, i, in_meta, in_h);
-    if (!ret && i != root)
-      ret = place(STRATA__SINK_TEMP, &slot[i], &target[i], g, i);
-    if (!ret)
-      ret = strata__submit_node(&g->nodes[i], in_meta, in_h, &slot[i].m, slot[i].h);
+    ret = run_node(&g->nodes[i], i == root ? sink : STRATA__SINK_TEMP, slot, i, target, g);
   }
   for (int m = 0; m + 1 < G->nmembers; m++)
     drop_temp(&slot[G->members[m]]);

@@ -391,22 +391,6 @@ int strata_graph_compile(strata_graph *g)
   return ret;
 }
 
-int strata_graph_nkernels(strata_graph *g)
-{
-  int ret = strata_graph_compile(g);
-  if (ret)
-    return ret;
-  int count = 0;
-  for (int i = 0; i < g->n; i++) {
-    int gi = g->plan.group_of[i];
-    if (g->nodes[i].op == STRATA__OP_INPUT || (gi >= 0 && g->plan.groups[gi].root != i) ||
-        (g->mem[i] == STRATA__MEM_HOST_CONST && g->plan.computed[i]))
-      continue;
-    count++;
-  }
-  return count;
-}
-
 void strata__plan_free(strata__plan *p)
 {
   for (int gi = 0; p->groups && gi < p->ngroups; gi++) {

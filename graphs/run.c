@@ -11,10 +11,16 @@ static int is_done_constant(const strata_graph *g, int i)
   return g->mem[i] == STRATA__MEM_HOST_CONST && g->plan.computed[i];
 }
 
+/* Whether this run computes node i (inside a fused kernel or not). */
+static int computes(const strata_graph *g, int i, const int *needed)
+{
+  return g->nodes[i].op != STRATA__OP_INPUT && needed[i] && !is_done_constant(g, i);
+}
+
 /* Where node i's value goes in this run; -1: nothing to compute. */
 static int sink_of(const strata_graph *g, int i, const int *needed, const int *is_output)
 {
-  if (g->nodes[i].op == STRATA__OP_INPUT || !needed[i] || is_done_constant(g, i))
+  if (!computes(g, i, needed))
     return -1;
   unsigned mem = g->mem[i];
   if (mem == STRATA__MEM_VIRTUAL)
@@ -129,6 +135,23 @@ int strata_graph_run(strata_graph *g, strata_array *const *inputs, strata_array 
   free(slot);
   free(target);
   return ret;
+}
+
+int strata_graph_nkernels(strata_graph *g)
+{
+  int ret = strata_graph_compile(g);
+  if (ret)
+    return ret;
+  int *needed = calloc((size_t)g->n + 1, sizeof *needed), count = 0;
+  if (!needed)
+    return STRATA_ENOMEM;
+  mark_needed(g, needed);
+  for (int i = 0; i < g->n; i++) { /* a fused group (Virtual members, root) counts once */
+    int gi = g->plan.group_of[i];
+    count += computes(g, i, needed) && (gi < 0 || g->plan.groups[gi].root == i);
+  }
+  free(needed);
+  return count;
 }
 
 int strata_graph_node_value(strata_graph *g, const char *node, strata_array **value)

@@ -3,7 +3,8 @@
  * outputs), user errors found at compile time, fused against eager results
  * on seeded random elementwise chains (mixed dtypes, broadcasting, scalars),
  * Hosted nodes and host transfers across runs, Constant nodes computed once,
- * and the op-by-op fallback when no C compiler can be run. */
+ * the kernel cache (one kernel built, then reused) and the op-by-op fallback
+ * when no C compiler can be run. */
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
@@ -362,7 +363,8 @@ static int random_op(strata_context *ctx, strata_array **pool, int npool, uint64
   return ret;
 }
 
-/* Shared objects in the kernel cache ($STRATA_JIT_CACHE, set by CTest). */
+/* Shared objects in the kernel cache ($STRATA_JIT_CACHE: CTest sets a
+ * shared one, check_kernel_cache() fresh ones). */
 static int count_built_kernels(void)
 {
   const char *dir = getenv("STRATA_JIT_CACHE");
@@ -512,24 +514,39 @@ static void check_host_transfers(void)
   strata_array_destroy(x);
 }
 
-/* Without a usable C compiler, fused groups run node by node. */
-static void check_fallback(strata_array *x)
+/* The chain run twice with the given compiler and an empty kernel cache
+ * (the shared one may hold this kernel already); returns the shared
+ * objects the cache holds afterwards. */
+static int run_with_fresh_cache(strata_array *x, const char *compiler, const char *cache)
 {
   const char *saved_cc = getenv("STRATA_JIT_CC"), *saved_cache = getenv("STRATA_JIT_CACHE");
-  char *cc = saved_cc ? strdup(saved_cc) : NULL, *cache = saved_cache ? strdup(saved_cache) : NULL;
-  check_scratch_open("strata_jit");
-  setenv("STRATA_JIT_CC", "/nonexistent/cc", 1);
-  setenv("STRATA_JIT_CACHE", check_path("cache"), 1);
+  char *cc = saved_cc ? strdup(saved_cc) : NULL, *old = saved_cache ? strdup(saved_cache) : NULL;
+  if (compiler)
+    setenv("STRATA_JIT_CC", compiler, 1);
+  setenv("STRATA_JIT_CACHE", cache, 1);
   strata_graph *g = chain(x);
-  strata_array *out = NULL;
-  CHECK_EQ(strata_graph_run(g, &x, &out), 0);
-  CHECK(value_at(out, 11) == 2 * ramp(11) + 1);
-  strata_array_destroy(out);
+  for (int run = 0; run < 2; run++) {
+    strata_array *out = NULL;
+    CHECK_EQ(strata_graph_run(g, &x, &out), 0);
+    CHECK(value_at(out, 11) == 2 * ramp(11) + 1);
+    strata_array_destroy(out);
+  }
   strata_graph_destroy(g);
+  int built = count_built_kernels();
   cc ? setenv("STRATA_JIT_CC", cc, 1) : unsetenv("STRATA_JIT_CC");
-  cache ? setenv("STRATA_JIT_CACHE", cache, 1) : unsetenv("STRATA_JIT_CACHE");
+  old ? setenv("STRATA_JIT_CACHE", old, 1) : unsetenv("STRATA_JIT_CACHE");
   free(cc);
-  free(cache);
+  free(old);
+  return built;
+}
+
+/* The chain's one kernel is built once and reused; without a usable C
+ * compiler nothing is built and the group runs node by node. */
+static void check_kernel_cache(strata_array *x)
+{
+  check_scratch_open("strata_jit");
+  CHECK_EQ(run_with_fresh_cache(x, NULL, check_path("built")), 1);
+  CHECK_EQ(run_with_fresh_cache(x, "/nonexistent/cc", check_path("none")), 0);
   check_scratch_close();
 }
 
@@ -543,7 +560,7 @@ int main(int argc, char **argv)
   check_compile_errors(x);
   check_random_chains();
   check_host_transfers();
-  check_fallback(x);
+  check_kernel_cache(x);
   strata_array_destroy(x);
   strata_finalize();
   return check_status();
