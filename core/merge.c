@@ -105,17 +105,27 @@ int strata_array_fill_identity(strata_array *a, strata_op op)
   return strata__fill_identity_submit(a->handle, op, a->dtype);
 }
 
+/* Detached StarPU-MPI transfers of a handle on strata_comm(): 0 or
+ * STRATA_EMPI. */
+static int send_handle(starpu_data_handle_t h, int to, int64_t tag)
+{
+  return starpu_mpi_isend_detached(h, to, tag, strata_comm(), NULL, NULL) ? STRATA_EMPI : 0;
+}
+
+static int recv_handle(starpu_data_handle_t h, int from, int64_t tag)
+{
+  return starpu_mpi_irecv_detached(h, from, tag, strata_comm(), NULL, NULL) ? STRATA_EMPI : 0;
+}
+
 /* Receive a peer's partial into a temporary handle and merge it into `a`;
  * the temporary is unregistered once the merge has run. */
 static int merge_from(strata_array *a, strata_op op, int peer, int64_t tag)
 {
   starpu_data_handle_t tmp;
   starpu_vector_data_register(&tmp, -1, 0, (uint32_t)a->nelems, strata_dtype_size(a->dtype));
-  int ret = starpu_mpi_irecv_detached(tmp, peer, tag, strata_comm(), NULL, NULL);
+  int ret = recv_handle(tmp, peer, tag);
   if (ret == 0)
     ret = strata__merge_submit(a->handle, tmp, op, a->dtype);
-  else
-    ret = STRATA_EMPI;
   starpu_data_unregister_submit(tmp);
   return ret;
 }
@@ -151,8 +161,8 @@ int strata_array_reduce(strata_array *a, strata_op op, int root)
     int64_t tag = (seq << 6) | step;
     if (rel & mask) {
       int to = (rel - mask + root) % size;
-      if (starpu_mpi_isend_detached(a->handle, to, tag, strata_comm(), NULL, NULL) != 0)
-        return STRATA_EMPI;
+      if ((ret = send_handle(a->handle, to, tag)))
+        return ret;
       break;
     }
     if (rel + mask < size && (ret = merge_from(a, op, (rel + mask + root) % size, tag)))
@@ -212,9 +222,7 @@ static int merge_pair(strata_array *src, strata_array *dst, int src_rank, int ds
   if (src_rank == me && dst_rank == me)
     return strata__merge_submit(dst->handle, src->handle, op, dst->dtype);
   if (src_rank == me)
-    return starpu_mpi_isend_detached(src->handle, dst_rank, tag, strata_comm(), NULL, NULL)
-               ? STRATA_EMPI
-               : 0;
+    return send_handle(src->handle, dst_rank, tag);
   return dst_rank == me ? merge_from(dst, op, src_rank, tag) : 0;
 }
 
@@ -290,12 +298,10 @@ int strata_merge_versions(strata_array **versions, int nlocal, strata_op op,
     int64_t tag = strata__next_collective() << 6;
     if (r == first || all[4 * r + 1] == 0)
       continue;
-    if (me == first &&
-        starpu_mpi_isend_detached(versions[0]->handle, r, tag, strata_comm(), NULL, NULL) != 0)
-      ret = STRATA_EMPI;
-    if (me == r &&
-        starpu_mpi_irecv_detached(versions[0]->handle, first, tag, strata_comm(), NULL, NULL) != 0)
-      ret = STRATA_EMPI;
+    if (me == first)
+      ret = send_handle(versions[0]->handle, r, tag);
+    if (me == r)
+      ret = recv_handle(versions[0]->handle, first, tag);
   }
   for (int k = 1; !ret && k < nlocal; k++)
     ret = strata__from_starpu(
