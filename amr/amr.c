@@ -204,6 +204,8 @@ int strata_amr_redistribute(strata_amr *amr)
 
 /* ---- creation ---- */
 
+static int destroy_live(void *amr) { return strata_amr_destroy(amr); }
+
 int strata_amr_create(const strata_amr_params *p, strata_amr **out)
 {
   int ret = strata__check_ready();
@@ -276,6 +278,7 @@ int strata_amr_create(const strata_amr_params *p, strata_amr **out)
     strata_amr_destroy(amr);
     return ret;
   }
+  strata__live_add(&amr->live, "AMR hierarchy", amr, destroy_live);
   *out = amr;
   return 0;
 }
@@ -284,6 +287,7 @@ int strata_amr_destroy(strata_amr *amr)
 {
   if (!amr)
     return 0;
+  strata__live_remove(&amr->live);
   starpu_task_wait_for_all();
   for (int64_t i = 0; i < amr->nbuckets; i++)
     for (struct strata__amr_node *n = amr->buckets[i], *next; n; n = next) {

@@ -7,6 +7,8 @@
 
 #include <strata/amr.h>
 
+#include "../core/internal.h"
+
 /* A block of the tree. Non-leaves keep no data; all 2^dim children of a
  * non-leaf exist. */
 struct strata__amr_node {
@@ -41,6 +43,7 @@ struct strata_amr {
   int64_t nleaves;
   double (*weight)(void *ctx, const strata_amr_block *b);
   void *weight_ctx;
+  strata__live live;
 };
 
 /* Cells of a block array (ghosts included) and per axis. */

@@ -78,6 +78,7 @@ struct strata_infer {
   double phase_end[STRATA_INFER_PHASES]; /* seconds after the cycle's start, this rank */
   double t0;
   starpu_pthread_mutex_t lock; /* phase_end, written from callbacks */
+  strata__live live;
 };
 
 static int64_t infer_objects; /* identical on every rank: creation is collective */
@@ -195,6 +196,8 @@ static int check_params(const strata_amr *amr, strata_infer_params *p)
                                     (int64_t)a->block_cells << (p->level_infer - p->level_array));
 }
 
+static int destroy_live(void *inf) { return strata_infer_destroy(inf); }
+
 int strata_infer_create(strata_amr *amr, const strata_infer_params *params, strata_infer **out)
 {
   int ret = strata__check_ready();
@@ -221,6 +224,7 @@ int strata_infer_create(strata_amr *amr, const strata_infer_params *params, stra
   inf->seq = infer_objects++;
   inf->bubble_scratch = strata__scratch_register(strata__bubbles_scratch_bytes(inf->n));
   starpu_pthread_mutex_init(&inf->lock, NULL);
+  strata__live_add(&inf->live, "inference method", inf, destroy_live);
   *out = inf;
   return 0;
 }
@@ -257,6 +261,7 @@ int strata_infer_destroy(strata_infer *inf)
   int ret = strata__check_ready();
   if (ret)
     return ret;
+  strata__live_remove(&inf->live);
   starpu_task_wait_for_all();
   for (int64_t i = 0; i < inf->nel; i++)
     drop_element(&inf->el[i]);

@@ -213,6 +213,8 @@ static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *con
   return ret;
 }
 
+static int destroy_live(void *gi) { return strata_gindexer_destroy(gi); }
+
 int strata_gmindexer_create(MPI_Comm comm, const int64_t *distrib, int n_lists,
                             const int64_t *const *idx, const int64_t *n_idx, strata_gindexer **out)
 {
@@ -258,6 +260,7 @@ int strata_gmindexer_create(MPI_Comm comm, const int64_t *distrib, int n_lists,
     free(gi);
     return ret;
   }
+  strata__live_add(&gi->live, "global indexer", gi, destroy_live);
   *out = gi;
   return 0;
 }
@@ -272,6 +275,7 @@ int strata_gindexer_destroy(strata_gindexer *gi)
 {
   if (!gi)
     return 0;
+  strata__live_remove(&gi->live);
   strata__gi_reclaim(gi);
   free_maps(gi); /* unregistering waits for the tasks that read the maps */
   free(gi);

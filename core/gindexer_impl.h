@@ -8,6 +8,8 @@
 
 #include <strata/gindexer.h>
 
+#include "internal.h"
+
 struct strata__gi_buffer;
 
 struct strata_gindexer {
@@ -26,6 +28,7 @@ struct strata_gindexer {
   starpu_data_handle_t h_inverse;    /* single list only: the Put pack is one gather */
   starpu_data_handle_t *h_order;     /* [n_lists] each list's slice of order (NULL: empty) */
   struct strata__gi_buffer *pending; /* exchange buffers not yet freed */
+  strata__live live;
 };
 
 /* A temporary row buffer split by peer rank: children only for the

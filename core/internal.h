@@ -83,6 +83,20 @@ int strata__array_writable(strata_array *a);
 void strata__array_retain(strata_array *a);
 void strata__array_unref(strata_array *a);
 
+/* Live-object registry (live.c): each library object embeds one link,
+ * added at creation and removed by its destroy function. */
+typedef struct strata__live {
+  const char *kind; /* "graph", "amr", ... for the finalize report */
+  void *object;
+  int (*destroy)(void *object);
+  struct strata__live *newer, *older;
+} strata__live;
+void strata__live_add(strata__live *l, const char *kind, void *object, int (*destroy)(void *));
+void strata__live_remove(strata__live *l);
+int strata__live_count(void);
+/* Destroy every live object, newest first (finalize). */
+void strata__live_destroy_all(void);
+
 /* Live-array registry, used by finalize to report and free leaks. */
 void strata__array_track(strata_array *a);
 void strata__array_untrack(strata_array *a);

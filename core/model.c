@@ -31,6 +31,7 @@ struct strata_model {
   starpu_data_handle_t weights_handle;
   int64_t scratch_n; /* extent the scratch handle is sized for, -1 if none */
   starpu_data_handle_t scratch;
+  strata__live live;
 };
 
 static void network_cpu(void *model, const float *weights, const float *in, float *out, int64_t n,
@@ -69,6 +70,7 @@ static void free_model(strata_model *m)
 {
   if (!m)
     return;
+  strata__live_remove(&m->live);
   if (m->fields)
     for (int c = 0; c < m->in_channels; c++)
       free(m->fields[c]);
@@ -78,7 +80,9 @@ static void free_model(strata_model *m)
   free(m);
 }
 
-/* Register the weights and prepare the codelet call. */
+static int destroy_live(void *m) { return strata_model_destroy(m); }
+
+/* Register the weights, prepare the codelet call and track the object. */
 static int finish_model(strata_model *m, int64_t nweights)
 {
   if (!m->weights && starpu_malloc((void **)&m->weights, sizeof(float)) != 0)
@@ -89,6 +93,7 @@ static int finish_model(strata_model *m, int64_t nweights)
   m->call.in_channels = m->in_channels;
   m->call.id = starpu_hash_crc32c_string(m->name, (uint32_t)nweights);
   m->scratch_n = -1;
+  strata__live_add(&m->live, "model", m, destroy_live);
   return 0;
 }
 

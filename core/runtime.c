@@ -168,6 +168,7 @@ int strata_finalize(void)
   if (rt.state != READY)
     return 0;
   starpu_task_wait_for_all();
+  strata__live_destroy_all();
   for (int k = 0; k < rt.nhooks; k++)
     rt.hooks[k]();
   rt.nhooks = 0;

@@ -6,6 +6,8 @@
 
 #include "graph_impl.h"
 
+static int destroy_live(void *g) { return strata_graph_destroy(g); }
+
 strata_graph *strata__graph_alloc(int n, int ninputs, int noutputs)
 {
   strata_graph *g = calloc(1, sizeof *g);
@@ -25,6 +27,7 @@ strata_graph *strata__graph_alloc(int n, int ninputs, int noutputs)
     strata_graph_destroy(g);
     return NULL;
   }
+  strata__live_add(&g->live, "graph", g, destroy_live);
   return g;
 }
 
@@ -40,6 +43,7 @@ int strata_graph_destroy(strata_graph *g)
 {
   if (!g)
     return 0;
+  strata__live_remove(&g->live);
   strata__plan_free(&g->plan);
   for (int i = 0; g->nodes && i < g->n; i++)
     strata__node_free(&g->nodes[i]);

@@ -134,6 +134,7 @@ struct strata_context {
   int n, cap;
   strata__node *nodes;   /* recording order (topological) */
   strata_array **values; /* node i's array: the input read, or the lazy result */
+  strata__live live;
 };
 
 /* ---- memory modes ---- */
@@ -194,6 +195,7 @@ struct strata_graph {
   char **output_names;
   unsigned char *mem; /* per node: choices its memory mode allows */
   strata__plan plan;
+  strata__live live;
 };
 
 /* A loaded fused kernel (graphs/jit.c). */

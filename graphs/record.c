@@ -6,12 +6,17 @@
 
 #include "graph_impl.h"
 
+static int destroy_live(void *ctx) { return strata_context_destroy(ctx); }
+
 int strata_context_create(strata_context **ctx)
 {
   if (!ctx)
     return STRATA_EINVAL;
   *ctx = calloc(1, sizeof **ctx);
-  return *ctx ? 0 : STRATA_ENOMEM;
+  if (!*ctx)
+    return STRATA_ENOMEM;
+  strata__live_add(&(*ctx)->live, "context", *ctx, destroy_live);
+  return 0;
 }
 
 int strata_context_destroy(strata_context *ctx)
@@ -21,6 +26,7 @@ int strata_context_destroy(strata_context *ctx)
   int ret = strata_graph_clear(ctx);
   if (ret)
     return ret;
+  strata__live_remove(&ctx->live);
   free(ctx->nodes);
   free(ctx->values);
   free(ctx);

@@ -469,6 +469,7 @@ static void test_files(const char *dir)
   fclose(f);
   CHECK(strstr(text, "digraph") != NULL && strstr(text, "matmul") != NULL &&
         strstr(text, "label=\"y\"") != NULL);
+  strata_graph_destroy(back);
 
   static const char *const bad[] = {
       "{",

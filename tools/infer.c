@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "infer_job.h"
+#include "infer_options.h"
 #include "slice.h"
 
 static const char usage_text[] =
@@ -44,79 +44,7 @@ static const char usage_text[] =
     "  --quiet             no progress bar\n"
     "StarPU's environment variables (STARPU_NCPU, STARPU_SCHED, ...) apply.\n";
 
-struct options {
-  struct infer_job job;
-  int cycles, bulk, quiet;
-  double slice;
-  const char *png, *hdf5, *bubbles, *trace;
-};
-
-static int parse(int argc, char **argv, struct options *o)
-{
-  infer_job_defaults(&o->job);
-  o->cycles = 3;
-  o->slice = -1;
-  o->png = "infer.png";
-  o->hdf5 = "infer.h5";
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--bulk-synchronous")) {
-      o->bulk = 1;
-      continue;
-    }
-    if (!strcmp(a, "--quiet")) {
-      o->quiet = 1;
-      continue;
-    }
-    if (i + 1 >= argc || strncmp(a, "--", 2))
-      return fprintf(stderr, "strata infer: unknown option or missing value: '%s'\n", a), 2;
-    const char *v = argv[++i];
-    if (!strcmp(a, "--root-blocks"))
-      o->job.root_blocks = atoi(v);
-    else if (!strcmp(a, "--block-cells"))
-      o->job.block_cells = atoi(v);
-    else if (!strcmp(a, "--max-level"))
-      o->job.max_level = atoi(v);
-    else if (!strcmp(a, "--grid"))
-      o->job.grid = atoll(v);
-    else if (!strcmp(a, "--seed"))
-      o->job.seed = strtoull(v, NULL, 10);
-    else if (!strcmp(a, "--sigma"))
-      o->job.sigma = atof(v);
-    else if (!strcmp(a, "--growth"))
-      o->job.growth = atof(v);
-    else if (!strcmp(a, "--levels")) {
-      if (sscanf(v, "%d/%d/%d", &o->job.level_base, &o->job.level_array, &o->job.level_infer) != 3)
-        return fprintf(stderr, "strata infer: --levels wants B/A/I, got '%s'\n", v), 2;
-    } else if (!strcmp(a, "--threshold"))
-      o->job.threshold = atof(v);
-    else if (!strcmp(a, "--model"))
-      o->job.model_path = v;
-    else if (!strcmp(a, "--placement")) {
-      if (strcmp(v, "curve") && strcmp(v, "greedy"))
-        return fprintf(stderr, "strata infer: --placement is curve or greedy\n"), 2;
-      o->job.placement = strcmp(v, "curve") ? STRATA_INFER_PLACE_GREEDY : STRATA_INFER_PLACE_CURVE;
-    } else if (!strcmp(a, "--cycles"))
-      o->cycles = atoi(v);
-    else if (!strcmp(a, "--png"))
-      o->png = strcmp(v, "none") ? v : NULL;
-    else if (!strcmp(a, "--slice"))
-      o->slice = atof(v);
-    else if (!strcmp(a, "--hdf5"))
-      o->hdf5 = strcmp(v, "none") ? v : NULL;
-    else if (!strcmp(a, "--bubbles"))
-      o->bubbles = v;
-    else if (!strcmp(a, "--trace"))
-      o->trace = v;
-    else
-      return fprintf(stderr, "strata infer: unknown option '%s' (see --help)\n", a), 2;
-  }
-  if (o->cycles < 1 || o->cycles > 100000)
-    return fprintf(stderr, "strata infer: --cycles must be 1 or more\n"), 2;
-  return 0;
-}
-
-static void progress(const struct options *o, int done, double seconds)
+static void progress(const struct infer_options *o, int done, double seconds)
 {
   if (o->quiet || strata_rank() != 0)
     return;
@@ -130,6 +58,21 @@ static void progress(const struct options *o, int done, double seconds)
   fprintf(stderr, "%s[%s] cycle %d/%d  %.1f s%s", tty ? "\r" : "", bar, done, o->cycles, seconds,
           tty && done < o->cycles ? "" : "\n");
   fflush(stderr);
+}
+
+/* Resident memory of this process in MiB (Linux), -1 where unknown: the
+ * cycle table shows it so long runs can be checked for growth. */
+static double resident_mib(void)
+{
+  long pages = -1;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f) {
+    long size;
+    if (fscanf(f, "%ld %ld", &size, &pages) != 2)
+      pages = -1;
+    fclose(f);
+  }
+  return pages < 0 ? -1 : (double)pages * (double)sysconf(_SC_PAGESIZE) / (1 << 20);
 }
 
 /* Per-rank elements and bubbles of the last cycle, printed by rank 0. */
@@ -185,20 +128,22 @@ static int write_bubbles(strata_infer *inf, const char *path)
   return ret;
 }
 
-static int run(const struct options *o)
+static int run(const struct infer_options *o)
 {
   struct infer_run job;
   strata_infer *inf = NULL;
   int ret = infer_job_setup(&o->job, &job);
   if (!ret)
     ret = infer_job_method(&job, o->bulk, &inf);
-  if (ret)
+  if (ret) {
+    infer_job_teardown(&job);
     return ret;
+  }
   double sums[STRATA_INFER_PHASES + 1] = {0}, start = starpu_timing_now() * 1e-6;
   strata_infer_stats st = {0};
   if (strata_rank() == 0)
     printf("cycle  leaves  elements created removed migrated  bubbles  transfers  messages  "
-           "total s\n");
+           "total s  rss MiB\n");
   progress(o, 0, 0);
   for (int c = 0; c < o->cycles && !ret; c++) {
     if (c > 0)
@@ -213,10 +158,11 @@ static int run(const struct options *o)
     if (strata_rank() == 0) {
       if (!o->quiet && isatty(fileno(stderr)))
         fputs("\r\033[K", stderr);
-      printf("%5d %7lld %9lld %7lld %7lld %8lld %8lld %10lld %9lld %8.3f\n", c,
+      printf("%5d %7lld %9lld %7lld %7lld %8lld %8lld %10lld %9lld %8.3f %8.1f\n", c,
              (long long)strata_amr_num_leaves(job.amr), (long long)st.elements,
              (long long)st.created, (long long)st.removed, (long long)st.migrated,
-             (long long)st.bubbles, (long long)st.transfers, (long long)st.messages, st.total);
+             (long long)st.bubbles, (long long)st.transfers, (long long)st.messages, st.total,
+             resident_mib());
       fflush(stdout);
     }
     progress(o, c + 1, starpu_timing_now() * 1e-6 - start);
@@ -258,8 +204,8 @@ int cmd_infer(int argc, char **argv)
     fputs(usage_text, stdout);
     return 0;
   }
-  struct options o = {0};
-  int ret = parse(argc, argv, &o);
+  struct infer_options o;
+  int ret = infer_options_parse(argc, argv, &o, stderr);
   if (ret)
     return ret;
   if (o.trace) {
