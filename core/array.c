@@ -53,6 +53,16 @@ void strata__array_unref(strata_array *a)
     free_array(a);
 }
 
+int64_t strata__array_count(void)
+{
+  int64_t n = 0;
+  pthread_mutex_lock(&registry_lock);
+  for (strata_array *a = registry; a; a = a->next)
+    n++;
+  pthread_mutex_unlock(&registry_lock);
+  return n;
+}
+
 void strata__array_destroy_all(void)
 {
   while (registry) {

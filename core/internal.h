@@ -101,6 +101,7 @@ void strata__live_destroy_all(void);
 void strata__array_track(strata_array *a);
 void strata__array_untrack(strata_array *a);
 void strata__array_destroy_all(void);
+int64_t strata__array_count(void);
 
 /* Extent N of a float32 [channels, N, N, N] array (or [N, N, N] with one
  * channel), or -1 when the array is not of that form. */

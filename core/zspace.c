@@ -2,6 +2,7 @@
  * without strata_init(). */
 #include <cjson/cJSON.h>
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,16 +43,21 @@ int64_t strata_zrange_size(const strata_zrange *r)
 {
   if (!valid(r))
     return STRATA_EINVAL;
-  int64_t size = 1;
-  for (int d = 0; d < r->ndim; d++)
-    size *= r->end[d] - r->start[d];
-  return size;
+  int64_t size = 1, extent;
+  int overflow = 0;
+  for (int d = 0; d < r->ndim; d++) {
+    if (r->end[d] == r->start[d])
+      return 0; /* empty, however large the other extents */
+    overflow |= __builtin_sub_overflow(r->end[d], r->start[d], &extent) ||
+                __builtin_mul_overflow(size, extent, &size);
+  }
+  return overflow ? STRATA_ERANGE : size;
 }
 
 int strata_zrange_is_empty(const strata_zrange *r)
 {
   int64_t size = strata_zrange_size(r);
-  return size < 0 ? (int)size : size == 0;
+  return size == STRATA_ERANGE ? 0 : size < 0 ? (int)size : size == 0;
 }
 
 int strata_zrange_contains_point(const strata_zrange *r, const int64_t *point)
@@ -223,14 +229,17 @@ static const char *skip_spaces(const char *s)
   return s;
 }
 
-/* A signed decimal integer; NULL when there is none. */
+/* A signed decimal integer that fits in int64_t; NULL when there is none. */
 static const char *parse_int(const char *s, int64_t *v)
 {
   char *end;
   s = skip_spaces(s);
   if (!isdigit((unsigned char)*s) && !((*s == '-' || *s == '+') && isdigit((unsigned char)s[1])))
     return NULL;
+  errno = 0;
   long long x = strtoll(s, &end, 10);
+  if (errno == ERANGE)
+    return NULL;
   *v = x;
   return skip_spaces(end);
 }

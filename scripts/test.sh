@@ -1,14 +1,44 @@
 #!/usr/bin/env bash
 # Install what is missing, build, and run the whole CTest suite.
-#   scripts/test.sh [ctest arguments...]     e.g. scripts/test.sh -L unit
-# STRATA_BUILD_DIR chooses the build directory (default: build).
+#   scripts/test.sh [ctest arguments...]              e.g. scripts/test.sh -L unit
+#   scripts/test.sh --sanitize [ctest arguments...]   AddressSanitizer + UBSan build
+#   scripts/test.sh --valgrind [ctest arguments...]   single-process tests under memcheck
+# STRATA_BUILD_DIR chooses the build directory (default: build, build-sanitize
+# or build-valgrind).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+leg=plain
+case "${1:-}" in
+  --sanitize) leg=sanitize; shift ;;
+  --valgrind) leg=valgrind; shift ;;
+esac
 bash scripts/setup.sh
-build=${STRATA_BUILD_DIR:-build}
+supp=$root/tests/sanitizers
+config=(-DSTRATA_WERROR=ON)
+select=()
+case $leg in
+  plain) build=${STRATA_BUILD_DIR:-build} ;;
+  sanitize)
+    build=${STRATA_BUILD_DIR:-build-sanitize}
+    config+=(-DSTRATA_SANITIZE=address,undefined -DSTRATA_TEST_TIMEOUT_SCALE=3)
+    # Full stacks, so the suppressions see the library frames; the
+    # installed-tree test builds a consumer without the sanitizer runtime.
+    export ASAN_OPTIONS=fast_unwind_on_malloc=0:detect_stack_use_after_return=0:abort_on_error=0
+    export LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    select=(-LE install)
+    ;;
+  valgrind)
+    build=${STRATA_BUILD_DIR:-build-valgrind}
+    config+=("-DSTRATA_TEST_LAUNCHER=valgrind;--quiet;--error-exitcode=99;--fair-sched=yes;--leak-check=full;--errors-for-leak-kinds=definite;--num-callers=40;--suppressions=$supp/valgrind.supp"
+             -DSTRATA_TEST_TIMEOUT_SCALE=20)
+    # Single-process tests only, not the installed-tree or formatting checks.
+    select=(-L single -LE "install|style|bench")
+    ;;
+esac
 jobs=$(nproc)
-cmake -S . -B "$build" -DSTRATA_WERROR=ON
+cmake -S . -B "$build" "${config[@]}"
 cmake --build "$build" -j "$jobs"
 cd "$build"
-ctest --output-on-failure -j "$jobs" "$@"
+ctest --output-on-failure -j "$jobs" "${select[@]}" "$@"

@@ -328,9 +328,18 @@ static int same_values(strata_array *a, strata_array *b)
   size_t es = strata_dtype_size(t);
   for (int64_t i = 0; same && i < strata_array_nelems(a); i++) {
     const unsigned char *x = pa + (size_t)i * es, *y = pb + (size_t)i * es;
-    double dx = t == STRATA_FLOAT32 ? *(const float *)x : *(const double *)x;
-    double dy = t == STRATA_FLOAT32 ? *(const float *)y : *(const double *)y;
-    int both_nan = (t == STRATA_FLOAT32 || t == STRATA_FLOAT64) && isnan(dx) && isnan(dy);
+    int both_nan = 0;
+    if (t == STRATA_FLOAT32) {
+      float fx, fy;
+      memcpy(&fx, x, sizeof fx);
+      memcpy(&fy, y, sizeof fy);
+      both_nan = isnan(fx) && isnan(fy);
+    } else if (t == STRATA_FLOAT64) {
+      double dx, dy;
+      memcpy(&dx, x, sizeof dx);
+      memcpy(&dy, y, sizeof dy);
+      both_nan = isnan(dx) && isnan(dy);
+    }
     same = both_nan || memcmp(x, y, es) == 0;
   }
   if (pb)

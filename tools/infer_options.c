@@ -3,8 +3,8 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stddef.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,8 +64,14 @@ struct int_option {
   int wide;      /* int64_t / uint64_t rather than int */
 };
 
-#define INT_OPT(n, lo, hi, field) {n, lo, hi, offsetof(struct infer_options, field), 0}
-#define WIDE_OPT(n, lo, hi, field) {n, lo, hi, offsetof(struct infer_options, field), 1}
+#define INT_OPT(n, lo, hi, field)                                                                  \
+  {                                                                                                \
+    n, lo, hi, offsetof(struct infer_options, field), 0                                            \
+  }
+#define WIDE_OPT(n, lo, hi, field)                                                                 \
+  {                                                                                                \
+    n, lo, hi, offsetof(struct infer_options, field), 1                                            \
+  }
 static const struct int_option int_options[] = {
     INT_OPT("--root-blocks", 1, 1024, job.root_blocks),
     INT_OPT("--block-cells", 1, 1024, job.block_cells),

@@ -27,7 +27,8 @@ typedef struct strata_zrange {
  *  range, a pointer is NULL (with ndim > 0) or start > end somewhere. */
 int strata_zrange_init(strata_zrange *r, int ndim, const int64_t *start, const int64_t *end);
 
-/** @brief Number of points (1 for a 0-dimensional range), or STRATA_EINVAL. */
+/** @brief Number of points (1 for a 0-dimensional range), STRATA_EINVAL, or
+ *  STRATA_ERANGE when the count does not fit in int64_t. */
 int64_t strata_zrange_size(const strata_zrange *r);
 
 /** @brief 1 when the range holds no point, 0 otherwise (or STRATA_EINVAL). */
