@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # build tools
   gcc make cmake pkg-config git clang-format
+  # reliability legs: libFuzzer and sanitizer runtimes (clang), memcheck
+  clang libclang-rt-14-dev valgrind
   # runtime: StarPU with StarPU-MPI, Open MPI, hwloc
   libstarpu-dev libstarpumpi-1.3-3 starpu-tools
   libopenmpi-dev openmpi-bin libhwloc-dev hwloc

@@ -48,7 +48,8 @@ static int parse_levels(const char *s, struct infer_job *job)
       *slash = 0;
     if (parse_int(part, 0, 30, &v[k]))
       return -1;
-    part = slash + 1;
+    if (slash)
+      part = slash + 1;
   }
   job->level_base = (int)v[0];
   job->level_array = (int)v[1];
