@@ -192,10 +192,32 @@ static int fill_tables(strata_amr *amr, struct tables *t)
   return gather_fields(amr, t, (size_t)t->cells * es);
 }
 
+/* HDF5's automatic error printing, switched off while Strata turns its
+ * failures into error codes and restored after. */
+struct hdf5_printing {
+  H5E_auto2_t func;
+  void *data;
+};
+
+static struct hdf5_printing hdf5_quiet(void)
+{
+  struct hdf5_printing saved;
+  H5Eget_auto2(H5E_DEFAULT, &saved.func, &saved.data);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  return saved;
+}
+
+static void hdf5_restore(struct hdf5_printing saved)
+{
+  H5Eset_auto2(H5E_DEFAULT, saved.func, saved.data);
+}
+
 static int write_file(const strata_amr *amr, const struct tables *t, const char *path)
 {
   const strata_amr_params *p = &amr->p;
+  struct hdf5_printing printing = hdf5_quiet();
   hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hdf5_restore(printing);
   if (file < 0)
     return strata__fail(STRATA_EIO, "amr_write_hdf5: cannot create %s", path);
   int ret = write_str_attr(file, "format", "strata-amr");
@@ -248,10 +270,13 @@ int strata_amr_write_hdf5(strata_amr *amr, const char *path)
   if (!amr)
     return STRATA_EINVAL;
   strata__clear_error();
+  /* Rank 0 writes the file, but a path that differs between ranks is a
+   * mistake every rank should hear of. */
   int local = path && path[0] ? 0 : STRATA_EINVAL;
-  int ret = strata__agree(local, NULL, 0);
+  int64_t same_path = local ? 0 : (int64_t)starpu_hash_crc32c_string(path, 0);
+  int ret = strata__agree(local, &same_path, 1);
   if (ret)
-    return ret;
+    return strata__fail(ret, "amr_write_hdf5: no path, or ranks passed different paths");
   struct tables t = {0};
   ret = fill_tables(amr, &t);
   if (ret) {
@@ -330,10 +355,7 @@ int strata_amr_hdf5_summary(const char *path, FILE *out)
 {
   if (!path || !out)
     return STRATA_EINVAL;
-  H5E_auto2_t func;
-  void *data;
-  H5Eget_auto2(H5E_DEFAULT, &func, &data);
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* a wrong file is an error code, not a dump */
+  struct hdf5_printing printing = hdf5_quiet(); /* a wrong file is an error code */
   int ret = STRATA_EIO;
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   int64_t dim = 0, nb = 0, m = 0, g = 0, maxl = 0, ranks = 0;
@@ -386,6 +408,6 @@ int strata_amr_hdf5_summary(const char *path, FILE *out)
   free(rank);
   if (file >= 0)
     H5Fclose(file);
-  H5Eset_auto2(H5E_DEFAULT, func, data);
+  hdf5_restore(printing);
   return ret;
 }

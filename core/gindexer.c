@@ -599,8 +599,10 @@ static int put_lists(strata_gindexer *gi, strata_array *const *values, int64_t c
   if (!local && *dist && strata_array_nelems(*dist) != gi->dn * count)
     local = STRATA_EINVAL;
   strata_dtype result, type = (strata_dtype)dtype;
-  if (!local && dtype >= 0 && rule == STRATA_PUT_REDUCE &&
-      (strata_merge_result_dtype(op, type, &result) || result != type))
+  if (!local && rule == STRATA_PUT_REDUCE && (unsigned)op >= STRATA_NOPS)
+    local = STRATA_EINVAL;
+  else if (!local && dtype >= 0 && rule == STRATA_PUT_REDUCE &&
+           (strata_merge_result_dtype(op, type, &result) || result != type))
     local = STRATA_ETYPE;
   /* A rank that knows the type allocates now, so that one agreement covers
    * its buffers; one without lists nor output learns the type from the

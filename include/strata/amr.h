@@ -236,7 +236,9 @@ int strata_amr_block_name(const strata_amr *amr, const strata_amr_block *b, char
 int strata_amr_read(strata_amr *amr, const strata_amr_block *b, int field, int ghosts, double *out);
 
 /** @brief Write the hierarchy to an HDF5 file (rank 0 writes; layout in
- *  docs/amr.md). Collective. */
+ *  docs/amr.md). Collective; every rank passes the same @p path.
+ *  @return 0; STRATA_EINVAL on every rank when a path is missing or the
+ *  paths differ; STRATA_EIO on every rank when the file cannot be written. */
 int strata_amr_write_hdf5(strata_amr *amr, const char *path);
 
 /** @brief Print a summary of an HDF5 file written by strata_amr_write_hdf5()
