@@ -204,13 +204,16 @@ static void check_random(int seeds)
     check_take(&s, gi, dtype, seed % 2);
     check_put(&s, gi, 0, STRATA_SUM, dtype, seed % 2);
     check_put(&s, gi, 1, STRATA_SUM, dtype, !(seed % 2));
+    random_exchanges += 3;
     for (int op = 0; op < STRATA_NOPS; op++)
       for (int t = 0; t < STRATA_NDTYPES; t++) {
         strata_dtype result;
         if (strata_merge_result_dtype((strata_op)op, (strata_dtype)t, &result) || (int)result != t)
           continue;
-        if ((op + t + seed) % 3 == 0) /* a third of the pairs per seed, all over the seeds */
+        if ((op + t + seed) % 3 == 0) { /* a third of the pairs per seed, all over the seeds */
           check_put(&s, gi, 2, op, t, (op + seed) % 2);
+          random_exchanges++;
+        }
       }
     strata_gindexer_destroy(gi);
   }

@@ -533,6 +533,7 @@ static void check_random(int seeds)
         check_put_v(&s, gi, multi, dtype, variant % 2, variant / 2, (seed + variant) % 2);
       if (multi)
         check_lists_fixed(&s, gi, dtype, seed % 3);
+      random_exchanges += 5 + multi;
       strata_gindexer_destroy(gi);
     }
   }

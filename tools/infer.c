@@ -26,6 +26,8 @@ static const char usage_text[] =
     "  --seed S            random seed (2026)\n"
     "  --sigma X           log-density standard deviation at cycle 0 (1.5)\n"
     "  --growth X          its relative growth per cycle (0.05)\n"
+    "  --period P          restart the evolution every P cycles (0: never): a long\n"
+    "                      run then repeats refinement and coarsening, for soak tests\n"
     "method:\n"
     "  --levels B/A/I      level_base / level_array / level_infer (2/4/5)\n"
     "  --threshold X       a cell fires above X times its block's mean density (32)\n"

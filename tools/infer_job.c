@@ -25,7 +25,8 @@ static int fill_cycle(struct infer_run *run, int cycle, strata_amr_problem **pro
   strata_cosmology_params cp;
   strata_cosmology_params_init(&cp);
   cp.seed = run->job->seed;
-  cp.sigma = run->job->sigma * (1 + run->job->growth * cycle);
+  int step = run->job->period > 0 ? cycle % run->job->period : cycle;
+  cp.sigma = run->job->sigma * (1 + run->job->growth * step);
   return strata_amr_problem_cosmology(run->job->grid, &cp, problem);
 }
 

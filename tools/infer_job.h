@@ -15,6 +15,7 @@ struct infer_job {
   uint64_t seed;
   double sigma;           /* log-density standard deviation at cycle 0 */
   double growth;          /* relative growth of sigma per cycle */
+  int period;             /* > 0: the evolution restarts every `period` cycles */
   double threshold;       /* criterion: density > threshold * block mean */
   const char *model_path; /* NULL: the default model */
   strata_infer_placement placement;

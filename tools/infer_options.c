@@ -80,6 +80,7 @@ static const struct int_option int_options[] = {
     WIDE_OPT("--grid", 1, 1 << 16, job.grid),
     WIDE_OPT("--seed", 0, LLONG_MAX, job.seed),
     INT_OPT("--cycles", 1, 100000, cycles),
+    INT_OPT("--period", 0, 100000, job.period),
 };
 
 struct real_option {
