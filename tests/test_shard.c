@@ -286,6 +286,84 @@ static void check_axial_sum(void)
   strata_array_destroy(total);
 }
 
+/* Seeded random shapes and shardings: each launch against the same
+ * operation run as one shard, bit for bit where the sharding cannot change
+ * the order of the arithmetic (broadcast add), within 1e-5 where it does
+ * (axial sums split along the axis, BLAS blocking of the linear layer). */
+static uint32_t next_random(uint32_t *state)
+{
+  *state = *state * 1664525u + 1013904223u;
+  return *state >> 8;
+}
+
+static void check_random(int seeds)
+{
+  int cases = 0;
+  for (int seed = 1; seed <= seeds; seed++) {
+    uint32_t st = (uint32_t)seed * 2654435761u;
+    int64_t a = 1 + next_random(&st) % 24, b = 1 + next_random(&st) % 24,
+            c = 1 + next_random(&st) % 12;
+    strata_array *t[4] = {NULL, NULL, NULL, NULL};
+    strata_shard_op op;
+    int out, exact = 0, ndim = 2;
+    switch (seed % 3) {
+    case 0: /* y[a, b] = x[a, b] + v[b] */
+      t[0] = make(2, (int64_t[]){a, b}), t[1] = make(1, (int64_t[]){b});
+      t[2] = make(2, (int64_t[]){a, b});
+      CHECK_EQ(strata_shard_op_broadcast_add(t[0], t[1], t[2], &op), 0);
+      out = 2, exact = 1;
+      break;
+    case 1: /* y[a, c] = sum over b of x[a, b, c] */
+      t[0] = make(3, (int64_t[]){a, b, c}), t[1] = make(2, (int64_t[]){a, c});
+      CHECK_EQ(strata_shard_op_axial_sum(t[0], 1, t[1], &op), 0);
+      out = 1, ndim = 3;
+      break;
+    default: /* y[a, c] = x[a, b] w[b, c] + bias[c] */
+      t[0] = make(2, (int64_t[]){a, b}), t[1] = make(2, (int64_t[]){b, c});
+      t[2] = make(1, (int64_t[]){c}), t[3] = make(2, (int64_t[]){a, c});
+      CHECK_EQ(strata_shard_op_linear(t[0], t[1], t[2], t[3], &op), 0);
+      out = 3;
+    }
+    for (int k = 0; k < 4; k++)
+      if (t[k] && k != out)
+        fill(t[k], (unsigned)(seed * 4 + k));
+    strata_array *y = t[out];
+    float *whole = malloc((size_t)strata_array_nbytes(y) + 4);
+    for (int run = 0; run < 4; run++) {
+      strata_sharding s = {ndim, {1, 1, 1}};
+      const int64_t extent[3] = {a, ndim == 3 ? b : seed % 3 == 0 ? b : c, c};
+      for (int d = 0; run > 0 && d < ndim; d++)
+        s.counts[d] = 1 + next_random(&st) % (extent[d] < 9 ? extent[d] : 9);
+      fill_value(y, 0.5f);
+      CHECK_EQ(strata_launch_sharded(&op, &s, 0), 0);
+      if (rank != 0)
+        continue;
+      if (run == 0) {
+        copy_out(y, whole);
+        continue;
+      }
+      double dev = deviation(y, whole);
+      const float *p = acquire(y, STRATA_READ);
+      int same = memcmp(p, whole, (size_t)strata_array_nbytes(y)) == 0;
+      strata_array_release(y);
+      if (exact ? !same : !(dev <= 1e-5)) {
+        fprintf(stderr,
+                "random seed %d (op %d, %lldx%lldx%lld) sharding %lldx%lldx%lld: "
+                "deviation %g\n",
+                seed, seed % 3, (long long)a, (long long)b, (long long)c, (long long)s.counts[0],
+                (long long)s.counts[1], (long long)s.counts[2], dev);
+        check_failures++;
+      }
+      cases++;
+    }
+    free(whole);
+    for (int k = 0; k < 4; k++)
+      strata_array_destroy(t[k]);
+  }
+  if (rank == 0)
+    printf("%d random shardings (%d seeds) match the one-shard run\n", cases, seeds);
+}
+
 /* The cost model: the linear layer splits along the batch (no copies,
  * every tensor in place) on 2 workers; splitting the outputs' columns
  * would copy w's and y's columns. */
@@ -388,6 +466,7 @@ int main(int argc, char **argv)
   check_conv2d(STRATA_OOB_CLIP, 4, 3);
   check_broadcast_add();
   check_axial_sum();
+  check_random(60);
   check_cost_model();
   check_errors();
   strata_finalize();
