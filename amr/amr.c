@@ -278,7 +278,7 @@ int strata_amr_create(const strata_amr_params *p, strata_amr **out)
     strata_amr_destroy(amr);
     return ret;
   }
-  strata__live_add(&amr->live, "AMR hierarchy", amr, destroy_live);
+  strata__live_add(&strata__objects, &amr->live, "AMR hierarchy", amr, destroy_live);
   *out = amr;
   return 0;
 }

@@ -224,7 +224,7 @@ int strata_infer_create(strata_amr *amr, const strata_infer_params *params, stra
   inf->seq = infer_objects++;
   inf->bubble_scratch = strata__scratch_register(strata__bubbles_scratch_bytes(inf->n));
   starpu_pthread_mutex_init(&inf->lock, NULL);
-  strata__live_add(&inf->live, "inference method", inf, destroy_live);
+  strata__live_add(&strata__objects, &inf->live, "inference method", inf, destroy_live);
   *out = inf;
   return 0;
 }

@@ -7,32 +7,6 @@
 
 #include "internal.h"
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static strata_array *registry;
-
-void strata__array_track(strata_array *a)
-{
-  pthread_mutex_lock(&registry_lock);
-  a->prev = NULL;
-  a->next = registry;
-  if (registry)
-    registry->prev = a;
-  registry = a;
-  pthread_mutex_unlock(&registry_lock);
-}
-
-void strata__array_untrack(strata_array *a)
-{
-  pthread_mutex_lock(&registry_lock);
-  if (a->prev)
-    a->prev->next = a->next;
-  else
-    registry = a->next;
-  if (a->next)
-    a->next->prev = a->prev;
-  pthread_mutex_unlock(&registry_lock);
-}
-
 /* Unregister (waiting for the tasks using it), free the storage and the
  * object. */
 static void free_array(strata_array *a)
@@ -41,7 +15,7 @@ static void free_array(strata_array *a)
     starpu_data_unregister(a->handle);
   if (a->owns_data)
     starpu_free(a->data);
-  strata__array_untrack(a);
+  strata__live_remove(&a->live);
   free(a);
 }
 
@@ -53,26 +27,14 @@ void strata__array_unref(strata_array *a)
     free_array(a);
 }
 
-int64_t strata__array_count(void)
+/* Finalize: an array left acquired is released first. */
+static int destroy_live(void *object)
 {
-  int64_t n = 0;
-  pthread_mutex_lock(&registry_lock);
-  for (strata_array *a = registry; a; a = a->next)
-    n++;
-  pthread_mutex_unlock(&registry_lock);
-  return n;
-}
-
-void strata__array_destroy_all(void)
-{
-  while (registry) {
-    strata_array *a = registry;
-    strata_log(STRATA_LOG_DEBUG, "finalize: destroying live array %p (%s, %lld elements)",
-               (void *)a, strata_dtype_name(a->dtype), (long long)a->nelems);
-    if (a->acquired)
-      strata_array_release(a);
-    free_array(a);
-  }
+  strata_array *a = object;
+  if (a->acquired)
+    strata_array_release(a);
+  free_array(a);
+  return 0;
 }
 
 /* Validate a shape and compute its element and byte counts. */
@@ -113,7 +75,7 @@ static strata_array *new_object(int ndim, const int64_t *shape, strata_dtype dty
   a->nbytes = a->nelems < 0 ? -1 : a->nelems * (int64_t)strata_dtype_size(dtype);
   a->redux_op = -1;
   a->refs = 1;
-  strata__array_track(a);
+  strata__live_add(&strata__arrays, &a->live, "array", a, destroy_live);
   return a;
 }
 

@@ -260,7 +260,7 @@ int strata_gmindexer_create(MPI_Comm comm, const int64_t *distrib, int n_lists,
     free(gi);
     return ret;
   }
-  strata__live_add(&gi->live, "global indexer", gi, destroy_live);
+  strata__live_add(&strata__objects, &gi->live, "global indexer", gi, destroy_live);
   *out = gi;
   return 0;
 }

@@ -2,12 +2,36 @@
 #ifndef STRATA_CORE_INTERNAL_H
 #define STRATA_CORE_INTERNAL_H
 
+#include <pthread.h>
 #include <starpu.h>
 #include <stdint.h>
 
 #include <strata/io.h>
 #include <strata/model.h>
 #include <strata/strata.h>
+
+/* Live-object registries (live.c), so strata_finalize() can report the
+ * objects the application did not destroy and destroy them: each object
+ * embeds one link, added at creation, removed by its destroy function. */
+typedef struct strata__live {
+  struct strata__registry *registry; /* NULL: not registered */
+  const char *kind;                  /* "graph", "array", ... for the report */
+  void *object;
+  int (*destroy)(void *object);
+  struct strata__live *newer, *older;
+} strata__live;
+typedef struct strata__registry {
+  pthread_mutex_t lock;
+  strata__live *newest;
+} strata__registry;
+/* Arrays go last at finalize: the other objects may hold them. */
+extern strata__registry strata__objects, strata__arrays;
+void strata__live_add(strata__registry *r, strata__live *l, const char *kind, void *object,
+                      int (*destroy)(void *));
+void strata__live_remove(strata__live *l);
+int64_t strata__live_count(strata__registry *r);
+/* Destroy every object of `r`, newest first, reporting each (debug). */
+void strata__live_destroy_all(strata__registry *r);
 
 struct strata_array {
   int ndim;
@@ -29,7 +53,7 @@ struct strata_array {
   void *history;
   int64_t history_node;
   int (*realize)(struct strata_array *a);
-  struct strata_array *prev, *next; /* live-object registry */
+  strata__live live;
 };
 
 /* Record the details of an error for strata_error_message() and return
@@ -82,26 +106,6 @@ int strata__array_writable(strata_array *a);
 /* Internal references: keep `a` alive past strata_array_destroy(). */
 void strata__array_retain(strata_array *a);
 void strata__array_unref(strata_array *a);
-
-/* Live-object registry (live.c): each library object embeds one link,
- * added at creation and removed by its destroy function. */
-typedef struct strata__live {
-  const char *kind; /* "graph", "amr", ... for the finalize report */
-  void *object;
-  int (*destroy)(void *object);
-  struct strata__live *newer, *older;
-} strata__live;
-void strata__live_add(strata__live *l, const char *kind, void *object, int (*destroy)(void *));
-void strata__live_remove(strata__live *l);
-int strata__live_count(void);
-/* Destroy every live object, newest first (finalize). */
-void strata__live_destroy_all(void);
-
-/* Live-array registry, used by finalize to report and free leaks. */
-void strata__array_track(strata_array *a);
-void strata__array_untrack(strata_array *a);
-void strata__array_destroy_all(void);
-int64_t strata__array_count(void);
 
 /* Extent N of a float32 [channels, N, N, N] array (or [N, N, N] with one
  * channel), or -1 when the array is not of that form. */

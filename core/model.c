@@ -93,7 +93,7 @@ static int finish_model(strata_model *m, int64_t nweights)
   m->call.in_channels = m->in_channels;
   m->call.id = starpu_hash_crc32c_string(m->name, (uint32_t)nweights);
   m->scratch_n = -1;
-  strata__live_add(&m->live, "model", m, destroy_live);
+  strata__live_add(&strata__objects, &m->live, "model", m, destroy_live);
   return 0;
 }
 

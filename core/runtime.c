@@ -168,11 +168,11 @@ int strata_finalize(void)
   if (rt.state != READY)
     return 0;
   starpu_task_wait_for_all();
-  strata__live_destroy_all();
+  strata__live_destroy_all(&strata__objects);
   for (int k = 0; k < rt.nhooks; k++)
     rt.hooks[k]();
   rt.nhooks = 0;
-  strata__array_destroy_all();
+  strata__live_destroy_all(&strata__arrays);
   strata__codelets_stop();
   starpu_mpi_shutdown();
   if (starpu_is_initialized())

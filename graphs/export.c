@@ -27,7 +27,7 @@ strata_graph *strata__graph_alloc(int n, int ninputs, int noutputs)
     strata_graph_destroy(g);
     return NULL;
   }
-  strata__live_add(&g->live, "graph", g, destroy_live);
+  strata__live_add(&strata__objects, &g->live, "graph", g, destroy_live);
   return g;
 }
 

@@ -15,7 +15,7 @@ int strata_context_create(strata_context **ctx)
   *ctx = calloc(1, sizeof **ctx);
   if (!*ctx)
     return STRATA_ENOMEM;
-  strata__live_add(&(*ctx)->live, "context", *ctx, destroy_live);
+  strata__live_add(&strata__objects, &(*ctx)->live, "context", *ctx, destroy_live);
   return 0;
 }
 

@@ -49,6 +49,15 @@ static inline const char *fuzz_scratch(void)
   return dir;
 }
 
+/* A sink for the output a target does not check. */
+static inline FILE *fuzz_devnull(void)
+{
+  static FILE *f;
+  if (!f && !(f = fopen("/dev/null", "w")))
+    fuzz_fail("cannot open /dev/null");
+  return f;
+}
+
 static inline void fuzz_write(const char *path, const void *data, size_t size)
 {
   FILE *f = fopen(path, "wb");
@@ -59,9 +68,10 @@ static inline void fuzz_write(const char *path, const void *data, size_t size)
 /* Every object and array an input created is gone again. */
 static inline void fuzz_check_no_live_objects(void)
 {
-  if (strata__live_count() != 0 || strata__array_count() != 0)
-    fuzz_fail("%d object(s) and %lld array(s) left alive", strata__live_count(),
-              (long long)strata__array_count());
+  int64_t objects = strata__live_count(&strata__objects),
+          arrays = strata__live_count(&strata__arrays);
+  if (objects || arrays)
+    fuzz_fail("%lld object(s) and %lld array(s) left alive", (long long)objects, (long long)arrays);
 }
 
 #endif
