@@ -33,8 +33,9 @@ case $leg in
     build=${STRATA_BUILD_DIR:-build-valgrind}
     config+=("-DSTRATA_TEST_LAUNCHER=valgrind;--quiet;--error-exitcode=99;--fair-sched=yes;--leak-check=full;--errors-for-leak-kinds=definite;--num-callers=40;--suppressions=$supp/valgrind.supp"
              -DSTRATA_TEST_TIMEOUT_SCALE=20)
-    # Single-process tests only, not the installed-tree or formatting checks.
-    select=(-L single -LE "install|style|bench")
+    # Single-process tests only: not the installed-tree, formatting, benchmark
+    # or soak runs (50 cycles of strata infer would take hours under memcheck).
+    select=(-L single -LE "install|style|bench|soak")
     ;;
 esac
 jobs=$(nproc)

@@ -167,6 +167,35 @@ static int take_blobs_null(int bad)
   return ret;
 }
 
+static int multi_take_no_outputs(int bad)
+{
+  strata_array *dist = vector(STRATA_FLOAT64, 4), *outs[1] = {NULL};
+  int ret = strata_gmindexer_take(gi, dist, 1, bad ? NULL : outs);
+  strata_array_destroy(outs[0]);
+  strata_array_destroy(dist);
+  return ret;
+}
+
+static int64_t pack_nothing(const void *item, void *buf, int64_t cap, void *user)
+{
+  (void)item, (void)buf, (void)cap, (void)user;
+  return 0;
+}
+
+static int unpack_nothing(const void *buf, int64_t size, void **item, void *user)
+{
+  (void)buf, (void)size, (void)user;
+  *item = NULL;
+  return 0;
+}
+
+static int take_objects_no_codec(int bad)
+{
+  void *dist[4] = {NULL}, *out[3] = {NULL};
+  strata_codec codec = {pack_nothing, unpack_nothing, NULL, NULL};
+  return strata_gindexer_take_objects(gi, dist, bad ? NULL : &codec, out);
+}
+
 static int reduce_root_out_of_range(int bad)
 {
   strata_array *a = vector(STRATA_FLOAT64, 5);
@@ -258,6 +287,28 @@ static int amr_adapt_bad_criterion(int bad)
   return strata_amr_adapt(amr, &c, &changed);
 }
 
+static int amr_adapt_no_flags(int bad)
+{
+  int64_t n = strata_amr_num_leaves(amr), changed = 0;
+  int8_t *keep = calloc((size_t)n + 1, 1);
+  int ret = strata_amr_adapt_flags(amr, bad ? NULL : keep, &changed);
+  free(keep);
+  return ret;
+}
+
+static int sharded_root_out_of_range(int bad)
+{
+  strata_array *x = vector(STRATA_FLOAT32, 8), *y = NULL;
+  CHECK_EQ(strata_array_create(0, NULL, STRATA_FLOAT32, &y), 0);
+  strata_shard_op op;
+  CHECK_EQ(strata_shard_op_axial_sum(x, 0, y, &op), 0);
+  strata_sharding s = {1, {2}};
+  int ret = strata_launch_sharded(&op, &s, bad ? size : 0);
+  strata_array_destroy(x);
+  strata_array_destroy(y);
+  return ret;
+}
+
 static int amr_write_paths_differ(int bad)
 {
   return strata_amr_write_hdf5(amr, bad ? "/nonexistent/agreement.h5" : "/tmp/agreement.h5");
@@ -321,6 +372,8 @@ static const struct error_case cases[] = {
     {"take_v: negative count", STRATA_EINVAL, take_v_negative_count},
     {"put_v: counts not int64", STRATA_ETYPE, put_v_counts_type},
     {"take_blobs: NULL items", STRATA_EINVAL, take_blobs_null},
+    {"gmindexer_take: no outputs", STRATA_EINVAL, multi_take_no_outputs},
+    {"take_objects: no codec", STRATA_EINVAL, take_objects_no_codec},
     {"array_reduce: root out of range", STRATA_EINVAL, reduce_root_out_of_range},
     {"array_reduce: type differs", STRATA_EINVAL, reduce_type_differs},
     {"array_reduce: size differs", STRATA_EINVAL, reduce_size_differs},
@@ -330,6 +383,8 @@ static const struct error_case cases[] = {
     {"amr_create: invalid ghost depth", STRATA_EINVAL, amr_create_invalid},
     {"amr_fill: NULL problem", STRATA_EINVAL, amr_fill_null_problem},
     {"amr_adapt: criterion field out of range", STRATA_EINVAL, amr_adapt_bad_criterion},
+    {"amr_adapt_flags: no flags", STRATA_EINVAL, amr_adapt_no_flags},
+    {"launch_sharded: root out of range", STRATA_EINVAL, sharded_root_out_of_range},
     {"amr_write_hdf5: paths differ", STRATA_EINVAL, amr_write_paths_differ},
     {"amr_write_hdf5: unwritable on rank 0", STRATA_EIO, amr_write_unwritable},
     {"infer_create: levels differ", STRATA_EINVAL, infer_create_levels_differ},
