@@ -55,7 +55,11 @@ void strata__live_destroy_all(strata__registry *r)
     if (!l)
       return;
     strata_log(STRATA_LOG_DEBUG, "finalize: destroying live %s %p", l->kind, l->object);
-    l->destroy(l->object);
-    strata__live_remove(l); /* a destroy that failed must not loop */
+    l->destroy(l->object); /* frees l with the object, unless it failed */
+    pthread_mutex_lock(&r->lock);
+    int kept = r->newest == l;
+    pthread_mutex_unlock(&r->lock);
+    if (kept) /* the object outlives a failed destroy: stop tracking it, never loop */
+      strata__live_remove(l);
   }
 }
