@@ -1,5 +1,4 @@
 /* n-dimensional arrays registered as StarPU vector handles. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
