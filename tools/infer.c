@@ -1,4 +1,5 @@
 /* `strata infer`: the inference main job. */
+#include <malloc.h>
 #include <starpu.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,19 @@ static double resident_mib(void)
   return pages < 0 ? -1 : (double)pages * (double)sysconf(_SC_PAGESIZE) / (1 << 20);
 }
 
+/* Heap bytes in use in MiB (glibc's mallinfo2), -1 elsewhere: unlike the
+ * resident size it does not move with malloc's arenas and trimming, so a
+ * soak run can hold it to a tight bound. */
+static double heap_mib(void)
+{
+#ifdef __GLIBC__
+  struct mallinfo2 m = mallinfo2();
+  return (double)(m.uordblks + m.hblkhd) / (1 << 20);
+#else
+  return -1;
+#endif
+}
+
 /* Per-rank elements and bubbles of the last cycle, printed by rank 0. */
 static void per_rank(const strata_infer_stats *st)
 {
@@ -145,7 +159,7 @@ static int run(const struct infer_options *o)
   strata_infer_stats st = {0};
   if (strata_rank() == 0)
     printf("cycle  leaves  elements created removed migrated  bubbles  transfers  messages  "
-           "total s  rss MiB\n");
+           "total s  rss MiB heap MiB\n");
   progress(o, 0, 0);
   for (int c = 0; c < o->cycles && !ret; c++) {
     if (c > 0)
@@ -160,11 +174,11 @@ static int run(const struct infer_options *o)
     if (strata_rank() == 0) {
       if (!o->quiet && isatty(fileno(stderr)))
         fputs("\r\033[K", stderr);
-      printf("%5d %7lld %9lld %7lld %7lld %8lld %8lld %10lld %9lld %8.3f %8.1f\n", c,
+      printf("%5d %7lld %9lld %7lld %7lld %8lld %8lld %10lld %9lld %8.3f %8.1f %8.1f\n", c,
              (long long)strata_amr_num_leaves(job.amr), (long long)st.elements,
              (long long)st.created, (long long)st.removed, (long long)st.migrated,
              (long long)st.bubbles, (long long)st.transfers, (long long)st.messages, st.total,
-             resident_mib());
+             resident_mib(), heap_mib());
       fflush(stdout);
     }
     progress(o, c + 1, starpu_timing_now() * 1e-6 - start);
