@@ -90,6 +90,23 @@ static int parse_shape(const char *path, const char *v, struct npy_header *h)
   }
 }
 
+/* The file holds at least the data its header announces: checked before
+ * anything is allocated, so a short file cannot make us reserve gigabytes. */
+static int check_data_size(const char *path, FILE *f, const struct npy_header *h)
+{
+  long at = ftell(f);
+  if (at < 0 || fseek(f, 0, SEEK_END) != 0)
+    return strata__fail(STRATA_EIO, "%s: cannot seek", path);
+  long end = ftell(f);
+  if (end < 0 || fseek(f, at, SEEK_SET) != 0)
+    return strata__fail(STRATA_EIO, "%s: cannot seek", path);
+  uint64_t need = (uint64_t)h->nelems * strata_dtype_size(h->dtype);
+  if ((uint64_t)(end - at) < need)
+    return strata__fail(STRATA_EIO, "%s: truncated data (%llu bytes announced, %ld present)",
+                        path, (unsigned long long)need, end - at);
+  return 0;
+}
+
 /* Open `path` and parse its header; on success *f is positioned at the data. */
 static int npy_open(const char *path, FILE **f, struct npy_header *h)
 {
@@ -140,8 +157,8 @@ static int npy_open(const char *path, FILE **f, struct npy_header *h)
     ret = strata__fail(STRATA_EINVAL, "%s: Fortran order is not supported", path);
   else if (strncmp(order, "False", 5) != 0)
     ret = strata__fail(STRATA_EIO, "%s: malformed 'fortran_order'", path);
-  else if (!(ret = parse_descr(path, descr, h)))
-    ret = parse_shape(path, shape, h);
+  else if (!(ret = parse_descr(path, descr, h)) && !(ret = parse_shape(path, shape, h)))
+    ret = check_data_size(path, *f, h);
 out:
   free(dict);
   if (ret) {
