@@ -102,8 +102,8 @@ static int check_data_size(const char *path, FILE *f, const struct npy_header *h
     return strata__fail(STRATA_EIO, "%s: cannot seek", path);
   uint64_t need = (uint64_t)h->nelems * strata_dtype_size(h->dtype);
   if ((uint64_t)(end - at) < need)
-    return strata__fail(STRATA_EIO, "%s: truncated data (%llu bytes announced, %ld present)",
-                        path, (unsigned long long)need, end - at);
+    return strata__fail(STRATA_EIO, "%s: truncated data (%llu bytes announced, %ld present)", path,
+                        (unsigned long long)need, end - at);
   return 0;
 }
 
