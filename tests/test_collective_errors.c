@@ -158,6 +158,28 @@ static int put_v_counts_type(int bad)
   return ret;
 }
 
+static int take_submit_wrong_size(int bad)
+{
+  strata_array *dist = vector(STRATA_FLOAT64, 4 + bad), *out = NULL;
+  int ret = strata_gindexer_take_submit(gi, dist, 1, &out);
+  strata_array_destroy(out);
+  strata_array_destroy(dist);
+  return ret;
+}
+
+static int put_v_extend_reduce(int bad)
+{
+  strata_array *counts = vector(STRATA_INT64, 3), *values = vector(STRATA_FLOAT64, 0);
+  strata_array *out_counts = NULL, *out_data = NULL;
+  int ret = strata_gindexer_put_v(gi, counts, values, bad ? STRATA_PUT_REDUCE : STRATA_PUT_LAST, 1,
+                                  NULL, NULL, &out_counts, &out_data);
+  strata_array_destroy(out_counts);
+  strata_array_destroy(out_data);
+  strata_array_destroy(counts);
+  strata_array_destroy(values);
+  return ret;
+}
+
 static int take_blobs_null(int bad)
 {
   strata_blob dist[4] = {{0}}, out[3] = {{0}};
@@ -277,6 +299,22 @@ static int amr_fill_null_problem(int bad)
   return ret;
 }
 
+static int amr_build_null_problem(int bad)
+{
+  strata_amr_params p;
+  small_amr_params(&p);
+  strata_amr *a = NULL;
+  CHECK_EQ(strata_amr_create(&p, &a), 0);
+  strata_amr_problem *problem = NULL;
+  CHECK_EQ(strata_amr_problem_linear((const double[4]){1, 0, 0, 0}, &problem), 0);
+  strata_amr_criterion c;
+  strata_amr_criterion_init(&c);
+  int ret = strata_amr_build(a, bad ? NULL : problem, &c);
+  strata_amr_problem_destroy(problem);
+  strata_amr_destroy(a);
+  return ret;
+}
+
 static int amr_adapt_bad_criterion(int bad)
 {
   strata_amr_criterion c;
@@ -371,6 +409,8 @@ static const struct error_case cases[] = {
     {"put: operator differs", STRATA_EINVAL, put_op_differs},
     {"take_v: negative count", STRATA_EINVAL, take_v_negative_count},
     {"put_v: counts not int64", STRATA_ETYPE, put_v_counts_type},
+    {"take_submit: wrong size", STRATA_EINVAL, take_submit_wrong_size},
+    {"put_v: extend with a reduction", STRATA_EINVAL, put_v_extend_reduce},
     {"take_blobs: NULL items", STRATA_EINVAL, take_blobs_null},
     {"gmindexer_take: no outputs", STRATA_EINVAL, multi_take_no_outputs},
     {"take_objects: no codec", STRATA_EINVAL, take_objects_no_codec},
@@ -381,6 +421,7 @@ static const struct error_case cases[] = {
     {"merge_versions: invalid method", STRATA_EINVAL, merge_versions_bad_method},
     {"amr_create: parameters differ", STRATA_EINVAL, amr_create_params_differ},
     {"amr_create: invalid ghost depth", STRATA_EINVAL, amr_create_invalid},
+    {"amr_build: NULL problem", STRATA_EINVAL, amr_build_null_problem},
     {"amr_fill: NULL problem", STRATA_EINVAL, amr_fill_null_problem},
     {"amr_adapt: criterion field out of range", STRATA_EINVAL, amr_adapt_bad_criterion},
     {"amr_adapt_flags: no flags", STRATA_EINVAL, amr_adapt_no_flags},
