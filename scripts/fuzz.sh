@@ -13,21 +13,20 @@ cd "$root"
 seconds=${1:-30}
 shift || true
 targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then
-  targets=(zrange graph_json npy model_json infer_options gindexer)
+if [ ${#targets[@]} -eq 0 ]; then # every tests/fuzz/fuzz_<target>.c
+  for f in tests/fuzz/fuzz_*.c; do
+    f=${f##*/fuzz_}
+    targets+=("${f%.c}")
+  done
 fi
 bash scripts/setup.sh
 build=${STRATA_BUILD_DIR:-build-fuzz}
 CC=clang cmake -S . -B "$build" -DSTRATA_FUZZ=ON -DBUILD_TESTING=ON -DSTRATA_CUDA=OFF \
   -DSTRATA_SANITIZE=fuzzer-no-link,address,undefined >/dev/null
 cmake --build "$build" -j "$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}")
-supp=$root/tests/sanitizers
-export ASAN_OPTIONS=fast_unwind_on_malloc=0:detect_stack_use_after_return=0
-export LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export STARPU_SILENT=1 STARPU_WORKERS_NOBIND=1 STARPU_NCPU=1 STARPU_HOME=$root/$build/starpu-home
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-export OMPI_MCA_hwloc_base_binding_policy=none
+source scripts/sanitizer-env.sh
+source scripts/env.sh
+export STARPU_NCPU=1 STARPU_HOME=$root/$build/starpu-home
 failed=()
 for t in "${targets[@]}"; do
   work=$build/corpus/$t crashes=tests/fuzz/crashes/$t

@@ -14,24 +14,22 @@ case "${1:-}" in
   --valgrind) leg=valgrind; shift ;;
 esac
 bash scripts/setup.sh
-supp=$root/tests/sanitizers
-config=(-DSTRATA_WERROR=ON)
+# Every leg sets all of the leg options, so a build directory that served
+# another leg is reconfigured back (the last -D of a name wins).
+config=(-DSTRATA_WERROR=ON -DSTRATA_SANITIZE= -DSTRATA_TEST_LAUNCHER= -DSTRATA_TEST_TIMEOUT_SCALE=1)
 select=()
 case $leg in
   plain) build=${STRATA_BUILD_DIR:-build} ;;
   sanitize)
     build=${STRATA_BUILD_DIR:-build-sanitize}
     config+=(-DSTRATA_SANITIZE=address,undefined -DSTRATA_TEST_TIMEOUT_SCALE=3)
-    # Full stacks, so the suppressions see the library frames; the
-    # installed-tree test builds a consumer without the sanitizer runtime.
-    export ASAN_OPTIONS=fast_unwind_on_malloc=0:detect_stack_use_after_return=0:abort_on_error=0
-    export LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0
-    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    source scripts/sanitizer-env.sh
+    # The installed-tree test builds a consumer without the sanitizer runtime.
     select=(-LE install)
     ;;
   valgrind)
     build=${STRATA_BUILD_DIR:-build-valgrind}
-    config+=("-DSTRATA_TEST_LAUNCHER=valgrind;--quiet;--error-exitcode=99;--fair-sched=yes;--leak-check=full;--errors-for-leak-kinds=definite;--num-callers=40;--suppressions=$supp/valgrind.supp"
+    config+=("-DSTRATA_TEST_LAUNCHER=valgrind;--quiet;--error-exitcode=99;--fair-sched=yes;--leak-check=full;--errors-for-leak-kinds=definite;--num-callers=40;--suppressions=$root/tests/sanitizers/valgrind.supp"
              -DSTRATA_TEST_TIMEOUT_SCALE=20)
     # Single-process tests only: not the installed-tree, formatting, benchmark
     # or soak runs (50 cycles of strata infer would take hours under memcheck).
