@@ -98,21 +98,22 @@ static struct starpu_perfmodel fill_model = {
 #else
 #define XFER_CUDA
 #endif
-#define XFER_CODELET(kind_name, perf)                                                              \
+#define XFER_CODELET(kind_name, perf, trace_color)                                                 \
   {                                                                                                \
     .name = kind_name, .cpu_funcs = {xfer_cpu}, XFER_CUDA.nbuffers = 2,                            \
-    .modes = {STARPU_R, STARPU_RW}, .model = &perf                                                 \
+    .modes = {STARPU_R, STARPU_RW}, .model = &perf, .color = trace_color                           \
   }
 
 /* Indexed by enum strata__amr_kind. */
 static struct starpu_codelet xfer_cl[] = {
-    XFER_CODELET("strata_amr_copy", copy_model),
-    XFER_CODELET("strata_amr_restrict", restrict_model),
-    XFER_CODELET("strata_amr_prolong", prolong_model),
+    XFER_CODELET("strata_amr_copy", copy_model, 0x74c476),
+    XFER_CODELET("strata_amr_restrict", restrict_model, 0x238b45),
+    XFER_CODELET("strata_amr_prolong", prolong_model, 0x00441b),
 };
 
 static struct starpu_codelet boundary_cl = {
     .name = "strata_amr_boundary",
+    .color = 0xa1d99b,
     .cpu_funcs = {boundary_cpu},
 #if STRATA__USE_CUDA
     .cuda_funcs = {boundary_cuda},
@@ -125,6 +126,7 @@ static struct starpu_codelet boundary_cl = {
 
 static struct starpu_codelet fill_cl = {
     .name = "strata_amr_fill",
+    .color = 0xc7e9c0,
     .cpu_funcs = {fill_cpu},
     .nbuffers = 1,
     .modes = {STARPU_W},

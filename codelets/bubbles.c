@@ -33,6 +33,7 @@ static struct starpu_perfmodel bubbles_perf = {
 
 static struct starpu_codelet bubbles_cl = {
     .name = "strata_bubbles",
+    .color = 0xfc8d59,
     .cpu_funcs = {bubbles_cpu},
 #if STRATA__USE_CUDA
     .cuda_funcs = {bubbles_cuda},

@@ -22,6 +22,11 @@
 #define STRATA__USE_CUDA 0
 #endif
 
+/* Every codelet carries a `.color` for traces (ViTE, dag.dot): one hue per
+ * subsystem, shades within it. Blues: array operations; purples: merges;
+ * oranges: the global indexer; greens: AMR; reds: inference and the model;
+ * browns: sharded operations; grey: the empty codelet. */
+
 /* Integer cube root: n with n^3 <= v < (n+1)^3 (extent of a cubic array). */
 static inline int64_t strata__cube_root(uint64_t v)
 {

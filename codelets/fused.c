@@ -30,6 +30,7 @@ static struct starpu_perfmodel fused_model = {
 
 static struct starpu_codelet fused_cl = {
     .name = "strata_fused",
+    .color = 0x08519c,
     .cpu_funcs = {fused_cpu},
     .nbuffers = STARPU_VARIABLE_NBUFFERS,
     .model = &fused_model,

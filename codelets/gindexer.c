@@ -124,6 +124,7 @@ static struct starpu_perfmodel apply_model = {.type = STARPU_HISTORY_BASED,
 
 static struct starpu_codelet gather_cl = {
     .name = "strata_gindexer_gather",
+    .color = 0xd95f02,
     .cpu_funcs = {gather_cpu},
     GI_CUDA(gather_cuda).nbuffers = 3,
     .modes = {STARPU_R, STARPU_R, STARPU_W},
@@ -132,6 +133,7 @@ static struct starpu_codelet gather_cl = {
 
 static struct starpu_codelet scatter_cl = {
     .name = "strata_gindexer_scatter",
+    .color = 0xfdae6b,
     .cpu_funcs = {scatter_cpu},
     GI_CUDA(scatter_cuda).nbuffers = 3,
     .modes = {STARPU_R, STARPU_R, STARPU_RW},
@@ -143,6 +145,7 @@ static struct starpu_codelet scatter_cl = {
 static struct starpu_codelet segments_cl[2] = {
     {
         .name = "strata_gindexer_segments",
+        .color = 0xe6550d,
         .cpu_funcs = {segments_cpu},
         GI_CUDA(segments_cuda).nbuffers = 3,
         .modes = {STARPU_R, STARPU_R, STARPU_W},
@@ -150,6 +153,7 @@ static struct starpu_codelet segments_cl[2] = {
     },
     {
         .name = "strata_gindexer_segments",
+        .color = 0xe6550d,
         .cpu_funcs = {segments_cpu},
         GI_CUDA(segments_cuda).nbuffers = 3,
         .modes = {STARPU_R, STARPU_R, STARPU_RW},
@@ -159,6 +163,7 @@ static struct starpu_codelet segments_cl[2] = {
 
 static struct starpu_codelet apply_cl = {
     .name = "strata_gindexer_apply",
+    .color = 0xa63603,
     .cpu_funcs = {apply_cpu},
     GI_CUDA(apply_cuda).nbuffers = 5,
     .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_SCRATCH},

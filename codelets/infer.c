@@ -76,6 +76,7 @@ static struct starpu_perfmodel mark_model = {.type = STARPU_HISTORY_BASED,
 
 static struct starpu_codelet criterion_cl = {
     .name = "strata_infer_criterion",
+    .color = 0xe7298a,
     .cpu_funcs = {criterion_cpu},
     INFER_CUDA(criterion_cuda).nbuffers = 2,
     .modes = {STARPU_R, STARPU_W},
@@ -84,6 +85,7 @@ static struct starpu_codelet criterion_cl = {
 
 static struct starpu_codelet merge_cl = {
     .name = "strata_infer_merge",
+    .color = 0xc994c7,
     .cpu_funcs = {merge_cpu},
     INFER_CUDA(merge_cuda).nbuffers = 2,
     .modes = {STARPU_R, STARPU_RW},
@@ -92,6 +94,7 @@ static struct starpu_codelet merge_cl = {
 
 static struct starpu_codelet mark_cl = {
     .name = "strata_infer_mark",
+    .color = 0xce1256,
     .cpu_funcs = {mark_cpu},
     INFER_CUDA(mark_cuda).nbuffers = STARPU_VARIABLE_NBUFFERS,
     .model = &mark_model,

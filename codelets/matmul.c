@@ -28,6 +28,7 @@ static struct starpu_perfmodel matmul_model = {
 
 static struct starpu_codelet matmul_cl = {
     .name = "strata_matmul",
+    .color = 0x084594,
     .cpu_funcs = {matmul_cpu},
     STRATA__CUDA_IMPL(matmul_cuda).nbuffers = 3,
     .modes = {STARPU_R, STARPU_R, STARPU_W},

@@ -63,6 +63,7 @@ static struct starpu_perfmodel fill_identity_model = {
 
 static struct starpu_codelet merge_cl = {
     .name = "strata_merge",
+    .color = 0x6a51a3,
     .cpu_funcs = {merge_cpu},
     .nbuffers = 2,
     .modes = {STARPU_RW, STARPU_R},
@@ -71,6 +72,7 @@ static struct starpu_codelet merge_cl = {
 
 static struct starpu_codelet accumulate_cl = {
     .name = "strata_accumulate",
+    .color = 0x9e9ac8,
     .cpu_funcs = {merge_cpu},
     .nbuffers = 2,
     .modes = {STARPU_REDUX, STARPU_R},
@@ -79,6 +81,7 @@ static struct starpu_codelet accumulate_cl = {
 
 static struct starpu_codelet fill_identity_cl = {
     .name = "strata_fill_identity",
+    .color = 0xcbc9e2,
     .cpu_funcs = {fill_identity_cpu},
     .nbuffers = 1,
     .modes = {STARPU_W},

@@ -50,6 +50,7 @@ static struct starpu_perfmodel model_perf = {
 
 static struct starpu_codelet model_cl = {
     .name = "strata_model",
+    .color = 0xd7301f,
     .cpu_funcs = {model_cpu},
 #if STRATA__USE_CUDA
     .cuda_funcs = {model_cuda},

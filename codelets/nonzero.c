@@ -52,6 +52,7 @@ static struct starpu_perfmodel list_model = {.type = STARPU_HISTORY_BASED,
 
 static struct starpu_codelet count_cl = {
     .name = "strata_count_nonzero",
+    .color = 0x74a9cf,
     .cpu_funcs = {count_cpu},
     STRATA__CUDA_IMPL(count_cuda).nbuffers = 2,
     .modes = {STARPU_R, STARPU_W},
@@ -60,6 +61,7 @@ static struct starpu_codelet count_cl = {
 
 static struct starpu_codelet list_cl = {
     .name = "strata_flatnonzero",
+    .color = 0x0570b0,
     .cpu_funcs = {list_cpu},
     STRATA__CUDA_IMPL(list_cuda).nbuffers = 2,
     .modes = {STARPU_R, STARPU_W},

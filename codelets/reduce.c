@@ -21,6 +21,7 @@ static struct starpu_perfmodel reduce_model = {
 
 static struct starpu_codelet reduce_cl = {
     .name = "strata_reduce",
+    .color = 0x6baed6,
     .cpu_funcs = {reduce_cpu},
     STRATA__CUDA_IMPL(reduce_cuda).nbuffers = 2,
     .modes = {STARPU_R, STARPU_W},

@@ -56,6 +56,7 @@ static struct starpu_perfmodel shard_model = {
 
 static struct starpu_codelet shard_cl = {
     .name = "strata_shard",
+    .color = 0x8c6d31,
     .cpu_funcs = {shard_cpu},
     SHARD_CUDA(shard_cuda).can_execute = shard_can_execute,
     .nbuffers = STARPU_VARIABLE_NBUFFERS,
@@ -163,6 +164,7 @@ static struct starpu_perfmodel scatter_model = {
 
 static struct starpu_codelet gather_cl = {
     .name = "strata_region_gather",
+    .color = 0xbd9e39,
     .cpu_funcs = {gather_cpu},
     SHARD_CUDA(gather_cuda).nbuffers = 2,
     .modes = {STARPU_R, STARPU_W},
@@ -171,6 +173,7 @@ static struct starpu_codelet gather_cl = {
 
 static struct starpu_codelet scatter_cl = {
     .name = "strata_region_scatter",
+    .color = 0xe7ba52,
     .cpu_funcs = {scatter_cpu},
     SHARD_CUDA(scatter_cuda).nbuffers = 2,
     .modes = {STARPU_RW, STARPU_R},

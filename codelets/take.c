@@ -23,6 +23,7 @@ static struct starpu_perfmodel take_model = {
 
 static struct starpu_codelet take_cl = {
     .name = "strata_take",
+    .color = 0x2171b5,
     .cpu_funcs = {take_cpu},
     STRATA__CUDA_IMPL(take_cuda).nbuffers = 3,
     .modes = {STARPU_R, STARPU_R, STARPU_W},

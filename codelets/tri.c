@@ -20,6 +20,7 @@ static struct starpu_perfmodel tri_model = {
 
 static struct starpu_codelet tri_cl = {
     .name = "strata_tri",
+    .color = 0x3182bd,
     .cpu_funcs = {tri_cpu},
     STRATA__CUDA_IMPL(tri_cuda).nbuffers = 2,
     .modes = {STARPU_R, STARPU_W},

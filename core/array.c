@@ -8,12 +8,19 @@
 
 /* Unregister (waiting for the tasks using it), free the storage and the
  * object. */
+/* Storage of at least one element, so that empty arrays have a real
+ * pointer. */
+static size_t allocation_size(int64_t nbytes, strata_dtype dtype)
+{
+  return nbytes > 0 ? (size_t)nbytes : strata_dtype_size(dtype);
+}
+
 static void free_array(strata_array *a)
 {
   if (a->handle)
     starpu_data_unregister(a->handle);
   if (a->owns_data)
-    starpu_free(a->data);
+    strata__host_free(a->data, allocation_size(a->nbytes, a->dtype));
   strata__live_remove(&a->live);
   free(a);
 }
@@ -104,13 +111,10 @@ static int make_array(void *data, int owns, int ndim, const int64_t *shape, stra
   return 0;
 }
 
-/* Storage of at least one element, so that empty arrays have a real
- * pointer. */
 static void *allocate(int64_t nbytes, strata_dtype dtype)
 {
   void *data = NULL;
-  size_t alloc = nbytes > 0 ? (size_t)nbytes : strata_dtype_size(dtype);
-  if (starpu_malloc(&data, alloc) != 0)
+  if (strata__host_alloc(&data, allocation_size(nbytes, dtype)) != 0)
     return NULL;
   return data;
 }
@@ -143,7 +147,7 @@ int strata_array_create(int ndim, const int64_t *shape, strata_dtype dtype, stra
     return STRATA_ENOMEM;
   ret = make_array(data, 1, ndim, shape, dtype, nelems, nbytes, out);
   if (ret)
-    starpu_free(data);
+    strata__host_free(data, allocation_size(nbytes, dtype));
   return ret;
 }
 

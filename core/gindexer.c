@@ -33,6 +33,7 @@
 struct strata__gi_buffer {
   starpu_data_handle_t handle;
   void *mem;
+  size_t bytes;
   struct strata__gi_buffer *next;
 };
 
@@ -40,12 +41,12 @@ void *strata__gi_buffer(strata_gindexer *gi, int64_t n, size_t elem, starpu_data
 {
   struct strata__gi_buffer *b = malloc(sizeof *b);
   void *mem = NULL;
-  if (!b || starpu_malloc(&mem, (size_t)n * elem) != 0) {
+  if (!b || strata__host_alloc(&mem, (size_t)n * elem) != 0) {
     free(b);
     return NULL;
   }
   starpu_vector_data_register(h, STARPU_MAIN_RAM, (uintptr_t)mem, (uint32_t)n, elem);
-  *b = (struct strata__gi_buffer){*h, mem, gi->pending};
+  *b = (struct strata__gi_buffer){*h, mem, (size_t)n * elem, gi->pending};
   gi->pending = b;
   return mem;
 }
@@ -56,7 +57,7 @@ void strata__gi_reclaim(strata_gindexer *gi)
     struct strata__gi_buffer *b = gi->pending;
     gi->pending = b->next;
     starpu_data_unregister(b->handle); /* waits for its tasks */
-    starpu_free(b->mem);
+    strata__host_free(b->mem, b->bytes);
     free(b);
   }
 }

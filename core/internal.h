@@ -33,6 +33,18 @@ int64_t strata__live_count(strata__registry *r);
 /* Destroy every object of `r`, newest first, reporting each (debug). */
 void strata__live_destroy_all(strata__registry *r);
 
+/* Pinned host memory through StarPU. The flags variants exist in 1.3 and
+ * 1.4 (where plain starpu_free is deprecated); the free takes the size. */
+static inline int strata__host_alloc(void **p, size_t n)
+{
+  return starpu_malloc_flags(p, n, STARPU_MALLOC_PINNED);
+}
+static inline void strata__host_free(void *p, size_t n)
+{
+  if (p)
+    starpu_free_flags(p, n, STARPU_MALLOC_PINNED);
+}
+
 struct strata_array {
   int ndim;
   int64_t shape[STRATA_MAX_DIMS];

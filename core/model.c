@@ -24,6 +24,7 @@ struct strata_model {
   struct strata__network net;
   int max_level;
   float *weights;
+  size_t weights_bytes;
   /* plug-in */
   strata_model_ops ops;
   /* StarPU */
@@ -76,7 +77,7 @@ static void free_model(strata_model *m)
       free(m->fields[c]);
   free(m->fields);
   free(m->layers);
-  starpu_free(m->weights);
+  strata__host_free(m->weights, m->weights_bytes);
   free(m);
 }
 
@@ -85,8 +86,11 @@ static int destroy_live(void *m) { return strata_model_destroy(m); }
 /* Register the weights, prepare the codelet call and track the object. */
 static int finish_model(strata_model *m, int64_t nweights)
 {
-  if (!m->weights && starpu_malloc((void **)&m->weights, sizeof(float)) != 0)
-    return STRATA_ENOMEM;
+  if (!m->weights) {
+    if (strata__host_alloc((void **)&m->weights, sizeof(float)) != 0)
+      return STRATA_ENOMEM;
+    m->weights_bytes = sizeof(float);
+  }
   starpu_vector_data_register(&m->weights_handle, STARPU_MAIN_RAM, (uintptr_t)m->weights,
                               (uint32_t)(nweights > 0 ? nweights : 1), sizeof(float));
   m->call.model = m;
@@ -378,8 +382,11 @@ static int parse_model(struct loader *ld, const cJSON *root)
   int64_t total = 0;
   for (int l = 0; l < nl; l++)
     total += ld->sizes[l][0] + ld->sizes[l][1];
-  if (total > 0 && starpu_malloc((void **)&m->weights, (size_t)total * sizeof(float)) != 0)
-    return STRATA_ENOMEM;
+  if (total > 0) {
+    m->weights_bytes = (size_t)total * sizeof(float);
+    if (strata__host_alloc((void **)&m->weights, m->weights_bytes) != 0)
+      return STRATA_ENOMEM;
+  }
   int64_t at = 0;
   for (int l = 0; l < nl; l++)
     for (int which = 0; which < 2; which++)

@@ -87,19 +87,27 @@ static void stop_owned_mpi(void)
 /* StarPU calibrates the bus into STARPU_HOME on first use; ranks of one
  * node sharing a fresh STARPU_HOME would write and read those files at the
  * same time (StarPU 1.3 aborts on the half-written file). The first rank of
- * each node starts StarPU first, the others after it. */
-static int start_starpu_per_node(int *argc, char ***argv, MPI_Comm comm, struct starpu_conf *conf)
+ * each node starts StarPU first, the others after it.
+ * Only StarPU itself is started here, which involves no MPI: StarPU-MPI's
+ * own initialisation is collective (1.4 with FxT synchronises the ranks'
+ * clocks), so it runs once every rank is known to have StarPU. */
+static int start_starpu_per_node(MPI_Comm comm, struct starpu_conf *conf)
 {
+  /* What starpu_mpi_init_conf() would set: a core for the progress thread
+   * unless the worker count is given, and MPI-aware traces. */
+  if (conf->ncpus == -1 && conf->reserve_ncpus == -1)
+    conf->reserve_ncpus = 1;
+  conf->will_use_mpi = 1;
   MPI_Comm node;
   int local, ret = 0;
   if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
-    return starpu_mpi_init_conf(argc, argv, 0, comm, conf);
+    return starpu_init(conf);
   MPI_Comm_rank(node, &local);
   if (local == 0)
-    ret = starpu_mpi_init_conf(argc, argv, 0, comm, conf);
+    ret = starpu_init(conf);
   MPI_Barrier(node);
   if (local != 0)
-    ret = starpu_mpi_init_conf(argc, argv, 0, comm, conf);
+    ret = starpu_init(conf);
   MPI_Comm_free(&node);
   return ret;
 }
@@ -134,20 +142,26 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
   if (!getenv("STARPU_SCHED"))
     conf.sched_policy_name = cfg->sched ? cfg->sched : "lws";
 
-  ret = start_starpu_per_node(argc, argv, comm, &conf);
+  ret = start_starpu_per_node(comm, &conf);
   if (ret != 0)
-    strata_log(STRATA_LOG_ERROR, "StarPU-MPI initialisation failed (%d)", ret);
-  /* Every rank returns the same code: ranks that started stop again when
-   * another rank could not. */
+    strata_log(STRATA_LOG_ERROR, "StarPU initialisation failed (%d)", ret);
+  /* Every rank returns the same code: ranks that started stop again, on
+   * their own, when another rank could not. */
   int code = ret == 0 ? 0 : ret == -ENODEV ? STRATA_ENODEV : STRATA_ESTARPU, agreed = code;
   MPI_Allreduce(&code, &agreed, 1, MPI_INT, MPI_MIN, comm);
-  if (agreed != 0) {
-    /* starpu_mpi_shutdown() ends with one barrier on comm when nothing was
-     * submitted; the ranks where StarPU did not start join it here. */
-    if (ret == 0)
+  if (agreed == 0) {
+    /* StarPU is up everywhere: StarPU-MPI only takes a reference on it. */
+    ret = starpu_mpi_init_conf(argc, argv, 0, comm, &conf);
+    if (ret != 0)
+      strata_log(STRATA_LOG_ERROR, "StarPU-MPI initialisation failed (%d)", ret);
+    code = ret == 0 ? 0 : STRATA_ESTARPU;
+    MPI_Allreduce(&code, &agreed, 1, MPI_INT, MPI_MIN, comm);
+    if (agreed != 0 && ret == 0)
       starpu_mpi_shutdown();
-    else
-      MPI_Barrier(comm);
+  }
+  if (agreed != 0) {
+    if (starpu_is_initialized())
+      starpu_shutdown();
     stop_owned_mpi();
     return agreed;
   }

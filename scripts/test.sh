@@ -3,8 +3,11 @@
 #   scripts/test.sh [ctest arguments...]              e.g. scripts/test.sh -L unit
 #   scripts/test.sh --sanitize [ctest arguments...]   AddressSanitizer + UBSan build
 #   scripts/test.sh --valgrind [ctest arguments...]   single-process tests under memcheck
-# STRATA_BUILD_DIR chooses the build directory (default: build, build-sanitize
-# or build-valgrind).
+#   scripts/test.sh --starpu 1.3|1.4 [ctest arguments...]
+#       against StarPU built from Debian's sources with FxT (and CUDA when
+#       nvcc exists) by scripts/build-starpu.sh; the tracing tests run too
+# STRATA_BUILD_DIR chooses the build directory (default: build, build-sanitize,
+# build-valgrind or build-starpu-<series>).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -12,11 +15,13 @@ leg=plain
 case "${1:-}" in
   --sanitize) leg=sanitize; shift ;;
   --valgrind) leg=valgrind; shift ;;
+  --starpu) leg=starpu; series=${2:?--starpu needs a series, 1.3 or 1.4}; shift 2 ;;
 esac
 bash scripts/setup.sh
 # Every leg sets all of the leg options, so a build directory that served
 # another leg is reconfigured back (the last -D of a name wins).
-config=(-DSTRATA_WERROR=ON -DSTRATA_SANITIZE= -DSTRATA_TEST_LAUNCHER= -DSTRATA_TEST_TIMEOUT_SCALE=1)
+config=(-DSTRATA_WERROR=ON -DSTRATA_SANITIZE= -DSTRATA_TEST_LAUNCHER= -DSTRATA_TEST_TIMEOUT_SCALE=1
+        -DSTRATA_STARPU_SERIES=)
 select=()
 case $leg in
   plain) build=${STRATA_BUILD_DIR:-build} ;;
@@ -34,6 +39,11 @@ case $leg in
     # Single-process tests only: not the installed-tree, formatting, benchmark
     # or soak runs (50 cycles of strata infer would take hours under memcheck).
     select=(-L single -LE "install|style|bench|soak")
+    ;;
+  starpu)
+    build=${STRATA_BUILD_DIR:-build-starpu-$series}
+    eval "$(bash scripts/build-starpu.sh "$series" | tail -n 3)"
+    config+=(-DSTRATA_STARPU_SERIES="$series")
     ;;
 esac
 jobs=$(nproc)

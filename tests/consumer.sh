@@ -16,7 +16,7 @@ cmake --build "$work/cmake" >/dev/null
 
 echo "== Makefile: pkg-config strata"
 mkdir -p "$work/make"
-PKG_CONFIG_PATH=$prefix/lib/pkgconfig make -s -C "$src" BUILD="$work/make"
+PKG_CONFIG_PATH=$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH} make -s -C "$src" BUILD="$work/make"
 "$work/make/consumer"
 
 echo "== installed tool"

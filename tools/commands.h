@@ -11,4 +11,7 @@ int cmd_infer(int argc, char **argv);
 /* strata graph: inspect exported graph files. */
 int cmd_graph(int argc, char **argv);
 
+/* strata trace-summary: per-codelet and per-rank figures of a tasks.rec. */
+int cmd_trace_summary(int argc, char **argv);
+
 #endif

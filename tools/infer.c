@@ -162,10 +162,13 @@ static int run(const struct infer_options *o)
            "total s  rss MiB heap MiB\n");
   progress(o, 0, 0);
   for (int c = 0; c < o->cycles && !ret; c++) {
+    /* Tasks submitted in this cycle carry its number in traces. */
+    starpu_iteration_push((unsigned long)c);
     if (c > 0)
       ret = infer_job_evolve(&job, c);
     if (!ret)
       ret = strata_infer_run(inf, &st);
+    starpu_iteration_pop();
     if (ret)
       break;
     for (int k = 0; k < STRATA_INFER_PHASES; k++)

@@ -108,6 +108,7 @@ static const struct command {
     {"amr-info", "summary of an AMR hierarchy's HDF5 file", cmd_amr_info},
     {"infer", "the inference main job on the cosmology test problem", cmd_infer},
     {"graph", "print an exported graph as Graphviz DOT, or summarise it", cmd_graph},
+    {"trace-summary", "per-codelet and per-rank figures of a traced run", cmd_trace_summary},
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Build StarPU from Debian's source packages with FxT traces, MPI and, when
+# nvcc exists, CUDA, into a prefix under the user's cache.
+#   scripts/build-starpu.sh [1.3|1.4]          (default 1.4)
+# Prints the environment to use on its last lines (eval-able):
+#   eval "$(scripts/build-starpu.sh 1.4 | tail -n 3)"
+# A finished build is reused: its prefix holds a stamp naming the source
+# version, the patches and the configure flags; change any and it rebuilds.
+# STRATA_STARPU_CUDA=OFF builds without CUDA even when nvcc is present.
+# STRATA_STARPU_CONFIGURE adds configure flags (e.g. --enable-blocking-drivers).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+series=${1:-1.4}
+case $series in
+  1.3 | 1.4) ;;
+  *) echo "usage: $0 [1.3|1.4]" >&2; exit 2 ;;
+esac
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/strata
+log() { echo "build-starpu: $*" >&2; }
+sudo=()
+[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+
+# Debian's sources: bookworm carries 1.3, sid the 1.4 series.
+source_list=/etc/apt/sources.list.d/strata-starpu-src.sources
+if [ ! -f "$source_list" ]; then
+  log "adding deb-src entries for bookworm and sid ($source_list)"
+  printf '%s\n' "Types: deb-src" "URIs: http://deb.debian.org/debian" "Suites: bookworm sid" \
+    "Components: main" "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" |
+    "${sudo[@]}" tee "$source_list" >/dev/null
+  "${sudo[@]}" apt-get update -qq
+fi
+version=$(apt-cache showsrc starpu | sed -n 's/^Version: //p' | grep "^$series\." | sort -V | tail -n 1)
+if [ -z "$version" ]; then
+  log "no StarPU $series source package in the apt sources"
+  exit 1
+fi
+
+cuda=OFF
+nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
+if [ -n "$nvcc" ] && [ "${STRATA_STARPU_CUDA:-AUTO}" != OFF ]; then
+  cuda=ON
+  cuda_dir=$(cd "$(dirname "$nvcc")/.." && pwd)
+fi
+flags=(--enable-maxcpus=64 --with-fxt --enable-mpi
+       --disable-fortran --disable-socl --disable-starpurm --disable-starpufft
+       --disable-build-doc --disable-build-examples --disable-build-tests
+       --disable-opencl --disable-openmp)
+[ "$series" = 1.4 ] && flags+=(--disable-starpupy)
+patches=()
+if [ $cuda = ON ]; then
+  flags+=(--enable-cuda "--with-cuda-dir=$cuda_dir")
+  mapfile -t patches < <(ls "$root/scripts/patches/starpu-$series"/*.patch 2>/dev/null | sort)
+else
+  flags+=(--disable-cuda)
+fi
+# shellcheck disable=SC2206
+flags+=(${STRATA_STARPU_CONFIGURE:-})
+
+prefix=$cache/starpu-$series$([ $cuda = ON ] && echo -cuda)
+stamp_text=$(printf '%s\n' "$version" "${flags[@]}"; cat "${patches[@]}" /dev/null | sha256sum)
+if [ -f "$prefix/.strata-stamp" ] && [ "$(cat "$prefix/.strata-stamp")" = "$stamp_text" ]; then
+  log "reusing StarPU $version in $prefix"
+else
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    dpkg-dev libfxt-dev libhwloc-dev libopenmpi-dev pkg-config >/dev/null
+  src=$cache/src/starpu-$version
+  rm -rf "$src" "$prefix"
+  mkdir -p "$src"
+  log "fetching the source of StarPU $version"
+  (cd "$src" && apt-get source -qq "starpu=$version" >/dev/null 2>&1)
+  tree=$(find "$src" -mindepth 1 -maxdepth 1 -type d -name 'starpu-*' | head -n 1)
+  for p in "${patches[@]}"; do
+    log "applying $(basename "$p")"
+    patch -d "$tree" -p1 -s <"$p"
+  done
+  log "configuring (${flags[*]})"
+  mkdir -p "$tree/build"
+  (cd "$tree/build" && ../configure -q --prefix="$prefix" "${flags[@]}" >../configure.out 2>&1) ||
+    { tail -n 30 "$tree/configure.out" >&2; exit 1; }
+  log "building on $(nproc) cores (a few minutes)"
+  make -C "$tree/build" -s -j "$(nproc)" >"$tree/make.out" 2>&1 || { grep -m 20 -B 2 -A 8 'error' "$tree/make.out" >&2; exit 1; }
+  make -C "$tree/build" -s install >>"$tree/make.out" 2>&1
+  printf '%s\n' "$stamp_text" >"$prefix/.strata-stamp"
+  rm -rf "$src"
+  log "installed StarPU $version in $prefix"
+fi
+echo "export PKG_CONFIG_PATH=$prefix/lib/pkgconfig\${PKG_CONFIG_PATH:+:\$PKG_CONFIG_PATH}"
+echo "export LD_LIBRARY_PATH=$prefix/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+echo "export PATH=$prefix/bin:\$PATH"
