@@ -21,6 +21,10 @@ packages=(
   graphviz
   # Python 3 for scripts/make_blob_model.py; h5py reads the AMR files in tests
   python3 python3-h5py
+  # traces and tuning: StarPU's sources are built with FxT by
+  # scripts/build-starpu.sh; pajeng checks traces, ViTE shows them (headless
+  # under Xvfb for screenshots: xwd + netpbm), gnuplot plots sweeps
+  dpkg-dev libfxt-dev pajeng vite xvfb xauth x11-apps netpbm gnuplot-nox librsvg2-bin
 )
 
 missing=()

@@ -51,6 +51,17 @@ inputs=()
 for f in "${files[@]}"; do inputs+=(-i "$f"); done
 (cd "$out" && "$fxt_tool" -c "${inputs[@]}" >fxt_tool.log 2>&1) ||
   { cat "$out/fxt_tool.log" >&2; exit 1; }
+# Strict Paje readers (pajeng) want events in time order, and no empty
+# strings; ViTE reads either form. Definitions (events without a time) first.
+tab=$(printf '\t')
+awk 'BEGIN { OFS = "\t" }
+     /^%EventDef/ { id = $3; next }
+     /^%[ \t]+Time/ { timed[id] = 1; next }
+     /^%/ { next }
+     { gsub(/\t""\t/, "\t\"-\"\t"); print (($1 in timed) ? $2 : "-1"), NR, $0 }' "$out/paje.trace" |
+  sort -t "$tab" -k1,1g -k2,2n | cut -f3- >"$out/paje.body"
+{ grep '^%' "$out/paje.trace"; cat "$out/paje.body"; } >"$out/paje.sorted"
+mv "$out/paje.sorted" "$out/paje.trace" && rm "$out/paje.body"
 # Graphviz lays out a few thousand tasks in seconds, not tens of thousands.
 tasks=$(grep -c '^JobId:' "$out/tasks.rec" || true)
 if [ $svg = 1 ] && command -v dot >/dev/null; then
