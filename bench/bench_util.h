@@ -34,17 +34,21 @@ static inline double bench_median(double *v, int n)
 static inline int bench_options(int argc, char **argv, const char *name, int *rounds, int *quick)
 {
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
-      *rounds = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--quick") == 0)
+    char *end = NULL;
+    long r = 0;
+    if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+      r = strtol(argv[++i], &end, 10);
+      if (*end == '\0' && r >= 1 && r <= 100000) {
+        *rounds = (int)r;
+        continue;
+      }
+    } else if (strcmp(argv[i], "--quick") == 0) {
       *quick = 1;
-    else {
-      fprintf(stderr, "usage: %s [--rounds R] [--quick]\n", name);
-      return 2;
+      continue;
     }
+    fprintf(stderr, "usage: %s [--rounds R (1..100000)] [--quick]\n", name);
+    return 2;
   }
-  if (*rounds < 1)
-    *rounds = 1;
   return 0;
 }
 
