@@ -43,12 +43,16 @@ struct summary {
   long tasks;
 };
 
-static void *grow(void *p, int *cap, size_t elem)
+/* Room for item n of a growable array: the array (possibly moved), or NULL
+ * (the old one is still valid). */
+static void *reserve(void *items, int n, int *cap, size_t elem)
 {
-  int n = *cap ? *cap * 2 : 16;
-  void *q = realloc(p, (size_t)n * elem);
+  if (n < *cap)
+    return items;
+  int grown = *cap ? *cap * 2 : 16;
+  void *q = realloc(items, (size_t)grown * elem);
   if (q)
-    *cap = n;
+    *cap = grown;
   return q;
 }
 
@@ -57,13 +61,11 @@ static struct codelet_row *codelet_row(struct summary *s, const char *name, cons
   for (int i = 0; i < s->ncodelets; i++)
     if (!strcmp(s->codelets[i].name, name) && !strcmp(s->codelets[i].kind, kind))
       return &s->codelets[i];
-  if (s->ncodelets == s->codelets_cap) {
-    struct codelet_row *q = grow(s->codelets, &s->codelets_cap, sizeof *q);
-    if (!q)
-      return NULL;
-    s->codelets = q;
-  }
-  struct codelet_row *r = &s->codelets[s->ncodelets++];
+  struct codelet_row *rows = reserve(s->codelets, s->ncodelets, &s->codelets_cap, sizeof *rows);
+  if (!rows)
+    return NULL;
+  s->codelets = rows;
+  struct codelet_row *r = &rows[s->ncodelets++];
   *r = (struct codelet_row){0};
   snprintf(r->name, sizeof r->name, "%s", name);
   snprintf(r->kind, sizeof r->kind, "%s", kind);
@@ -75,13 +77,11 @@ static struct rank_row *rank_row(struct summary *s, int rank)
   for (int i = 0; i < s->nranks; i++)
     if (s->ranks[i].rank == rank)
       return &s->ranks[i];
-  if (s->nranks == s->ranks_cap) {
-    struct rank_row *q = grow(s->ranks, &s->ranks_cap, sizeof *q);
-    if (!q)
-      return NULL;
-    s->ranks = q;
-  }
-  struct rank_row *r = &s->ranks[s->nranks++];
+  struct rank_row *rows = reserve(s->ranks, s->nranks, &s->ranks_cap, sizeof *rows);
+  if (!rows)
+    return NULL;
+  s->ranks = rows;
+  struct rank_row *r = &rows[s->nranks++];
   *r = (struct rank_row){.rank = rank, .iteration_min = -1, .iteration_max = -1};
   return r;
 }
