@@ -145,6 +145,24 @@ static const starpu_cuda_func_t redux_init_cuda_funcs[NREDUX] = {REDUX_PAIRS(REF
 static struct starpu_codelet redux_cls[NREDUX];
 static struct starpu_codelet redux_init_cls[NREDUX];
 
+/* The reduction methods' tasks have no argument (1.3): their (op, dtype) is
+ * the position of their codelet in its table. */
+static uint32_t redux_footprint(struct starpu_task *task)
+{
+  uintptr_t cl = (uintptr_t)task->cl, redux = (uintptr_t)redux_cls;
+  size_t k = cl >= redux && cl < redux + sizeof redux_cls
+                 ? (cl - redux) / sizeof *redux_cls
+                 : (cl - (uintptr_t)redux_init_cls) / sizeof *redux_init_cls;
+  uint64_t n = starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 0));
+  uint32_t h = starpu_hash_crc32c_be((uint32_t)k, 0);
+  h = starpu_hash_crc32c_be((uint32_t)n, h);
+  return starpu_hash_crc32c_be((uint32_t)(n >> 32), h);
+}
+static struct starpu_perfmodel redux_model = {
+    .type = STARPU_HISTORY_BASED, .symbol = "strata_redux", .footprint = redux_footprint};
+static struct starpu_perfmodel redux_init_model = {
+    .type = STARPU_HISTORY_BASED, .symbol = "strata_redux_init", .footprint = redux_footprint};
+
 #if STRATA__USE_CUDA
 /* Register a CUDA implementation (asynchronous on the worker's stream). */
 static void set_cuda(struct starpu_codelet *cl, starpu_cuda_func_t fn)
@@ -176,13 +194,13 @@ void strata__merge_codelets_init(void)
       redux->modes[0] |= STARPU_COMMUTE; /* StarPU >= 1.4 expects it; 1.3 aborts on it */
 #endif
       redux->modes[1] = STARPU_R;
-      redux->model = &merge_model;
+      redux->model = &redux_model;
       starpu_codelet_init(init);
       init->name = "strata_redux_init";
       init->cpu_funcs[0] = redux_init_cpu_funcs[k];
       init->nbuffers = 1;
       init->modes[0] = STARPU_W;
-      init->model = &fill_identity_model;
+      init->model = &redux_init_model;
 #if STRATA__USE_CUDA
       set_cuda(redux, redux_cuda_funcs[k]);
       set_cuda(init, redux_init_cuda_funcs[k]);

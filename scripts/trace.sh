@@ -51,14 +51,25 @@ inputs=()
 for f in "${files[@]}"; do inputs+=(-i "$f"); done
 (cd "$out" && "$fxt_tool" -c "${inputs[@]}" >fxt_tool.log 2>&1) ||
   { cat "$out/fxt_tool.log" >&2; exit 1; }
-# Strict Paje readers (pajeng) want events in time order, and no empty
-# strings; ViTE reads either form. Definitions (events without a time) first.
+# Strict Paje readers (pajeng) want events in time order, no empty strings
+# and no events on containers never created (StarPU 1.3 leaves a few on the
+# StarPU-MPI thread); ViTE reads either form. Definitions (events without a
+# time) go first. First pass: the containers; second: filter and key.
 tab=$(printf '\t')
 awk 'BEGIN { OFS = "\t" }
-     /^%EventDef/ { id = $3; next }
-     /^%[ \t]+Time/ { timed[id] = 1; next }
+     /^%EventDef/ { name = $2; id = $3; field = 1; next }
+     /^%[ \t]+[A-Za-z]/ {
+       field++
+       if ($2 == "Time") timed[id] = 1
+       if ($2 == "Container") at[id] = field
+       if ($2 == "Alias" && name == "PajeCreateContainer") create = id
+       if ($2 == "Alias") alias_at[id] = field
+       next }
      /^%/ { next }
-     { gsub(/\t""\t/, "\t\"-\"\t"); print (($1 in timed) ? $2 : "-1"), NR, $0 }' "$out/paje.trace" |
+     NR == FNR { if ($1 == create) known[$alias_at[create]] = 1; next }
+     ($1 in at) && $1 != create && !($(at[$1]) in known) { next }
+     { gsub(/\t""\t/, "\t\"-\"\t"); print (($1 in timed) ? $2 : "-1"), FNR, $0 }' \
+  "$out/paje.trace" "$out/paje.trace" |
   sort -t "$tab" -k1,1g -k2,2n | cut -f3- >"$out/paje.body"
 { grep '^%' "$out/paje.trace"; cat "$out/paje.body"; } >"$out/paje.sorted"
 mv "$out/paje.sorted" "$out/paje.trace" && rm "$out/paje.body"
