@@ -45,15 +45,20 @@ static void fill_identity_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+/* Hash h extended with the length of the task's first buffer. */
+static uint32_t with_length(uint32_t h, struct starpu_task *task)
+{
+  uint64_t n = starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 0));
+  h = starpu_hash_crc32c_be((uint32_t)n, h);
+  return starpu_hash_crc32c_be((uint32_t)(n >> 32), h);
+}
+
 /* Cost depends on the operator, the element type and the length. */
 static uint32_t merge_footprint(struct starpu_task *task)
 {
   const struct merge_args *a = task->cl_arg;
-  uint64_t n = starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 0));
   uint32_t h = starpu_hash_crc32c_be((uint32_t)a->op, 0);
-  h = starpu_hash_crc32c_be((uint32_t)a->dtype, h);
-  h = starpu_hash_crc32c_be((uint32_t)n, h);
-  return starpu_hash_crc32c_be((uint32_t)(n >> 32), h);
+  return with_length(starpu_hash_crc32c_be((uint32_t)a->dtype, h), task);
 }
 
 static struct starpu_perfmodel merge_model = {
@@ -153,10 +158,7 @@ static uint32_t redux_footprint(struct starpu_task *task)
   size_t k = cl >= redux && cl < redux + sizeof redux_cls
                  ? (cl - redux) / sizeof *redux_cls
                  : (cl - (uintptr_t)redux_init_cls) / sizeof *redux_init_cls;
-  uint64_t n = starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 0));
-  uint32_t h = starpu_hash_crc32c_be((uint32_t)k, 0);
-  h = starpu_hash_crc32c_be((uint32_t)n, h);
-  return starpu_hash_crc32c_be((uint32_t)(n >> 32), h);
+  return with_length(starpu_hash_crc32c_be((uint32_t)k, 0), task);
 }
 static struct starpu_perfmodel redux_model = {
     .type = STARPU_HISTORY_BASED, .symbol = "strata_redux", .footprint = redux_footprint};
