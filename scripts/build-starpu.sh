@@ -29,7 +29,14 @@ if [ ! -f "$source_list" ]; then
     "${sudo[@]}" tee "$source_list" >/dev/null
   "${sudo[@]}" apt-get update -qq
 fi
-version=$(apt-cache showsrc starpu | sed -n 's/^Version: //p' | grep "^$series\." | sort -V | tail -n 1)
+source_version() {
+  apt-cache showsrc starpu 2>/dev/null | sed -n 's/^Version: //p' | grep "^$series\." | sort -V | tail -n 1
+}
+version=$(source_version || true)
+if [ -z "$version" ]; then # the entries exist but the lists are stale or gone
+  "${sudo[@]}" apt-get update -qq
+  version=$(source_version || true)
+fi
 if [ -z "$version" ]; then
   log "no StarPU $series source package in the apt sources"
   exit 1
