@@ -17,7 +17,8 @@ if [ "${1:-}" = -r ]; then
   rounds=$2
   shift 2
 fi
-build=$root/${STRATA_BUILD_DIR:-build}
+build=${STRATA_BUILD_DIR:-build}
+[[ $build = /* ]] || build=$root/$build
 export STARPU_HOME=${1:-$build/starpu-home/calibrated}
 mkdir -p "$STARPU_HOME"
 source "$root/scripts/env.sh"

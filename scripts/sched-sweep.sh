@@ -23,7 +23,8 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-build=$root/${STRATA_BUILD_DIR:-build}
+build=${STRATA_BUILD_DIR:-build}
+[[ $build = /* ]] || build=$root/$build
 case ${1:-} in
   infer) name=infer
     cmd=("$build/tools/strata" infer --cycles 3 --max-level 4 --levels 2/3/4 --grid 64
