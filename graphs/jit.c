@@ -35,6 +35,14 @@ static const char *compiler(void)
   return cc && *cc ? cc : STRATA_JIT_DEFAULT_CC;
 }
 
+/* Flags added after JIT_FLAGS (later ones win: -march=..., -O2, -g,
+ * -fsanitize=...), blank-separated. */
+static const char *extra_flags(void)
+{
+  const char *flags = getenv("STRATA_JIT_FLAGS");
+  return flags ? flags : "";
+}
+
 /* mkdir -p */
 static int make_dirs(char *path)
 {
@@ -76,6 +84,21 @@ static uint64_t fnv1a(uint64_t h, const char *s)
   return h;
 }
 
+/* The extra flags one by one, so that spacing does not matter. */
+static uint64_t hash_flags(uint64_t h)
+{
+  const char *f = extra_flags();
+  while (*f) {
+    size_t blank = strspn(f, " \t"), len = strcspn(f + blank, " \t");
+    for (size_t k = 0; k < len; k++)
+      h = (h ^ (unsigned char)f[blank + k]) * 1099511628211ull;
+    if (len)
+      h = (h ^ (unsigned char)' ') * 1099511628211ull;
+    f += blank + len;
+  }
+  return h;
+}
+
 /* The processor's model and flags (-march=native depends on them). */
 static uint64_t hash_cpu(uint64_t h)
 {
@@ -109,7 +132,25 @@ static int write_file(const char *path, const char *kernel)
 /* Run the compiler on src into so, its messages into log. */
 static int run_compiler(const char *src, const char *so, const char *log)
 {
-  char *argv[] = {(char *)compiler(), JIT_FLAGS, "-o", (char *)so, (char *)src, "-lm", NULL};
+  enum { MAX_EXTRA = 32 };
+  char *fixed[] = {(char *)compiler(), JIT_FLAGS},
+       *argv[sizeof fixed / sizeof *fixed + MAX_EXTRA + 5];
+  int argc = 0;
+  for (size_t k = 0; k < sizeof fixed / sizeof *fixed; k++)
+    argv[argc++] = fixed[k];
+  char *extra = strdup(extra_flags()), *save = NULL;
+  if (!extra)
+    return STRATA_ENOMEM;
+  for (char *f = strtok_r(extra, " \t", &save); f; f = strtok_r(NULL, " \t", &save)) {
+    if (argc == (int)(sizeof fixed / sizeof *fixed) + MAX_EXTRA) {
+      free(extra);
+      return strata__fail(STRATA_EINVAL, "STRATA_JIT_FLAGS: more than %d flags", MAX_EXTRA);
+    }
+    argv[argc++] = f;
+  }
+  char *tail[] = {"-o", (char *)so, (char *)src, "-lm", NULL};
+  for (size_t k = 0; k < sizeof tail / sizeof *tail; k++)
+    argv[argc++] = tail[k];
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -117,6 +158,7 @@ static int run_compiler(const char *src, const char *so, const char *log)
   pid_t pid;
   int status = 0, ret = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
+  free(extra);
   if (ret != 0)
     return strata__fail(STRATA_EIO, "cannot run the C compiler '%s': %s", argv[0], strerror(ret));
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -214,7 +256,7 @@ int strata__jit_build(const char *source, const struct strata__jit_kernel **out)
   int ret = cache_dir(dir, sizeof dir);
   if (ret)
     return ret;
-  uint64_t id = hash_cpu(fnv1a(14695981039346656037ull, compiler()));
+  uint64_t id = hash_cpu(hash_flags(fnv1a(14695981039346656037ull, compiler())));
   id = fnv1a(fnv1a(fnv1a(id, jit_define), strata__jit_prelude), source);
   snprintf(so, sizeof so, "%s/%016llx.so", dir, (unsigned long long)id);
   pthread_mutex_lock(&loaded_lock);

@@ -523,15 +523,19 @@ static void check_host_transfers(void)
   strata_array_destroy(x);
 }
 
-/* The chain run twice with the given compiler and an empty kernel cache
- * (the shared one may hold this kernel already); returns the shared
- * objects the cache holds afterwards. */
-static int run_with_fresh_cache(strata_array *x, const char *compiler, const char *cache)
+/* The chain run twice with the given compiler and extra flags (NULL: the
+ * environment's) and the kernel cache `cache` (a fresh one: the shared one
+ * may hold this kernel already); returns the shared objects the cache holds
+ * afterwards. */
+static int run_with_cache(strata_array *x, const char *compiler, const char *flags,
+                          const char *cache)
 {
   const char *saved_cc = getenv("STRATA_JIT_CC"), *saved_cache = getenv("STRATA_JIT_CACHE");
   char *cc = saved_cc ? strdup(saved_cc) : NULL, *old = saved_cache ? strdup(saved_cache) : NULL;
   if (compiler)
     setenv("STRATA_JIT_CC", compiler, 1);
+  if (flags)
+    setenv("STRATA_JIT_FLAGS", flags, 1);
   setenv("STRATA_JIT_CACHE", cache, 1);
   strata_graph *g = chain(x);
   for (int run = 0; run < 2; run++) {
@@ -543,6 +547,7 @@ static int run_with_fresh_cache(strata_array *x, const char *compiler, const cha
   strata_graph_destroy(g);
   int built = count_built_kernels();
   cc ? setenv("STRATA_JIT_CC", cc, 1) : unsetenv("STRATA_JIT_CC");
+  unsetenv("STRATA_JIT_FLAGS");
   old ? setenv("STRATA_JIT_CACHE", old, 1) : unsetenv("STRATA_JIT_CACHE");
   free(cc);
   free(old);
@@ -550,12 +555,17 @@ static int run_with_fresh_cache(strata_array *x, const char *compiler, const cha
 }
 
 /* The chain's one kernel is built once and reused; without a usable C
- * compiler nothing is built and the group runs node by node. */
+ * compiler nothing is built and the group runs node by node. Extra flags
+ * (STRATA_JIT_FLAGS) reach the compiler: a flag it rejects builds nothing,
+ * other flags build a second kernel next to the first. */
 static void check_kernel_cache(strata_array *x)
 {
   check_scratch_open("strata_jit");
-  CHECK_EQ(run_with_fresh_cache(x, NULL, check_path("built")), 1);
-  CHECK_EQ(run_with_fresh_cache(x, "/nonexistent/cc", check_path("none")), 0);
+  CHECK_EQ(run_with_cache(x, NULL, NULL, check_path("built")), 1);
+  CHECK_EQ(run_with_cache(x, "/nonexistent/cc", NULL, check_path("none")), 0);
+  CHECK_EQ(run_with_cache(x, NULL, "-fno-such-flag-for-strata", check_path("bad_flag")), 0);
+  CHECK_EQ(run_with_cache(x, NULL, " -O1  -g ", check_path("built")), 2);
+  CHECK_EQ(run_with_cache(x, NULL, "-O1 -g", check_path("built")), 2);
   check_scratch_close();
 }
 
