@@ -530,8 +530,10 @@ static void check_host_transfers(void)
 static int run_with_cache(strata_array *x, const char *compiler, const char *flags,
                           const char *cache)
 {
-  const char *saved_cc = getenv("STRATA_JIT_CC"), *saved_cache = getenv("STRATA_JIT_CACHE");
-  char *cc = saved_cc ? strdup(saved_cc) : NULL, *old = saved_cache ? strdup(saved_cache) : NULL;
+  const char *saved_cc = getenv("STRATA_JIT_CC"), *saved_cache = getenv("STRATA_JIT_CACHE"),
+             *saved_flags = getenv("STRATA_JIT_FLAGS");
+  char *cc = saved_cc ? strdup(saved_cc) : NULL, *old = saved_cache ? strdup(saved_cache) : NULL,
+       *old_flags = saved_flags ? strdup(saved_flags) : NULL;
   if (compiler)
     setenv("STRATA_JIT_CC", compiler, 1);
   if (flags)
@@ -547,10 +549,11 @@ static int run_with_cache(strata_array *x, const char *compiler, const char *fla
   strata_graph_destroy(g);
   int built = count_built_kernels();
   cc ? setenv("STRATA_JIT_CC", cc, 1) : unsetenv("STRATA_JIT_CC");
-  unsetenv("STRATA_JIT_FLAGS");
+  old_flags ? setenv("STRATA_JIT_FLAGS", old_flags, 1) : unsetenv("STRATA_JIT_FLAGS");
   old ? setenv("STRATA_JIT_CACHE", old, 1) : unsetenv("STRATA_JIT_CACHE");
   free(cc);
   free(old);
+  free(old_flags);
   return built;
 }
 
