@@ -124,11 +124,15 @@ static int64_t table_len(const strata_infer *inf)
 
 /* ---- creation ---- */
 
-static int check_params(const strata_amr *amr, strata_infer_params *p)
+int strata_infer_check_geometry(const strata_amr_params *a, const strata_infer_params *p)
 {
-  const strata_amr_params *a = &amr->p;
+  if (!a || !p)
+    return STRATA_EINVAL;
   if (a->dim != 3)
     return strata__fail(STRATA_EINVAL, "inference arrays need a 3-D hierarchy");
+  if (a->max_level < 0 || a->max_level > STRATA_AMR_MAX_LEVEL || a->block_cells < 1)
+    return strata__fail(STRATA_EINVAL, "max_level %d or block_cells %d out of range", a->max_level,
+                        a->block_cells);
   if (p->level_base < 0 || p->level_base > p->level_array || p->level_array > p->level_infer ||
       p->level_infer > a->max_level)
     return strata__fail(STRATA_EINVAL,
@@ -148,6 +152,15 @@ static int check_params(const strata_amr *amr, strata_infer_params *p)
                         a->max_level, p->level_infer, a->block_cells);
   if (((int64_t)a->block_cells << (p->level_infer - p->level_array)) > 1024)
     return strata__fail(STRATA_EINVAL, "inference arrays of more than 1024 cells per axis");
+  return 0;
+}
+
+static int check_params(const strata_amr *amr, strata_infer_params *p)
+{
+  const strata_amr_params *a = &amr->p;
+  int ret = strata_infer_check_geometry(a, p);
+  if (ret)
+    return ret;
   if (!p->model)
     return strata__fail(STRATA_EINVAL, "no model");
   int in_ch = 0, out_ch = 0;

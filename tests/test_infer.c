@@ -144,6 +144,45 @@ static void check_params(strata_amr *amr, strata_model *model)
   CHECK_EQ(strata_infer_destroy(NULL), 0);
 }
 
+/* The geometric conditions, before any hierarchy exists: blocks of 8
+ * cells, levels 0..3. */
+static void check_geometry(void)
+{
+  strata_amr_params a;
+  strata_infer_params ip;
+  strata_amr_params_init(&a);
+  a.block_cells = 8;
+  a.max_level = 3;
+  infer_params(&ip, NULL);
+  CHECK_EQ(strata_infer_check_geometry(&a, &ip), 0);
+  ip.level_base = 3; /* above level_array */
+  CHECK_EQ(strata_infer_check_geometry(&a, &ip), STRATA_EINVAL);
+  CHECK(strstr(strata_error_message(), "level_base (3) <= level_array (2)") != NULL);
+  infer_params(&ip, NULL);
+  ip.level_infer = 4; /* above max_level */
+  CHECK_EQ(strata_infer_check_geometry(&a, &ip), STRATA_EINVAL);
+  infer_params(&ip, NULL);
+  ip.level_base = 0; /* 16 elements per axis in a block of 8 cells */
+  ip.level_array = 4;
+  ip.level_infer = 3;
+  CHECK_EQ(strata_infer_check_geometry(&a, &ip), STRATA_EINVAL);
+  infer_params(&ip, NULL);
+  ip.level_array = 1;
+  ip.level_infer = 1;
+  a.block_cells = 6; /* level-3 leaves of 6 cells do not restrict to level 1 */
+  CHECK_EQ(strata_infer_check_geometry(&a, &ip), STRATA_EINVAL);
+  CHECK(strstr(strata_error_message(), "whole cells") != NULL);
+  a.block_cells = 8;
+  CHECK_EQ(strata_infer_check_geometry(&a, &ip), 0);
+  a.dim = 2;
+  CHECK_EQ(strata_infer_check_geometry(&a, &ip), STRATA_EINVAL);
+  a.dim = 3;
+  a.max_level = 99;
+  CHECK_EQ(strata_infer_check_geometry(&a, &ip), STRATA_EINVAL);
+  CHECK_EQ(strata_infer_check_geometry(NULL, &ip), STRATA_EINVAL);
+  CHECK_EQ(strata_infer_check_geometry(&a, NULL), STRATA_EINVAL);
+}
+
 /* Whether the linear field exceeds the threshold at some cell centre of
  * the box [lo, hi) of cells of edge h. */
 static int fires(const double lo[3], const double hi[3], double h)
@@ -352,6 +391,7 @@ static void check_linear(strata_model *model)
   strata_amr *amr = linear_hierarchy();
   fill_linear(amr);
   check_params(amr, model);
+  check_geometry();
   strata_infer_params ip;
   infer_params(&ip, model);
   strata_infer *inf;

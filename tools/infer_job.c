@@ -30,17 +30,43 @@ static int fill_cycle(struct infer_run *run, int cycle, strata_amr_problem **pro
   return strata_amr_problem_cosmology(run->job->grid, &cp, problem);
 }
 
+static void amr_params(const struct infer_job *job, strata_amr_params *p)
+{
+  strata_amr_params_init(p);
+  p->root_blocks = job->root_blocks;
+  p->block_cells = job->block_cells;
+  p->max_level = job->max_level;
+  p->nfields = 2;
+  p->field_names[INFER_DENSITY] = "density";
+  p->field_names[INFER_STARS] = "star_forming";
+}
+
+/* The method's parameters, model and mode left to the caller. */
+static void infer_params(const struct infer_job *job, strata_infer_params *ip)
+{
+  strata_infer_params_init(ip);
+  ip->level_base = job->level_base;
+  ip->level_array = job->level_array;
+  ip->level_infer = job->level_infer;
+  ip->overdensity_threshold = job->threshold;
+  ip->marker_field = INFER_STARS;
+  ip->placement = job->placement;
+}
+
+int infer_job_check(const struct infer_job *job)
+{
+  strata_amr_params p;
+  strata_infer_params ip;
+  amr_params(job, &p);
+  infer_params(job, &ip);
+  return strata_infer_check_geometry(&p, &ip);
+}
+
 int infer_job_setup(const struct infer_job *job, struct infer_run *run)
 {
   *run = (struct infer_run){.job = job};
   strata_amr_params p;
-  strata_amr_params_init(&p);
-  p.root_blocks = job->root_blocks;
-  p.block_cells = job->block_cells;
-  p.max_level = job->max_level;
-  p.nfields = 2;
-  p.field_names[INFER_DENSITY] = "density";
-  p.field_names[INFER_STARS] = "star_forming";
+  amr_params(job, &p);
   strata_amr_criterion_init(&run->refine);
   strata_amr_problem *problem = NULL;
   int ret = job->model_path ? strata_model_load(job->model_path, &run->model)
@@ -75,14 +101,8 @@ int infer_job_evolve(struct infer_run *run, int cycle)
 int infer_job_method(struct infer_run *run, int bulk_synchronous, strata_infer **inf)
 {
   strata_infer_params ip;
-  strata_infer_params_init(&ip);
-  ip.level_base = run->job->level_base;
-  ip.level_array = run->job->level_array;
-  ip.level_infer = run->job->level_infer;
-  ip.overdensity_threshold = run->job->threshold;
+  infer_params(run->job, &ip);
   ip.model = run->model;
-  ip.marker_field = INFER_STARS;
-  ip.placement = run->job->placement;
   ip.bulk_synchronous = bulk_synchronous;
   return strata_infer_create(run->amr, &ip, inf);
 }

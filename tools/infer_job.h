@@ -35,6 +35,10 @@ struct infer_run {
 /* Field indices of the hierarchy. */
 enum { INFER_DENSITY, INFER_STARS };
 
+/* The geometric conditions of the method on the job's hierarchy, before
+ * anything is built (strata_infer_check_geometry): 0 or STRATA_EINVAL. */
+int infer_job_check(const struct infer_job *job);
+
 /* Build the hierarchy for cycle 0 (collective). */
 int infer_job_setup(const struct infer_job *job, struct infer_run *run);
 

@@ -171,14 +171,8 @@ int infer_options_parse(int argc, char **argv, struct infer_options *o, FILE *er
     if (ret > 0)
       return fprintf(err, "strata infer: unknown option '%s' (see --help)\n", a), 2;
   }
-  /* Checked here too, before the hierarchy is built for nothing. */
-  const struct infer_job *j = &o->job;
-  if (!(j->level_base <= j->level_array && j->level_array <= j->level_infer &&
-        j->level_infer <= j->max_level))
-    return fprintf(err,
-                   "strata infer: need level_base (%d) <= level_array (%d) <= level_infer (%d) "
-                   "<= max_level (%d)\n",
-                   j->level_base, j->level_array, j->level_infer, j->max_level),
-           2;
+  /* The method's geometry, before the hierarchy is built for nothing. */
+  if (infer_job_check(&o->job))
+    return fprintf(err, "strata infer: %s\n", strata_error_message()), 2;
   return 0;
 }

@@ -137,6 +137,15 @@ typedef struct strata_infer_stats {
   double total; /**< wall time of the cycle (seconds, slowest rank) */
 } strata_infer_stats;
 
+/** @brief Check the levels of @p p against a hierarchy made with @p a,
+ *  before building either: the geometric conditions of strata_infer_create()
+ *  (3-D, levels ordered up to max_level, masks no finer than a block's
+ *  cells, leaves that restrict to whole cells of level_infer, arrays of at
+ *  most 1024 cells per axis). Local (not collective), needs no
+ *  strata_init(). @return 0, or STRATA_EINVAL with the reason in
+ *  strata_error_message(). */
+int strata_infer_check_geometry(const strata_amr_params *a, const strata_infer_params *p);
+
 /** @brief Set the method up on @p amr (3-D) with @p p (copied). Invalid
  *  combinations give STRATA_EINVAL with the reason in
  *  strata_error_message(): levels not ordered level_base <= level_array <=
