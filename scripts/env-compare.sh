@@ -37,5 +37,5 @@ for s in "${settings[@]}"; do
   read -r median min max <<<"$stats"
   [ -n "$base" ] || base=$median
   printf '%-50s %9.3f %9.3f %9.3f %7.2f\n' "${s:--}" "$median" "$min" "$max" \
-    "$(echo "$median / $base" | bc -l)"
+    "$(awk -v m="$median" -v b="$base" 'BEGIN { print m / b }')"
 done

@@ -10,7 +10,7 @@ timed_runs() {
     t0=$(date +%s.%N)
     timeout "${STRATA_RUN_TIMEOUT:-600}" "$@" >"$log" 2>&1 </dev/null ||
       { echo "failed or timed out: see $log" >&2; return 1; }
-    times+=("$(echo "$(date +%s.%N) - $t0" | bc -l)")
+    times+=("$(awk -v t0="$t0" -v t1="$(date +%s.%N)" 'BEGIN { print t1 - t0 }')")
   done
   printf '%s\n' "${times[@]}" | sort -g |
     awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;

@@ -125,8 +125,8 @@ static const char *worker_kind(const struct trace_workers *w, int rank, int work
 struct record {
   struct trace_task t;
   int has_start, has_end, control;
-  char *deps;
 };
+static const struct record empty_record = {.t = {.worker = -1, .iteration = -1}};
 
 static int flush(struct record *r, const struct trace_workers *w,
                  int (*fn)(const struct trace_task *, void *), void *ctx)
@@ -136,11 +136,9 @@ static int flush(struct record *r, const struct trace_workers *w,
     if (!r->t.name[0])
       strcpy(r->t.name, "(unnamed)");
     snprintf(r->t.kind, sizeof r->t.kind, "%s", worker_kind(w, r->t.rank, r->t.worker));
-    r->t.depends_on = r->deps ? r->deps : "";
     ret = fn(&r->t, ctx);
   }
-  free(r->deps);
-  *r = (struct record){.t = {.worker = -1, .iteration = -1}};
+  *r = empty_record;
   return ret;
 }
 
@@ -162,7 +160,7 @@ int trace_read_tasks(const char *tasks_path, const struct trace_workers *w,
   char *line = NULL;
   size_t cap = 0;
   int ret = 0;
-  struct record r = {.t = {.worker = -1, .iteration = -1}};
+  struct record r = empty_record;
   while (!ret && getline(&line, &cap, f) > 0) {
     if (line[0] == '\n') {
       ret = flush(&r, w, fn, ctx);
@@ -176,8 +174,6 @@ int trace_read_tasks(const char *tasks_path, const struct trace_workers *w,
     double ms; /* starpu_fxt_tool writes milliseconds */
     if (!strcmp(key, "Name"))
       copy_value(r.t.name, sizeof r.t.name, value);
-    else if (!strcmp(key, "JobId"))
-      copy_value(r.t.job, sizeof r.t.job, value);
     else if (!strcmp(key, "Control"))
       r.control = 1;
     else if (!strcmp(key, "MPIRank") && atoi(value) > 0) /* -1: a run without MPI */
@@ -192,16 +188,10 @@ int trace_read_tasks(const char *tasks_path, const struct trace_workers *w,
     } else if (!strcmp(key, "EndTime") && sscanf(value, "%lf", &ms) == 1) {
       r.t.end_us = ms * 1e3;
       r.has_end = 1;
-    } else if (!strcmp(key, "DependsOn")) {
-      free(r.deps);
-      r.deps = strndup(value, strcspn(value, "\n"));
-      if (!r.deps)
-        ret = -ENOMEM;
     }
   }
   if (!ret)
     ret = flush(&r, w, fn, ctx);
-  free(r.deps);
   free(line);
   if (!ret && ferror(f))
     ret = -EIO;

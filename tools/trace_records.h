@@ -9,12 +9,10 @@
 struct trace_task {
   char name[64];  /* task or codelet name; "(unnamed)" when none */
   char kind[16];  /* worker kind (CPU, CUDA, ...); "?" when unknown */
-  char job[32];   /* JobId, with the rank prefix of merged traces */
   int rank;       /* MPIRank, 0 when absent or negative */
   int worker;     /* WorkerId, -1 when absent */
   long iteration; /* first Iteration number, -1 when none */
   double start_us, end_us;
-  const char *depends_on; /* the DependsOn list as written, "" when none */
 };
 
 /* (rank, worker) -> kind, from the worker containers of a Paje trace. */
@@ -31,9 +29,9 @@ int trace_read_workers(const char *paje_path, struct trace_workers *w);
 void trace_workers_free(struct trace_workers *w);
 
 /* Call fn on every task record of `tasks_path` that has a start and an end
- * time (control records and tasks that never ran are skipped); stops at the
- * first nonzero return of fn and returns it. 0, fn's code or a negative
- * errno (-EINVAL: a malformed record). */
+ * time (control records, tasks that never ran and unknown fields are
+ * skipped); stops at the first nonzero return of fn and returns it. 0, fn's
+ * code or a negative errno. */
 int trace_read_tasks(const char *tasks_path, const struct trace_workers *w,
                      int (*fn)(const struct trace_task *t, void *ctx), void *ctx);
 
