@@ -158,6 +158,9 @@ enum {
 /* The set of choices of a mode; STRATA_EINVAL for values out of range. */
 int strata__mem_mask(strata_memory_mode mode, unsigned *mask);
 
+/* The name of the mode a set of choices is (in buf). */
+const char *strata__mem_name(unsigned mask, char *buf, size_t size);
+
 /* A fused group: elementwise nodes run as one generated kernel. Members
  * are the Virtual nodes and the root (last), in topological order; leaves
  * the distinct nodes they read that are not members. */

@@ -99,6 +99,10 @@ static cJSON *graph_json(const strata_graph *g)
     cJSON_AddStringToObject(o, "dtype", strata_dtype_name(nd->m.dtype));
     cJSON_AddItemToObject(o, "shape", int_list(nd->m.shape, nd->m.ndim));
     write_params(o, nd);
+    if (g->mem[i] != STRATA__MEM_ANY) {
+      char mode[64];
+      cJSON_AddStringToObject(o, "memory_mode", strata__mem_name(g->mem[i], mode, sizeof mode));
+    }
     cJSON_AddItemToArray(nodes, o);
   }
   return root;
@@ -309,6 +313,21 @@ static int read_node(const cJSON *o, int i, strata__node *nd)
   return 0;
 }
 
+/* The node's optional "memory_mode" (absent: Undecided). */
+static int read_memory_mode(const cJSON *o, strata_graph *g, int i)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "memory_mode");
+  strata_memory_mode mode;
+  unsigned mask;
+  if (!v)
+    return 0;
+  if (!cJSON_IsString(v) || strata_memory_mode_parse(v->valuestring, &mode) ||
+      strata__mem_mask(mode, &mask))
+    return strata__fail(STRATA_EIO, "node '%s': invalid memory_mode", g->nodes[i].name);
+  g->mem[i] = (unsigned char)mask;
+  return 0;
+}
+
 static int read_graph(const cJSON *root, strata_graph **out)
 {
   const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
@@ -331,7 +350,7 @@ static int read_graph(const cJSON *root, strata_graph **out)
   const cJSON *v;
   cJSON_ArrayForEach(v, nodes)
   {
-    if ((ret = read_node(v, k, &g->nodes[k])))
+    if ((ret = read_node(v, k, &g->nodes[k])) || (ret = read_memory_mode(v, g, k)))
       break;
     k++;
   }

@@ -93,7 +93,25 @@ int strata_memory_mode_format(strata_memory_mode m, char *buf, size_t size)
   return len;
 }
 
-static const char *mask_name(unsigned mask, char *buf, size_t size)
+int strata_memory_mode_parse(const char *text, strata_memory_mode *mode)
+{
+  if (!text || !mode)
+    return STRATA_EINVAL;
+  /* every valid mode, formatted: the names are few and format is the spec */
+  for (int k = STRATA_MEM_UNDECIDED; k <= STRATA_MEM_HOSTED; k++)
+    for (int t = STRATA_MEMTYPE_ANY; t <= STRATA_MEMTYPE_VOLATILE; t++)
+      for (int s = STRATA_SHARING_UNSET; s <= STRATA_SHARING_SHARED; s++) {
+        strata_memory_mode m = {(strata_memory_kind)k, (strata_memory_type)t, (strata_sharing)s};
+        char name[64];
+        if (strata_memory_mode_format(m, name, sizeof name) > 0 && strcmp(name, text) == 0) {
+          *mode = m;
+          return 0;
+        }
+      }
+  return STRATA_EINVAL;
+}
+
+const char *strata__mem_name(unsigned mask, char *buf, size_t size)
 {
   strata_memory_mode_format(mode_of_mask(mask), buf, size);
   return buf;
@@ -124,9 +142,10 @@ static int refine(strata_graph *g, int i, unsigned mask, const char *why)
   const char *name = g->nodes[i].name;
   if (now == STRATA__MEM_VIRTUAL || mask == STRATA__MEM_VIRTUAL)
     return strata__fail(STRATA_EINVAL, "node '%s' is %s and cannot be %s%s", name,
-                        mask_name(now, a, sizeof a), mask_name(mask, b, sizeof b), why);
+                        strata__mem_name(now, a, sizeof a), strata__mem_name(mask, b, sizeof b),
+                        why);
   return strata__fail(STRATA_EINVAL, "node '%s': memory mode %s is inconsistent with %s%s", name,
-                      mask_name(mask, b, sizeof b), mask_name(now, a, sizeof a), why);
+                      strata__mem_name(mask, b, sizeof b), strata__mem_name(now, a, sizeof a), why);
 }
 
 int strata_node_set_memory_mode(strata_graph *g, const char *node, strata_memory_mode mode)

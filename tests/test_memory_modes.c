@@ -572,6 +572,76 @@ static void check_kernel_cache(strata_array *x)
   check_scratch_close();
 }
 
+/* Every mode's name parses back to the same mode; other text is refused. */
+static void check_mode_names(void)
+{
+  int named = 0;
+  for (int k = STRATA_MEM_UNDECIDED; k <= STRATA_MEM_HOSTED; k++)
+    for (int t = STRATA_MEMTYPE_ANY; t <= STRATA_MEMTYPE_VOLATILE; t++)
+      for (int s = STRATA_SHARING_UNSET; s <= STRATA_SHARING_SHARED; s++) {
+        strata_memory_mode m = MODE(k, t, s), back;
+        char name[64];
+        if (strata_memory_mode_format(m, name, sizeof name) <= 0)
+          continue;
+        CHECK_EQ(strata_memory_mode_parse(name, &back), 0);
+        CHECK(strcmp(mode_name(back), name) == 0);
+        named++;
+      }
+  CHECK(named >= 19); /* the table of docs/memory-modes.md */
+  const char *bad[] = {"", "virtual", "Local(", "On_device", "Hosted(Volatile) ", "Hosted()"};
+  strata_memory_mode m;
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
+    CHECK_EQ(strata_memory_mode_parse(bad[k], &m), STRATA_EINVAL);
+  CHECK_EQ(strata_memory_mode_parse(NULL, &m), STRATA_EINVAL);
+}
+
+/* A graph reloaded from its JSON has the same mode on every node. */
+static strata_graph *reloaded(const strata_graph *g)
+{
+  char *json = NULL;
+  strata_graph *back = NULL;
+  CHECK_EQ(strata_graph_to_json(g, &json), 0);
+  CHECK_EQ(strata_graph_from_json(json, strlen(json), &back), 0);
+  const char *nodes[] = {"x", "multiply_1", "y"};
+  for (int k = 0; k < 3; k++)
+    CHECK(strcmp(node_mode(back, nodes[k]), node_mode(g, nodes[k])) == 0);
+  free(json);
+  return back;
+}
+
+/* Modes travel in the JSON: user refinements, then compiled decisions. */
+static void check_json_modes(strata_array *x)
+{
+  strata_graph *g = chain(x);
+  char *json = NULL;
+  CHECK_EQ(strata_node_set_memory_mode(g, "multiply_1", M(NEVER_VIRTUAL)), 0);
+  CHECK_EQ(strata_graph_to_json(g, &json), 0);
+  CHECK(strstr(json, "\"memory_mode\":\t\"Never_virtual\""));
+  CHECK(!strstr(json, "Undecided")); /* undecided nodes say nothing */
+  free(json);
+  strata_graph *back = reloaded(g);
+  CHECK(strcmp(node_mode(back, "multiply_1"), "Never_virtual") == 0);
+  CHECK_EQ(strata_graph_nkernels(back), 2); /* still not Virtual after a reload */
+  strata_graph_destroy(back);
+
+  CHECK_EQ(strata_graph_compile(g), 0);
+  back = reloaded(g);
+  CHECK(strcmp(node_mode(back, "multiply_1"), "Local") == 0);
+  CHECK(strcmp(node_mode(back, "y"), "Hosted(Changed_on_devices(Shared_cross_streams))") == 0);
+  CHECK_EQ(strata_graph_compile(back), 0);
+  CHECK_EQ(strata_graph_nkernels(back), strata_graph_nkernels(g));
+  strata_graph_destroy(back);
+  strata_graph_destroy(g);
+
+  const char *bad = "{\"format\": \"strata-graph\", \"version\": 1, \"inputs\": [0], "
+                    "\"outputs\": [{\"name\": \"y\", \"node\": 0}], \"nodes\": [{\"name\": "
+                    "\"x\", \"op\": \"input\", \"inputs\": [], \"dtype\": \"float32\", "
+                    "\"shape\": [4], \"memory_mode\": \"Hosted(Sometimes)\"}]}";
+  strata_graph *none = NULL;
+  CHECK_EQ(strata_graph_from_json(bad, strlen(bad), &none), STRATA_EIO);
+  CHECK(none == NULL && strstr(strata_error_message(), "memory_mode"));
+}
+
 int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
@@ -580,6 +650,8 @@ int main(int argc, char **argv)
   check_refinement_table(x);
   check_defaults(x);
   check_compile_errors(x);
+  check_mode_names();
+  check_json_modes(x);
   check_random_chains();
   check_host_transfers();
   check_kernel_cache(x);

@@ -338,6 +338,10 @@ int strata_node_memory_mode(const strata_graph *g, const char *node, strata_memo
  * truncated to size). Returns the full length, or STRATA_EINVAL. */
 int strata_memory_mode_format(strata_memory_mode mode, char *buf, size_t size);
 
+/** The mode named `text`, exactly as strata_memory_mode_format() writes it
+ * ("Local", "Hosted(Volatile)"...). STRATA_EINVAL for any other text. */
+int strata_memory_mode_parse(const char *text, strata_memory_mode *mode);
+
 /** Decide every node's memory mode and the fused kernels (run does it
  * when needed). Defaults: graph inputs are Hosted(Volatile), outputs
  * Hosted(Changed_on_devices); a node read more than once is never Virtual;
