@@ -1,7 +1,7 @@
 /* Fuzzing target: the graph JSON loader. Properties: a rejected document
  * leaves no graph; an accepted one exports to JSON that loads to a graph
- * exporting the same JSON (nodes, memory modes), plans its memory and writes DOT without failing.
- */
+ * exporting the same JSON (nodes, memory modes), plans its memory and
+ * writes DOT without failing. */
 #include <strata/graph.h>
 
 #include "fuzz_util.h"
