@@ -57,6 +57,49 @@ int strata__submit_copy_arg(struct starpu_codelet *cl, const void *arg, size_t s
                             const starpu_data_handle_t *handles,
                             const enum starpu_data_access_mode *modes);
 
+/* Same, handing over `arg` (malloc'ed, size bytes): the task frees it,
+ * on error too. */
+int strata__submit_owned_arg(struct starpu_codelet *cl, void *arg, size_t size, int nbuffers,
+                             const starpu_data_handle_t *handles,
+                             const enum starpu_data_access_mode *modes);
+
+/* Capture: while active (on the calling thread), the three insert
+ * functions above record their task instead of submitting it;
+ * strata__capture_submit() then submits the recorded tasks as one task
+ * calling their implementations in order. The executor of graphs uses it
+ * for nodes in the Local memory mode (graphs/). */
+struct strata__captured {
+  struct starpu_codelet *cl;
+  void *arg;
+  size_t arg_size;
+  int owned; /* arg is the capture's to free */
+  int nbuffers;
+  starpu_data_handle_t handles[STARPU_NMAXBUFS];
+  enum starpu_data_access_mode modes[STARPU_NMAXBUFS];
+};
+struct strata__capture {
+  int n, cap;
+  struct strata__captured *tasks;
+};
+void strata__capture_begin(struct strata__capture *c);
+void strata__capture_end(void);
+int strata__capture_active(void);
+/* Called by the insert path: 1 when the task was recorded (arg copied or,
+ * with free_arg, taken over), 0 when no capture is active, or an error. */
+int strata__capture_task(struct starpu_codelet *cl, void *arg, size_t arg_size, int free_arg,
+                         int nbuffers, const starpu_data_handle_t *handles,
+                         const enum starpu_data_access_mode *modes);
+/* Submit what `c` recorded (after strata__capture_end) and empty it:
+ * several tasks as one "strata_sequence" task on their distinct handles,
+ * where the `scratch` handles are STARPU_SCRATCH buffers; runs on CUDA
+ * workers too when every recorded codelet has a CUDA implementation. One
+ * task, or tasks using more than STARPU_NMAXBUFS handles together, are
+ * submitted as they were. */
+int strata__capture_submit(struct strata__capture *c, int nscratch,
+                           const starpu_data_handle_t *scratch);
+/* Drop what `c` recorded without submitting. */
+void strata__capture_discard(struct strata__capture *c);
+
 /* StarPU-MPI version for handles registered with StarPU-MPI: called on
  * every rank of `comm` with the same arguments; the task runs on the owner
  * of the first written handle, StarPU-MPI moves the data. */

@@ -20,6 +20,10 @@ static int submit(struct starpu_codelet *cl, void *cl_arg, size_t cl_arg_size, i
                   const enum starpu_data_access_mode *modes)
 {
   int bad = nbuffers < 0 || nbuffers > STARPU_NMAXBUFS;
+  int captured =
+      bad ? 0 : strata__capture_task(cl, cl_arg, cl_arg_size, free_arg, nbuffers, handles, modes);
+  if (captured)
+    return captured < 0 ? captured : 0;
   struct starpu_task *task = bad ? NULL : starpu_task_create();
   if (!task) {
     if (free_arg)
@@ -48,6 +52,13 @@ int strata__submit(struct starpu_codelet *cl, const void *cl_arg, size_t cl_arg_
                    const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes)
 {
   return submit(cl, (void *)cl_arg, cl_arg_size, 0, nbuffers, handles, modes);
+}
+
+int strata__submit_owned_arg(struct starpu_codelet *cl, void *arg, size_t size, int nbuffers,
+                             const starpu_data_handle_t *handles,
+                             const enum starpu_data_access_mode *modes)
+{
+  return submit(cl, arg, size, 1, nbuffers, handles, modes);
 }
 
 int strata__submit_copy_arg(struct starpu_codelet *cl, const void *arg, size_t size, int nbuffers,

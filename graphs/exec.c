@@ -79,13 +79,49 @@ static int place(int sink, strata__slot *s, strata_array **target, strata_graph 
   return 0;
 }
 
-static void drop_temp(strata__slot *s)
+/* A sequence being captured (nodes sharing a task through Local nodes):
+ * handles its tasks use are dropped only after it is submitted. */
+struct sequence {
+  int active;
+  struct strata__capture capture;
+  int nscratch;
+  starpu_data_handle_t scratch[STARPU_NMAXBUFS];
+  int npending;
+  strata__slot **pending;
+};
+
+static void drop_temp(strata__slot *s, struct sequence *q)
 {
   if (!s->temp)
     return;
+  if (q->active) {
+    for (int k = 0; k < q->npending; k++)
+      if (q->pending[k] == s)
+        return;
+    q->pending[q->npending++] = s;
+    return;
+  }
   starpu_data_unregister_submit(s->h);
   s->temp = 0;
   s->h = NULL;
+}
+
+/* Submit the captured sequence as one task (Local nodes as scratch
+ * buffers), then drop what waited for it. */
+static int end_sequence(struct sequence *q, int ret)
+{
+  if (!q->active)
+    return ret;
+  strata__capture_end();
+  q->active = 0;
+  if (ret)
+    strata__capture_discard(&q->capture);
+  else
+    ret = strata__capture_submit(&q->capture, q->nscratch, q->scratch);
+  for (int k = 0; k < q->npending; k++)
+    drop_temp(q->pending[k], q);
+  q->npending = q->nscratch = 0;
+  return ret;
 }
 
 /* The metas of node i's inputs into in_meta (and their handles into in_h
@@ -137,7 +173,7 @@ static int infer_virtual(const strata__node *nd, strata__slot *slot, int i)
  * kernel can be built (no C compiler), the members run one by one through
  * handles of one run. */
 static int run_group(strata_graph *g, strata__group *G, int sink, strata__slot *slot,
-                     strata_array **target)
+                     strata_array **target, struct sequence *q)
 {
   int root = G->root, ret = infer_virtual(&g->nodes[root], slot, root);
   if (ret)
@@ -158,7 +194,7 @@ static int run_group(strata_graph *g, strata__group *G, int sink, strata__slot *
     ret = run_node(&g->nodes[i], i == root ? sink : STRATA__SINK_TEMP, slot, i, target, g);
   }
   for (int m = 0; m + 1 < G->nmembers; m++)
-    drop_temp(&slot[G->members[m]]);
+    drop_temp(&slot[G->members[m]], q);
   return ret;
 }
 
@@ -174,12 +210,32 @@ static int task_inputs(const strata__node *nodes, int i, const strata_graph *g, 
   return nodes[i].nin;
 }
 
+/* Node i of a sequence: capture from its first node on. */
+static void enter_sequence(struct sequence *q)
+{
+  if (!q->active) {
+    strata__capture_begin(&q->capture);
+    q->active = 1;
+  }
+}
+
+/* A Local node of a sequence is a scratch buffer of the sequence's task. */
+static void note_scratch(const strata_graph *g, int i, const strata__slot *slot, struct sequence *q)
+{
+  if (q->active && g->mem[i] == STRATA__MEM_LOCAL && slot[i].h && q->nscratch < STARPU_NMAXBUFS)
+    q->scratch[q->nscratch++] = slot[i].h;
+}
+
 int strata__exec_run(const strata__node *nodes, int n, const int *sink, strata__slot *slot,
                      strata_array **target, strata_graph *g)
 {
   int *readers = calloc((size_t)n + 1, sizeof *readers);
-  if (!readers)
+  struct sequence q = {.pending = calloc((size_t)n + 1, sizeof *q.pending)};
+  if (!readers || !q.pending) {
+    free(readers);
+    free(q.pending);
     return STRATA_ENOMEM;
+  }
   const int *in;
   for (int i = 0; i < n; i++) {
     if (sink[i] < 0 || sink[i] == STRATA__SINK_VIRTUAL)
@@ -187,34 +243,42 @@ int strata__exec_run(const strata__node *nodes, int n, const int *sink, strata__
     for (int k = 0, nin = task_inputs(nodes, i, g, &in); k < nin; k++)
       readers[in[k]]++;
   }
+  /* a compiled graph's order keeps each sequence's nodes together */
+  const int *order = g ? g->plan.order : NULL, *seq_of = g ? g->plan.seq_of : NULL;
   int ret = 0;
-  for (int i = 0; i < n && !ret; i++) {
-    if (sink[i] < 0)
-      continue;
-    if (sink[i] == STRATA__SINK_VIRTUAL) {
+  for (int k = 0; k < n && !ret; k++) {
+    int i = order ? order[k] : k;
+    if (sink[i] >= 0 && sink[i] != STRATA__SINK_VIRTUAL) {
+      int gi = g ? g->plan.group_of[i] : -1;
+      if (seq_of && seq_of[i] >= 0)
+        enter_sequence(&q);
+      if (gi >= 0)
+        ret = run_group(g, &g->plan.groups[gi], sink[i], slot, target, &q);
+      else
+        ret = run_node(&nodes[i], sink[i], slot, i, target, g);
+      if (!ret)
+        note_scratch(g, i, slot, &q);
+      for (int j = 0, nin = task_inputs(nodes, i, g, &in); j < nin; j++)
+        if (--readers[in[j]] == 0)
+          drop_temp(&slot[in[j]], &q);
+      if (readers[i] == 0)
+        drop_temp(&slot[i], &q);
+    } else if (sink[i] == STRATA__SINK_VIRTUAL) {
       ret = infer_virtual(&nodes[i], slot, i);
-      continue;
     }
-    int gi = g ? g->plan.group_of[i] : -1;
-    if (gi >= 0)
-      ret = run_group(g, &g->plan.groups[gi], sink[i], slot, target);
-    else
-      ret = run_node(&nodes[i], sink[i], slot, i, target, g);
-    for (int k = 0, nin = task_inputs(nodes, i, g, &in); k < nin; k++)
-      if (--readers[in[k]] == 0)
-        drop_temp(&slot[in[k]]);
-    if (readers[i] == 0)
-      drop_temp(&slot[i]);
+    if (ret || k + 1 == n || !seq_of || seq_of[order[k + 1]] != seq_of[i])
+      ret = end_sequence(&q, ret);
   }
   for (int i = 0; i < n; i++) {
     if (sink[i] < 0)
       continue;
-    drop_temp(&slot[i]);
+    drop_temp(&slot[i], &q);
     if (ret && sink[i] == STRATA__SINK_NEW && target[i]) {
       strata_array_destroy(target[i]);
       target[i] = NULL;
     }
   }
   free(readers);
+  free(q.pending);
   return ret;
 }

@@ -186,6 +186,8 @@ typedef struct strata__plan {
   strata__slot *kept;    /* per node: On_device handle or Hosted array's handle */
   strata_array **hosted; /* per node: the Hosted intermediate's array */
   int *computed;         /* per node: kept value valid (Constant: never recomputed) */
+  int *seq_of;           /* per node: its sequence (one task through Local nodes), or -1 */
+  int *order;            /* the nodes in submission order: each sequence's together */
 } strata__plan;
 
 struct strata_graph {

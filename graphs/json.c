@@ -468,29 +468,54 @@ static void dot_node(const strata_graph *g, int i, FILE *out)
   fprintf(out, "]%s%s\"];\n", mode[0] ? "\\n" : "", mode);
 }
 
+static void dot_group(const strata_graph *g, int gi, FILE *out)
+{
+  const strata__group *G = &g->plan.groups[gi];
+  fprintf(out,
+          "  subgraph cluster_fused%d {\n    label=\"fused kernel %d\"; style=rounded; "
+          "color=\"#e69138\";\n",
+          gi, gi);
+  for (int m = 0; m < G->nmembers; m++)
+    dot_node(g, G->members[m], out);
+  fprintf(out, "  }\n");
+}
+
+/* The nodes of sequence q (q < 0: of none), fused groups as clusters. */
+static void dot_nodes(const strata_graph *g, int q, FILE *out)
+{
+  for (int i = 0; i < g->n; i++) {
+    int gi = g->plan.compiled ? g->plan.group_of[i] : -1;
+    if ((g->plan.compiled ? g->plan.seq_of[i] : -1) != q)
+      continue;
+    if (gi < 0)
+      dot_node(g, i, out);
+    else if (g->plan.groups[gi].root == i)
+      dot_group(g, gi, out);
+  }
+}
+
 int strata_graph_write_dot(const strata_graph *g, FILE *out)
 {
   if (!g || !out)
     return STRATA_EINVAL;
   char name[256];
   fprintf(out, "digraph strata {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n");
-  /* fused groups of a compiled graph: one cluster per generated kernel */
-  for (int gi = 0; gi < g->plan.ngroups; gi++) {
-    const strata__group *G = &g->plan.groups[gi];
+  /* a compiled graph: one cluster per task that runs several nodes (a
+   * sequence through Local nodes), one per generated kernel inside */
+  for (int q = 0; g->plan.compiled && q < g->n; q++) {
+    if (g->plan.seq_of[q] != q)
+      continue;
     fprintf(out,
-            "  subgraph cluster_fused%d {\n    label=\"fused kernel %d\"; style=rounded; "
-            "color=\"#e69138\";\n",
-            gi, gi);
-    for (int m = 0; m < G->nmembers; m++)
-      dot_node(g, G->members[m], out);
+            "  subgraph cluster_task%d {\n    label=\"one task\"; style=dashed; "
+            "color=\"#674ea7\";\n",
+            q);
+    dot_nodes(g, q, out);
     fprintf(out, "  }\n");
   }
-  for (int i = 0; i < g->n; i++) {
-    if (!g->plan.compiled || g->plan.group_of[i] < 0)
-      dot_node(g, i, out);
+  dot_nodes(g, -1, out);
+  for (int i = 0; i < g->n; i++)
     for (int k = 0; k < g->nodes[i].nin; k++)
       fprintf(out, "  n%d -> n%d;\n", g->nodes[i].in[k], i);
-  }
   for (int o = 0; o < g->noutputs; o++)
     fprintf(out,
             "  out%d [shape=ellipse, style=filled, fillcolor=\"#d9ead3\", label=\"%s\"];\n"

@@ -177,6 +177,7 @@ struct analysis {
   int *nreads; /* operand slots reading each node */
   int *reader; /* the last reader of each node */
   int *is_output;
+  unsigned char *allowed; /* choices a stored node had before its decision */
 };
 
 /* The first choice of `prefs` that `mask` allows. */
@@ -208,6 +209,7 @@ static int decide_stored(strata_graph *g, int i, const struct analysis *an)
   if (ret)
     return ret;
   unsigned mask = g->mem[i], choice;
+  an->allowed[i] = (unsigned char)mask;
   if (nd->op == STRATA__OP_INPUT) {
     if ((ret = refine(g, i, STRATA__MEM_HOST, ": graph inputs are application arrays")))
       return ret;
@@ -292,7 +294,8 @@ static int analyse(const strata_graph *g, struct analysis *an)
   an->nreads = calloc(n, sizeof(int));
   an->reader = calloc(n, sizeof(int));
   an->is_output = calloc(n, sizeof(int));
-  if (!an->nreads || !an->reader || !an->is_output)
+  an->allowed = calloc(n, 1);
+  if (!an->nreads || !an->reader || !an->is_output || !an->allowed)
     return STRATA_ENOMEM;
   for (int i = 0; i < g->n; i++)
     for (int k = 0; k < g->nodes[i].nin; k++) {
@@ -378,6 +381,192 @@ static int decide(strata_graph *g, const struct analysis *an)
   return 0;
 }
 
+/* ---- sequences: a Local node and its readers in one task ---- */
+
+/* The node whose task computes node i: a Virtual node's group root. */
+static int unit_of(const strata_graph *g, int i)
+{
+  int gi = g->plan.group_of[i];
+  return g->mem[i] == STRATA__MEM_VIRTUAL ? g->plan.groups[gi].root : i;
+}
+
+static int find(int *parent, int i)
+{
+  while (parent[i] != i)
+    i = parent[i] = parent[parent[i]];
+  return i;
+}
+
+/* The inputs of unit u's task: a fused root reads its group's leaves. */
+static int unit_inputs(const strata_graph *g, int u, const int **in)
+{
+  int gi = g->plan.group_of[u];
+  if (gi >= 0) {
+    *in = g->plan.groups[gi].leaves;
+    return g->plan.groups[gi].nleaves;
+  }
+  *in = g->nodes[u].in;
+  return g->nodes[u].nin;
+}
+
+/* Order the sets of `parent` (each set one task or sequence) so that every
+ * set comes after the sets it reads: into order[], each set's nodes
+ * together, in increasing index (Kahn's algorithm on the sets, O(n + e)).
+ * Returns 0, 1 when the sets depend on each other both ways (one task
+ * would wait for itself), or STRATA_ENOMEM. */
+static int order_sets(const strata_graph *g, int *parent, int *order)
+{
+  int n = g->n, e = 0;
+  for (int i = 0; i < n; i++)
+    e += g->nodes[i].nin;
+  size_t m = (size_t)n + 1;
+  int *rep = malloc(m * sizeof *rep), *indeg = calloc(m, sizeof *indeg);
+  int *queue = malloc(m * sizeof *queue), *first = calloc(m + 1, sizeof *first);
+  int *members = malloc(m * sizeof *members), *rfirst = calloc(m + 1, sizeof *rfirst);
+  int *readers = malloc(((size_t)e + 1) * sizeof *readers);
+  int ret = rep && indeg && queue && first && members && rfirst && readers ? 0 : STRATA_ENOMEM;
+  for (int i = 0; !ret && i < n; i++) {
+    rep[i] = find(parent, i);
+    first[rep[i] + 1]++;
+    for (int k = 0; k < g->nodes[i].nin; k++)
+      rfirst[g->nodes[i].in[k] + 1]++;
+  }
+  for (int i = 0; !ret && i < n; i++) {
+    first[i + 1] += first[i];
+    rfirst[i + 1] += rfirst[i];
+  }
+  for (int i = 0, *fill = queue; !ret && i < n; i++) /* queue as the fill cursor */
+    fill[i] = first[i];
+  for (int i = 0; !ret && i < n; i++)
+    members[queue[rep[i]]++] = i;
+  for (int i = 0, *fill = queue; !ret && i < n; i++)
+    fill[i] = rfirst[i];
+  for (int i = 0; !ret && i < n; i++)
+    for (int k = 0; k < g->nodes[i].nin; k++) {
+      int j = g->nodes[i].in[k];
+      readers[queue[j]++] = i;
+      indeg[rep[i]] += rep[j] != rep[i];
+    }
+  int head = 0, tail = 0, placed = 0;
+  for (int i = 0; !ret && i < n; i++)
+    if (rep[i] == i && indeg[i] == 0)
+      queue[tail++] = i;
+  while (!ret && head < tail) {
+    int r = queue[head++];
+    for (int a = first[r]; a < first[r + 1]; a++) {
+      int j = members[a];
+      order[placed++] = j;
+      for (int b = rfirst[j]; b < rfirst[j + 1]; b++) {
+        int ri = rep[readers[b]];
+        if (ri != r && --indeg[ri] == 0)
+          queue[tail++] = ri;
+      }
+    }
+  }
+  if (!ret && placed < n)
+    ret = 1;
+  free(rep);
+  free(indeg);
+  free(queue);
+  free(first);
+  free(members);
+  free(rfirst);
+  free(readers);
+  return ret;
+}
+
+/* Handles a set's task touches: each unit's own and its inputs'. */
+static int set_buffers(const strata_graph *g, int *parent, int r, int *seen)
+{
+  int count = 0;
+  for (int i = 0; i < g->n; i++)
+    seen[i] = 0;
+  for (int u = 0; u < g->n; u++) {
+    if (find(parent, u) != r || g->mem[u] == STRATA__MEM_VIRTUAL)
+      continue;
+    const int *in;
+    int nin = unit_inputs(g, u, &in);
+    count += !seen[u];
+    seen[u] = 1;
+    for (int k = 0; k < nin; k++) {
+      count += !seen[in[k]];
+      seen[in[k]] = 1;
+    }
+  }
+  return count;
+}
+
+/* Why node i cannot share one task with its readers, or NULL; its readers'
+ * tasks are merged into its own in `parent`. *ret: order_sets' result. */
+static const char *why_not_scratch(const strata_graph *g, int i, int *parent, int *order, int *work,
+                                   int *ret)
+{
+  int op = g->nodes[i].op;
+  if (op == STRATA__OP_INPUT || op == STRATA__OP_NONZERO)
+    return "its size is known only after it is computed";
+  for (int r = 0; r < g->n; r++)
+    for (int k = 0; k < g->nodes[r].nin; k++)
+      if (g->nodes[r].in[k] == i) {
+        if (g->nodes[r].op == STRATA__OP_NONZERO)
+          return "flatnonzero reads it, and waits for its result";
+        parent[find(parent, unit_of(g, r))] = find(parent, unit_of(g, i));
+      }
+  if ((*ret = order_sets(g, parent, order)) != 0)
+    return *ret > 0 ? "a task outside its readers lies between them" : "out of memory";
+  if (set_buffers(g, parent, find(parent, unit_of(g, i)), work) > STARPU_NMAXBUFS)
+    return "its readers' task would use more than STARPU_NMAXBUFS handles";
+  return NULL;
+}
+
+/* Each Local node runs with its readers as one task (a sequence) where it
+ * is a STARPU_SCRATCH buffer. When that is impossible the node becomes
+ * On_device (or another choice it allows); a user's Local is an error. */
+static int plan_sequences(strata_graph *g, const struct analysis *an)
+{
+  strata__plan *p = &g->plan;
+  size_t n = (size_t)g->n + 1;
+  int *parent = malloc(n * sizeof *parent), *saved = malloc(n * sizeof *saved);
+  int *work = malloc(n * sizeof *work), *units = calloc(n, sizeof *units);
+  p->seq_of = malloc(n * sizeof *p->seq_of);
+  p->order = malloc(n * sizeof *p->order);
+  int ret = parent && saved && work && units && p->seq_of && p->order ? 0 : STRATA_ENOMEM;
+  static const unsigned others[] = {STRATA__MEM_DEVICE_SX, STRATA__MEM_DEVICE_PS,
+                                    STRATA__MEM_HOST_COD_SX, STRATA__MEM_HOST_COD_PS,
+                                    STRATA__MEM_HOST_VOLATILE};
+  for (int i = 0; !ret && i < g->n; i++) /* a fused group is one task already */
+    parent[i] = unit_of(g, i);
+  /* readers first: a Local node read by a Local node's readers joins them */
+  for (int i = g->n - 1; !ret && i >= 0; i--) {
+    if (g->mem[i] != STRATA__MEM_LOCAL)
+      continue;
+    memcpy(saved, parent, (size_t)g->n * sizeof *parent);
+    int status = 0;
+    const char *why = why_not_scratch(g, i, parent, p->order, work, &status);
+    if (!why)
+      continue;
+    if (status < 0) {
+      ret = status;
+      break;
+    }
+    memcpy(parent, saved, (size_t)g->n * sizeof *parent);
+    unsigned choice = pick(an->allowed[i], others, 5);
+    if (!choice)
+      ret = strata__fail(STRATA_EINVAL, "node '%s' cannot be Local: %s", g->nodes[i].name, why);
+    g->mem[i] = (unsigned char)choice;
+  }
+  if (!ret && (ret = order_sets(g, parent, p->order)) > 0)
+    ret = strata__fail(STRATA_EINVAL, "the graph's tasks depend on each other in a cycle");
+  for (int i = 0; !ret && i < g->n; i++)
+    units[find(parent, i)] += g->mem[i] != STRATA__MEM_VIRTUAL;
+  for (int i = 0; !ret && i < g->n; i++)
+    p->seq_of[i] = units[find(parent, i)] > 1 ? find(parent, i) : -1;
+  free(parent);
+  free(saved);
+  free(work);
+  free(units);
+  return ret;
+}
+
 int strata_graph_compile(strata_graph *g)
 {
   strata__clear_error();
@@ -396,6 +585,8 @@ int strata_graph_compile(strata_graph *g)
     ret = analyse(g, &an);
   if (!ret)
     ret = decide(g, &an);
+  if (!ret)
+    ret = plan_sequences(g, &an);
   if (ret) { /* leave the graph as it was */
     if (saved)
       memcpy(g->mem, saved, (size_t)g->n);
@@ -407,6 +598,7 @@ int strata_graph_compile(strata_graph *g)
   free(an.nreads);
   free(an.reader);
   free(an.is_output);
+  free(an.allowed);
   return ret;
 }
 
@@ -426,6 +618,8 @@ void strata__plan_free(strata__plan *p)
   free(p->group_of);
   free(p->groups);
   free(p->constant);
+  free(p->seq_of);
+  free(p->order);
   free(p->kept);
   free(p->hosted);
   free(p->computed);

@@ -1,6 +1,7 @@
 /* Replay of exported graphs under their plan: Virtual nodes inside fused
- * kernels, Local nodes in handles of one run, On_device and Hosted nodes in
- * storage kept across runs, Constant nodes computed once. */
+ * kernels, Local nodes as scratch buffers of their readers' task, On_device
+ * and Hosted nodes in storage kept across runs, Constant nodes computed
+ * once. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,6 +152,31 @@ int strata_graph_nkernels(strata_graph *g)
     count += computes(g, i, needed) && (gi < 0 || g->plan.groups[gi].root == i);
   }
   free(needed);
+  return count;
+}
+
+int strata_graph_ntasks(strata_graph *g)
+{
+  int ret = strata_graph_compile(g);
+  if (ret)
+    return ret;
+  size_t n = (size_t)g->n + 1;
+  int *needed = calloc(n, sizeof *needed), *seq_seen = calloc(n, sizeof *seq_seen), count = 0;
+  if (!needed || !seq_seen) {
+    free(needed);
+    free(seq_seen);
+    return STRATA_ENOMEM;
+  }
+  mark_needed(g, needed);
+  for (int i = 0; i < g->n; i++) {
+    int gi = g->plan.group_of[i], q = g->plan.seq_of[i];
+    if (!computes(g, i, needed) || (gi >= 0 && g->plan.groups[gi].root != i))
+      continue;
+    if (q < 0 || !seq_seen[q]++) /* a sequence is one task */
+      count++;
+  }
+  free(needed);
+  free(seq_seen);
   return count;
 }
 

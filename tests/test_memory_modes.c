@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <starpu.h>
 #include <strata/strata.h>
 
 #include "check.h"
@@ -75,6 +76,19 @@ static double value_at(strata_array *a, int64_t i)
 }
 
 /* x (input "x") -> multiply_1 = x * 2 -> add_2 = multiply_1 + 1 = "y". */
+/* Tasks StarPU executed since the last call (profiling counters). */
+static int executed_tasks(void)
+{
+  starpu_task_wait_for_all();
+  int count = 0;
+  for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
+    struct starpu_profiling_worker_info info;
+    CHECK_EQ(starpu_profiling_worker_get_info((int)w, &info), 0); /* and reset */
+    count += info.executed_tasks;
+  }
+  return count;
+}
+
 static strata_graph *chain(strata_array *x)
 {
   strata_context *ctx;
@@ -249,12 +263,18 @@ static void check_defaults(strata_array *x)
   CHECK(strcmp(node_mode(g, "multiply_2"), "Virtual") == 0);
   CHECK(strcmp(node_mode(g, "full_3"), "Hosted(Constant)") == 0);
   CHECK_EQ(strata_graph_nkernels(g), 3); /* add, full, fused multiply-subtract */
+  /* add_1 is a scratch buffer of one task with the fused kernel reading it */
+  CHECK_EQ(strata_graph_ntasks(g), 2);
   for (int run = 0; run < 2; run++) {
     strata_array *r = NULL;
+    int tasks = strata_graph_ntasks(g);
+    executed_tasks();
     CHECK_EQ(strata_graph_run(g, &x, &r), 0);
+    CHECK_EQ(executed_tasks(), tasks);
     CHECK(value_at(r, 5) == (ramp(5) + 1) * (ramp(5) + 1) - 3);
     strata_array_destroy(r);
     CHECK_EQ(strata_graph_nkernels(g), 2); /* full is known */
+    CHECK_EQ(strata_graph_ntasks(g), 1);
   }
   strata_graph_destroy(g);
   strata_array *held[] = {a, sq, c, y};
@@ -392,7 +412,7 @@ static void check_random_chains(void)
 {
   const int ncases = 150;
   static const int64_t shapes[][2] = {{3, 4}, {1, 4}, {3, 1}};
-  int fused_kernels = 0, nodes = 0;
+  int fused_kernels = 0, nodes = 0, tasks = 0;
   for (int c = 0; c < ncases; c++) {
     strata_array *eager[24], *lazy[24];
     int np = 0;
@@ -440,6 +460,7 @@ static void check_random_chains(void)
     }
     CHECK_EQ(ret, 0);
     fused_kernels += g ? strata_graph_nkernels(g) : 0;
+    tasks += g ? strata_graph_ntasks(g) : 0;
     nodes += g ? strata_graph_nnodes(g) - nin : 0;
     for (int run = 0; g && run < 2; run++) {
       strata_array *got[2] = {NULL, NULL};
@@ -466,8 +487,10 @@ static void check_random_chains(void)
   }
   /* fusion happened: fewer kernels than operation nodes, built into the
    * cache (not the node-by-node fallback) */
-  printf("random chains: %d operation nodes ran as %d kernels\n", nodes, fused_kernels);
+  printf("random chains: %d operation nodes ran as %d kernels in %d tasks\n", nodes, fused_kernels,
+         tasks);
   CHECK(fused_kernels < nodes);
+  CHECK(tasks < fused_kernels); /* small nodes read twice are Local: sequences */
   CHECK(count_built_kernels() > 0);
 }
 
@@ -572,6 +595,102 @@ static void check_kernel_cache(strata_array *x)
   check_scratch_close();
 }
 
+/* y = a * a + sum(b) with a = x + 1, b = a * 2, in the modes given for a,
+ * b and the sum (a * a is Virtual in y's fused kernel). */
+static strata_graph *sum_graph(strata_array *x, const strata_memory_mode *mode)
+{
+  strata_context *ctx;
+  strata_array *a, *b, *s, *sq, *y;
+  strata_graph *g = NULL;
+  const char *in = "x", *out = "y", *names[] = {"add_1", "multiply_2", "sum_3"};
+  CHECK_EQ(strata_context_create(&ctx), 0);
+  strata_deferred_begin(ctx, 1);
+  CHECK_EQ(strata_binary_scalar(ctx, STRATA_FN_ADD, x, strata_float(1), 0, &a), 0);
+  CHECK_EQ(strata_binary_scalar(ctx, STRATA_FN_MUL, a, strata_float(2), 0, &b), 0);
+  CHECK_EQ(strata_reduce(ctx, STRATA_FN_SUM, b, STRATA_ALL_AXES, NULL, 0, &s), 0);
+  CHECK_EQ(strata_binary(ctx, STRATA_FN_MUL, a, a, &sq), 0);
+  CHECK_EQ(strata_binary(ctx, STRATA_FN_ADD, sq, s, &y), 0);
+  strata_deferred_end(ctx);
+  CHECK_EQ(strata_graph_export(1, &x, &in, 1, &y, &out, &g), 0);
+  for (int k = 0; k < 3; k++)
+    CHECK_EQ(strata_node_set_memory_mode(g, names[k], mode[k]), 0);
+  strata_array *held[] = {a, b, s, sq, y};
+  for (int k = 0; k < 5; k++)
+    strata_array_destroy(held[k]);
+  strata_context_destroy(ctx);
+  return g;
+}
+
+/* Local nodes run in one task with their readers (checked with StarPU's
+ * count of executed tasks); where a task outside them sits between the
+ * readers, the default falls back to On_device and a user's Local is
+ * refused. Without a C compiler the fused kernel's nodes run one by one,
+ * inside the sequence too. */
+static void check_local_sequences(strata_array *x)
+{
+  static const struct {
+    strata_memory_mode mode[3]; /* add_1, multiply_2, sum_3 */
+    const char *add_1, *sum_3;  /* decisions; NULL: compile fails */
+    int ntasks, unfused_tasks;
+  } cases[] = {
+      /* all small: Local, the four kernels one task */
+      {{M(UNDECIDED), M(UNDECIDED), M(UNDECIDED)}, "Local", "Local", 1, 1},
+      /* an On_device node inside the task, written before it is read */
+      {{M(UNDECIDED), DEV(UNSET), M(UNDECIDED)}, "Local", "Local", 1, 1},
+      /* sum_3 outside reads multiply_2 and feeds add_5: add_1 cannot be
+       * a scratch buffer of both */
+      {{M(UNDECIDED), DEV(UNSET), DEV(UNSET)},
+       "On_device(Shared_cross_streams)",
+       "On_device(Shared_cross_streams)",
+       4,
+       5},
+      {{M(LOCAL), DEV(UNSET), DEV(UNSET)}, NULL, NULL, 0, 0},
+  };
+  int64_t n = strata_array_nelems(x);
+  double sum = 0;
+  for (int64_t i = 0; i < n; i++)
+    sum += 2 * (ramp(i) + 1);
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    strata_graph *g = sum_graph(x, cases[c].mode);
+    if (!cases[c].add_1) {
+      CHECK_EQ(strata_graph_compile(g), STRATA_EINVAL);
+      CHECK(strstr(strata_error_message(), "'add_1' cannot be Local"));
+      CHECK(strcmp(node_mode(g, "add_1"), "Local") == 0); /* unchanged */
+      strata_graph_destroy(g);
+      continue;
+    }
+    CHECK_EQ(strata_graph_compile(g), 0);
+    CHECK(strcmp(node_mode(g, "add_1"), cases[c].add_1) == 0);
+    CHECK(strcmp(node_mode(g, "sum_3"), cases[c].sum_3) == 0);
+    CHECK_EQ(strata_graph_nkernels(g), 4);
+    CHECK_EQ(strata_graph_ntasks(g), cases[c].ntasks);
+    for (int run = 0; run < 2; run++) {
+      strata_array *y = NULL;
+      executed_tasks();
+      CHECK_EQ(strata_graph_run(g, &x, &y), 0);
+      CHECK_EQ(executed_tasks(), cases[c].ntasks);
+      for (int64_t i = 0; i < n; i++) /* small integers: exact */
+        CHECK(value_at(y, i) == (ramp(i) + 1) * (ramp(i) + 1) + sum);
+      strata_array_destroy(y);
+    }
+    strata_graph_destroy(g);
+    g = sum_graph(x, cases[c].mode);
+    const char *saved = getenv("STRATA_JIT_CC");
+    char *cc = saved ? strdup(saved) : NULL;
+    setenv("STRATA_JIT_CC", "/nonexistent/cc", 1);
+    strata_array *y = NULL;
+    executed_tasks();
+    CHECK_EQ(strata_graph_run(g, &x, &y), 0);
+    CHECK_EQ(executed_tasks(), cases[c].unfused_tasks);
+    for (int64_t i = 0; i < n; i++)
+      CHECK(value_at(y, i) == (ramp(i) + 1) * (ramp(i) + 1) + sum);
+    strata_array_destroy(y);
+    strata_graph_destroy(g);
+    cc ? setenv("STRATA_JIT_CC", cc, 1) : unsetenv("STRATA_JIT_CC");
+    free(cc);
+  }
+}
+
 /* Every mode's name parses back to the same mode; other text is refused. */
 static void check_mode_names(void)
 {
@@ -645,11 +764,13 @@ static void check_json_modes(strata_array *x)
 int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
+  starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
   int64_t n = 64;
   strata_array *x = filled(1, &n, STRATA_FLOAT32, ramp);
   check_refinement_table(x);
   check_defaults(x);
   check_compile_errors(x);
+  check_local_sequences(x);
   check_mode_names();
   check_json_modes(x);
   check_random_chains();

@@ -291,7 +291,7 @@ typedef enum strata_memory_kind {
   STRATA_MEM_EFFECTIVELY_CONSTANT, /**< Hosted(Constant) or Virtual */
   STRATA_MEM_VIRTUAL,              /**< no storage: computed inline in its reader's fused kernel */
   STRATA_MEM_NEVER_VIRTUAL,        /**< Local, On_device or Hosted */
-  STRATA_MEM_LOCAL,                /**< a handle without host copy, for one run only */
+  STRATA_MEM_LOCAL,                /**< a scratch buffer inside its readers' task */
   STRATA_MEM_DEVICE_ONLY,          /**< Local or On_device */
   STRATA_MEM_ON_DEVICE,            /**< a handle without host copy, kept across runs */
   STRATA_MEM_MATERIALIZED,         /**< On_device or Hosted */
@@ -347,9 +347,12 @@ int strata_memory_mode_parse(const char *text, strata_memory_mode *mode);
  * Hosted(Changed_on_devices); a node read more than once is never Virtual;
  * an undecided elementwise node read once by an elementwise node becomes
  * Virtual; others become Local when at most 16384 bytes, else On_device;
- * constant nodes (fills and operations on them) Hosted(Constant). A user
- * mode that cannot hold (Virtual on a matrix product or a graph output) is
- * STRATA_EINVAL with the reason. */
+ * constant nodes (fills and operations on them) Hosted(Constant). A Local
+ * node runs in one task with its readers (see strata_graph_ntasks()); when
+ * that cannot be (a task outside them between its readers, more than
+ * STARPU_NMAXBUFS handles, flatnonzero) it becomes On_device instead. A
+ * user mode that cannot hold (Virtual on a matrix product or a graph
+ * output, Local in those cases) is STRATA_EINVAL with the reason. */
 int strata_graph_compile(strata_graph *g);
 
 /** Kernels one run of the graph launches: one per node that is computed
@@ -357,6 +360,12 @@ int strata_graph_compile(strata_graph *g);
  * their first run (compiles the graph first). A negative error code
  * otherwise. */
 int strata_graph_nkernels(strata_graph *g);
+
+/** Tasks one run of the graph submits: kernels() counted again with each
+ * Local node's producer and readers as one task (a "strata_sequence"
+ * running their kernels in order, the Local node in a STARPU_SCRATCH
+ * buffer). Compiles the graph first; a negative error code otherwise. */
+int strata_graph_ntasks(strata_graph *g);
 
 /** A Hosted node's array after the last run (a new reference: destroy it).
  * STRATA_EINVAL for other modes, STRATA_ESTATE before the first run. */
