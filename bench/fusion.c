@@ -6,7 +6,10 @@
  * its peak resident memory (VmHWM above the resident size before its first
  * run, which includes kept storage) is its own; times are medians of the
  * rounds after a warm-up run (which compiles the kernel). Both results are
- * compared element by element. */
+ * compared by checksum.
+ * Small nodes: a 64 x 64 normalisation graph whose intermediates are Local
+ * runs as one task (a sequence, Local nodes in scratch buffers) against the
+ * same graph with them On_device (one task per kernel). */
 #include <math.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -126,6 +129,103 @@ static int child(int nodes, int fused, int64_t n, int rounds)
   return ret ? 1 : 0;
 }
 
+/* ---- small nodes: Local nodes in one task (sequence) or one task each ---- */
+
+/* y = d / sum(d * d) with d = s - mean(s), s = sqrt(x * 0.5 + 1), over
+ * axis 0 of an n x n float32 array: five intermediates of at most 16 KiB,
+ * Local by default. */
+static strata_graph *normalise_graph(strata_array *x)
+{
+  strata_context *ctx;
+  strata_array *v[9];
+  int axis = 0;
+  strata_graph *g = NULL;
+  strata_context_create(&ctx);
+  strata_deferred_begin(ctx, 1);
+  int ret = strata_binary_scalar(ctx, STRATA_FN_MUL, x, strata_float(0.5), 0, &v[0]);
+  ret = ret ? ret : strata_binary_scalar(ctx, STRATA_FN_ADD, v[0], strata_float(1), 0, &v[1]);
+  ret = ret ? ret : strata_unary(ctx, STRATA_FN_SQRT, v[1], &v[2]);
+  ret = ret ? ret : strata_reduce(ctx, STRATA_FN_MEAN, v[2], 1, &axis, 1, &v[3]);
+  ret = ret ? ret : strata_binary(ctx, STRATA_FN_SUB, v[2], v[3], &v[4]);
+  ret = ret ? ret : strata_binary(ctx, STRATA_FN_MUL, v[4], v[4], &v[5]);
+  ret = ret ? ret : strata_reduce(ctx, STRATA_FN_SUM, v[5], 1, &axis, 1, &v[6]);
+  ret = ret ? ret : strata_binary(ctx, STRATA_FN_DIV, v[4], v[6], &v[7]);
+  strata_deferred_end(ctx);
+  if (!ret)
+    ret = strata_graph_export(1, &x, NULL, 1, &v[7], NULL, &g);
+  for (int k = 0; k < 8; k++)
+    strata_array_destroy(v[k]);
+  strata_context_destroy(ctx);
+  return ret ? NULL : g;
+}
+
+/* Median seconds per run of g (after a warm-up), and a checksum. */
+static double time_runs(strata_graph *g, strata_array *x, int runs, double *sum)
+{
+  double *t = calloc((size_t)runs, sizeof *t), m = NAN;
+  for (int r = -1; t && r < runs; r++) {
+    strata_array *out = NULL;
+    float *p;
+    double t0 = bench_now();
+    if (strata_graph_run(g, &x, &out) != 0 || strata_array_acquire(out, STRATA_READ, (void **)&p))
+      break;
+    strata_array_release(out);
+    if (r >= 0)
+      t[r] = bench_now() - t0;
+    if (r == runs - 1) {
+      *sum = checksum(out);
+      m = bench_median(t, runs);
+    }
+    strata_array_destroy(out);
+  }
+  free(t);
+  return m;
+}
+
+/* The normalisation graph on n x n with its Local nodes in one task, and
+ * with them On_device (a task each), in this process. */
+static cJSON *small_nodes(int64_t n, int runs)
+{
+  if (strata_init(NULL, NULL, NULL) != 0)
+    return NULL;
+  int64_t shape[2] = {n, n};
+  strata_array *x;
+  float *p;
+  cJSON *r = NULL;
+  if (strata_array_create(2, shape, STRATA_FLOAT32, &x) == 0 &&
+      strata_array_acquire(x, STRATA_WRITE, (void **)&p) == 0) {
+    for (int64_t i = 0; i < n * n; i++)
+      p[i] = (float)(i % 97) / 16.0f;
+    strata_array_release(x);
+    strata_graph *seq = normalise_graph(x), *each = normalise_graph(x);
+    /* the same kernels; what compile made Local is On_device instead */
+    strata_memory_mode on_device = {STRATA_MEM_ON_DEVICE, 0, 0}, mode;
+    strata_graph_compile(seq);
+    for (int i = 0; seq && each && i < strata_graph_nnodes(seq); i++) {
+      const char *name = strata_graph_node_name(seq, i);
+      if (strata_node_memory_mode(seq, name, &mode) == 0 && mode.kind == STRATA_MEM_LOCAL)
+        strata_node_set_memory_mode(each, name, on_device);
+    }
+    double sum_seq = NAN, sum_each = NAN;
+    double t_seq = seq && each ? time_runs(seq, x, runs, &sum_seq) : NAN;
+    double t_each = seq && each ? time_runs(each, x, runs, &sum_each) : NAN;
+    r = cJSON_CreateObject();
+    cJSON_AddNumberToObject(r, "n", (double)n);
+    cJSON_AddNumberToObject(r, "kernels", seq ? strata_graph_nkernels(seq) : -1);
+    cJSON_AddNumberToObject(r, "sequence_tasks", seq ? strata_graph_ntasks(seq) : -1);
+    cJSON_AddNumberToObject(r, "separate_tasks", each ? strata_graph_ntasks(each) : -1);
+    cJSON_AddNumberToObject(r, "sequence_us", 1e6 * t_seq);
+    cJSON_AddNumberToObject(r, "separate_us", 1e6 * t_each);
+    cJSON_AddNumberToObject(r, "speedup", t_each / t_seq);
+    cJSON_AddBoolToObject(r, "same_result", sum_seq == sum_each);
+    strata_graph_destroy(seq);
+    strata_graph_destroy(each);
+    strata_array_destroy(x);
+  }
+  strata_finalize();
+  return r;
+}
+
 /* Run this program as a child for one variant and parse its report. */
 static cJSON *spawn_variant(const char *self, int nodes, int fused, int64_t n, int rounds)
 {
@@ -202,6 +302,11 @@ int main(int argc, char **argv)
     cJSON_Delete(u);
   }
   cJSON_AddItemToObject(root, "results", results);
+  /* after the children: this process's StarPU does not share their cores */
+  cJSON *small = small_nodes(64, quick ? 20 : 50 * rounds);
+  const cJSON *same = cJSON_GetObjectItemCaseSensitive(small, "same_result");
+  failures += !cJSON_IsTrue(same);
+  cJSON_AddItemToObject(root, "small_nodes", small ? small : cJSON_CreateNull());
   cJSON_AddBoolToObject(root, "results_match_unfused", failures == 0);
   bench_print_json(root);
   return failures ? 1 : 0;

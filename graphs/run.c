@@ -26,8 +26,8 @@ static int sink_of(const strata_graph *g, int i, const int *needed, const int *i
   unsigned mem = g->mem[i];
   if (mem == STRATA__MEM_VIRTUAL)
     return STRATA__SINK_VIRTUAL;
-  if (mem == STRATA__MEM_LOCAL)
-    return STRATA__SINK_TEMP;
+  if (mem == STRATA__MEM_LOCAL) /* a scratch handle kept with its sequence, or of one run */
+    return g->plan.seq_of[i] >= 0 ? STRATA__SINK_KEEP : STRATA__SINK_TEMP;
   if (is_output[i] && mem != STRATA__MEM_HOST_CONST)
     return STRATA__SINK_NEW;
   return STRATA__SINK_KEEP;
