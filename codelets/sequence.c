@@ -63,8 +63,6 @@ int strata__capture_task(struct starpu_codelet *cl, void *arg, size_t arg_size, 
   return 1;
 }
 
-int strata__capture_active(void) { return capturing != NULL; }
-
 void strata__capture_discard(struct strata__capture *c)
 {
   for (int s = 0; s < c->n; s++)
