@@ -294,9 +294,13 @@ uint32_t strata__arg_footprint(struct starpu_task *task);
 /* A generated kernel of a fused group: buf[0] the result, then the leaves. */
 typedef void (*strata__fused_fn)(void *const *buf);
 
-/* One task running `fn` (identified by `id` for the perf model) on `out`
- * (W) and `leaves` (R); at most STARPU_NMAXBUFS - 1 leaves. */
-int strata__fused_submit(strata__fused_fn fn, uint64_t id, int nleaves,
+/* One task computing a fused group's result `out` (W) from its leaves (R,
+ * program->nleaves of them, at most STARPU_NMAXBUFS - 1): with the
+ * generated kernel `fn` on CPUs (NULL: the program), with the program on
+ * GPUs; `id` identifies the group for the perf model. */
+struct strata__fused_program;
+int strata__fused_submit(strata__fused_fn fn, uint64_t id,
+                         const struct strata__fused_program *program,
                          const starpu_data_handle_t *leaves, starpu_data_handle_t out);
 
 /* Array operations of deferred compute (kernels/ndarray_kernels.h): one

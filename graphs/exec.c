@@ -169,33 +169,23 @@ static int infer_virtual(const strata__node *nd, strata__slot *slot, int i)
   return infer_node(nd, slot, i, in_meta, NULL);
 }
 
-/* The root of fused group G: one generated kernel over the leaves. When no
- * kernel can be built (no C compiler), the members run one by one through
- * handles of one run. */
+/* The root of fused group G: one task over the leaves, running the
+ * generated kernel, or the group's program where there is none (no C
+ * compiler, GPUs). */
 static int run_group(strata_graph *g, strata__group *G, int sink, strata__slot *slot,
-                     strata_array **target, struct sequence *q)
+                     strata_array **target)
 {
   int root = G->root, ret = infer_virtual(&g->nodes[root], slot, root);
   if (ret)
     return ret;
-  if (strata__group_kernel(g, G, slot) == 0) {
-    if ((ret = place(sink, &slot[root], &target[root], g, root)))
-      return ret;
-    starpu_data_handle_t h[STARPU_NMAXBUFS];
-    for (int l = 0; l < G->nleaves; l++)
-      h[l] = slot[G->leaves[l]].h;
-    return strata__fused_submit(G->kernel->fn, G->kernel->id, G->nleaves, h, slot[root].h);
-  }
-  strata_log(STRATA_LOG_WARN, "fused kernel unavailable (%s): running its %d nodes one by one",
-             strata_error_message(), G->nmembers);
-  strata__clear_error();
-  for (int m = 0; m < G->nmembers && !ret; m++) {
-    int i = G->members[m];
-    ret = run_node(&g->nodes[i], i == root ? sink : STRATA__SINK_TEMP, slot, i, target, g);
-  }
-  for (int m = 0; m + 1 < G->nmembers; m++)
-    drop_temp(&slot[G->members[m]], q);
-  return ret;
+  if ((ret = strata__group_kernel(g, G, slot)) ||
+      (ret = place(sink, &slot[root], &target[root], g, root)))
+    return ret;
+  starpu_data_handle_t h[STARPU_NMAXBUFS];
+  for (int l = 0; l < G->nleaves; l++)
+    h[l] = slot[G->leaves[l]].h;
+  return strata__fused_submit(G->kernel ? G->kernel->fn : NULL, G->id, &G->program, h,
+                              slot[root].h);
 }
 
 /* The nodes node i's task reads: a fused root reads its group's leaves. */
@@ -253,7 +243,7 @@ int strata__exec_run(const strata__node *nodes, int n, const int *sink, strata__
       if (seq_of && seq_of[i] >= 0)
         enter_sequence(&q);
       if (gi >= 0)
-        ret = run_group(g, &g->plan.groups[gi], sink[i], slot, target, &q);
+        ret = run_group(g, &g->plan.groups[gi], sink[i], slot, target);
       else
         ret = run_node(&nodes[i], sink[i], slot, i, target, g);
       if (!ret)

@@ -2,7 +2,8 @@
  * nodes and its root per output element, through the same per-element
  * functions as the unfused kernels (ndarray_scalar.h), so that fused and
  * unfused results are identical. Shapes and strides are literals: the
- * compiler sees plain loops it can vectorise. */
+ * compiler sees plain loops it can vectorise. The same group as a program
+ * (kernels/fused_kernels.h) runs on GPUs, and on CPUs without a compiler. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +146,62 @@ static int group_metas(const strata__group *G, const strata__slot *slot, strata_
   return n;
 }
 
+/* Index of node j among the group's members, or -1. */
+static int member_index(const strata__group *G, int j)
+{
+  for (int m = 0; m < G->nmembers; m++)
+    if (G->members[m] == j)
+      return m;
+  return -1;
+}
+
+/* The group as a program (kernels/fused_kernels.h) for the metas in slot. */
+static int group_program(const strata_graph *g, const strata__group *G, const strata__slot *slot,
+                         struct strata__fused_program *p)
+{
+  const strata__meta *out = &slot[G->root].m;
+  if (G->nmembers > STRATA__FUSED_MAXMEMBERS || G->nleaves > STRATA__FUSED_MAXLEAVES)
+    return strata__fail(STRATA_EINVAL, "a fused group of %d nodes and %d leaves is too large",
+                        G->nmembers, G->nleaves);
+  memset(p, 0, sizeof *p); /* padding too: the program is hashed */
+  p->ndim = out->ndim;
+  memcpy(p->shape, out->shape, sizeof p->shape);
+  p->nleaves = G->nleaves;
+  for (int l = 0; l < G->nleaves; l++) {
+    p->leaf_dtype[l] = slot[G->leaves[l]].m.dtype;
+    strata__broadcast_strides(&slot[G->leaves[l]].m, out, p->leaf_stride[l]);
+  }
+  p->nmembers = G->nmembers;
+  for (int m = 0; m < G->nmembers; m++) {
+    const strata__node *nd = &g->nodes[G->members[m]];
+    strata__meta in[STRATA__EW_MAXOPS];
+    for (int k = 0; k < nd->nin; k++)
+      in[k] = slot[nd->in[k]].m;
+    struct strata__ew_args a;
+    strata__ew_geometry(&nd->p, in, nd->nin, &slot[G->members[m]].m, &a);
+    struct strata__fused_member *mb = &p->member[m];
+    mb->op = (struct strata__ew_op){a.fn,        a.nops,
+                                    a.scalar_at, a.exact_int,
+                                    a.out_dtype, {a.in_dtype[0], a.in_dtype[1], a.in_dtype[2]},
+                                    a.scalar};
+    for (int k = 0; k < nd->nin; k++) {
+      int l = leaf_index(G, nd->in[k]);
+      mb->src[k] = l >= 0 ? l : -1 - member_index(G, nd->in[k]);
+    }
+  }
+  return 0;
+}
+
+/* FNV-1a of the program's bytes. */
+static uint64_t program_id(const struct strata__fused_program *p)
+{
+  uint64_t h = 14695981039346656037ull;
+  const unsigned char *b = (const unsigned char *)p;
+  for (size_t k = 0; k < sizeof *p; k++)
+    h = (h ^ b[k]) * 1099511628211ull;
+  return h;
+}
+
 int strata__group_kernel(const strata_graph *g, strata__group *G, const strata__slot *slot)
 {
   int n = G->nmembers + G->nleaves;
@@ -152,22 +209,33 @@ int strata__group_kernel(const strata_graph *g, strata__group *G, const strata__
   if (!m)
     return STRATA_ENOMEM;
   group_metas(G, slot, m);
-  int same = G->kernel && G->kernel_generation == strata__jit_generation();
+  int same = G->kernel_metas && G->kernel_generation == strata__jit_generation();
   for (int k = 0; same && k < n; k++)
     same = strata__meta_equal(&m[k], &G->kernel_metas[k]);
   if (same) {
     free(m);
     return 0;
   }
+  int ret = group_program(g, G, slot, &G->program);
+  if (ret) {
+    free(m);
+    return ret;
+  }
+  G->id = program_id(&G->program);
   char *source = NULL;
-  int ret = fused_source(g, G, slot, &source);
+  ret = fused_source(g, G, slot, &source);
   if (!ret)
     ret = strata__jit_build(source, &G->kernel);
   free(source);
-  if (ret) {
+  if (ret == STRATA_ENOMEM) {
     free(m);
-    G->kernel = NULL;
     return ret;
+  }
+  if (ret) {
+    strata_log(STRATA_LOG_WARN, "fused kernel unavailable (%s): its %d nodes run as a program",
+               strata_error_message(), G->nmembers);
+    strata__clear_error();
+    G->kernel = NULL;
   }
   free(G->kernel_metas);
   G->kernel_metas = m;

@@ -8,6 +8,7 @@
 
 #include "../core/internal.h"
 #include "codelets.h"
+#include "kernels/fused_kernels.h"
 
 enum strata__opcode {
   STRATA__OP_INPUT = 0, /* a graph input, or an array read while recording */
@@ -161,18 +162,22 @@ int strata__mem_mask(strata_memory_mode mode, unsigned *mask);
 /* The name of the mode a set of choices is (in buf). */
 const char *strata__mem_name(unsigned mask, char *buf, size_t size);
 
-/* A fused group: elementwise nodes run as one generated kernel. Members
- * are the Virtual nodes and the root (last), in topological order; leaves
- * the distinct nodes they read that are not members. */
+/* A fused group: elementwise nodes run as one task. Members are the
+ * Virtual nodes and the root (last), in topological order (at most
+ * STRATA__FUSED_MAXMEMBERS); leaves the distinct nodes they read that are
+ * not members. */
 typedef struct strata__group {
   int root;
   int nmembers;
   int *members;
   int nleaves;
   int leaves[STARPU_NMAXBUFS - 1];
-  const struct strata__jit_kernel *kernel; /* for the metas it was generated for */
+  /* for the metas in kernel_metas (members, then leaves): */
+  struct strata__fused_program program;    /* run by GPUs, and CPUs without kernel */
+  uint64_t id;                             /* the group's identity for perf models */
+  const struct strata__jit_kernel *kernel; /* generated C, NULL when it cannot be built */
   unsigned kernel_generation;              /* strata__jit_generation() at load */
-  strata__meta *kernel_metas;              /* of the members, then the leaves */
+  strata__meta *kernel_metas;
 } strata__group;
 
 /* What strata_graph_compile() decided, and the storage kept across runs. */
@@ -218,8 +223,9 @@ int strata__jit_build(const char *source, const struct strata__jit_kernel **kern
 /* Changes at each strata_finalize(), which unloads every kernel. */
 unsigned strata__jit_generation(void);
 
-/* Make G->kernel the group's kernel for the metas in `slot` (generated and
- * built when they changed). */
+/* Make G's program and kernel those of the metas in `slot` (generated and
+ * built when they changed; a kernel the compiler cannot build is NULL, with
+ * a warning once). */
 int strata__group_kernel(const strata_graph *g, strata__group *G, const strata__slot *slot);
 
 /* Node index of a node or output name, or STRATA_EINVAL with a message. */

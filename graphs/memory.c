@@ -230,7 +230,8 @@ static int decide_stored(strata_graph *g, int i, const struct analysis *an)
 }
 
 /* Whether node i can join the group of its only reader r: elementwise
- * both, read once, and the group's buffers still fit in one task. */
+ * both, read once, and the group still fits in one task (buffers) and in
+ * one program (members). */
 static int joins_reader_group(const strata_graph *g, int i, const struct analysis *an)
 {
   const strata__node *nd = &g->nodes[i];
@@ -240,6 +241,8 @@ static int joins_reader_group(const strata_graph *g, int i, const struct analysi
   if (gi < 0)
     return 0;
   const strata__group *G = &g->plan.groups[gi];
+  if (G->nmembers >= STRATA__FUSED_MAXMEMBERS)
+    return 0;
   int nleaves = G->nleaves - 1; /* i stops being a leaf */
   for (int k = 0; k < nd->nin; k++) {
     int seen = 0;

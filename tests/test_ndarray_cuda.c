@@ -1,12 +1,13 @@
 /* CUDA kernels of the array operations against the CPU ones: elementwise
  * with broadcasting, scalars, where and conversions; strided copies;
  * reductions; fills; triangles; matmul (cuBLAS and integer); take;
- * flatnonzero. Exit 77 without a GPU. */
+ * flatnonzero; fused programs. Exit 77 without a GPU. */
 #include <cublas_v2.h>
 #include <math.h>
 #include <string.h>
 
 #include "cuda_check.h"
+#include "kernels/fused_kernels.h"
 #include "kernels/ndarray_kernels.h"
 #include "kernels/ndarray_scalar.h"
 
@@ -221,6 +222,59 @@ static void check_take_nonzero(void)
   cudaFree(dpos);
 }
 
+/* A member of a fused program: fn on array operands src (leaves >= 0,
+ * members -1 - m) of dtype t, with a scalar at scalar_at (-1: none). */
+static struct strata__fused_member member(int fn, int nops, int scalar_at, double scalar,
+                                          strata_dtype t, strata_dtype out, int s0, int s1)
+{
+  struct strata__fused_member m = {
+      .op = {.fn = fn, .nops = nops, .scalar_at = scalar_at, .out_dtype = out, .scalar = scalar},
+      .src = {s0, s1, 0}};
+  m.op.in_dtype[0] = m.op.in_dtype[1] = t;
+  return m;
+}
+
+/* out [16, 33] = where(a > b, sqrt(a * 0.5 + b), astype(a, float64) - 1)
+ * with a [16, 33] float32, b [33] float32 broadcast: six members, two
+ * dtypes, a scalar, a three-operand member. */
+static void check_fused(void)
+{
+  struct strata__fused_program p = {.ndim = 2, .shape = {16, 33}, .nleaves = 2, .nmembers = 6};
+  p.leaf_dtype[0] = p.leaf_dtype[1] = STRATA_FLOAT32;
+  p.leaf_stride[0][0] = 33;
+  p.leaf_stride[0][1] = p.leaf_stride[1][1] = 1;
+  const strata_dtype f32 = STRATA_FLOAT32, f64 = STRATA_FLOAT64;
+  p.member[0] = member(STRATA_FN_MUL, 2, 1, 0.5, f32, f32, 0, 0);  /* a * 0.5 */
+  p.member[1] = member(STRATA_FN_ADD, 2, -1, 0, f32, f32, -1, 1);  /* + b */
+  p.member[2] = member(STRATA_FN_SQRT, 1, -1, 0, f32, f64, -2, 0); /* sqrt, as float64 */
+  p.member[3] = member(STRATA_FN_GT, 2, -1, 0, f32, STRATA_BOOL, 0, 1);
+  p.member[4] = member(STRATA_FN_SUB, 2, 1, 1, f32, f64, 0, 0); /* a - 1 in float64 */
+  p.member[5] = member(STRATA_FN_WHERE, 3, -1, 0, f64, f64, -4, -3);
+  p.member[5].src[2] = -5;
+  p.member[5].op.in_dtype[0] = STRATA_BOOL;
+  float *a = values(f32, 16 * 33, 1), *b = values(f32, 33, 2);
+  const void *leaves[2] = {a, b}, *dleaves[2] = {check_device_copy(a, 16 * 33 * sizeof *a),
+                                                 check_device_copy(b, 33 * sizeof *b)};
+  double *cpu = malloc(16 * 33 * sizeof *cpu), *dev = device_alloc(16 * 33 * sizeof *cpu);
+  strata__fused_cpu(&p, leaves, cpu);
+  /* the CPU program against the formula */
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 33; j++) {
+      float x = a[i * 33 + j], y = b[j];
+      double want = x > y ? sqrt((double)(x * 0.5f + y)) : (double)x - 1;
+      if (!(cpu[i * 33 + j] == want || (want != want && cpu[i * 33 + j] != cpu[i * 33 + j])))
+        check_failures++;
+    }
+  CHECK_EQ(strata__fused_cuda(&p, dleaves, dev, NULL), 0);
+  same("fused program", f64, 16 * 33, cpu, dev, 1e-6);
+  free(a);
+  free(b);
+  free(cpu);
+  cudaFree((void *)dleaves[0]);
+  cudaFree((void *)dleaves[1]);
+  cudaFree(dev);
+}
+
 int main(void)
 {
   check_cuda_device();
@@ -228,6 +282,7 @@ int main(void)
   check_view_reduce_fill_tri();
   check_matmul();
   check_take_nonzero();
+  check_fused();
   CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
   if (check_failures)
     fprintf(stderr, "%d check(s) failed\n", check_failures);

@@ -35,6 +35,14 @@ struct strata__ew_args {
   int64_t stride[STRATA__EW_MAXOPS][STRATA__ND_MAXDIMS];
 };
 
+/* One elementwise function on its operands' dtypes: the part of
+ * strata__ew_args that does not depend on positions (fused kernels). */
+struct strata__ew_op {
+  int32_t fn, nops, scalar_at, exact_int, out_dtype;
+  int32_t in_dtype[STRATA__EW_MAXOPS];
+  double scalar;
+};
+
 /* The identity function: astype and copies. */
 #define STRATA__FN_COPY (-1)
 

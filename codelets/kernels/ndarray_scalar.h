@@ -141,31 +141,42 @@ STRATA__ELEM double strata__apply_d(int32_t fn, double x, double y, double z)
   }
 }
 
-/* Output element i of an elementwise call whose array operands are at
- * offsets off[k] of their buffers. */
-STRATA__ELEM void strata__ew_element(const struct strata__ew_args *a, const void *const *in,
-                                     const int64_t *off, void *out, int64_t i)
+/* Output element i of the elementwise operation `op` whose array operands
+ * are at offsets off[k] of their buffers. */
+STRATA__ELEM void strata__ew_op_element(const struct strata__ew_op *op, const void *const *in,
+                                        const int64_t *off, void *out, int64_t i)
 {
   double vd[STRATA__EW_MAXOPS] = {0, 0, 0};
   int64_t vi[STRATA__EW_MAXOPS] = {0, 0, 0};
-  for (int o = 0, k = 0; o < a->nops; o++) {
-    if (o == a->scalar_at) {
-      vd[o] = a->scalar;
-      vi[o] = strata__d2i(a->scalar);
+  for (int o = 0, k = 0; o < op->nops; o++) {
+    if (o == op->scalar_at) {
+      vd[o] = op->scalar;
+      vi[o] = strata__d2i(op->scalar);
       continue;
     }
-    if (a->fn == STRATA_FN_WHERE && o == 0) /* the condition: nonzero, NaN included */
-      vi[o] = vd[o] = strata__load_d(in[k], a->in_dtype[k], off[k]) != 0;
-    else if (a->exact_int)
-      vi[o] = strata__load_i(in[k], a->in_dtype[k], off[k]);
+    if (op->fn == STRATA_FN_WHERE && o == 0) /* the condition: nonzero, NaN included */
+      vi[o] = vd[o] = strata__load_d(in[k], op->in_dtype[k], off[k]) != 0;
+    else if (op->exact_int)
+      vi[o] = strata__load_i(in[k], op->in_dtype[k], off[k]);
     else
-      vd[o] = strata__load_d(in[k], a->in_dtype[k], off[k]);
+      vd[o] = strata__load_d(in[k], op->in_dtype[k], off[k]);
     k++;
   }
-  if (a->exact_int)
-    strata__store_i(out, a->out_dtype, i, strata__apply_i(a->fn, vi[0], vi[1], vi[2]));
+  if (op->exact_int)
+    strata__store_i(out, op->out_dtype, i, strata__apply_i(op->fn, vi[0], vi[1], vi[2]));
   else
-    strata__store_d(out, a->out_dtype, i, strata__apply_d(a->fn, vd[0], vd[1], vd[2]));
+    strata__store_d(out, op->out_dtype, i, strata__apply_d(op->fn, vd[0], vd[1], vd[2]));
+}
+
+/* The same for an elementwise call's arguments (inlined: no copy is made). */
+STRATA__ELEM void strata__ew_element(const struct strata__ew_args *a, const void *const *in,
+                                     const int64_t *off, void *out, int64_t i)
+{
+  const struct strata__ew_op op = {a->fn,        a->nops,
+                                   a->scalar_at, a->exact_int,
+                                   a->out_dtype, {a->in_dtype[0], a->in_dtype[1], a->in_dtype[2]},
+                                   a->scalar};
+  strata__ew_op_element(&op, in, off, out, i);
 }
 
 #endif
