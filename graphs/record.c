@@ -1,6 +1,7 @@
 /* Contexts, recording and lazy arrays. Every operation goes through
  * apply(): inference first (errors leave nothing behind), then either a
  * recorded node and a lazy result, or an eager run of that one node. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,89 @@ int strata_is_deferred(const strata_array *a)
 
 static const strata__meta *meta_of(const strata_context *ctx, int i) { return &ctx->nodes[i].m; }
 
+/* The nodes a realization computes (sink >= 0) as a compiled graph: nodes
+ * whose values exist and are read become its inputs, attached ones its
+ * outputs, so that the intermediates the application dropped fuse into
+ * their readers' kernels and small ones share their readers' task. Runs
+ * it; NOT_COMPILED when it cannot be compiled (run node by node then). */
+enum { NOT_COMPILED = 1 };
+
+static int run_compiled(const strata_context *ctx, const int *sink, strata__slot *slot,
+                        strata_array **target)
+{
+  int n = ctx->n, m = 0, nin = 0, nout = 0, ret = 0;
+  int *idx = malloc(((size_t)n + 1) * sizeof *idx), *read = calloc((size_t)n + 1, sizeof *read);
+  if (!idx || !read) {
+    free(idx);
+    free(read);
+    return STRATA_ENOMEM;
+  }
+  for (int i = 0; i < n; i++)
+    for (int k = 0; sink[i] >= 0 && k < ctx->nodes[i].nin; k++)
+      read[ctx->nodes[i].in[k]] = 1;
+  for (int i = 0; i < n; i++) {
+    idx[i] = sink[i] >= 0 || read[i] ? m++ : -1;
+    nin += sink[i] < 0 && read[i];
+    nout += sink[i] == STRATA__SINK_ATTACH;
+  }
+  strata_graph *g = strata__graph_alloc(m, nin, nout);
+  int *gsink = malloc(((size_t)m + 1) * sizeof *gsink);
+  strata__slot *gslot = calloc((size_t)m + 1, sizeof *gslot);
+  strata_array **gtarget = calloc((size_t)m + 1, sizeof *gtarget);
+  ret = g && gsink && gslot && gtarget ? 0 : STRATA_ENOMEM;
+  for (int i = 0, in = 0, out = 0; !ret && i < n; i++) {
+    int k = idx[i];
+    if (k < 0)
+      continue;
+    strata__node *nd = &g->nodes[k];
+    char name[32];
+    snprintf(name, sizeof name, "n%d", i);
+    if (sink[i] < 0) { /* a value that exists */
+      *nd = (strata__node){.op = STRATA__OP_INPUT, .m = slot[i].m};
+      nd->p.scalar_at = -1;
+      g->inputs[in++] = k;
+    } else {
+      *nd = ctx->nodes[i];
+      if ((nd->in = malloc(((size_t)nd->nin + 1) * sizeof *nd->in)))
+        for (int j = 0; j < nd->nin; j++)
+          nd->in[j] = idx[ctx->nodes[i].in[j]];
+    }
+    nd->name = strdup(name);
+    if ((sink[i] >= 0 && !nd->in) || !nd->name)
+      ret = STRATA_ENOMEM;
+    else if (sink[i] == STRATA__SINK_ATTACH && !(g->output_names[out] = strdup(name)))
+      ret = STRATA_ENOMEM;
+    else if (sink[i] == STRATA__SINK_ATTACH)
+      g->outputs[out++] = k;
+  }
+  if (!ret && strata_graph_compile(g) != 0) {
+    strata__clear_error();
+    ret = NOT_COMPILED;
+  }
+  for (int i = 0; !ret && i < n; i++) {
+    int k = idx[i];
+    if (k < 0)
+      continue;
+    gslot[k] = slot[i];
+    gtarget[k] = target[i];
+    gsink[k] = sink[i] < 0 || sink[i] == STRATA__SINK_ATTACH ? sink[i]
+               : g->mem[k] == STRATA__MEM_VIRTUAL            ? STRATA__SINK_VIRTUAL
+                                                             : STRATA__SINK_TEMP;
+  }
+  if (!ret)
+    ret = strata__exec_run(g->nodes, m, gsink, gslot, gtarget, g);
+  for (int i = 0; !ret && i < n; i++)
+    if (idx[i] >= 0)
+      slot[i].m = gslot[idx[i]].m; /* data-dependent shapes are known now */
+  strata_graph_destroy(g);
+  free(idx);
+  free(read);
+  free(gsink);
+  free(gslot);
+  free(gtarget);
+  return ret;
+}
+
 /* Compute the lazy arrays `want` of ctx (each the result of its node): run
  * the nodes they need whose values are not available, keeping the values
  * of arrays the application holds, dropping the others after use. */
@@ -99,7 +183,9 @@ static int realize_set(strata_context *ctx, strata_array *const *want, int nwant
           sink[j] = STRATA__SINK_TEMP; /* refined when j is visited */
       }
     }
-    ret = strata__exec_run(ctx->nodes, n, sink, slot, target, NULL);
+    ret = run_compiled(ctx, sink, slot, target);
+    if (ret == NOT_COMPILED)
+      ret = strata__exec_run(ctx->nodes, n, sink, slot, target, NULL);
     for (int i = 0; ret == 0 && i < n; i++)
       if (sink[i] == STRATA__SINK_ATTACH)
         ctx->nodes[i].m = slot[i].m; /* data-dependent shapes are known now */

@@ -705,6 +705,40 @@ static void check_local_sequences(strata_array *x)
   }
 }
 
+/* Lazy computation compiles what it runs: intermediates the application
+ * dropped fuse into their reader's kernel, the ones it holds are kept. */
+static void check_lazy_fusion(strata_array *x)
+{
+  for (int hold = 0; hold < 2; hold++) {
+    strata_context *ctx;
+    strata_array *a, *b, *y;
+    CHECK_EQ(strata_context_create(&ctx), 0);
+    strata_deferred_begin(ctx, 1);
+    CHECK_EQ(strata_binary_scalar(ctx, STRATA_FN_MUL, x, strata_float(2), 0, &a), 0);
+    CHECK_EQ(strata_binary_scalar(ctx, STRATA_FN_ADD, a, strata_float(1), 0, &b), 0);
+    CHECK_EQ(strata_binary(ctx, STRATA_FN_MUL, b, b, &y), 0);
+    strata_deferred_end(ctx);
+    if (!hold) {
+      strata_array_destroy(a);
+      strata_array_destroy(b);
+    }
+    executed_tasks();
+    CHECK_EQ(strata_compute(&y, 1), 0);
+    /* dropped: a is Virtual in b's kernel, b (read twice, small) shares
+     * y's task; held: one task each */
+    CHECK_EQ(executed_tasks(), hold ? 3 : 1);
+    for (int64_t i = 0; i < strata_array_nelems(x); i++)
+      CHECK(value_at(y, i) == (2 * ramp(i) + 1) * (2 * ramp(i) + 1));
+    if (hold) {
+      CHECK(value_at(a, 3) == 2 * ramp(3) && value_at(b, 3) == 2 * ramp(3) + 1);
+      strata_array_destroy(a);
+      strata_array_destroy(b);
+    }
+    strata_array_destroy(y);
+    strata_context_destroy(ctx);
+  }
+}
+
 /* Every mode's name parses back to the same mode; other text is refused. */
 static void check_mode_names(void)
 {
@@ -785,6 +819,7 @@ int main(int argc, char **argv)
   check_defaults(x);
   check_compile_errors(x);
   check_local_sequences(x);
+  check_lazy_fusion(x);
   check_mode_names();
   check_json_modes(x);
   check_random_chains(0);
