@@ -393,11 +393,20 @@ static int random_op(strata_context *ctx, strata_array **pool, int npool, uint64
 }
 
 /* Shared objects in the kernel cache ($STRATA_JIT_CACHE: CTest sets a
- * shared one, check_kernel_cache() fresh ones). */
+ * shared one, check_kernel_cache() fresh ones; unset: the default of
+ * graphs/jit.c, when the test runs on its own). */
 static int count_built_kernels(void)
 {
-  const char *dir = getenv("STRATA_JIT_CACHE");
-  DIR *d = dir ? opendir(dir) : NULL;
+  const char *dir = getenv("STRATA_JIT_CACHE"), *xdg = getenv("XDG_CACHE_HOME");
+  char path[4096];
+  if (!dir) {
+    snprintf(path, sizeof path, xdg ? "%s/strata/jit" : "%s/.cache/strata/jit",
+             xdg              ? xdg
+             : getenv("HOME") ? getenv("HOME")
+                              : ".");
+    dir = path;
+  }
+  DIR *d = opendir(dir);
   int count = 0;
   for (struct dirent *e; d && (e = readdir(d));)
     count += strstr(e->d_name, ".so") != NULL;
