@@ -201,8 +201,7 @@ static int merge_buffers(const struct strata__capture *c, struct sequence *q,
       int b = buffer_of(t->handles[k], handles, modes, &n);
       if (b < 0)
         return -1;
-      if (q)
-        q->stages[s].buffer[k] = (unsigned char)b;
+      q->stages[s].buffer[k] = (unsigned char)b;
       if (modes[b] == 0 && t->modes[k] == STARPU_W)
         written_first[b] = 1;
       modes[b] |= t->modes[k];
@@ -219,10 +218,7 @@ static int merge_buffers(const struct strata__capture *c, struct sequence *q,
 int strata__capture_submit(struct strata__capture *c, int nscratch,
                            const starpu_data_handle_t *scratch)
 {
-  starpu_data_handle_t handles[STARPU_NMAXBUFS];
-  enum starpu_data_access_mode modes[STARPU_NMAXBUFS];
-  /* nothing to merge, or too many handles for one task */
-  if (c->n <= 1 || merge_buffers(c, NULL, handles, modes, 0, NULL) < 0)
+  if (c->n <= 1) /* nothing to merge */
     return submit_each(c);
   size_t offset = aligned(sizeof(struct sequence) + (size_t)c->n * sizeof(struct stage));
   size_t size = offset;
@@ -247,7 +243,13 @@ int strata__capture_submit(struct strata__capture *c, int nscratch,
     offset += aligned(t->arg_size);
     cuda &= t->cl->cuda_funcs[0] != NULL;
   }
+  starpu_data_handle_t handles[STARPU_NMAXBUFS];
+  enum starpu_data_access_mode modes[STARPU_NMAXBUFS];
   int n = merge_buffers(c, q, handles, modes, nscratch, scratch);
+  if (n < 0) { /* too many handles for one task (the planner avoids it) */
+    free(q);
+    return submit_each(c);
+  }
   struct starpu_codelet *cl = &sequence_cpu_cl;
 #if STRATA__USE_CUDA
   if (cuda)

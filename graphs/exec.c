@@ -188,8 +188,7 @@ static int run_group(strata_graph *g, strata__group *G, int sink, strata__slot *
                               slot[root].h);
 }
 
-/* The nodes node i's task reads: a fused root reads its group's leaves. */
-static int task_inputs(const strata__node *nodes, int i, const strata_graph *g, const int **in)
+int strata__task_inputs(const strata__node *nodes, int i, const strata_graph *g, const int **in)
 {
   int gi = g ? g->plan.group_of[i] : -1;
   if (gi >= 0 && g->plan.groups[gi].root == i) {
@@ -230,7 +229,7 @@ int strata__exec_run(const strata__node *nodes, int n, const int *sink, strata__
   for (int i = 0; i < n; i++) {
     if (sink[i] < 0 || sink[i] == STRATA__SINK_VIRTUAL)
       continue;
-    for (int k = 0, nin = task_inputs(nodes, i, g, &in); k < nin; k++)
+    for (int k = 0, nin = strata__task_inputs(nodes, i, g, &in); k < nin; k++)
       readers[in[k]]++;
   }
   /* a compiled graph's order keeps each sequence's nodes together */
@@ -248,7 +247,7 @@ int strata__exec_run(const strata__node *nodes, int n, const int *sink, strata__
         ret = run_node(&nodes[i], sink[i], slot, i, target, g);
       if (!ret)
         note_scratch(g, i, slot, &q);
-      for (int j = 0, nin = task_inputs(nodes, i, g, &in); j < nin; j++)
+      for (int j = 0, nin = strata__task_inputs(nodes, i, g, &in); j < nin; j++)
         if (--readers[in[j]] == 0)
           drop_temp(&slot[in[j]], &q);
       if (readers[i] == 0)

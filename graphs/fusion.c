@@ -38,13 +38,20 @@ static int leaf_index(const strata__group *G, int j)
 }
 
 /* The kernel arguments of member i, as a constant the compiler folds. */
-static void emit_args(FILE *f, const strata__node *nd, int i, const strata__slot *slot)
+/* The operation of member i for the metas in slot. */
+static struct strata__ew_op member_op(const strata__node *nd, int i, const strata__slot *slot)
 {
   strata__meta in[STRATA__EW_MAXOPS];
   for (int k = 0; k < nd->nin; k++)
     in[k] = slot[nd->in[k]].m;
   struct strata__ew_args a;
   strata__ew_geometry(&nd->p, in, nd->nin, &slot[i].m, &a);
+  return strata__ew_op_of(&a);
+}
+
+static void emit_args(FILE *f, const strata__node *nd, int i, const strata__slot *slot)
+{
+  struct strata__ew_op a = member_op(nd, i, slot);
   fprintf(f,
           "static const struct strata__ew_args A%d = {.fn = %d, .nops = %d, .scalar_at = %d, "
           ".exact_int = %d, .out_dtype = %d, .in_dtype = {%d, %d, %d}, .scalar = ",
@@ -174,16 +181,8 @@ static int group_program(const strata_graph *g, const strata__group *G, const st
   p->nmembers = G->nmembers;
   for (int m = 0; m < G->nmembers; m++) {
     const strata__node *nd = &g->nodes[G->members[m]];
-    strata__meta in[STRATA__EW_MAXOPS];
-    for (int k = 0; k < nd->nin; k++)
-      in[k] = slot[nd->in[k]].m;
-    struct strata__ew_args a;
-    strata__ew_geometry(&nd->p, in, nd->nin, &slot[G->members[m]].m, &a);
     struct strata__fused_member *mb = &p->member[m];
-    mb->op = (struct strata__ew_op){a.fn,        a.nops,
-                                    a.scalar_at, a.exact_int,
-                                    a.out_dtype, {a.in_dtype[0], a.in_dtype[1], a.in_dtype[2]},
-                                    a.scalar};
+    mb->op = member_op(nd, G->members[m], slot);
     for (int k = 0; k < nd->nin; k++) {
       int l = leaf_index(G, nd->in[k]);
       mb->src[k] = l >= 0 ? l : -1 - member_index(G, nd->in[k]);

@@ -115,6 +115,10 @@ enum strata__sink {
 int strata__exec_run(const strata__node *nodes, int n, const int *sink, strata__slot *slot,
                      strata_array **target, struct strata_graph *g);
 
+/* The nodes node i's task reads, into *in: a fused root (of compiled
+ * graph g, NULL: none) reads its group's leaves, other nodes their inputs. */
+int strata__task_inputs(const strata__node *nodes, int i, const strata_graph *g, const int **in);
+
 /* Element strides of `in` broadcast to `out`'s shape (0 on stretched
  * dimensions). */
 void strata__broadcast_strides(const strata__meta *in, const strata__meta *out, int64_t *stride);

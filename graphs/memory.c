@@ -189,6 +189,17 @@ static unsigned pick(unsigned mask, const unsigned *prefs, int n)
   return 0;
 }
 
+/* Storage preferences of intermediates: Local first when small (its
+ * fallback, when no sequence can hold it, is the rest of the list). */
+static const unsigned small_prefs[] = {STRATA__MEM_LOCAL,       STRATA__MEM_DEVICE_SX,
+                                       STRATA__MEM_DEVICE_PS,   STRATA__MEM_HOST_COD_SX,
+                                       STRATA__MEM_HOST_COD_PS, STRATA__MEM_HOST_VOLATILE,
+                                       STRATA__MEM_HOST_CONST};
+static const unsigned large_prefs[] = {STRATA__MEM_DEVICE_SX,   STRATA__MEM_DEVICE_PS,
+                                       STRATA__MEM_LOCAL,       STRATA__MEM_HOST_COD_SX,
+                                       STRATA__MEM_HOST_COD_PS, STRATA__MEM_HOST_VOLATILE,
+                                       STRATA__MEM_HOST_CONST};
+
 /* Node i as a storage choice, when it is not Virtual. */
 static int decide_stored(strata_graph *g, int i, const struct analysis *an)
 {
@@ -196,14 +207,6 @@ static int decide_stored(strata_graph *g, int i, const struct analysis *an)
                                      STRATA__MEM_HOST_COD_SX, STRATA__MEM_HOST_COD_PS};
   static const unsigned host_out[] = {STRATA__MEM_HOST_COD_SX, STRATA__MEM_HOST_COD_PS,
                                       STRATA__MEM_HOST_VOLATILE, STRATA__MEM_HOST_CONST};
-  static const unsigned small[] = {STRATA__MEM_LOCAL,       STRATA__MEM_DEVICE_SX,
-                                   STRATA__MEM_DEVICE_PS,   STRATA__MEM_HOST_COD_SX,
-                                   STRATA__MEM_HOST_COD_PS, STRATA__MEM_HOST_VOLATILE,
-                                   STRATA__MEM_HOST_CONST};
-  static const unsigned large[] = {STRATA__MEM_DEVICE_SX,   STRATA__MEM_DEVICE_PS,
-                                   STRATA__MEM_LOCAL,       STRATA__MEM_HOST_COD_SX,
-                                   STRATA__MEM_HOST_COD_PS, STRATA__MEM_HOST_VOLATILE,
-                                   STRATA__MEM_HOST_CONST};
   const strata__node *nd = &g->nodes[i];
   int ret = refine(g, i, STRATA__MEM_ANY & ~STRATA__MEM_VIRTUAL, "");
   if (ret)
@@ -223,7 +226,7 @@ static int decide_stored(strata_graph *g, int i, const struct analysis *an)
   } else {
     int64_t n = strata__meta_nelems(&nd->m);
     int is_small = n >= 0 && n * (int64_t)strata_dtype_size(nd->m.dtype) <= LOCAL_MAX_BYTES;
-    choice = pick(mask, is_small ? small : large, 7);
+    choice = pick(mask, is_small ? small_prefs : large_prefs, 7);
   }
   g->mem[i] = (unsigned char)choice;
   return 0;
@@ -400,18 +403,6 @@ static int find(int *parent, int i)
   return i;
 }
 
-/* The inputs of unit u's task: a fused root reads its group's leaves. */
-static int unit_inputs(const strata_graph *g, int u, const int **in)
-{
-  int gi = g->plan.group_of[u];
-  if (gi >= 0) {
-    *in = g->plan.groups[gi].leaves;
-    return g->plan.groups[gi].nleaves;
-  }
-  *in = g->nodes[u].in;
-  return g->nodes[u].nin;
-}
-
 /* Order the sets of `parent` (each set one task or sequence) so that every
  * set comes after the sets it reads: into order[], each set's nodes
  * together, in increasing index (Kahn's algorithm on the sets, O(n + e)).
@@ -488,7 +479,7 @@ static int set_buffers(const strata_graph *g, int *parent, int r, int *seen)
     if (find(parent, u) != r || g->mem[u] == STRATA__MEM_VIRTUAL)
       continue;
     const int *in;
-    int nin = unit_inputs(g, u, &in);
+    int nin = strata__task_inputs(g->nodes, u, g, &in);
     count += !seen[u];
     seen[u] = 1;
     for (int k = 0; k < nin; k++) {
@@ -533,9 +524,6 @@ static int plan_sequences(strata_graph *g, const struct analysis *an)
   p->seq_of = malloc(n * sizeof *p->seq_of);
   p->order = malloc(n * sizeof *p->order);
   int ret = parent && saved && work && units && p->seq_of && p->order ? 0 : STRATA_ENOMEM;
-  static const unsigned others[] = {STRATA__MEM_DEVICE_SX, STRATA__MEM_DEVICE_PS,
-                                    STRATA__MEM_HOST_COD_SX, STRATA__MEM_HOST_COD_PS,
-                                    STRATA__MEM_HOST_VOLATILE};
   for (int i = 0; !ret && i < g->n; i++) /* a fused group is one task already */
     parent[i] = unit_of(g, i);
   /* readers first: a Local node read by a Local node's readers joins them */
@@ -552,10 +540,11 @@ static int plan_sequences(strata_graph *g, const struct analysis *an)
       break;
     }
     memcpy(parent, saved, (size_t)g->n * sizeof *parent);
-    unsigned choice = pick(an->allowed[i], others, 5);
-    if (!choice)
+    unsigned choice = pick(an->allowed[i], small_prefs + 1, 6);
+    if (choice)
+      g->mem[i] = (unsigned char)choice;
+    else
       ret = strata__fail(STRATA_EINVAL, "node '%s' cannot be Local: %s", g->nodes[i].name, why);
-    g->mem[i] = (unsigned char)choice;
   }
   if (!ret && (ret = order_sets(g, parent, p->order)) > 0)
     ret = strata__fail(STRATA_EINVAL, "the graph's tasks depend on each other in a cycle");

@@ -168,14 +168,21 @@ STRATA__ELEM void strata__ew_op_element(const struct strata__ew_op *op, const vo
     strata__store_d(out, op->out_dtype, i, strata__apply_d(op->fn, vd[0], vd[1], vd[2]));
 }
 
+/* The operation of an elementwise call's arguments. */
+STRATA__ELEM struct strata__ew_op strata__ew_op_of(const struct strata__ew_args *a)
+{
+  struct strata__ew_op op = {a->fn,        a->nops, a->scalar_at, a->exact_int,
+                             a->out_dtype, {0},     a->scalar};
+  for (int k = 0; k < STRATA__EW_MAXOPS; k++)
+    op.in_dtype[k] = a->in_dtype[k];
+  return op;
+}
+
 /* The same for an elementwise call's arguments (inlined: no copy is made). */
 STRATA__ELEM void strata__ew_element(const struct strata__ew_args *a, const void *const *in,
                                      const int64_t *off, void *out, int64_t i)
 {
-  const struct strata__ew_op op = {a->fn,        a->nops,
-                                   a->scalar_at, a->exact_int,
-                                   a->out_dtype, {a->in_dtype[0], a->in_dtype[1], a->in_dtype[2]},
-                                   a->scalar};
+  const struct strata__ew_op op = strata__ew_op_of(a);
   strata__ew_op_element(&op, in, off, out, i);
 }
 
