@@ -495,8 +495,7 @@ static int set_buffers(const strata_graph *g, int *parent, int r, int *seen)
 static const char *why_not_scratch(const strata_graph *g, int i, int *parent, int *order, int *work,
                                    int *ret)
 {
-  int op = g->nodes[i].op;
-  if (op == STRATA__OP_INPUT || op == STRATA__OP_NONZERO)
+  if (g->nodes[i].op == STRATA__OP_NONZERO) /* inputs are never Local: they are Hosted */
     return "its size is known only after it is computed";
   for (int r = 0; r < g->n; r++)
     for (int k = 0; k < g->nodes[r].nin; k++)
