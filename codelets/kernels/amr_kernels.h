@@ -40,6 +40,8 @@ enum strata__amr_kind { STRATA__AMR_COPY, STRATA__AMR_RESTRICT, STRATA__AMR_PROL
  * kernels and by callers that need the coarse cells a transfer reads. */
 STRATA__AMR_HOST_DEVICE static inline int64_t strata__amr_prolong_cell(int64_t q, int factor)
 {
+  if (factor == 2) /* the common case, without a division: floor((q - 1) / 2) */
+    return (q - 1) >> 1;
   const int64_t num = 2 * q + 1 - factor, den = 2 * (int64_t)factor;
   return num >= 0 ? num / den : -((-num + den - 1) / den);
 }
