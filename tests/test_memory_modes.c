@@ -75,7 +75,6 @@ static double value_at(strata_array *a, int64_t i)
   return v;
 }
 
-/* x (input "x") -> multiply_1 = x * 2 -> add_2 = multiply_1 + 1 = "y". */
 /* Tasks StarPU executed since the last call (profiling counters). */
 static int executed_tasks(void)
 {
@@ -89,6 +88,7 @@ static int executed_tasks(void)
   return count;
 }
 
+/* x (input "x") -> multiply_1 = x * 2 -> add_2 = multiply_1 + 1 = "y". */
 static strata_graph *chain(strata_array *x)
 {
   strata_context *ctx;
