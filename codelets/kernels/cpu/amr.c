@@ -12,17 +12,31 @@
 
 enum { CHUNK = 256 };
 
-/* On x86-64, restriction and prolongation also get an AVX2 clone chosen when
- * the library loads: twice the SIMD width of the SSE2 baseline. AVX2 without
- * FMA, and contraction is off (-std=c17), so both give the same bits. */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+/* On x86-64, restriction and prolongation are also compiled for AVX2 (twice
+ * the SIMD width of the SSE2 baseline), picked per call from the CPU's
+ * features. AVX2 without FMA, and contraction is off (-std=c17), so both give
+ * the same bits. Not target_clones: its ifunc resolvers run while the dynamic
+ * loader relocates the library, before sanitizer runtimes are up (clang's
+ * libFuzzer builds crash at load). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define AVX2_VARIANTS 1
+#define AVX2_VARIANT(NAME, T, TD)                                                                  \
+  __attribute__((target("avx2"))) static void NAME##_avx2(const struct strata__amr_xfer *x,        \
+                                                          TD *dst, const T *src)                   \
+  {                                                                                                \
+    NAME##_body(x, dst, src);                                                                      \
+  }
+#else
+#define AVX2_VARIANTS 0
+#define AVX2_VARIANT(NAME, T, TD)
 #endif
-#endif
-#ifndef SIMD_CLONES
-#define SIMD_CLONES
-#endif
+#define INLINE_BODY static inline __attribute__((always_inline)) void
+#define KERNEL_VARIANTS(NAME, T, TD)                                                               \
+  static void NAME(const struct strata__amr_xfer *x, TD *dst, const T *src)                        \
+  {                                                                                                \
+    NAME##_body(x, dst, src);                                                                      \
+  }                                                                                                \
+  AVX2_VARIANT(NAME, T, TD)
 
 /* Coarse cells and weights of fine offset q: value = (1 - t) C[c] + t C[c + 1]. */
 static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
@@ -52,8 +66,7 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
       }                                                                                            \
   }                                                                                                \
                                                                                                    \
-  SIMD_CLONES static void restrict_##SUFFIX(const struct strata__amr_xfer *x, TD *dst,             \
-                                            const T *src)                                          \
+  INLINE_BODY restrict_##SUFFIX##_body(const struct strata__amr_xfer *x, TD *dst, const T *src)    \
   {                                                                                                \
     const int f = x->factor;                                                                       \
     const int fy = x->dim >= 2 ? f : 1, fz = x->dim >= 3 ? f : 1;                                  \
@@ -91,8 +104,9 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
       }                                                                                            \
   }                                                                                                \
                                                                                                    \
-  SIMD_CLONES static void prolong_##SUFFIX(const struct strata__amr_xfer *x, TD *dst,              \
-                                           const T *src)                                           \
+  KERNEL_VARIANTS(restrict_##SUFFIX, T, TD)                                                        \
+                                                                                                   \
+  INLINE_BODY prolong_##SUFFIX##_body(const struct strata__amr_xfer *x, TD *dst, const T *src)     \
   {                                                                                                \
     const int f = x->factor;                                                                       \
     const int64_t sy = x->src_dims[0], sz = x->src_dims[0] * x->src_dims[1];                       \
@@ -160,7 +174,8 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
         }                                                                                          \
       }                                                                                            \
     }                                                                                              \
-  }
+  }                                                                                                \
+  KERNEL_VARIANTS(prolong_##SUFFIX, T, TD)
 
 #define STRATA_AMR_BOUNDARY_KERNEL(T, SUFFIX)                                                      \
   static void boundary_##SUFFIX(const struct strata__amr_boundary *b, T *v)                        \
@@ -191,20 +206,43 @@ STRATA_AMR_XFER_KERNELS(double, float, f64_f32)
 STRATA_AMR_BOUNDARY_KERNEL(float, f32)
 STRATA_AMR_BOUNDARY_KERNEL(double, f64)
 
+/* One table per type pair: copy, restriction, prolongation; row 1 for AVX2. */
+#if AVX2_VARIANTS
+#define XFER_TABLE(SUFFIX)                                                                         \
+  {                                                                                                \
+    {copy_##SUFFIX, restrict_##SUFFIX, prolong_##SUFFIX},                                          \
+    {                                                                                              \
+      copy_##SUFFIX, restrict_##SUFFIX##_avx2, prolong_##SUFFIX##_avx2                             \
+    }                                                                                              \
+  }
+#else
+#define XFER_TABLE(SUFFIX)                                                                         \
+  {                                                                                                \
+    {                                                                                              \
+      copy_##SUFFIX, restrict_##SUFFIX, prolong_##SUFFIX                                           \
+    }                                                                                              \
+  }
+#endif
+
 void strata__amr_xfer_cpu(const struct strata__amr_xfer *x, void *dst, const void *src)
 {
-  static void (*const f32[])(const struct strata__amr_xfer *, float *,
-                             const float *) = {copy_f32, restrict_f32, prolong_f32};
-  static void (*const f64[])(const struct strata__amr_xfer *, double *,
-                             const double *) = {copy_f64, restrict_f64, prolong_f64};
-  static void (*const f64_f32[])(const struct strata__amr_xfer *, float *, const double *) = {
-      copy_f64_f32, restrict_f64_f32, prolong_f64_f32};
+  static void (*const f32[][3])(const struct strata__amr_xfer *, float *, const float *) =
+      XFER_TABLE(f32);
+  static void (*const f64[][3])(const struct strata__amr_xfer *, double *, const double *) =
+      XFER_TABLE(f64);
+  static void (*const f64_f32[][3])(const struct strata__amr_xfer *, float *, const double *) =
+      XFER_TABLE(f64_f32);
+#if AVX2_VARIANTS
+  const int isa = __builtin_cpu_supports("avx2") ? 1 : 0;
+#else
+  const int isa = 0;
+#endif
   if (x->is_double && x->dst_float)
-    f64_f32[x->kind](x, (float *)dst + x->dst_offset, (const double *)src + x->src_offset);
+    f64_f32[isa][x->kind](x, (float *)dst + x->dst_offset, (const double *)src + x->src_offset);
   else if (x->is_double)
-    f64[x->kind](x, (double *)dst + x->dst_offset, (const double *)src + x->src_offset);
+    f64[isa][x->kind](x, (double *)dst + x->dst_offset, (const double *)src + x->src_offset);
   else
-    f32[x->kind](x, (float *)dst + x->dst_offset, (const float *)src + x->src_offset);
+    f32[isa][x->kind](x, (float *)dst + x->dst_offset, (const float *)src + x->src_offset);
 }
 
 void strata__amr_boundary_cpu(const struct strata__amr_boundary *b, void *data)
