@@ -267,8 +267,9 @@ int strata__gindexer_segments_submit(starpu_data_handle_t src, starpu_data_handl
 
 /* Owner-side put: dist (RW) rows from inbox (R) through the per-index
  * request lists csr (R, dn + 1 int64) and req (R, int64), under `rule`
- * (kernels/gindexer_kernels.h); scratch: a STARPU_SCRATCH vector of dist's
- * size for the CUDA reduction rounds (max_requests of them). */
+ * (kernels/gindexer_kernels.h); scratch: for STRATA__PUT_REDUCE only (else
+ * unused), a STARPU_SCRATCH vector of dist's size for the CUDA reduction
+ * rounds (max_requests of them). */
 struct strata__put_apply {
   int rule;
   strata_op op;

@@ -33,7 +33,7 @@ static void segments_cpu(void *buffers[], void *cl_arg)
       (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]), STARPU_VECTOR_GET_NX(buffers[1]), *item);
 }
 
-/* Buffers: dist (RW), inbox (R), csr (R), req (R), scratch. */
+/* Buffers: dist (RW), inbox (R), csr (R), req (R) [, scratch: reductions]. */
 static void apply_cpu(void *buffers[], void *cl_arg)
 {
   const struct strata__put_apply *a = cl_arg;
@@ -82,7 +82,6 @@ static void apply_cuda(void *buffers[], void *cl_arg)
   const void *inbox = (const void *)STARPU_VECTOR_GET_PTR(buffers[1]);
   const int64_t *csr = (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[2]),
                 *req = (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[3]);
-  void *scratch = (void *)STARPU_VECTOR_GET_PTR(buffers[4]);
   int64_t dn = STARPU_VECTOR_GET_NX(buffers[2]) - 1;
   size_t row = (size_t)a->count * strata_dtype_size(a->dtype);
   cudaStream_t s = starpu_cuda_get_local_stream();
@@ -90,6 +89,7 @@ static void apply_cuda(void *buffers[], void *cl_arg)
     strata__pick_rows_cuda(dist, inbox, csr, req, dn, row, a->rule == STRATA__PUT_LAST ? -1 : 0, s);
     return;
   }
+  void *scratch = (void *)STARPU_VECTOR_GET_PTR(buffers[4]);
   size_t n = (size_t)(dn * a->count);
   for (int64_t t = 0; t < a->max_requests; t++) {
     strata__merge_fill_identity_cuda(a->op, a->dtype, scratch, n, s);
@@ -161,13 +161,24 @@ static struct starpu_codelet segments_cl[2] = {
     },
 };
 
-static struct starpu_codelet apply_cl = {
-    .name = "strata_gindexer_apply",
-    .color = 0xa63603,
-    .cpu_funcs = {apply_cpu},
-    GI_CUDA(apply_cuda).nbuffers = 5,
-    .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_SCRATCH},
-    .model = &apply_model,
+/* Copy rules, and reductions: those need a scratch buffer on CUDA. */
+static struct starpu_codelet apply_cl[2] = {
+    {
+        .name = "strata_gindexer_apply",
+        .color = 0xa63603,
+        .cpu_funcs = {apply_cpu},
+        GI_CUDA(apply_cuda).nbuffers = 4,
+        .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R},
+        .model = &apply_model,
+    },
+    {
+        .name = "strata_gindexer_apply",
+        .color = 0xa63603,
+        .cpu_funcs = {apply_cpu},
+        GI_CUDA(apply_cuda).nbuffers = 5,
+        .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_SCRATCH},
+        .model = &apply_model,
+    },
 };
 
 int strata__gindexer_gather_submit(starpu_data_handle_t src, starpu_data_handle_t map,
@@ -196,5 +207,6 @@ int strata__gindexer_apply_submit(starpu_data_handle_t dist, starpu_data_handle_
                                   starpu_data_handle_t scratch, const struct strata__put_apply *a)
 {
   starpu_data_handle_t h[5] = {dist, inbox, csr, req, scratch};
-  return strata__submit_copy_arg(&apply_cl, a, sizeof *a, 5, h, NULL);
+  int reduce = a->rule == STRATA__PUT_REDUCE;
+  return strata__submit_copy_arg(&apply_cl[reduce], a, sizeof *a, 4 + reduce, h, NULL);
 }

@@ -8,22 +8,25 @@
  * small value, one to four values of 4 or 8 bytes) get a memcpy of constant
  * size, which the compiler turns into plain loads and stores instead of a
  * call per row: 2.5-3x faster gathers of 10^6 random rows of 4 or 16 bytes. */
-#define MOVE_ROWS(D, S)                                                                            \
+#define MOVE_ROWS(D, S) MOVE_ROWS_IF(1, D, S)
+/* The same for the k < n where IF holds. */
+#define MOVE_ROWS_IF(IF, D, S)                                                                     \
   do {                                                                                             \
     switch (row) {                                                                                 \
-    case 1: MOVE_ROWS_OF(1, D, S); break;                                                          \
-    case 2: MOVE_ROWS_OF(2, D, S); break;                                                          \
-    case 4: MOVE_ROWS_OF(4, D, S); break;                                                          \
-    case 8: MOVE_ROWS_OF(8, D, S); break;                                                          \
-    case 12: MOVE_ROWS_OF(12, D, S); break;                                                        \
-    case 16: MOVE_ROWS_OF(16, D, S); break;                                                        \
-    case 24: MOVE_ROWS_OF(24, D, S); break;                                                        \
-    case 32: MOVE_ROWS_OF(32, D, S); break;                                                        \
-    default: MOVE_ROWS_OF(row, D, S); break;                                                       \
+    case 1: MOVE_ROWS_OF(1, IF, D, S); break;                                                      \
+    case 2: MOVE_ROWS_OF(2, IF, D, S); break;                                                      \
+    case 4: MOVE_ROWS_OF(4, IF, D, S); break;                                                      \
+    case 8: MOVE_ROWS_OF(8, IF, D, S); break;                                                      \
+    case 12: MOVE_ROWS_OF(12, IF, D, S); break;                                                    \
+    case 16: MOVE_ROWS_OF(16, IF, D, S); break;                                                    \
+    case 24: MOVE_ROWS_OF(24, IF, D, S); break;                                                    \
+    case 32: MOVE_ROWS_OF(32, IF, D, S); break;                                                    \
+    default: MOVE_ROWS_OF(row, IF, D, S); break;                                                   \
     }                                                                                              \
   } while (0)
-#define MOVE_ROWS_OF(size, D, S)                                                                   \
+#define MOVE_ROWS_OF(size, IF, D, S)                                                               \
   for (int64_t k = 0; k < n; k++)                                                                  \
+    if (IF)                                                                                        \
   memcpy((char *)dst + (size_t)(D) * (size), (const char *)src + (size_t)(S) * (size), (size))
 
 void strata__gather_rows_cpu(void *dst, const void *src, const int64_t *map, int64_t n, size_t row)
@@ -49,17 +52,16 @@ void strata__put_apply_cpu(enum strata__put_rule rule, strata_op op, strata_dtyp
                            const int64_t *req, int64_t dn)
 {
   size_t row = (size_t)count * strata_dtype_size(dtype);
-  for (int64_t i = 0; i < dn; i++) {
-    int64_t lo = csr[i], hi = csr[i + 1];
-    if (lo == hi)
-      continue;
-    char *out = (char *)dist + (size_t)i * row;
-    if (rule != STRATA__PUT_REDUCE) {
-      int64_t j = rule == STRATA__PUT_LAST ? hi - 1 : lo;
-      memcpy(out, (const char *)inbox + (size_t)req[j] * row, row);
-      continue;
-    }
-    for (int64_t j = lo; j < hi; j++)
-      strata__merge_cpu(op, dtype, out, (const char *)inbox + (size_t)req[j] * row, (size_t)count);
+  if (rule != STRATA__PUT_REDUCE) { /* a requested index takes its last or its first request */
+    void *dst = dist;
+    const void *src = inbox;
+    const int64_t n = dn, *pick = rule == STRATA__PUT_LAST ? csr + 1 : csr;
+    const int64_t back = rule == STRATA__PUT_LAST ? 1 : 0;
+    MOVE_ROWS_IF(csr[k] < csr[k + 1], k, req[pick[k] - back]);
+    return;
   }
+  for (int64_t i = 0; i < dn; i++)
+    for (int64_t j = csr[i]; j < csr[i + 1]; j++)
+      strata__merge_cpu(op, dtype, (char *)dist + (size_t)i * row,
+                        (const char *)inbox + (size_t)req[j] * row, (size_t)count);
 }
