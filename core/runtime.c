@@ -1,7 +1,10 @@
 /* Runtime state: MPI, StarPU and StarPU-MPI start and stop. */
 #include <errno.h>
+#include <sched.h>
 #include <starpu_mpi.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "codelets.h"
 #include "internal.h"
@@ -17,7 +20,8 @@ static struct {
   int64_t collectives;
   int nhooks;
   void (*hooks[8])(void); /* strata__on_finalize() */
-} rt = {.state = UNINITIALIZED, .comm = MPI_COMM_NULL, .coll_comm = MPI_COMM_NULL};
+  int idle_hook;          /* StarPU idle hook id, -1: idle workers spin */
+} rt = {.state = UNINITIALIZED, .comm = MPI_COMM_NULL, .coll_comm = MPI_COMM_NULL, .idle_hook = -1};
 
 void strata_config_init(strata_config *cfg)
 {
@@ -27,11 +31,14 @@ void strata_config_init(strata_config *cfg)
   cfg->ncuda = -1;
   cfg->sched = NULL;
   cfg->comm = MPI_COMM_NULL;
+  cfg->yield_when_idle = -1;
 }
 
 const char *strata_version(void) { return STRATA_VERSION_STRING; }
 
 int strata_initialized(void) { return rt.state == READY; }
+
+int strata_yield_when_idle(void) { return rt.state == READY && rt.idle_hook >= 0; }
 
 int strata__check_ready(void) { return rt.state == READY ? 0 : STRATA_ESTATE; }
 
@@ -91,8 +98,9 @@ static void stop_owned_mpi(void)
  * Only StarPU itself is started here, which involves no MPI: StarPU-MPI's
  * own initialisation is collective (1.4 with FxT synchronises the ranks'
  * clocks), so it runs once every rank is known to have StarPU. */
-static int start_starpu_per_node(MPI_Comm comm, struct starpu_conf *conf)
+static int start_starpu_per_node(MPI_Comm comm, struct starpu_conf *conf, int *node_ranks)
 {
+  *node_ranks = 1;
   /* What starpu_mpi_init_conf() would set: a core for the progress thread
    * unless the worker count is given, and MPI-aware traces. */
   if (conf->ncpus == -1 && conf->reserve_ncpus == -1)
@@ -103,6 +111,7 @@ static int start_starpu_per_node(MPI_Comm comm, struct starpu_conf *conf)
   if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
     return starpu_init(conf);
   MPI_Comm_rank(node, &local);
+  MPI_Comm_size(node, node_ranks);
   if (local == 0)
     ret = starpu_init(conf);
   MPI_Barrier(node);
@@ -110,6 +119,33 @@ static int start_starpu_per_node(MPI_Comm comm, struct starpu_conf *conf)
     ret = starpu_init(conf);
   MPI_Comm_free(&node);
   return ret;
+}
+
+/* StarPU's idle CPU workers spin. When the node runs more StarPU threads
+ * than it has cores, they take the cores from the threads that have work
+ * (other ranks' workers, StarPU-MPI progress threads, the application):
+ * then each idle pass gives the core away, as Open MPI's yield_when_idle. */
+static unsigned yield_core(void *arg)
+{
+  (void)arg;
+  sched_yield();
+  return 1; /* the worker may block */
+}
+
+/* 1 or 0 from STRATA_YIELD_WHEN_IDLE, else the configuration's choice;
+ * -1 (automatic) is on when the ranks on this node and their threads (CPU
+ * workers and the StarPU-MPI progress thread) outnumber its cores. */
+static int resolve_idle_yield(int configured, int node_ranks)
+{
+  const char *env = getenv("STRATA_YIELD_WHEN_IDLE");
+  if (env && (!strcmp(env, "0") || !strcmp(env, "1")))
+    return env[0] == '1';
+  if (env && *env)
+    strata_log(STRATA_LOG_WARN, "STRATA_YIELD_WHEN_IDLE=%s ignored (0 or 1)", env);
+  if (configured >= 0)
+    return configured;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 && (long)node_ranks * (starpu_cpu_worker_get_count() + 1) > cores;
 }
 
 int strata_init(int *argc, char ***argv, const strata_config *cfg)
@@ -121,7 +157,7 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
     strata_config_init(&defaults);
     cfg = &defaults;
   }
-  if (cfg->ncpu < -1 || cfg->ncuda < -1)
+  if (cfg->ncpu < -1 || cfg->ncuda < -1 || cfg->yield_when_idle < -1 || cfg->yield_when_idle > 1)
     return STRATA_EINVAL;
   int ret = start_mpi(argc, argv);
   if (ret) {
@@ -142,7 +178,8 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
   if (!getenv("STARPU_SCHED"))
     conf.sched_policy_name = cfg->sched ? cfg->sched : "lws";
 
-  ret = start_starpu_per_node(comm, &conf);
+  int node_ranks;
+  ret = start_starpu_per_node(comm, &conf, &node_ranks);
   if (ret != 0)
     strata_log(STRATA_LOG_ERROR, "StarPU initialisation failed (%d)", ret);
   /* Every rank returns the same code: ranks that started stop again, on
@@ -171,9 +208,12 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
   rt.comm = comm;
   rt.collectives = 0;
   strata__codelets_start();
+  if (resolve_idle_yield(cfg->yield_when_idle, node_ranks))
+    rt.idle_hook = starpu_idle_hook_register(yield_core, NULL);
   rt.state = READY;
-  strata_log(STRATA_LOG_INFO, "Strata %s on %d rank(s), %u worker(s)", STRATA_VERSION_STRING,
-             rt.size, starpu_worker_get_count());
+  strata_log(STRATA_LOG_INFO, "Strata %s on %d rank(s), %u worker(s), idle workers %s",
+             STRATA_VERSION_STRING, rt.size, starpu_worker_get_count(),
+             rt.idle_hook >= 0 ? "yield" : "spin");
   return 0;
 }
 
@@ -188,6 +228,9 @@ int strata_finalize(void)
   rt.nhooks = 0;
   strata__live_destroy_all(&strata__arrays);
   strata__codelets_stop();
+  if (rt.idle_hook >= 0)
+    starpu_idle_hook_deregister(rt.idle_hook);
+  rt.idle_hook = -1;
   starpu_mpi_shutdown();
   if (starpu_is_initialized())
     starpu_shutdown();

@@ -5,7 +5,9 @@
  *   app-mpi-single  MPI_THREAD_SINGLE is refused with STRATA_EMPI.
  *   one-rank-fails  run with STARPU_NCPU=0 on one rank only: every rank
  *                   gets STRATA_ENODEV from strata_init, nobody hangs. */
+#include <starpu.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -41,15 +43,33 @@ static void check_ready(void)
   CHECK_EQ(strata_wait_all(), 0);
 }
 
+/* The automatic rule, computed here from MPI and the OS: yield when this
+ * node's ranks times (CPU workers + progress thread) exceed its cores. */
+static int node_oversubscribed(void)
+{
+  MPI_Comm node;
+  int ranks;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &ranks);
+  MPI_Comm_free(&node);
+  return (long)ranks * (starpu_cpu_worker_get_count() + 1) > sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 static int strata_owns_mpi(int argc, char **argv)
 {
   check_not_ready();
+  CHECK_EQ(strata_yield_when_idle(), 0);
   CHECK_EQ(strata_finalize(), 0); /* safe when not initialised */
   strata_config cfg;
   strata_config_init(&cfg);
+  CHECK_EQ(cfg.yield_when_idle, -1);
   cfg.ncpu = -5;
   CHECK_EQ(strata_init(&argc, &argv, &cfg), STRATA_EINVAL);
+  strata_config_init(&cfg);
+  cfg.yield_when_idle = 2;
+  CHECK_EQ(strata_init(&argc, &argv, &cfg), STRATA_EINVAL);
   check_init(&argc, &argv);
+  CHECK_EQ(strata_yield_when_idle(), node_oversubscribed());
   CHECK_EQ(strata_init(&argc, &argv, NULL), 0); /* second init: no-op */
   check_ready();
   if (!getenv("STRATA_LOG"))
@@ -57,6 +77,7 @@ static int strata_owns_mpi(int argc, char **argv)
   CHECK_EQ(strata_finalize(), 0);
   CHECK_EQ(strata_finalize(), 0);
   check_not_ready();
+  CHECK_EQ(strata_yield_when_idle(), 0);
   /* Strata finalised MPI, which cannot start again. */
   CHECK_EQ(strata_init(&argc, &argv, NULL), STRATA_ESTATE);
   return check_status();
@@ -70,7 +91,12 @@ static int app_owns_mpi(int argc, char **argv)
   strata_config_init(&cfg);
   cfg.sched = "eager";
   cfg.comm = MPI_COMM_WORLD;
-  for (int round = 0; round < 2; round++) {
+  /* Restarts with idle yielding on, off, and on but overridden by the
+   * environment. */
+  for (int round = 0; round < 3; round++) {
+    cfg.yield_when_idle = round == 1 ? 0 : 1;
+    if (round == 2)
+      setenv("STRATA_YIELD_WHEN_IDLE", "0", 1);
     int ret = strata_init(&argc, &argv, &cfg);
     if (ret == STRATA_ENODEV) {
       MPI_Finalize();
@@ -78,6 +104,7 @@ static int app_owns_mpi(int argc, char **argv)
     }
     CHECK_EQ(ret, 0);
     check_ready();
+    CHECK_EQ(strata_yield_when_idle(), round == 0);
     CHECK_EQ(strata_finalize(), 0);
     check_not_ready();
   }

@@ -33,6 +33,11 @@ typedef struct strata_config {
   int ncuda;         /**< CUDA workers per rank; -1: StarPU's default. */
   const char *sched; /**< scheduler name; NULL: "lws". */
   MPI_Comm comm;     /**< communicator of the ranks; MPI_COMM_NULL: MPI_COMM_WORLD. */
+  /** Idle CPU workers call sched_yield() instead of spinning: 1 on, 0 off,
+   *  -1 (default) on when this node's ranks times (CPU workers + 1, for the
+   *  StarPU-MPI progress thread) exceed its cores. The environment variable
+   *  STRATA_YIELD_WHEN_IDLE (0 or 1) takes precedence. */
+  int yield_when_idle;
 } strata_config;
 
 /** @brief Fill @p cfg with the defaults (every field "let StarPU decide",
@@ -63,6 +68,11 @@ int strata_finalize(void);
 
 /** @brief 1 when Strata is initialised, else 0. */
 int strata_initialized(void);
+
+/** @brief 1 when this rank's idle CPU workers yield their core
+ *  (strata_config::yield_when_idle as resolved by strata_init()), 0 when
+ *  they spin or Strata is not initialised. */
+int strata_yield_when_idle(void);
 
 /** @brief This process's rank in strata_comm(), or STRATA_ESTATE. */
 int strata_rank(void);
