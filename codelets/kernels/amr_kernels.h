@@ -72,6 +72,12 @@ struct strata__amr_boundary {
 };
 
 void strata__amr_xfer_cpu(const struct strata__amr_xfer *x, void *dst, const void *src);
+/* The same with the SIMD variants (simd = 1, when the CPU has them) or the
+ * baseline code (simd = 0); both give the same bits. 1 when this CPU has
+ * the SIMD variants (AVX2 on x86-64), else 0. */
+void strata__amr_xfer_cpu_isa(const struct strata__amr_xfer *x, void *dst, const void *src,
+                              int simd);
+int strata__amr_simd_available(void);
 void strata__amr_boundary_cpu(const struct strata__amr_boundary *b, void *data);
 
 /* CUDA versions, asynchronous on `stream` (a cudaStream_t). Return 0, or a

@@ -224,7 +224,22 @@ STRATA_AMR_BOUNDARY_KERNEL(double, f64)
   }
 #endif
 
+int strata__amr_simd_available(void)
+{
+#if AVX2_VARIANTS
+  return __builtin_cpu_supports("avx2") ? 1 : 0;
+#else
+  return 0;
+#endif
+}
+
 void strata__amr_xfer_cpu(const struct strata__amr_xfer *x, void *dst, const void *src)
+{
+  strata__amr_xfer_cpu_isa(x, dst, src, strata__amr_simd_available());
+}
+
+void strata__amr_xfer_cpu_isa(const struct strata__amr_xfer *x, void *dst, const void *src,
+                              int simd)
 {
   static void (*const f32[][3])(const struct strata__amr_xfer *, float *, const float *) =
       XFER_TABLE(f32);
@@ -232,11 +247,7 @@ void strata__amr_xfer_cpu(const struct strata__amr_xfer *x, void *dst, const voi
       XFER_TABLE(f64);
   static void (*const f64_f32[][3])(const struct strata__amr_xfer *, float *, const double *) =
       XFER_TABLE(f64_f32);
-#if AVX2_VARIANTS
-  const int isa = __builtin_cpu_supports("avx2") ? 1 : 0;
-#else
-  const int isa = 0;
-#endif
+  const int isa = simd && strata__amr_simd_available();
   if (x->is_double && x->dst_float)
     f64_f32[isa][x->kind](x, (float *)dst + x->dst_offset, (const double *)src + x->src_offset);
   else if (x->is_double)
