@@ -267,9 +267,8 @@ int strata__gindexer_segments_submit(starpu_data_handle_t src, starpu_data_handl
 
 /* Owner-side put: dist (RW) rows from inbox (R) through the per-index
  * request lists csr (R, dn + 1 int64) and req (R, int64), under `rule`
- * (kernels/gindexer_kernels.h); scratch: for STRATA__PUT_REDUCE only (else
- * unused), a STARPU_SCRATCH vector of dist's size for the CUDA reduction
- * rounds (max_requests of them). */
+ * (kernels/gindexer_kernels.h). A reduction also gets a STARPU_SCRATCH
+ * vector of dist's size for its CUDA rounds (max_requests of them). */
 struct strata__put_apply {
   int rule;
   strata_op op;
@@ -278,7 +277,7 @@ struct strata__put_apply {
 };
 int strata__gindexer_apply_submit(starpu_data_handle_t dist, starpu_data_handle_t inbox,
                                   starpu_data_handle_t csr, starpu_data_handle_t req,
-                                  starpu_data_handle_t scratch, const struct strata__put_apply *a);
+                                  const struct strata__put_apply *a);
 
 /* Declares a CUDA implementation `fn` (asynchronous on the worker's
  * stream) in a codelet initializer, or nothing without CUDA. */

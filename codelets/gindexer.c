@@ -204,9 +204,15 @@ int strata__gindexer_segments_submit(starpu_data_handle_t src, starpu_data_handl
 
 int strata__gindexer_apply_submit(starpu_data_handle_t dist, starpu_data_handle_t inbox,
                                   starpu_data_handle_t csr, starpu_data_handle_t req,
-                                  starpu_data_handle_t scratch, const struct strata__put_apply *a)
+                                  const struct strata__put_apply *a)
 {
-  starpu_data_handle_t h[5] = {dist, inbox, csr, req, scratch};
+  starpu_data_handle_t h[5] = {dist, inbox, csr, req, NULL};
   int reduce = a->rule == STRATA__PUT_REDUCE;
-  return strata__submit_copy_arg(&apply_cl[reduce], a, sizeof *a, 4 + reduce, h, NULL);
+  if (reduce) /* dist's shape, allocated where the task runs */
+    starpu_vector_data_register(&h[4], -1, 0, starpu_vector_get_nx(dist),
+                                starpu_vector_get_elemsize(dist));
+  int ret = strata__submit_copy_arg(&apply_cl[reduce], a, sizeof *a, 4 + reduce, h, NULL);
+  if (reduce)
+    starpu_data_unregister_submit(h[4]);
+  return ret;
 }

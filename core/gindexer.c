@@ -636,14 +636,9 @@ static int put_lists(strata_gindexer *gi, strata_array *const *values, int64_t c
   if (!ret)
     ret = strata__gi_post(gi, &outbox, gi->send_counts, &inbox, gi->recv_counts);
   if (!ret && gi->nin > 0) {
-    starpu_data_handle_t scratch = NULL;
-    if (rule == STRATA_PUT_REDUCE)
-      starpu_vector_data_register(&scratch, -1, 0, (uint32_t)gi->dn, row);
     struct strata__put_apply a = {(int)rule, op, type, count, gi->max_requests};
     ret = strata__gindexer_apply_submit(strata_array_handle(*dist), inbox.whole, gi->h_csr,
-                                        gi->h_req, scratch, &a);
-    if (scratch)
-      starpu_data_unregister_submit(scratch);
+                                        gi->h_req, &a);
   }
   strata__gi_close(&outbox);
   strata__gi_close(&inbox);
