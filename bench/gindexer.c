@@ -60,12 +60,12 @@ static void baseline_build(struct baseline *b, const int64_t *distrib, const int
 /* Buffers for `count` values per item, touched once, outside the timings. */
 static void baseline_buffers(struct baseline *b, int64_t n, int count)
 {
+  size_t send = (size_t)(b->nin * count + 1) * sizeof(float),
+         recv = (size_t)(n * count + 1) * sizeof(float);
   free(b->send);
   free(b->recv);
-  b->send = malloc((size_t)(b->nin * count + 1) * sizeof *b->send);
-  b->recv = malloc((size_t)(n * count + 1) * sizeof *b->recv);
-  memset(b->send, 0, (size_t)(b->nin * count + 1) * sizeof *b->send);
-  memset(b->recv, 0, (size_t)(n * count + 1) * sizeof *b->recv);
+  b->send = memset(malloc(send), 0, send);
+  b->recv = memset(malloc(recv), 0, recv);
 }
 
 /* Take by hand: pack owned rows, Alltoallv, unpack into request order. */
