@@ -235,8 +235,10 @@ static void test_simd_same_bits(void)
             for (int d = 0; d < 3; d++) {
               int64_t e = d < dim;
               x.count[d] = x.dst_dims[d] = e ? n - start : 1;
-              x.src_dims[d] = !e ? 1 : kind == STRATA__AMR_RESTRICT ? (n - start) * f : n / f + 3;
-              x.src_start[d] = e && kind == STRATA__AMR_PROLONG ? start : 0;
+              /* Prolongation reads one coarse cell either side: fine offsets
+               * from f on keep the stencil inside the source. */
+              x.src_dims[d] = !e ? 1 : kind == STRATA__AMR_RESTRICT ? (n - start) * f : n / f + 4;
+              x.src_start[d] = e && kind == STRATA__AMR_PROLONG ? f + start : 0;
             }
             size_t ssize = types > 0 ? 8 : 4, dsize = types == 1 ? 8 : 4;
             int64_t ns = cells(x.src_dims), nd = cells(x.dst_dims);
