@@ -7,7 +7,8 @@
  * thread before StarPU starts; run with STARPU_NCPU=1 to compare the tasks
  * like for like.
  * Targets: kernel >= 0.6 x memcpy, tasks >= 0.8 x kernel. Prints JSON
- * with medians over the rounds.
+ * with medians over the rounds (kernel_vs_memcpy: of the paired per-round
+ * ratios).
  *
  *   bench_amr [--rounds R] [--quick]   (--quick: n = 32, to check it runs)
  */
@@ -53,52 +54,68 @@ static double *filled(int64_t count)
   return a;
 }
 
-/* Seconds of one kernel call on the whole cube (median). */
-static double time_kernel(const struct strata__amr_xfer *x, int rounds)
+/* Plain timings of one case, taken before StarPU starts: its workers and
+ * the StarPU-MPI progress thread spin, and would share the cores with the
+ * kernel and memcpy. Kernel and memcpy alternate round by round; each round
+ * gives a paired ratio, whose median cancels the drift of a shared machine. */
+struct plain {
+  int kind;
+  int64_t n, bytes;
+  double kernel, copy, ratio; /* medians: seconds, seconds, memcpy / kernel */
+};
+
+static struct plain time_plain(int kind, int64_t n, int rounds)
 {
-  int64_t nsrc = x->src_dims[0] * x->src_dims[1] * x->src_dims[2];
-  int64_t ndst = x->dst_dims[0] * x->dst_dims[1] * x->dst_dims[2];
-  double *src = filled(nsrc), *dst = filled(ndst), *t = malloc((size_t)rounds * sizeof *t);
-  strata__amr_xfer_cpu(x, dst, src); /* first touch */
+  struct strata__amr_xfer x = cube_xfer(kind, n);
+  int64_t nsrc = x.src_dims[0] * x.src_dims[1] * x.src_dims[2];
+  int64_t ndst = x.dst_dims[0] * x.dst_dims[1] * x.dst_dims[2];
+  struct plain p = {kind, n, (nsrc + ndst) * (int64_t)sizeof(double), 0, 0, 0};
+  size_t half = (size_t)p.bytes / 2; /* memcpy reads and writes half the traffic each */
+  double *src = filled(nsrc), *dst = filled(ndst);
+  char *a = malloc(half), *b = malloc(half);
+  memset(a, 1, half);
+  memset(b, 2, half);
+  double *t = malloc((size_t)(3 * rounds) * sizeof *t), *tk = t, *tc = t + rounds,
+         *ratio = t + 2 * rounds;
+  strata__amr_xfer_cpu(&x, dst, src); /* first touch */
   for (int r = 0; r < rounds; r++) {
     double t0 = bench_now();
-    strata__amr_xfer_cpu(x, dst, src);
-    t[r] = bench_now() - t0;
+    strata__amr_xfer_cpu(&x, dst, src);
+    double t1 = bench_now();
+    memcpy(b, a, half);
+    double t2 = bench_now();
+    a[(size_t)r % half] = b[(size_t)r * 7 % half]; /* keep the copies alive */
+    tk[r] = t1 - t0;
+    tc[r] = t2 - t1;
+    ratio[r] = tc[r] / tk[r];
   }
-  double m = bench_median(t, rounds);
+  p.kernel = bench_median(tk, rounds);
+  p.copy = bench_median(tc, rounds);
+  p.ratio = bench_median(ratio, rounds);
   free(src);
   free(dst);
-  free(t);
-  return m;
-}
-
-static double time_memcpy(int64_t bytes, int rounds)
-{
-  char *a = malloc((size_t)bytes), *b = malloc((size_t)bytes);
-  memset(a, 1, (size_t)bytes);
-  memset(b, 2, (size_t)bytes);
-  double *t = malloc((size_t)rounds * sizeof *t);
-  for (int r = 0; r < rounds; r++) {
-    double t0 = bench_now();
-    memcpy(b, a, (size_t)bytes);
-    t[r] = bench_now() - t0;
-    a[r % bytes] = b[(r * 7) % bytes]; /* keep the copies alive */
-  }
-  double m = bench_median(t, rounds);
   free(a);
   free(b);
   free(t);
-  return m;
+  return p;
 }
 
-/* Seconds for one task per BLOCK^3 block over the cube (median), blocks as
- * separate handles. */
-static double time_tasks(int kind, int64_t n, int rounds)
+/* One task per BLOCK^3 block over the cube, blocks as separate handles,
+ * alternating round by round with the plain kernel on the whole cube (on
+ * the main thread, while the idle worker yields its core): medians of the
+ * task times and of the paired ratios kernel / tasks. */
+struct tasks {
+  double seconds, vs_kernel;
+};
+
+static struct tasks time_tasks(int kind, int64_t n, int rounds)
 {
   int64_t nb = cube(n / BLOCK);
-  struct strata__amr_xfer x = cube_xfer(kind, BLOCK);
+  struct strata__amr_xfer x = cube_xfer(kind, BLOCK), whole = cube_xfer(kind, n);
   int64_t nsrc = x.src_dims[0] * x.src_dims[1] * x.src_dims[2];
   int64_t ndst = x.dst_dims[0] * x.dst_dims[1] * x.dst_dims[2];
+  double *cube_src = filled(whole.src_dims[0] * whole.src_dims[1] * whole.src_dims[2]);
+  double *cube_dst = filled(whole.dst_dims[0] * whole.dst_dims[1] * whole.dst_dims[2]);
   double **bufs = malloc((size_t)(2 * nb) * sizeof *bufs);
   starpu_data_handle_t *h = malloc((size_t)(2 * nb) * sizeof *h);
   for (int64_t i = 0; i < nb; i++) {
@@ -109,16 +126,22 @@ static double time_tasks(int kind, int64_t n, int rounds)
     starpu_vector_data_register(&h[2 * i + 1], STARPU_MAIN_RAM, (uintptr_t)bufs[2 * i + 1],
                                 (uint32_t)ndst, sizeof(double));
   }
-  double *t = malloc((size_t)(rounds + 1) * sizeof *t);
-  for (int r = 0; r <= rounds; r++) { /* round 0 warms up */
+  double *t = malloc((size_t)(2 * rounds) * sizeof *t), *ratio = t + rounds;
+  for (int r = -1; r < rounds; r++) { /* round -1 warms up */
     double t0 = bench_now();
+    strata__amr_xfer_cpu(&whole, cube_dst, cube_src);
+    double t1 = bench_now();
     for (int64_t i = 0; i < nb; i++)
       if (strata__amr_xfer_submit(MPI_COMM_NULL, h[2 * i], h[2 * i + 1], &x) != 0)
         fprintf(stderr, "bench_amr: submission failed\n");
     starpu_task_wait_for_all();
-    t[r] = bench_now() - t0;
+    double t2 = bench_now();
+    if (r >= 0) {
+      t[r] = t2 - t1;
+      ratio[r] = (t1 - t0) / (t2 - t1);
+    }
   }
-  double m = bench_median(t + 1, rounds);
+  struct tasks m = {bench_median(t, rounds), bench_median(ratio, rounds)};
   for (int64_t i = 0; i < 2 * nb; i++) {
     starpu_data_unregister(h[i]);
     free(bufs[i]);
@@ -126,38 +149,24 @@ static double time_tasks(int kind, int64_t n, int rounds)
   free(bufs);
   free(h);
   free(t);
+  free(cube_src);
+  free(cube_dst);
   return m;
-}
-
-/* Plain timings of one case, taken before StarPU starts: its workers and
- * the StarPU-MPI progress thread spin, and would share the cores with the
- * kernel and memcpy. */
-struct plain {
-  int kind;
-  int64_t n, bytes;
-  double kernel, copy;
-};
-
-static struct plain time_plain(int kind, int64_t n, int rounds)
-{
-  struct strata__amr_xfer x = cube_xfer(kind, n);
-  int64_t nsrc = x.src_dims[0] * x.src_dims[1] * x.src_dims[2];
-  int64_t bytes = (nsrc + cube(x.dst_dims[0])) * (int64_t)sizeof(double);
-  return (struct plain){kind, n, bytes, time_kernel(&x, rounds), time_memcpy(bytes / 2, rounds)};
 }
 
 static cJSON *bench_case(const struct plain *c, int rounds)
 {
-  double tt = time_tasks(c->kind, c->n, rounds), b = (double)c->bytes;
+  struct tasks tt = time_tasks(c->kind, c->n, rounds);
+  double b = (double)c->bytes;
   cJSON *row = cJSON_CreateObject();
   cJSON_AddStringToObject(row, "op", c->kind == STRATA__AMR_RESTRICT ? "restrict" : "prolong");
   cJSON_AddNumberToObject(row, "n", (double)c->n);
   cJSON_AddNumberToObject(row, "traffic_bytes", b);
   cJSON_AddNumberToObject(row, "kernel_gbs", b / c->kernel * 1e-9);
   cJSON_AddNumberToObject(row, "memcpy_gbs", b / c->copy * 1e-9);
-  cJSON_AddNumberToObject(row, "tasks_gbs", b / tt * 1e-9);
-  cJSON_AddNumberToObject(row, "kernel_vs_memcpy", c->copy / c->kernel);
-  cJSON_AddNumberToObject(row, "tasks_vs_kernel", c->kernel / tt);
+  cJSON_AddNumberToObject(row, "tasks_gbs", b / tt.seconds * 1e-9);
+  cJSON_AddNumberToObject(row, "kernel_vs_memcpy", c->ratio);
+  cJSON_AddNumberToObject(row, "tasks_vs_kernel", tt.vs_kernel);
   return row;
 }
 
@@ -172,7 +181,10 @@ int main(int argc, char **argv)
   for (int k = 0; k < (quick ? 1 : 3); k++)
     for (int kind = STRATA__AMR_RESTRICT; kind <= STRATA__AMR_PROLONG; kind++)
       cases[ncases++] = time_plain(kind, quick ? 32 : sizes[k], rounds);
-  int ret = strata_init(NULL, NULL, NULL);
+  strata_config cfg;
+  strata_config_init(&cfg);
+  cfg.yield_when_idle = 1; /* the paired plain kernels run beside the idle worker */
+  int ret = strata_init(NULL, NULL, &cfg);
   if (ret) {
     fprintf(stderr, "bench_amr: %s\n", strata_strerror(ret));
     return ret == STRATA_ENODEV ? 77 : 1;

@@ -43,7 +43,9 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
 {
   int64_t num = 2 * q + 1 - factor;
   *c = strata__amr_prolong_cell(q, factor);
-  *t = (double)(num - 2 * (int64_t)factor * *c) / (double)(2 * factor);
+  const int64_t rem = num - 2 * (int64_t)factor * *c;
+  /* the same value without a division per fine row for the common factor */
+  *t = factor == 2 ? (double)rem * 0.25 : (double)rem / (double)(2 * factor);
 }
 
 #define STRATA_AMR_XFER_KERNELS(T, TD, SUFFIX)                                                     \
