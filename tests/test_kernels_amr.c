@@ -211,8 +211,8 @@ static void test_copy(void)
 }
 
 /* The SIMD variants (AVX2) against the baseline code on random data, bit
- * for bit: restriction and prolongation, every type pair, 1-3-D, factors 2
- * and 4, rows of odd length and fine offsets that start mid-cell. */
+ * for bit, every destination cell written: restriction and prolongation, every type pair, 1-3-D,
+ * factors 2 and 4, rows of odd length and fine offsets that start mid-cell. */
 static void test_simd_same_bits(void)
 {
   if (!strata__amr_simd_available()) {
@@ -220,7 +220,6 @@ static void test_simd_same_bits(void)
     return;
   }
   srand(11);
-  int compared = 0;
   for (int types = 0; types < 3; types++) /* f32, f64, f64 -> f32 */
     for (int kind = STRATA__AMR_RESTRICT; kind <= STRATA__AMR_PROLONG; kind++)
       for (int dim = 1; dim <= 3; dim++)
@@ -242,8 +241,11 @@ static void test_simd_same_bits(void)
             }
             size_t ssize = types > 0 ? 8 : 4, dsize = types == 1 ? 8 : 4;
             int64_t ns = cells(x.src_dims), nd = cells(x.dst_dims);
-            unsigned char *src = malloc((size_t)ns * ssize), *a = calloc((size_t)nd, dsize),
-                          *b = calloc((size_t)nd, dsize);
+            /* Different fillers: a cell either variant skipped fails the comparison. */
+            unsigned char *src = malloc((size_t)ns * ssize), *a = malloc((size_t)nd * dsize),
+                          *b = malloc((size_t)nd * dsize);
+            memset(a, 0xaa, (size_t)nd * dsize);
+            memset(b, 0x55, (size_t)nd * dsize);
             for (int64_t i = 0; i < ns; i++) {
               double v = (double)rand() / RAND_MAX * 4 - 2;
               if (types > 0)
@@ -254,12 +256,10 @@ static void test_simd_same_bits(void)
             strata__amr_xfer_cpu_isa(&x, a, src, 0);
             strata__amr_xfer_cpu_isa(&x, b, src, 1);
             CHECK(memcmp(a, b, (size_t)nd * dsize) == 0);
-            compared++;
             free(src);
             free(a);
             free(b);
           }
-  CHECK_EQ(compared, 3 * 2 * 3 * 2 * 4);
 }
 
 int main(void)
