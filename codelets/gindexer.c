@@ -122,63 +122,30 @@ static struct starpu_perfmodel apply_model = {.type = STARPU_HISTORY_BASED,
                                               .symbol = "strata_gindexer_apply",
                                               .footprint = first_buffer_footprint};
 
-static struct starpu_codelet gather_cl = {
-    .name = "strata_gindexer_gather",
-    .color = 0xd95f02,
-    .cpu_funcs = {gather_cpu},
-    GI_CUDA(gather_cuda).nbuffers = 3,
-    .modes = {STARPU_R, STARPU_R, STARPU_W},
-    .model = &gather_model,
-};
+/* Codelet `op`: CPU and CUDA implementations op_cpu and op_cuda, the
+ * history model op_model, `n` buffers in the modes that follow. */
+#define GI_CODELET(op, trace_color, n, ...)                                                        \
+  {                                                                                                \
+    .name = "strata_gindexer_" #op, .color = trace_color, .cpu_funcs = {op##_cpu},                 \
+    GI_CUDA(op##_cuda).nbuffers = n, .modes = {__VA_ARGS__}, .model = &op##_model                  \
+  }
 
-static struct starpu_codelet scatter_cl = {
-    .name = "strata_gindexer_scatter",
-    .color = 0xfdae6b,
-    .cpu_funcs = {scatter_cpu},
-    GI_CUDA(scatter_cuda).nbuffers = 3,
-    .modes = {STARPU_R, STARPU_R, STARPU_RW},
-    .model = &scatter_model,
-};
+static struct starpu_codelet gather_cl =
+    GI_CODELET(gather, 0xd95f02, 3, STARPU_R, STARPU_R, STARPU_W);
+static struct starpu_codelet scatter_cl =
+    GI_CODELET(scatter, 0xfdae6b, 3, STARPU_R, STARPU_R, STARPU_RW);
 
 /* Two modes: W when the segments cover the destination, RW when several
  * tasks fill parts of it. */
 static struct starpu_codelet segments_cl[2] = {
-    {
-        .name = "strata_gindexer_segments",
-        .color = 0xe6550d,
-        .cpu_funcs = {segments_cpu},
-        GI_CUDA(segments_cuda).nbuffers = 3,
-        .modes = {STARPU_R, STARPU_R, STARPU_W},
-        .model = &segments_model,
-    },
-    {
-        .name = "strata_gindexer_segments",
-        .color = 0xe6550d,
-        .cpu_funcs = {segments_cpu},
-        GI_CUDA(segments_cuda).nbuffers = 3,
-        .modes = {STARPU_R, STARPU_R, STARPU_RW},
-        .model = &segments_model,
-    },
+    GI_CODELET(segments, 0xe6550d, 3, STARPU_R, STARPU_R, STARPU_W),
+    GI_CODELET(segments, 0xe6550d, 3, STARPU_R, STARPU_R, STARPU_RW),
 };
 
 /* Copy rules, and reductions: those need a scratch buffer on CUDA. */
 static struct starpu_codelet apply_cl[2] = {
-    {
-        .name = "strata_gindexer_apply",
-        .color = 0xa63603,
-        .cpu_funcs = {apply_cpu},
-        GI_CUDA(apply_cuda).nbuffers = 4,
-        .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R},
-        .model = &apply_model,
-    },
-    {
-        .name = "strata_gindexer_apply",
-        .color = 0xa63603,
-        .cpu_funcs = {apply_cpu},
-        GI_CUDA(apply_cuda).nbuffers = 5,
-        .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_SCRATCH},
-        .model = &apply_model,
-    },
+    GI_CODELET(apply, 0xa63603, 4, STARPU_RW, STARPU_R, STARPU_R, STARPU_R),
+    GI_CODELET(apply, 0xa63603, 5, STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_SCRATCH),
 };
 
 int strata__gindexer_gather_submit(starpu_data_handle_t src, starpu_data_handle_t map,
