@@ -134,7 +134,7 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds)
     for (int64_t i = 0; i < nb; i++)
       if (strata__amr_xfer_submit(MPI_COMM_NULL, h[2 * i], h[2 * i + 1], &x) != 0)
         fprintf(stderr, "bench_amr: submission failed\n");
-    starpu_task_wait_for_all();
+    strata_wait_all();
     double t2 = bench_now();
     if (r >= 0) {
       t[r] = t2 - t1;

@@ -4,6 +4,7 @@
 #include <starpu_mpi.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codelets.h"
@@ -21,6 +22,7 @@ static struct {
   int nhooks;
   void (*hooks[8])(void); /* strata__on_finalize() */
   int idle_hook;          /* StarPU idle hook id, -1: idle workers spin */
+  int64_t wait_spin_ns;   /* strata_wait_all()'s polling time */
 } rt = {.state = UNINITIALIZED, .comm = MPI_COMM_NULL, .coll_comm = MPI_COMM_NULL, .idle_hook = -1};
 
 void strata_config_init(strata_config *cfg)
@@ -32,6 +34,7 @@ void strata_config_init(strata_config *cfg)
   cfg->sched = NULL;
   cfg->comm = MPI_COMM_NULL;
   cfg->yield_when_idle = -1;
+  cfg->wait_spin_us = -1;
 }
 
 const char *strata_version(void) { return STRATA_VERSION_STRING; }
@@ -148,6 +151,20 @@ static int resolve_idle_yield(int configured, int node_ranks)
   return cores > 0 && (long)node_ranks * (starpu_cpu_worker_get_count() + 1) > cores;
 }
 
+/* Microseconds from STRATA_WAIT_SPIN_US, else the configuration's, else 100. */
+static int resolve_wait_spin(int configured)
+{
+  const char *env = getenv("STRATA_WAIT_SPIN_US");
+  if (env && *env) {
+    char *end;
+    long us = strtol(env, &end, 10);
+    if (!*end && us >= 0 && us <= 1000000)
+      return (int)us;
+    strata_log(STRATA_LOG_WARN, "STRATA_WAIT_SPIN_US=%s ignored (0 to 1000000)", env);
+  }
+  return configured >= 0 ? configured : 100;
+}
+
 int strata_init(int *argc, char ***argv, const strata_config *cfg)
 {
   if (rt.state == READY)
@@ -157,7 +174,8 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
     strata_config_init(&defaults);
     cfg = &defaults;
   }
-  if (cfg->ncpu < -1 || cfg->ncuda < -1 || cfg->yield_when_idle < -1 || cfg->yield_when_idle > 1)
+  if (cfg->ncpu < -1 || cfg->ncuda < -1 || cfg->yield_when_idle < -1 || cfg->yield_when_idle > 1 ||
+      cfg->wait_spin_us < -1)
     return STRATA_EINVAL;
   int ret = start_mpi(argc, argv);
   if (ret) {
@@ -210,6 +228,7 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
   strata__codelets_start();
   if (resolve_idle_yield(cfg->yield_when_idle, node_ranks))
     rt.idle_hook = starpu_idle_hook_register(yield_core, NULL);
+  rt.wait_spin_ns = 1000 * (int64_t)resolve_wait_spin(cfg->wait_spin_us);
   rt.state = READY;
   strata_log(STRATA_LOG_INFO, "Strata %s on %d rank(s), %u worker(s), idle workers %s",
              STRATA_VERSION_STRING, rt.size, starpu_worker_get_count(),
@@ -252,6 +271,18 @@ int strata_wait_all(void)
   int ret = strata__check_ready();
   if (ret)
     return ret;
+  /* Poll StarPU's count of unfinished tasks first, giving the core to any
+   * runnable thread between polls (a worker or the StarPU-MPI progress
+   * thread may need it); the blocking wait below then returns at once, or
+   * sleeps when the spin ran out. */
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while (rt.wait_spin_ns > 0 && starpu_task_nsubmitted() > 0) {
+    sched_yield();
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((t.tv_sec - t0.tv_sec) * 1000000000 + (t.tv_nsec - t0.tv_nsec) >= rt.wait_spin_ns)
+      break;
+  }
   return strata__from_starpu(starpu_task_wait_for_all());
 }
 

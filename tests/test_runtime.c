@@ -6,7 +6,9 @@
  *   one-rank-fails  run with STARPU_NCPU=0 on one rank only: every rank
  *                   gets STRATA_ENODEV from strata_init, nobody hangs. */
 #include <starpu.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -43,6 +45,38 @@ static void check_ready(void)
   CHECK_EQ(strata_wait_all(), 0);
 }
 
+/* strata_wait_all() returns only when every task has finished, whether its
+ * polling outlasts the tasks or runs out first (spin_us below the tasks'
+ * 12 ms), and it stops polling when they finish: with a 1 s spin it must
+ * return long before the spin ends. */
+static atomic_int tasks_done;
+
+static void sleep_then_count(void *buffers[], void *arg)
+{
+  (void)buffers;
+  (void)arg;
+  nanosleep(&(struct timespec){.tv_nsec = 3000000}, NULL);
+  atomic_fetch_add(&tasks_done, 1);
+}
+
+static struct starpu_codelet sleeper_cl = {.cpu_funcs = {sleep_then_count}, .nbuffers = 0};
+
+static void check_wait_all(const char *spin_us)
+{
+  enum { TASKS = 4 };
+  setenv("STRATA_WAIT_SPIN_US", spin_us, 1);
+  check_init(NULL, NULL);
+  atomic_store(&tasks_done, 0);
+  for (int i = 0; i < TASKS; i++)
+    CHECK_EQ(starpu_task_insert(&sleeper_cl, 0), 0);
+  double t0 = MPI_Wtime();
+  CHECK_EQ(strata_wait_all(), 0);
+  CHECK_EQ(atomic_load(&tasks_done), TASKS);
+  CHECK(MPI_Wtime() - t0 < 0.9);
+  CHECK_EQ(strata_finalize(), 0);
+  unsetenv("STRATA_WAIT_SPIN_US");
+}
+
 /* The automatic rule, computed here from MPI and the OS: yield when this
  * node's ranks times (CPU workers + progress thread) exceed its cores. */
 static int node_oversubscribed(void)
@@ -68,6 +102,10 @@ static int strata_owns_mpi(int argc, char **argv)
   CHECK_EQ(strata_init(&argc, &argv, &cfg), STRATA_EINVAL);
   strata_config_init(&cfg);
   cfg.yield_when_idle = 2;
+  CHECK_EQ(strata_init(&argc, &argv, &cfg), STRATA_EINVAL);
+  strata_config_init(&cfg);
+  CHECK_EQ(cfg.wait_spin_us, -1);
+  cfg.wait_spin_us = -2;
   CHECK_EQ(strata_init(&argc, &argv, &cfg), STRATA_EINVAL);
   check_init(&argc, &argv);
   CHECK_EQ(strata_yield_when_idle(), node_oversubscribed());
@@ -109,6 +147,9 @@ static int app_owns_mpi(int argc, char **argv)
     CHECK_EQ(strata_finalize(), 0);
     check_not_ready();
   }
+  check_wait_all("0");
+  check_wait_all("100");
+  check_wait_all("1000000");
   int finalized;
   MPI_Finalized(&finalized);
   CHECK_EQ(finalized, 0); /* the application's MPI is left running */

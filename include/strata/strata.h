@@ -38,6 +38,14 @@ typedef struct strata_config {
    *  StarPU-MPI progress thread) exceed its cores. The environment variable
    *  STRATA_YIELD_WHEN_IDLE (0 or 1) takes precedence. */
   int yield_when_idle;
+  /** strata_wait_all() polls for up to this many microseconds before it
+   *  sleeps, as OpenMP's active wait policy: a thread that sleeps at once
+   *  wakes up tens of microseconds after the last task ends, which short
+   *  task graphs feel. 0: sleep at once; -1 (default): 100. The polling
+   *  thread yields its core between polls when idle workers yield (see
+   *  yield_when_idle). The environment variable STRATA_WAIT_SPIN_US takes
+   *  precedence. */
+  int wait_spin_us;
 } strata_config;
 
 /** @brief Fill @p cfg with the defaults (every field "let StarPU decide",
@@ -86,7 +94,8 @@ MPI_Comm strata_comm(void);
 /** @brief Strata's version string ("MAJOR.MINOR.PATCH"); callable any time. */
 const char *strata_version(void);
 
-/** @brief Wait until every task submitted so far on this rank has finished. */
+/** @brief Wait until every task submitted so far on this rank has finished:
+ *  polls for strata_config::wait_spin_us, then sleeps. */
 int strata_wait_all(void);
 
 /** Log levels, from the environment variable STRATA_LOG
