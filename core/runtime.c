@@ -175,7 +175,7 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
     cfg = &defaults;
   }
   if (cfg->ncpu < -1 || cfg->ncuda < -1 || cfg->yield_when_idle < -1 || cfg->yield_when_idle > 1 ||
-      cfg->wait_spin_us < -1)
+      cfg->wait_spin_us < -1 || cfg->wait_spin_us > 1000000)
     return STRATA_EINVAL;
   int ret = start_mpi(argc, argv);
   if (ret) {

@@ -107,6 +107,8 @@ static int strata_owns_mpi(int argc, char **argv)
   CHECK_EQ(cfg.wait_spin_us, -1);
   cfg.wait_spin_us = -2;
   CHECK_EQ(strata_init(&argc, &argv, &cfg), STRATA_EINVAL);
+  cfg.wait_spin_us = 1000001;
+  CHECK_EQ(strata_init(&argc, &argv, &cfg), STRATA_EINVAL);
   check_init(&argc, &argv);
   CHECK_EQ(strata_yield_when_idle(), node_oversubscribed());
   CHECK_EQ(strata_init(&argc, &argv, NULL), 0); /* second init: no-op */

@@ -41,9 +41,10 @@ typedef struct strata_config {
   /** strata_wait_all() polls for up to this many microseconds before it
    *  sleeps, as OpenMP's active wait policy: a thread that sleeps at once
    *  wakes up tens of microseconds after the last task ends, which short
-   *  task graphs feel. 0: sleep at once; -1 (default): 100. The polling
-   *  thread yields its core between polls when idle workers yield (see
-   *  yield_when_idle). The environment variable STRATA_WAIT_SPIN_US takes
+   *  task graphs feel. 0: sleep at once; -1 (default): 100; at most
+   *  1000000. The polling thread yields its core between polls, so that
+   *  workers and the StarPU-MPI progress thread keep running on an
+   *  oversubscribed node. The environment variable STRATA_WAIT_SPIN_US takes
    *  precedence. */
   int wait_spin_us;
 } strata_config;
