@@ -66,8 +66,9 @@ static struct timing batch(struct path p, int chained, int n, starpu_data_handle
 
 /* Per round, one batch of each path in alternating order (against drift):
  * a JSON row with the medians and the median paired ratio Strata / bare. */
-static cJSON *compare(const char *pattern, struct path bare_path, struct path strata_path,
-                      int chained, int n, int rounds, starpu_data_handle_t h, double *ratio_out)
+static cJSON *compare(const char *sched, const char *pattern, struct path bare_path,
+                      struct path strata_path, int chained, int n, int rounds,
+                      starpu_data_handle_t h, double *ratio_out)
 {
   double *t = malloc((size_t)(6 * rounds) * sizeof *t);
   double *bare = t, *mine = t + rounds, *bare_sub = t + 2 * rounds, *mine_sub = t + 3 * rounds;
@@ -84,7 +85,7 @@ static cJSON *compare(const char *pattern, struct path bare_path, struct path st
     ratio_sub[r] = s.submit_us / b.submit_us;
   }
   cJSON *row = cJSON_CreateObject();
-  cJSON_AddStringToObject(row, "scheduler", getenv("STARPU_SCHED"));
+  cJSON_AddStringToObject(row, "scheduler", sched);
   cJSON_AddStringToObject(row, "pattern", pattern);
   cJSON_AddNumberToObject(row, "tasks_per_batch", n);
   cJSON_AddNumberToObject(row, "workers", starpu_worker_get_count());
@@ -147,14 +148,14 @@ int main(int argc, char **argv)
     starpu_data_handle_t h = strata_array_handle(a);
     const char *patterns[] = {"independent", "chain_on_one_handle"};
     for (int chained = 0; chained < 2; chained++) {
-      cJSON_AddItemToArray(
-          results, compare(patterns[chained], bare, strata_insert, chained, tasks, rounds, h, &q));
+      cJSON_AddItemToArray(results, compare(sched, patterns[chained], bare, strata_insert, chained,
+                                            tasks, rounds, h, &q));
       worst = q > worst ? q : worst;
     }
     /* A short graph, where the waiting thread's wake-up is a large part of
      * the time: the same insert path, waited for by each waiter. */
-    cJSON_AddItemToArray(results, compare("short_graph_wait", bare, strata_wait, 0, SHORT_GRAPH,
-                                          10 * rounds, h, &q));
+    cJSON_AddItemToArray(results, compare(sched, "short_graph_wait", bare, strata_wait, 0,
+                                          SHORT_GRAPH, 10 * rounds, h, &q));
     worst = q > worst ? q : worst;
     strata_array_destroy(a);
     strata_finalize();

@@ -211,8 +211,9 @@ static void test_copy(void)
 }
 
 /* The SIMD variants (AVX2) against the baseline code on random data, bit
- * for bit, every destination cell written: restriction and prolongation, every type pair, 1-3-D,
- * factors 2 and 4, rows of odd length and fine offsets that start mid-cell. */
+ * for bit, every destination cell written: restriction and prolongation,
+ * every type pair, 1-3-D, factors 2 and 4, rows of odd length and fine
+ * offsets that start mid-cell. */
 static void test_simd_same_bits(void)
 {
   if (!strata__amr_simd_available()) {
