@@ -316,7 +316,7 @@ int strata_amr_fill(strata_amr *amr, const strata_amr_problem *problem)
 /* Host view of a leaf field owned here, or NULL. */
 static const void *acquire_field(struct strata__amr_node *n, int f)
 {
-  if (starpu_data_acquire(n->h[f], STARPU_R) != 0)
+  if (strata__acquire(n->h[f], STARPU_R) != 0)
     return NULL;
   return (const void *)starpu_vector_get_local_ptr(n->h[f]);
 }

@@ -98,7 +98,7 @@ static int pack_owned(strata_amr *amr, size_t block_bytes, char **out, size_t *b
   for (int64_t i = 0; i < amr->nleaves; i++) {
     const struct strata__amr_node *x = amr->leaves[i];
     for (int f = 0; x->rank == amr->rank && f < amr->p.nfields; f++) {
-      if (starpu_data_acquire(x->h[f], STARPU_R) != 0)
+      if (strata__acquire(x->h[f], STARPU_R) != 0)
         return STRATA_ESTARPU;
       copy_interior(amr, (const char *)starpu_vector_get_local_ptr(x->h[f]), buf);
       starpu_data_release(x->h[f]);

@@ -528,7 +528,7 @@ static int gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n_out)
     struct mask *m = &inf->masks[i];
     if (m->b.level != inf->p.level_base || m->rank != amr->rank)
       continue;
-    if (starpu_data_acquire(m->h, STARPU_R) != 0) {
+    if (strata__acquire(m->h, STARPU_R) != 0) {
       ret = STRATA_ESTARPU;
       break;
     }
@@ -1102,7 +1102,7 @@ static int submit_update(strata_infer *inf, struct transfer *t, int64_t nt, stra
 
 static int64_t table_found(starpu_data_handle_t h)
 {
-  if (starpu_data_acquire(h, STARPU_R) != 0)
+  if (strata__acquire(h, STARPU_R) != 0)
     return 0;
   int64_t found = (int64_t)((const double *)(const void *)starpu_vector_get_local_ptr(h))[0];
   starpu_data_release(h);
@@ -1246,7 +1246,7 @@ int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel
     return STRATA_ERANGE;
   if (e->rank != inf->amr->rank)
     return STRATA_EINVAL;
-  if (starpu_data_acquire(e->in, STARPU_R) != 0)
+  if (strata__acquire(e->in, STARPU_R) != 0)
     return STRATA_ESTARPU;
   const int64_t cells = inf->n * inf->n * inf->n;
   memcpy(out, (const float *)(const void *)starpu_vector_get_local_ptr(e->in) + channel * cells,
@@ -1264,7 +1264,7 @@ int strata_infer_read_mask(strata_infer *inf, const strata_amr_block *b, uint8_t
     return STRATA_ERANGE;
   if (mk->rank != inf->amr->rank)
     return STRATA_EINVAL;
-  if (starpu_data_acquire(mk->h, STARPU_R) != 0)
+  if (strata__acquire(mk->h, STARPU_R) != 0)
     return STRATA_ESTARPU;
   memcpy(out, (const void *)starpu_vector_get_local_ptr(mk->h),
          (size_t)(mk->cells * mk->cells * mk->cells));
@@ -1291,7 +1291,7 @@ int strata_infer_leaf_bubbles(strata_infer *inf, const strata_amr_block *b, stra
       *found = 0;
     return 0;
   }
-  if (starpu_data_acquire(l->h, STARPU_R) != 0) {
+  if (strata__acquire(l->h, STARPU_R) != 0) {
     free(*list);
     *list = NULL;
     return STRATA_ESTARPU;
@@ -1336,7 +1336,7 @@ int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **elem
   for (int64_t i = 0; i < inf->nel && !local; i++) {
     if (inf->el[i].rank != amr->rank)
       continue;
-    if (starpu_data_acquire(inf->el[i].table, STARPU_R) != 0) {
+    if (strata__acquire(inf->el[i].table, STARPU_R) != 0) {
       local = STRATA_ESTARPU;
       break;
     }

@@ -223,7 +223,7 @@ int strata_array_acquire(strata_array *a, strata_access mode, void **data)
   enum starpu_data_access_mode m = mode == STRATA_READ    ? STARPU_R
                                    : mode == STRATA_WRITE ? STARPU_W
                                                           : STARPU_RW;
-  if (starpu_data_acquire(a->handle, m) != 0)
+  if (strata__acquire(a->handle, m) != 0)
     return STRATA_ESTARPU;
   a->acquired = 1;
   if (data)

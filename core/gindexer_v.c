@@ -301,7 +301,7 @@ static int put_v_send_counts(strata_gindexer *gi, strata_array *const *counts, i
   if (!ret)
     ret = strata__gi_post(gi, &outbox, gi->send_counts, &inbox, gi->recv_counts);
   if (!ret && inbox.whole) {
-    if (starpu_data_acquire(inbox.whole, STARPU_R) == 0) {
+    if (strata__acquire(inbox.whole, STARPU_R) == 0) {
       memcpy(*inlen, (void *)starpu_vector_get_local_ptr(inbox.whole),
              (size_t)gi->nin * sizeof **inlen);
       starpu_data_release(inbox.whole);

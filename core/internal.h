@@ -80,6 +80,11 @@ int strata__check_ready(void);
  * release what tasks may use). Registering twice is one registration. */
 int strata__on_finalize(void (*hook)(void));
 
+/* starpu_data_acquire() that first polls for strata_config::wait_spin_us
+ * (as strata_wait_all()), so that a thread waiting for the last tasks on a
+ * handle is not woken up tens of microseconds after they end. */
+int strata__acquire(starpu_data_handle_t handle, enum starpu_data_access_mode mode);
+
 /* Communicator reserved for Strata's own collective checks. */
 MPI_Comm strata__coll_comm(void);
 

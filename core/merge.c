@@ -77,7 +77,7 @@ int strata__array_set_redux(strata_array *a, strata_op op)
   /* StarPU reads the reduction methods when the accumulations run, so
    * pending ones must be reduced with the old methods before the switch. */
   if (a->redux_op >= 0) {
-    if (starpu_data_acquire(a->handle, STARPU_R) != 0)
+    if (strata__acquire(a->handle, STARPU_R) != 0)
       return STRATA_ESTARPU;
     starpu_data_release(a->handle);
   }

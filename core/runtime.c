@@ -266,24 +266,56 @@ int strata_size(void) { return rt.state == READY ? rt.size : STRATA_ESTATE; }
 
 MPI_Comm strata_comm(void) { return rt.state == READY ? rt.comm : MPI_COMM_NULL; }
 
+/* Poll ready(arg) for up to wait_spin_ns, giving the core to any runnable
+ * thread between polls (a worker or the StarPU-MPI progress thread may need
+ * it): whether it became true. The blocking call that follows then returns
+ * at once, or sleeps when the spin ran out. */
+static int spin_until(int (*ready)(void *), void *arg)
+{
+  if (rt.wait_spin_ns <= 0)
+    return 0;
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    if (ready(arg))
+      return 1;
+    sched_yield();
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((t.tv_sec - t0.tv_sec) * 1000000000 + (t.tv_nsec - t0.tv_nsec) >= rt.wait_spin_ns)
+      return 0;
+  }
+}
+
+static int no_task_left(void *unused)
+{
+  (void)unused;
+  return starpu_task_nsubmitted() == 0;
+}
+
 int strata_wait_all(void)
 {
   int ret = strata__check_ready();
   if (ret)
     return ret;
-  /* Poll StarPU's count of unfinished tasks first, giving the core to any
-   * runnable thread between polls (a worker or the StarPU-MPI progress
-   * thread may need it); the blocking wait below then returns at once, or
-   * sleeps when the spin ran out. */
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  while (rt.wait_spin_ns > 0 && starpu_task_nsubmitted() > 0) {
-    sched_yield();
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    if ((t.tv_sec - t0.tv_sec) * 1000000000 + (t.tv_nsec - t0.tv_nsec) >= rt.wait_spin_ns)
-      break;
-  }
+  spin_until(no_task_left, NULL);
   return strata__from_starpu(starpu_task_wait_for_all());
+}
+
+struct acquire_attempt {
+  starpu_data_handle_t handle;
+  enum starpu_data_access_mode mode;
+};
+
+static int acquired(void *arg)
+{
+  const struct acquire_attempt *a = arg;
+  return starpu_data_acquire_try(a->handle, a->mode) == 0;
+}
+
+int strata__acquire(starpu_data_handle_t handle, enum starpu_data_access_mode mode)
+{
+  struct acquire_attempt a = {handle, mode};
+  return spin_until(acquired, &a) ? 0 : starpu_data_acquire(handle, mode);
 }
 
 int strata__agree(int local_err, const int64_t *values, int n)

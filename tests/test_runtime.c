@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <strata/starpu.h>
+
 #include "check.h"
 
 static void check_not_ready(void)
@@ -45,10 +47,11 @@ static void check_ready(void)
   CHECK_EQ(strata_wait_all(), 0);
 }
 
-/* strata_wait_all() returns only when every task has finished, whether its
- * polling outlasts the tasks or runs out first (spin_us below the tasks'
- * 12 ms), and it stops polling when they finish: with a 1 s spin it must
- * return long before the spin ends. */
+/* strata_wait_all() returns only when every task has finished, and
+ * strata_array_acquire() only when every task on the array has, whether
+ * their polling outlasts the tasks or runs out first (spin_us below the
+ * tasks' 12 ms); they stop polling when the tasks finish: with a 1 s spin
+ * they must return long before the spin ends. */
 static atomic_int tasks_done;
 
 static void sleep_then_count(void *buffers[], void *arg)
@@ -59,9 +62,17 @@ static void sleep_then_count(void *buffers[], void *arg)
   atomic_fetch_add(&tasks_done, 1);
 }
 
-static struct starpu_codelet sleeper_cl = {.cpu_funcs = {sleep_then_count}, .nbuffers = 0};
+static void sleep_then_increment(void *buffers[], void *arg)
+{
+  sleep_then_count(buffers, arg);
+  ++*(int64_t *)STARPU_VECTOR_GET_PTR(buffers[0]);
+}
 
-static void check_wait_all(const char *spin_us)
+static struct starpu_codelet sleeper_cl = {.cpu_funcs = {sleep_then_count}, .nbuffers = 0};
+static struct starpu_codelet incrementer_cl = {
+    .cpu_funcs = {sleep_then_increment}, .nbuffers = 1, .modes = {STARPU_RW}};
+
+static void check_waits(const char *spin_us)
 {
   enum { TASKS = 4 };
   setenv("STRATA_WAIT_SPIN_US", spin_us, 1);
@@ -73,6 +84,21 @@ static void check_wait_all(const char *spin_us)
   CHECK_EQ(strata_wait_all(), 0);
   CHECK_EQ(atomic_load(&tasks_done), TASKS);
   CHECK(MPI_Wtime() - t0 < 0.9);
+
+  int64_t one = 1, *count;
+  strata_array *a;
+  CHECK_EQ(strata_array_create(1, &one, STRATA_INT64, &a), 0);
+  CHECK_EQ(strata_array_acquire(a, STRATA_WRITE, (void **)&count), 0);
+  *count = 0;
+  CHECK_EQ(strata_array_release(a), 0);
+  for (int i = 0; i < TASKS; i++)
+    CHECK_EQ(starpu_task_insert(&incrementer_cl, STARPU_RW, strata_array_handle(a), 0), 0);
+  t0 = MPI_Wtime();
+  CHECK_EQ(strata_array_acquire(a, STRATA_READ, (void **)&count), 0);
+  CHECK_EQ(*count, TASKS);
+  CHECK(MPI_Wtime() - t0 < 0.9);
+  CHECK_EQ(strata_array_release(a), 0);
+  CHECK_EQ(strata_array_destroy(a), 0);
   CHECK_EQ(strata_finalize(), 0);
   unsetenv("STRATA_WAIT_SPIN_US");
 }
@@ -149,9 +175,9 @@ static int app_owns_mpi(int argc, char **argv)
     CHECK_EQ(strata_finalize(), 0);
     check_not_ready();
   }
-  check_wait_all("0");
-  check_wait_all("100");
-  check_wait_all("1000000");
+  check_waits("0");
+  check_waits("100");
+  check_waits("1000000");
   int finalized;
   MPI_Finalized(&finalized);
   CHECK_EQ(finalized, 0); /* the application's MPI is left running */

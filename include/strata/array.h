@@ -43,6 +43,8 @@ int strata_array_destroy(strata_array *a);
 /** @brief Give the host access to the array's data: waits for the tasks that
  *  write it (and, with STRATA_WRITE/READWRITE, those that read it) and
  *  fetches the newest copy. Tasks submitted meanwhile wait for the release.
+ *  Like strata_wait_all(), it polls for strata_config::wait_spin_us before
+ *  it sleeps.
  *  @param a the array.  @param mode access mode.
  *  @param data receives the host pointer (may be NULL).
  *  @return 0; STRATA_EINVAL; STRATA_ESTATE if already acquired. */

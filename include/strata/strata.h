@@ -38,8 +38,9 @@ typedef struct strata_config {
    *  StarPU-MPI progress thread) exceed its cores. The environment variable
    *  STRATA_YIELD_WHEN_IDLE (0 or 1) takes precedence. */
   int yield_when_idle;
-  /** strata_wait_all() polls for up to this many microseconds before it
-   *  sleeps, as OpenMP's active wait policy: a thread that sleeps at once
+  /** strata_wait_all(), strata_array_acquire() and Strata's own reads of
+   *  task results poll for up to this many microseconds before they sleep,
+   *  as OpenMP's active wait policy: a thread that sleeps at once
    *  wakes up tens of microseconds after the last task ends, which short
    *  task graphs feel. 0: sleep at once; -1 (default): 100; at most
    *  1000000. The polling thread yields its core between polls, so that
