@@ -1,9 +1,9 @@
 /* Global indexer against hand-written MPI in the same program: every rank
- * owns N items and names N random global indices; protocol creation, Take
- * and Put (last writer) with count 1 and 4, and Take_v of the same payload
- * as variable-size items (every count equal), against one MPI_Alltoallv of
- * the same payload with its local pack and unpack loops (the protocol's
- * maps reused). Medians of the rounds; JSON on rank 0.
+ * owns N items and names N random global indices; protocol creation, Take,
+ * Put (last writer) and Put summing every write, with count 1 and 4, and
+ * Take_v of the same payload as variable-size items (every count equal),
+ * against one MPI_Alltoallv of the same payload with its local pack and
+ * unpack loops (the protocol's maps reused). Medians of the rounds; JSON on rank 0.
  *   mpiexec -n P bench_gindexer [--rounds R] [--quick]   (--quick: N = 10^4) */
 #include <string.h>
 
@@ -121,7 +121,7 @@ int main(int argc, char **argv)
   cJSON_AddNumberToObject(root, "items_per_rank", (double)n);
   double *tc = malloc((size_t)rounds * sizeof *tc), *tb = malloc((size_t)rounds * sizeof *tb),
          *tt = malloc((size_t)rounds * sizeof *tt), *tp = malloc((size_t)rounds * sizeof *tp),
-         *tv = malloc((size_t)rounds * sizeof *tv);
+         *tv = malloc((size_t)rounds * sizeof *tv), *ts = malloc((size_t)rounds * sizeof *ts);
   strata_gindexer *gi = NULL;
   struct baseline b = {.size = size};
   for (int r = 0; r < rounds; r++) {
@@ -165,6 +165,10 @@ int main(int argc, char **argv)
       double t1_put = bench_now();
       strata_gindexer_put(gi, out, count, STRATA_PUT_LAST, STRATA_SUM, &back);
       double t2 = bench_now();
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t2_sum = bench_now();
+      strata_gindexer_put(gi, out, count, STRATA_PUT_REDUCE, STRATA_SUM, &back);
+      double t2_end = bench_now();
       strata_array_acquire(dist, STRATA_READ, (void **)&pd);
       MPI_Barrier(MPI_COMM_WORLD);
       double base = baseline_take(&b, pd, plain, n, count);
@@ -180,21 +184,25 @@ int main(int argc, char **argv)
       if (r > 0) { /* the first round warms up */
         tt[r - 1] = max_over_ranks(t1 - t0);
         tp[r - 1] = max_over_ranks(t2 - t1_put);
+        ts[r - 1] = max_over_ranks(t2_end - t2_sum);
         tv[r - 1] = max_over_ranks(t4 - t3);
         tb[r - 1] = max_over_ranks(base);
       }
     }
     double take = bench_median(tt, rounds), put = bench_median(tp, rounds),
-           base = bench_median(tb, rounds), take_v = bench_median(tv, rounds);
+           put_sum = bench_median(ts, rounds), base = bench_median(tb, rounds),
+           take_v = bench_median(tv, rounds);
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "count", count);
     cJSON_AddNumberToObject(c, "take_s", take);
     cJSON_AddNumberToObject(c, "put_s", put);
+    cJSON_AddNumberToObject(c, "put_sum_s", put_sum);
     cJSON_AddNumberToObject(c, "alltoallv_s", base);
     cJSON_AddNumberToObject(c, "take_v_s", take_v);
     cJSON_AddNumberToObject(c, "take_vs_alltoallv", take / base);
     cJSON_AddNumberToObject(c, "take_v_vs_alltoallv", take_v / base);
     cJSON_AddNumberToObject(c, "put_vs_alltoallv", put / base);
+    cJSON_AddNumberToObject(c, "put_sum_vs_alltoallv", put_sum / base);
     cJSON_AddItemToArray(cases, c);
     strata_array_destroy(dist);
     strata_array_destroy(out);
@@ -222,6 +230,7 @@ int main(int argc, char **argv)
   free(tt);
   free(tp);
   free(tv);
+  free(ts);
   strata_finalize();
   return 0;
 }

@@ -2,6 +2,7 @@
  * (op, dtype) pair against the scalar reference. */
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "check.h"
 #include "kernels/merge_kernels.h"
@@ -78,5 +79,27 @@ int main(void)
   uint8_t flags[3] = {1, 1, 0};
   strata__merge_cpu(STRATA_SUM, STRATA_BOOL, counts, flags, 3);
   CHECK(counts[0] == 6 && counts[1] == 1 && counts[2] == 7);
+
+  /* Rows merged from CSR lists (Put's reductions): row 0 takes source rows
+   * 4 then 0, row 1 none, row 2 rows 1, 1 and 3; one value per row and
+   * three, a product (order-sensitive in floating point) against the same
+   * products spelled out, and a logical AND of bools. */
+  const int64_t csr[4] = {0, 2, 2, 5}, req[5] = {4, 0, 1, 1, 3};
+  for (size_t n = 1; n <= 3; n += 2) {
+    double src[5 * 3], dst[3 * 3], want[3 * 3];
+    for (size_t k = 0; k < 5 * n; k++)
+      src[k] = 1 + 0.1 * (double)k;
+    for (size_t k = 0; k < 3 * n; k++)
+      dst[k] = want[k] = 3 - 0.7 * (double)k;
+    for (size_t e = 0; e < n; e++) {
+      want[e] = want[e] * src[4 * n + e] * src[e];
+      want[2 * n + e] = want[2 * n + e] * src[n + e] * src[n + e] * src[3 * n + e];
+    }
+    strata__merge_rows_cpu(STRATA_PROD, STRATA_FLOAT64, dst, src, n, 3, csr, req);
+    CHECK(memcmp(dst, want, 3 * n * sizeof *dst) == 0);
+  }
+  uint8_t all[3] = {1, 1, 1}, seen[5] = {1, 0, 1, 1, 1};
+  strata__merge_rows_cpu(STRATA_LAND, STRATA_BOOL, all, seen, 1, 3, csr, req);
+  CHECK(all[0] == 1 && all[1] == 1 && all[2] == 0);
   return check_status();
 }

@@ -60,8 +60,5 @@ void strata__put_apply_cpu(enum strata__put_rule rule, strata_op op, strata_dtyp
     MOVE_ROWS_IF(csr[k] < csr[k + 1], k, req[pick[k] - back]);
     return;
   }
-  for (int64_t i = 0; i < dn; i++)
-    for (int64_t j = csr[i]; j < csr[i + 1]; j++)
-      strata__merge_cpu(op, dtype, (char *)dist + (size_t)i * row,
-                        (const char *)inbox + (size_t)req[j] * row, (size_t)count);
+  strata__merge_rows_cpu(op, dtype, dist, inbox, (size_t)count, dn, csr, req);
 }

@@ -95,16 +95,27 @@ void strata__merge_fill_identity_cpu(strata_op op, strata_dtype result, void *ds
     memcpy((unsigned char *)dst + i * size, one, size);
 }
 
-/* dst = dst OP src over n elements, dst of type TD, src of type TS. */
+/* dst row i = dst row i OP src row req[j] for csr[i] <= j < csr[i + 1],
+ * rows of n elements, dst of type TD, src of type TS. Single elements
+ * (reductions of scattered values) skip the vector loop's set-up. */
 #define LOOP(TD, TS, EXPR)                                                                         \
   do {                                                                                             \
-    TD *restrict d = dst;                                                                          \
-    const TS *restrict s = src;                                                                    \
-    for (size_t i = 0; i < n; i++) {                                                               \
-      TD a = d[i];                                                                                 \
-      TS b = s[i];                                                                                 \
-      d[i] = (TD)(EXPR);                                                                           \
-    }                                                                                              \
+    for (int64_t i = 0; i < rows; i++)                                                             \
+      for (int64_t j = csr[i]; j < csr[i + 1]; j++) {                                              \
+        TD *restrict d = (TD *)dst + (size_t)i * n;                                                \
+        const TS *restrict s = (const TS *)src + (size_t)req[j] * n;                               \
+        if (n == 1) {                                                                              \
+          TD a = d[0];                                                                             \
+          TS b = s[0];                                                                             \
+          d[0] = (TD)(EXPR);                                                                       \
+          continue;                                                                                \
+        }                                                                                          \
+        for (size_t e = 0; e < n; e++) {                                                           \
+          TD a = d[e];                                                                             \
+          TS b = s[e];                                                                             \
+          d[e] = (TD)(EXPR);                                                                       \
+        }                                                                                          \
+      }                                                                                            \
   } while (0)
 
 /* NaN-propagating minimum and maximum (b != b only for NaN). */
@@ -112,7 +123,7 @@ void strata__merge_fill_identity_cpu(strata_op op, strata_dtype result, void *ds
 #define MAX_EXPR ((b > a || b != b) ? b : a)
 
 static void merge_logical(strata_op op, strata_dtype src_dtype, void *dst, const void *src,
-                          size_t n)
+                          size_t n, int64_t rows, const int64_t *csr, const int64_t *req)
 {
   switch (src_dtype) {
 #define CASE(E, T)                                                                                 \
@@ -130,8 +141,15 @@ static void merge_logical(strata_op op, strata_dtype src_dtype, void *dst, const
 
 void strata__merge_cpu(strata_op op, strata_dtype src_dtype, void *dst, const void *src, size_t n)
 {
+  static const int64_t one_row[2] = {0, 1}, first = 0;
+  strata__merge_rows_cpu(op, src_dtype, dst, src, n, 1, one_row, &first);
+}
+
+void strata__merge_rows_cpu(strata_op op, strata_dtype src_dtype, void *dst, const void *src,
+                            size_t n, int64_t rows, const int64_t *csr, const int64_t *req)
+{
   if (op == STRATA_LAND || op == STRATA_LOR) {
-    merge_logical(op, src_dtype, dst, src, n);
+    merge_logical(op, src_dtype, dst, src, n, rows, csr, req);
     return;
   }
   if (src_dtype == STRATA_BOOL) { /* only SUM is allowed: bool counts into int64 */
