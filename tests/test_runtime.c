@@ -5,6 +5,8 @@
  *   app-mpi-single  MPI_THREAD_SINGLE is refused with STRATA_EMPI.
  *   one-rank-fails  run with STARPU_NCPU=0 on one rank only: every rank
  *                   gets STRATA_ENODEV from strata_init, nobody hangs. */
+#define _GNU_SOURCE /* sched_setaffinity, sched_getcpu */
+#include <sched.h>
 #include <starpu.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -150,6 +152,34 @@ static int strata_owns_mpi(int argc, char **argv)
   return check_status();
 }
 
+static double cpu_seconds(clockid_t clock)
+{
+  struct timespec t;
+  clock_gettime(clock, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Idle workers that yield leave a busy application thread its core. With
+ * the whole process on one core, the main thread spins for 0.3 s, and all
+ * the other threads together must take less than half its CPU time:
+ * workers that spin would take as much as it, or more. Comparing CPU times
+ * inside the process, rather than with the wall clock, keeps other
+ * processes on that core out of the result. */
+static void check_idle_workers_yield(void)
+{
+  nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL); /* workers go idle */
+  double wall = MPI_Wtime(), main0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID),
+         all0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+  while (MPI_Wtime() - wall < 0.3)
+    ;
+  double main = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - main0;
+  double others = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - all0 - main;
+  if (!(others < 0.5 * main))
+    fprintf(stderr, "idle workers took %.3f s of CPU beside the main thread's %.3f s\n", others,
+            main);
+  CHECK(others < 0.5 * main);
+}
+
 static int app_owns_mpi(int argc, char **argv)
 {
   int provided;
@@ -159,11 +189,21 @@ static int app_owns_mpi(int argc, char **argv)
   cfg.sched = "eager";
   cfg.comm = MPI_COMM_WORLD;
   /* Restarts with idle yielding on, off, and on but overridden by the
-   * environment. */
+   * environment. With one rank, the first runs on one core, on which the
+   * workers' yielding is measured (StarPU's threads inherit the mask). */
+  int world;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  cpu_set_t cores, one_core;
+  CHECK_EQ(sched_getaffinity(0, sizeof cores, &cores), 0);
+  CPU_ZERO(&one_core);
+  CPU_SET(sched_getcpu(), &one_core);
   for (int round = 0; round < 3; round++) {
     cfg.yield_when_idle = round == 1 ? 0 : 1;
     if (round == 2)
       setenv("STRATA_YIELD_WHEN_IDLE", "0", 1);
+    int on_one_core = round == 0 && world == 1;
+    if (on_one_core)
+      CHECK_EQ(sched_setaffinity(0, sizeof one_core, &one_core), 0);
     int ret = strata_init(&argc, &argv, &cfg);
     if (ret == STRATA_ENODEV) {
       MPI_Finalize();
@@ -172,7 +212,11 @@ static int app_owns_mpi(int argc, char **argv)
     CHECK_EQ(ret, 0);
     check_ready();
     CHECK_EQ(strata_yield_when_idle(), round == 0);
+    if (on_one_core)
+      check_idle_workers_yield();
     CHECK_EQ(strata_finalize(), 0);
+    if (on_one_core)
+      CHECK_EQ(sched_setaffinity(0, sizeof cores, &cores), 0);
     check_not_ready();
   }
   check_waits("0");
