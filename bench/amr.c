@@ -5,9 +5,10 @@
  * separate handles like AMR leaves), against memcpy moving the same traffic
  * (bytes read + written) in the same run. Kernels and memcpy alternate on
  * one thread before StarPU starts; each round of tasks follows one plain
- * kernel call and is waited for with strata_wait_all(). Run with STARPU_NCPU=1 to compare the tasks
- * like for like. Targets: kernel >= 0.6 x memcpy, tasks >= 0.8 x kernel. Prints JSON with medians
- * over the rounds; the two ratios are medians of paired per-round ratios.
+ * kernel call and is waited for with strata_wait_all(). Run with
+ * STARPU_NCPU=1 to compare the tasks like for like. Targets: kernel >= 0.6 x
+ * memcpy, tasks >= 0.8 x kernel. Prints JSON with medians over the rounds;
+ * the two ratios are medians of paired per-round ratios.
  *
  *   bench_amr [--rounds R] [--quick]   (--quick: n = 32, to check it runs)
  */

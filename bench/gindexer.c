@@ -3,7 +3,8 @@
  * Put (last writer) and Put summing every write, with count 1 and 4, and
  * Take_v of the same payload as variable-size items (every count equal),
  * against one MPI_Alltoallv of the same payload with its local pack and
- * unpack loops (the protocol's maps reused). Medians of the rounds; JSON on rank 0.
+ * unpack loops (the protocol's maps reused). Medians of the rounds; JSON on
+ * rank 0.
  *   mpiexec -n P bench_gindexer [--rounds R] [--quick]   (--quick: N = 10^4) */
 #include <string.h>
 

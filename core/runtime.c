@@ -22,7 +22,7 @@ static struct {
   int nhooks;
   void (*hooks[8])(void); /* strata__on_finalize() */
   int idle_hook;          /* StarPU idle hook id, -1: idle workers spin */
-  int64_t wait_spin_ns;   /* strata_wait_all()'s polling time */
+  int64_t wait_spin_ns;   /* how long waits poll before they sleep */
 } rt = {.state = UNINITIALIZED, .comm = MPI_COMM_NULL, .coll_comm = MPI_COMM_NULL, .idle_hook = -1};
 
 void strata_config_init(strata_config *cfg)
