@@ -98,7 +98,8 @@ static void test_restrict_conserves(int dim, int f, int is_double)
  * the whole fine interior (factor 2: weights 3/4, 1/4; factor 4: 7/8, 5/8...). */
 static void test_prolong_linear(int dim, int f, int is_double)
 {
-  const int64_t n = 6, g = 1;
+  /* n = 7: 14 fine rows for factor 2, not a whole number of batches */
+  const int64_t n = 7, g = 1;
   const double hc = 1.0 / (double)n, hf = hc / f;
   int64_t cd[3] = {1, 1, 1}, fd[3] = {1, 1, 1};
   double ccorner[3] = {0}, fcorner[3] = {0};

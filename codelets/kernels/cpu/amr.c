@@ -3,14 +3,17 @@
  * Restriction by 2 reads the (up to) four fine rows under a coarse row in one
  * pass, other factors sum each coarse cell's fine cells;
  * prolongation computes its x weights once, then per fine row blends the
- * (up to) four coarse rows around it into one coarse row and interpolates
- * along x from it; x goes in chunks of CHUNK fine cells so that all scratch
- * lives on the stack. */
+ * (up to) four coarse rows around it into one coarse row (a few fine rows at
+ * a time) and interpolates along x from it; x goes in chunks of CHUNK fine
+ * cells so that all scratch lives on the stack. */
 #include <string.h>
 
 #include "../amr_kernels.h"
 
-enum { CHUNK = 256 };
+/* Prolongation blends ROWS fine rows before it interpolates them along x when
+ * rows are at most SHORT_ROW cells long (AMR blocks). ROW_STRIDE: CHUNK + 2
+ * cells, rounded up to whole cache lines of doubles. */
+enum { CHUNK = 256, ROWS = 4, SHORT_ROW = 64, ROW_STRIDE = CHUNK + 8 };
 
 /* On x86-64, restriction and prolongation are also compiled for AVX2 (twice
  * the SIMD width of the SSE2 baseline), picked per call from the CPU's
@@ -116,7 +119,8 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
       /* Coarse cells and weights along x: the same for every row. */                              \
       const int64_t n = x->count[0] - x0 < CHUNK ? x->count[0] - x0 : CHUNK;                       \
       int64_t c[CHUNK], c0, c_last;                                                                \
-      T t[CHUNK], row[CHUNK + 2];                                                                  \
+      T t[CHUNK];                                                                                  \
+      _Alignas(64) T rows[ROWS][ROW_STRIDE];                                                       \
       double ti;                                                                                   \
       prolong_weights(x->src_start[0] + x0, f, &c0, &ti);                                          \
       prolong_weights(x->src_start[0] + x0 + n - 1, f, &c_last, &ti);                              \
@@ -126,53 +130,66 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
         t[i] = (T)ti;                                                                              \
       }                                                                                            \
       const int64_t nc = c_last - c0 + 2;                                                          \
+      const int64_t batch = n <= SHORT_ROW ? ROWS : 1;                                             \
       for (int64_t z = 0; z < x->count[2]; z++) {                                                  \
         int64_t cz = 0;                                                                            \
         double tz = 0;                                                                             \
         if (x->dim >= 3)                                                                           \
           prolong_weights(x->src_start[2] + z, f, &cz, &tz);                                       \
-        for (int64_t y = 0; y < x->count[1]; y++) {                                                \
-          int64_t cy = 0;                                                                          \
-          double ty = 0;                                                                           \
-          if (x->dim >= 2)                                                                         \
-            prolong_weights(x->src_start[1] + y, f, &cy, &ty);                                     \
-          /* Blend the (up to) four coarse rows around this fine row. */                           \
-          const T *r00 = src + cz * sz + cy * sy + c0;                                             \
-          const T *r01 = ty > 0 ? r00 + sy : r00, *r10 = tz > 0 ? r00 + sz : r00;                  \
-          const T *r11 = tz > 0 ? r01 + sz : r01;                                                  \
-          const T w00 = (T)((1 - tz) * (1 - ty)), w01 = (T)((1 - tz) * ty);                        \
-          const T w10 = (T)(tz * (1 - ty)), w11 = (T)(tz * ty);                                    \
-          for (int64_t k = 0; k < nc; k++)                                                         \
-            row[k] = w00 * r00[k] + w01 * r01[k] + w10 * r10[k] + w11 * r11[k];                    \
-          TD *d =                                                                                  \
-              dst +                                                                                \
-              ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) * x->dst_dims[0] +    \
-              x->dst_start[0] + x0;                                                                \
-          if (f == 2) {                                                                            \
-            /* Fine cells 2k and 2k + 1 of coarse cell k: 1/4, 3/4 and 3/4, 1/4. */                \
-            const int64_t q0 = x->src_start[0] + x0;                                               \
-            const T *rw = row - c0, lo = (T)0.25, hi = (T)0.75;                                    \
-            int64_t i = 0;                                                                         \
-            if (q0 & 1) {                                                                          \
-              d[0] = (TD)(hi * rw[q0 >> 1] + lo * rw[(q0 >> 1) + 1]);                              \
-              i = 1;                                                                               \
-            }                                                                                      \
-            /* Pairs written in place: GCC vectorises the interleave with shuffles. */             \
-            const int64_t k0 = (q0 + i) >> 1, pairs = (n - i) / 2;                                 \
-            const T *rm = rw + k0 - 1;                                                             \
-            TD *dp = d + i;                                                                        \
-            for (int64_t k = 0; k < pairs; k++) {                                                  \
-              const T left = rm[k], mid = rm[k + 1], right = rm[k + 2];                            \
-              dp[2 * k] = (TD)(lo * left + hi * mid);                                              \
-              dp[2 * k + 1] = (TD)(hi * mid + lo * right);                                         \
-            }                                                                                      \
-            i += 2 * pairs;                                                                        \
-            if (i < n)                                                                             \
-              d[i] = (TD)(lo * rw[((q0 + i) >> 1) - 1] + hi * rw[(q0 + i) >> 1]);                  \
-            continue;                                                                              \
+        for (int64_t y0 = 0; y0 < x->count[1]; y0 += batch) {                                      \
+          const int64_t ny = x->count[1] - y0 < batch ? x->count[1] - y0 : batch;                  \
+          /* Blend the (up to) four coarse rows around each fine row of the                        \
+           * batch, then interpolate the batch along x. On short rows,                             \
+           * interpolating a row right after its blend stalls: it loads the                        \
+           * row, at offsets store forwarding cannot serve, while the blend's                      \
+           * stores are still in flight. Long rows (whole cubes from DRAM)                         \
+           * run faster one at a time. */                                                          \
+          for (int64_t b = 0; b < ny; b++) {                                                       \
+            int64_t cy = 0;                                                                        \
+            double ty = 0;                                                                         \
+            if (x->dim >= 2)                                                                       \
+              prolong_weights(x->src_start[1] + y0 + b, f, &cy, &ty);                              \
+            const T *r00 = src + cz * sz + cy * sy + c0;                                           \
+            const T *r01 = ty > 0 ? r00 + sy : r00, *r10 = tz > 0 ? r00 + sz : r00;                \
+            const T *r11 = tz > 0 ? r01 + sz : r01;                                                \
+            const T w00 = (T)((1 - tz) * (1 - ty)), w01 = (T)((1 - tz) * ty);                      \
+            const T w10 = (T)(tz * (1 - ty)), w11 = (T)(tz * ty);                                  \
+            T *row = rows[b];                                                                      \
+            for (int64_t k = 0; k < nc; k++)                                                       \
+              row[k] = w00 * r00[k] + w01 * r01[k] + w10 * r10[k] + w11 * r11[k];                  \
           }                                                                                        \
-          for (int64_t i = 0; i < n; i++)                                                          \
-            d[i] = (TD)((1 - t[i]) * row[c[i]] + t[i] * row[c[i] + 1]);                            \
+          for (int64_t b = 0; b < ny; b++) {                                                       \
+            const T *row = rows[b];                                                                \
+            TD *d = dst +                                                                          \
+                    ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y0 + b) *          \
+                        x->dst_dims[0] +                                                           \
+                    x->dst_start[0] + x0;                                                          \
+            if (f == 2) {                                                                          \
+              /* Fine cells 2k and 2k + 1 of coarse cell k: 1/4, 3/4 and 3/4, 1/4. */              \
+              const int64_t q0 = x->src_start[0] + x0;                                             \
+              const T *rw = row - c0, lo = (T)0.25, hi = (T)0.75;                                  \
+              int64_t i = 0;                                                                       \
+              if (q0 & 1) {                                                                        \
+                d[0] = (TD)(hi * rw[q0 >> 1] + lo * rw[(q0 >> 1) + 1]);                            \
+                i = 1;                                                                             \
+              }                                                                                    \
+              /* Pairs written in place: GCC vectorises the interleave with shuffles. */           \
+              const int64_t k0 = (q0 + i) >> 1, pairs = (n - i) / 2;                               \
+              const T *rm = rw + k0 - 1;                                                           \
+              TD *dp = d + i;                                                                      \
+              for (int64_t k = 0; k < pairs; k++) {                                                \
+                const T left = rm[k], mid = rm[k + 1], right = rm[k + 2];                          \
+                dp[2 * k] = (TD)(lo * left + hi * mid);                                            \
+                dp[2 * k + 1] = (TD)(hi * mid + lo * right);                                       \
+              }                                                                                    \
+              i += 2 * pairs;                                                                      \
+              if (i < n)                                                                           \
+                d[i] = (TD)(lo * rw[((q0 + i) >> 1) - 1] + hi * rw[(q0 + i) >> 1]);                \
+              continue;                                                                            \
+            }                                                                                      \
+            for (int64_t i = 0; i < n; i++)                                                        \
+              d[i] = (TD)((1 - t[i]) * row[c[i]] + t[i] * row[c[i] + 1]);                          \
+          }                                                                                        \
         }                                                                                          \
       }                                                                                            \
     }                                                                                              \
