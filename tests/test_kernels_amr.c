@@ -94,12 +94,12 @@ static void test_restrict_conserves(int dim, int f, int is_double)
   free(coarse);
 }
 
-/* Prolongation of a linear field from a ghosted coarse block (ghost g) to
- * the whole fine interior (factor 2: weights 3/4, 1/4; factor 4: 7/8, 5/8...). */
-static void test_prolong_linear(int dim, int f, int is_double)
+/* Prolongation of a linear field from a ghosted coarse block of n^dim cells
+ * (ghost g) to the whole fine interior (factor 2: weights 3/4, 1/4; factor
+ * 4: 7/8, 5/8...). */
+static void test_prolong_linear(int dim, int f, int is_double, int64_t n)
 {
-  /* n = 7: 14 fine rows for factor 2, not a whole number of batches */
-  const int64_t n = 7, g = 1;
+  const int64_t g = 1;
   const double hc = 1.0 / (double)n, hf = hc / f;
   int64_t cd[3] = {1, 1, 1}, fd[3] = {1, 1, 1};
   double ccorner[3] = {0}, fcorner[3] = {0};
@@ -273,8 +273,15 @@ int main(void)
     for (int dim = 1; dim <= 3; dim++) {
       test_restrict_conserves(dim, 2, is_double);
       test_restrict_conserves(dim, 4, is_double);
-      test_prolong_linear(dim, 2, is_double);
-      test_prolong_linear(dim, 4, is_double);
+      /* Short rows, blended in batches: 14 fine rows for factor 2, not a
+       * whole number of batches. */
+      test_prolong_linear(dim, 2, is_double, 7);
+      test_prolong_linear(dim, 4, is_double, 7);
+      /* Long rows, one at a time: 80 fine cells; 280 for factor 4, more
+       * than one chunk along x. */
+      test_prolong_linear(dim, 2, is_double, 40);
+      if (dim <= 2)
+        test_prolong_linear(dim, 4, is_double, 70);
       test_boundary_linear(dim, 1, is_double);
       test_boundary_linear(dim, 3, is_double);
     }
