@@ -247,7 +247,6 @@ static void test_simd_same_bits(void)
             unsigned char *src = malloc((size_t)ns * ssize), *a = malloc((size_t)nd * dsize),
                           *b = malloc((size_t)nd * dsize);
             memset(a, 0xaa, (size_t)nd * dsize);
-            memset(b, 0x55, (size_t)nd * dsize);
             for (int64_t i = 0; i < ns; i++) {
               double v = (double)rand() / RAND_MAX * 4 - 2;
               if (types > 0)
@@ -256,8 +255,11 @@ static void test_simd_same_bits(void)
                 ((float *)src)[i] = (float)v;
             }
             strata__amr_xfer_cpu_isa(&x, a, src, 0);
-            strata__amr_xfer_cpu_isa(&x, b, src, 1);
-            CHECK(memcmp(a, b, (size_t)nd * dsize) == 0);
+            for (int level = 1; level <= strata__amr_simd_available(); level++) {
+              memset(b, 0x55, (size_t)nd * dsize);
+              strata__amr_xfer_cpu_isa(&x, b, src, level);
+              CHECK(memcmp(a, b, (size_t)nd * dsize) == 0);
+            }
             free(src);
             free(a);
             free(b);

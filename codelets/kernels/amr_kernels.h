@@ -72,9 +72,10 @@ struct strata__amr_boundary {
 };
 
 void strata__amr_xfer_cpu(const struct strata__amr_xfer *x, void *dst, const void *src);
-/* The same with the SIMD variants (simd = 1, when the CPU has them) or the
- * baseline code (simd = 0); both give the same bits. 1 when this CPU has
- * the SIMD variants (AVX2 on x86-64), else 0. */
+/* The same at SIMD level `simd` (0: the baseline code; on x86-64 1: AVX2,
+ * 2: AVX-512), or the best this CPU has when it has less; all levels give
+ * the same bits. The best level this CPU has: 0 where there are no SIMD
+ * variants. */
 void strata__amr_xfer_cpu_isa(const struct strata__amr_xfer *x, void *dst, const void *src,
                               int simd);
 int strata__amr_simd_available(void);

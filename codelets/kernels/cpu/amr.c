@@ -15,23 +15,26 @@
  * cells, rounded up to whole cache lines of doubles. */
 enum { CHUNK = 256, ROWS = 4, SHORT_ROW = 64, ROW_STRIDE = CHUNK + 8 };
 
-/* On x86-64, restriction and prolongation are also compiled for AVX2 (twice
- * the SIMD width of the SSE2 baseline), picked per call from the CPU's
- * features. AVX2 without FMA, and contraction is off (-std=c17), so both give
- * the same bits. Not target_clones: its ifunc resolvers run while the dynamic
- * loader relocates the library, before sanitizer runtimes are up (clang's
- * libFuzzer builds crash at load). */
+/* On x86-64, restriction and prolongation are also compiled for AVX2 and
+ * AVX-512 (two and four times the SIMD width of the SSE2 baseline), the
+ * widest the CPU has picked per call. Without FMA (contraction is off with
+ * -std=c17), so all give the same bits. Not target_clones: its ifunc
+ * resolvers run while the dynamic loader relocates the library, before
+ * sanitizer runtimes are up (clang's libFuzzer builds crash at load). */
 #if defined(__x86_64__) && defined(__GNUC__)
-#define AVX2_VARIANTS 1
-#define AVX2_VARIANT(NAME, T, TD)                                                                  \
-  __attribute__((target("avx2"))) static void NAME##_avx2(const struct strata__amr_xfer *x,        \
-                                                          TD *dst, const T *src)                   \
+#define SIMD_LEVELS 3
+#define SIMD_VARIANT(NAME, T, TD, SUFFIX, ISA)                                                     \
+  __attribute__((target(ISA))) static void NAME##_##SUFFIX(const struct strata__amr_xfer *x,       \
+                                                           TD *dst, const T *src)                  \
   {                                                                                                \
     NAME##_body(x, dst, src);                                                                      \
   }
+#define SIMD_VARIANTS(NAME, T, TD)                                                                 \
+  SIMD_VARIANT(NAME, T, TD, avx2, "avx2")                                                          \
+  SIMD_VARIANT(NAME, T, TD, avx512, "avx512f")
 #else
-#define AVX2_VARIANTS 0
-#define AVX2_VARIANT(NAME, T, TD)
+#define SIMD_LEVELS 1
+#define SIMD_VARIANTS(NAME, T, TD)
 #endif
 #define INLINE_BODY static inline __attribute__((always_inline)) void
 #define KERNEL_VARIANTS(NAME, T, TD)                                                               \
@@ -39,7 +42,7 @@ enum { CHUNK = 256, ROWS = 4, SHORT_ROW = 64, ROW_STRIDE = CHUNK + 8 };
   {                                                                                                \
     NAME##_body(x, dst, src);                                                                      \
   }                                                                                                \
-  AVX2_VARIANT(NAME, T, TD)
+  SIMD_VARIANTS(NAME, T, TD)
 
 /* Coarse cells and weights of fine offset q: value = (1 - t) C[c] + t C[c + 1]. */
 static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
@@ -225,13 +228,15 @@ STRATA_AMR_XFER_KERNELS(double, float, f64_f32)
 STRATA_AMR_BOUNDARY_KERNEL(float, f32)
 STRATA_AMR_BOUNDARY_KERNEL(double, f64)
 
-/* One table per type pair: copy, restriction, prolongation; row 1 for AVX2. */
-#if AVX2_VARIANTS
+/* One table per type pair: copy, restriction, prolongation; one row per
+ * SIMD level. */
+#if SIMD_LEVELS > 1
 #define XFER_TABLE(SUFFIX)                                                                         \
   {                                                                                                \
     {copy_##SUFFIX, restrict_##SUFFIX, prolong_##SUFFIX},                                          \
+        {copy_##SUFFIX, restrict_##SUFFIX##_avx2, prolong_##SUFFIX##_avx2},                        \
     {                                                                                              \
-      copy_##SUFFIX, restrict_##SUFFIX##_avx2, prolong_##SUFFIX##_avx2                             \
+      copy_##SUFFIX, restrict_##SUFFIX##_avx512, prolong_##SUFFIX##_avx512                         \
     }                                                                                              \
   }
 #else
@@ -245,8 +250,8 @@ STRATA_AMR_BOUNDARY_KERNEL(double, f64)
 
 int strata__amr_simd_available(void)
 {
-#if AVX2_VARIANTS
-  return __builtin_cpu_supports("avx2") ? 1 : 0;
+#if SIMD_LEVELS > 1
+  return __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
 #else
   return 0;
 #endif
@@ -266,7 +271,8 @@ void strata__amr_xfer_cpu_isa(const struct strata__amr_xfer *x, void *dst, const
       XFER_TABLE(f64);
   static void (*const f64_f32[][3])(const struct strata__amr_xfer *, float *, const double *) =
       XFER_TABLE(f64_f32);
-  const int isa = simd && strata__amr_simd_available();
+  const int best = strata__amr_simd_available();
+  const int isa = simd < 0 ? 0 : simd < best ? simd : best;
   if (x->is_double && x->dst_float)
     f64_f32[isa][x->kind](x, (float *)dst + x->dst_offset, (const double *)src + x->src_offset);
   else if (x->is_double)
