@@ -211,10 +211,12 @@ static void test_copy(void)
     CHECK(dst[i] == want[i]);
 }
 
-/* The SIMD variants (AVX2) against the baseline code on random data, bit
- * for bit, every destination cell written: restriction and prolongation,
- * every type pair, 1-3-D, factors 2 and 4, rows of odd length and fine
- * offsets that start mid-cell. */
+/* Every SIMD level this CPU has (AVX2, AVX-512) against the baseline code
+ * on random data, bit for bit, every destination cell written: restriction
+ * and prolongation, every type pair, 1-3-D, factors 2 and 4, rows of odd
+ * length and fine offsets that start mid-cell. Rows of 37 cells take the
+ * prolongation's batched short-row path, rows of 300 (1- and 2-D) its
+ * one-row path over two chunks along x. */
 static void test_simd_same_bits(void)
 {
   if (!strata__amr_simd_available()) {
@@ -225,45 +227,45 @@ static void test_simd_same_bits(void)
   for (int types = 0; types < 3; types++) /* f32, f64, f64 -> f32 */
     for (int kind = STRATA__AMR_RESTRICT; kind <= STRATA__AMR_PROLONG; kind++)
       for (int dim = 1; dim <= 3; dim++)
-        for (int f = 2; f <= 4; f += 2)
-          for (int start = 0; start < 4; start++) {
-            const int64_t n = 37;
-            struct strata__amr_xfer x = {.kind = kind,
-                                         .dim = dim,
-                                         .factor = f,
-                                         .is_double = types > 0,
-                                         .dst_float = types == 2};
-            for (int d = 0; d < 3; d++) {
-              int64_t e = d < dim;
-              x.count[d] = x.dst_dims[d] = e ? n - start : 1;
-              /* Prolongation reads one coarse cell either side: fine offsets
-               * from f on keep the stencil inside the source. */
-              x.src_dims[d] = !e ? 1 : kind == STRATA__AMR_RESTRICT ? (n - start) * f : n / f + 4;
-              x.src_start[d] = e && kind == STRATA__AMR_PROLONG ? f + start : 0;
+        for (int64_t n = 37; n <= (dim < 3 ? 300 : 37); n += 263)
+          for (int f = 2; f <= 4; f += 2)
+            for (int start = 0; start < 4; start++) {
+              struct strata__amr_xfer x = {.kind = kind,
+                                           .dim = dim,
+                                           .factor = f,
+                                           .is_double = types > 0,
+                                           .dst_float = types == 2};
+              for (int d = 0; d < 3; d++) {
+                int64_t e = d < dim;
+                x.count[d] = x.dst_dims[d] = e ? n - start : 1;
+                /* Prolongation reads one coarse cell either side: fine offsets
+                 * from f on keep the stencil inside the source. */
+                x.src_dims[d] = !e ? 1 : kind == STRATA__AMR_RESTRICT ? (n - start) * f : n / f + 4;
+                x.src_start[d] = e && kind == STRATA__AMR_PROLONG ? f + start : 0;
+              }
+              size_t ssize = types > 0 ? 8 : 4, dsize = types == 1 ? 8 : 4;
+              int64_t ns = cells(x.src_dims), nd = cells(x.dst_dims);
+              /* Different fillers: a cell either variant skipped fails the comparison. */
+              unsigned char *src = malloc((size_t)ns * ssize), *a = malloc((size_t)nd * dsize),
+                            *b = malloc((size_t)nd * dsize);
+              memset(a, 0xaa, (size_t)nd * dsize);
+              for (int64_t i = 0; i < ns; i++) {
+                double v = (double)rand() / RAND_MAX * 4 - 2;
+                if (types > 0)
+                  ((double *)src)[i] = v;
+                else
+                  ((float *)src)[i] = (float)v;
+              }
+              strata__amr_xfer_cpu_isa(&x, a, src, 0);
+              for (int level = 1; level <= strata__amr_simd_available(); level++) {
+                memset(b, 0x55, (size_t)nd * dsize);
+                strata__amr_xfer_cpu_isa(&x, b, src, level);
+                CHECK(memcmp(a, b, (size_t)nd * dsize) == 0);
+              }
+              free(src);
+              free(a);
+              free(b);
             }
-            size_t ssize = types > 0 ? 8 : 4, dsize = types == 1 ? 8 : 4;
-            int64_t ns = cells(x.src_dims), nd = cells(x.dst_dims);
-            /* Different fillers: a cell either variant skipped fails the comparison. */
-            unsigned char *src = malloc((size_t)ns * ssize), *a = malloc((size_t)nd * dsize),
-                          *b = malloc((size_t)nd * dsize);
-            memset(a, 0xaa, (size_t)nd * dsize);
-            for (int64_t i = 0; i < ns; i++) {
-              double v = (double)rand() / RAND_MAX * 4 - 2;
-              if (types > 0)
-                ((double *)src)[i] = v;
-              else
-                ((float *)src)[i] = (float)v;
-            }
-            strata__amr_xfer_cpu_isa(&x, a, src, 0);
-            for (int level = 1; level <= strata__amr_simd_available(); level++) {
-              memset(b, 0x55, (size_t)nd * dsize);
-              strata__amr_xfer_cpu_isa(&x, b, src, level);
-              CHECK(memcmp(a, b, (size_t)nd * dsize) == 0);
-            }
-            free(src);
-            free(a);
-            free(b);
-          }
 }
 
 int main(void)
