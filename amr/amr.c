@@ -526,23 +526,32 @@ static struct strata__amr_xfer family_xfer(const strata_amr *amr, int kind, int 
   return x;
 }
 
-/* `x` from every field of src into the same field of dst (StarPU-MPI). */
-static int xfer_fields(strata_amr *amr, const struct strata__amr_node *src,
-                       const struct strata__amr_node *dst, const struct strata__amr_xfer *x)
+/* Every field of parent p from its children (restriction) or of the
+ * children from p (prolongation): one task per field and family. */
+static int family_fields(strata_amr *amr, int kind, const struct strata__amr_node *p,
+                         struct strata__amr_node *const *kids)
 {
+  struct strata__amr_family fam = {.nchildren = 1 << amr->p.dim};
+  for (int o = 0; o < fam.nchildren; o++)
+    fam.x[o] = family_xfer(amr, kind, o);
   int ret = 0;
-  for (int f = 0; !ret && f < amr->p.nfields; f++)
-    ret = strata__amr_xfer_submit(amr->comm, src->h[f], dst->h[f], x);
+  for (int f = 0; !ret && f < amr->p.nfields; f++) {
+    starpu_data_handle_t h[8];
+    for (int o = 0; o < fam.nchildren; o++)
+      h[o] = kids[o]->h[f];
+    ret = strata__amr_family_submit(amr->comm, p->h[f], h, &fam);
+  }
   return ret;
 }
 
 static int refine_leaf(strata_amr *amr, struct strata__amr_node *n,
                        const strata_amr_problem *problem)
 {
+  struct strata__amr_node *kids[8];
   for (int o = 0; o < 1 << amr->p.dim; o++) {
     strata_amr_block cb;
     strata_amr_child(amr, &n->b, o, &cb);
-    struct strata__amr_node *c = strata__amr_add(amr, &cb);
+    struct strata__amr_node *c = kids[o] = strata__amr_add(amr, &cb);
     if (!c)
       return STRATA_ENOMEM;
     int ret = make_leaf(amr, c, n->rank);
@@ -550,12 +559,11 @@ static int refine_leaf(strata_amr *amr, struct strata__amr_node *n,
       ret = submit_fill(amr, c, problem);
     if (ret)
       return ret;
-    struct strata__amr_xfer x = family_xfer(amr, STRATA__AMR_PROLONG, o);
-    if (!problem && (ret = xfer_fields(amr, n, c, &x)) != 0)
-      return ret;
   }
-  drop_leaf(amr, n);
-  return 0;
+  int ret = problem ? 0 : family_fields(amr, STRATA__AMR_PROLONG, n, kids);
+  if (!ret)
+    drop_leaf(amr, n);
+  return ret;
 }
 
 static int coarsen_family(strata_amr *amr, struct strata__amr_node *p)
@@ -567,10 +575,8 @@ static int coarsen_family(strata_amr *amr, struct strata__amr_node *p)
     kids[o] = strata__amr_find(amr, &cb);
   }
   int ret = make_leaf(amr, p, kids[0]->rank);
-  for (int o = 0; !ret && o < 1 << amr->p.dim; o++) {
-    struct strata__amr_xfer x = family_xfer(amr, STRATA__AMR_RESTRICT, o);
-    ret = xfer_fields(amr, kids[o], p, &x);
-  }
+  if (!ret)
+    ret = family_fields(amr, STRATA__AMR_RESTRICT, p, kids);
   for (int o = 0; !ret && o < 1 << amr->p.dim; o++) {
     drop_leaf(amr, kids[o]);
     strata__amr_remove(amr, kids[o]);

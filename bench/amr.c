@@ -1,16 +1,20 @@
 /* AMR transfer benchmark: restriction (2x2x2 mean) and prolongation (linear,
  * one ghost layer) on float64 cubes of n^3 fine cells, n = 64, 128, 256.
  * Each is timed as one plain kernel call on the whole cube and as StarPU
- * tasks over 32^3-cell blocks (one task per block, blocks registered as
- * separate handles like AMR leaves), against memcpy moving the same traffic
- * (bytes read + written) in the same run. Kernels and memcpy alternate on
- * one thread before StarPU starts; each round of tasks follows one plain
- * kernel call and is waited for with strata_wait_all(). Run with
- * STARPU_NCPU=1 to compare the tasks like for like. Targets: kernel >= 0.6 x
- * memcpy, tasks >= 0.8 x kernel. Prints JSON with medians over the rounds;
- * the two ratios are medians of paired per-round ratios.
+ * tasks the way the AMR hierarchy submits them when it coarsens or refines:
+ * one task per family, a parent block and its eight children, all 32^3-cell
+ * blocks registered as separate handles like AMR leaves (the parents of
+ * prolongation with one ghost layer); (n/64)^3 tasks per round. Both
+ * against memcpy moving the same traffic (bytes read + written) in the same
+ * run. Kernels and memcpy alternate on one thread before StarPU starts; each
+ * round of tasks follows one plain kernel call and is waited for with
+ * strata_wait_all(). Buffers are 64-byte aligned, like StarPU's under
+ * Strata. Run with STARPU_NCPU=1 to compare the tasks like for like.
+ * Targets: kernel >= 0.6 x memcpy, tasks >= 0.8 x kernel. Prints JSON with
+ * medians over the rounds; the two ratios are medians of paired per-round
+ * ratios.
  *
- *   bench_amr [--rounds R] [--quick]   (--quick: n = 32, to check it runs)
+ *   bench_amr [--rounds R] [--quick]   (--quick: n = 64 only, to check it runs)
  */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -23,7 +27,7 @@
 #include "codelets.h"
 #include "kernels/amr_kernels.h"
 
-enum { BLOCK = 32 };
+enum { BLOCK = 32, FAMILY = 8 };
 
 /* A transfer between two cubes: restriction of fine n^3 into coarse
  * (n/2)^3, or prolongation of coarse (n/2 + 2)^3 (one ghost layer) into
@@ -46,9 +50,33 @@ static struct strata__amr_xfer cube_xfer(int kind, int64_t n)
 
 static int64_t cube(int64_t n) { return n * n * n; }
 
+/* Child `octant`'s transfer in a family of BLOCK^3 blocks: restricted
+ * into the parent's octant, or prolonged from the parent (one ghost layer:
+ * the child's fine cells start 2 + half BLOCK fine cells in). */
+static struct strata__amr_xfer family_xfer(int kind, int octant)
+{
+  struct strata__amr_xfer x = {.kind = kind, .dim = 3, .factor = 2, .is_double = 1};
+  for (int a = 0; a < 3; a++) {
+    int64_t half = (octant >> a) & 1;
+    if (kind == STRATA__AMR_RESTRICT) {
+      x.count[a] = BLOCK / 2;
+      x.dst_dims[a] = x.src_dims[a] = BLOCK;
+      x.dst_start[a] = half * BLOCK / 2;
+    } else {
+      x.count[a] = x.dst_dims[a] = BLOCK;
+      x.src_dims[a] = BLOCK + 2;
+      x.src_start[a] = 2 + half * BLOCK;
+    }
+  }
+  return x;
+}
+
+static int64_t cells(const int64_t dims[3]) { return dims[0] * dims[1] * dims[2]; }
+
 static double *filled(int64_t count)
 {
-  double *a = malloc((size_t)count * sizeof *a);
+  size_t bytes = ((size_t)count * sizeof(double) + 63) / 64 * 64;
+  double *a = aligned_alloc(64, bytes);
   for (int64_t i = 0; i < count; i++)
     a[i] = (double)(i % 1009) * 0.001;
   return a;
@@ -67,12 +95,11 @@ struct plain {
 static struct plain time_plain(int kind, int64_t n, int rounds)
 {
   struct strata__amr_xfer x = cube_xfer(kind, n);
-  int64_t nsrc = x.src_dims[0] * x.src_dims[1] * x.src_dims[2];
-  int64_t ndst = x.dst_dims[0] * x.dst_dims[1] * x.dst_dims[2];
+  int64_t nsrc = cells(x.src_dims), ndst = cells(x.dst_dims);
   struct plain p = {kind, n, (nsrc + ndst) * (int64_t)sizeof(double), 0, 0, 0};
   size_t half = (size_t)p.bytes / 2; /* memcpy reads and writes half the traffic each */
   double *src = filled(nsrc), *dst = filled(ndst);
-  char *a = malloc(half), *b = malloc(half);
+  char *a = aligned_alloc(64, (half + 63) / 64 * 64), *b = aligned_alloc(64, (half + 63) / 64 * 64);
   memset(a, 1, half);
   memset(b, 2, half);
   double *t = malloc((size_t)(3 * rounds) * sizeof *t), *tk = t, *tc = t + rounds,
@@ -100,40 +127,43 @@ static struct plain time_plain(int kind, int64_t n, int rounds)
   return p;
 }
 
-/* One task per BLOCK^3 block over the cube, blocks as separate handles,
- * alternating round by round with the plain kernel on the whole cube (on
- * the main thread, while the idle worker yields its core): medians of the
- * task times and of the paired ratios kernel / tasks. */
+/* One task per family over the cube, alternating round by round with the
+ * plain kernel on the whole cube (on the main thread, while the idle worker
+ * yields its core): medians of the task times and of the paired ratios
+ * kernel / tasks. */
 struct tasks {
   double seconds, vs_kernel;
+  int64_t count;
 };
 
 static struct tasks time_tasks(int kind, int64_t n, int rounds)
 {
-  int64_t nb = cube(n / BLOCK);
-  struct strata__amr_xfer x = cube_xfer(kind, BLOCK), whole = cube_xfer(kind, n);
-  int64_t nsrc = x.src_dims[0] * x.src_dims[1] * x.src_dims[2];
-  int64_t ndst = x.dst_dims[0] * x.dst_dims[1] * x.dst_dims[2];
-  double *cube_src = filled(whole.src_dims[0] * whole.src_dims[1] * whole.src_dims[2]);
-  double *cube_dst = filled(whole.dst_dims[0] * whole.dst_dims[1] * whole.dst_dims[2]);
-  double **bufs = malloc((size_t)(2 * nb) * sizeof *bufs);
-  starpu_data_handle_t *h = malloc((size_t)(2 * nb) * sizeof *h);
-  for (int64_t i = 0; i < nb; i++) {
-    bufs[2 * i] = filled(nsrc);
-    bufs[2 * i + 1] = filled(ndst);
-    starpu_vector_data_register(&h[2 * i], STARPU_MAIN_RAM, (uintptr_t)bufs[2 * i], (uint32_t)nsrc,
+  const int64_t nfam = cube(n / (2 * BLOCK));
+  struct strata__amr_family fam = {.nchildren = FAMILY};
+  for (int o = 0; o < FAMILY; o++)
+    fam.x[o] = family_xfer(kind, o);
+  struct strata__amr_xfer whole = cube_xfer(kind, n);
+  const int64_t nparent = kind == STRATA__AMR_RESTRICT ? cube(BLOCK) : cube(BLOCK + 2);
+  double *cube_src = filled(cells(whole.src_dims)), *cube_dst = filled(cells(whole.dst_dims));
+  const int64_t nbufs = nfam * (1 + FAMILY);
+  double **bufs = malloc((size_t)nbufs * sizeof *bufs);
+  starpu_data_handle_t *h = malloc((size_t)nbufs * sizeof *h); /* parent, then its children */
+  for (int64_t i = 0; i < nbufs; i++) {
+    int64_t count = i % (1 + FAMILY) ? cube(BLOCK) : nparent;
+    bufs[i] = filled(count);
+    starpu_vector_data_register(&h[i], STARPU_MAIN_RAM, (uintptr_t)bufs[i], (uint32_t)count,
                                 sizeof(double));
-    starpu_vector_data_register(&h[2 * i + 1], STARPU_MAIN_RAM, (uintptr_t)bufs[2 * i + 1],
-                                (uint32_t)ndst, sizeof(double));
   }
   double *t = malloc((size_t)(2 * rounds) * sizeof *t), *ratio = t + rounds;
   for (int r = -1; r < rounds; r++) { /* round -1 warms up */
     double t0 = bench_now();
     strata__amr_xfer_cpu(&whole, cube_dst, cube_src);
     double t1 = bench_now();
-    for (int64_t i = 0; i < nb; i++)
-      if (strata__amr_xfer_submit(MPI_COMM_NULL, h[2 * i], h[2 * i + 1], &x) != 0)
+    for (int64_t f = 0; f < nfam; f++) {
+      starpu_data_handle_t *family = h + f * (1 + FAMILY);
+      if (strata__amr_family_submit(MPI_COMM_NULL, family[0], family + 1, &fam) != 0)
         fprintf(stderr, "bench_amr: submission failed\n");
+    }
     strata_wait_all();
     double t2 = bench_now();
     if (r >= 0) {
@@ -141,8 +171,8 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds)
       ratio[r] = (t1 - t0) / (t2 - t1);
     }
   }
-  struct tasks m = {bench_median(t, rounds), bench_median(ratio, rounds)};
-  for (int64_t i = 0; i < 2 * nb; i++) {
+  struct tasks m = {bench_median(t, rounds), bench_median(ratio, rounds), nfam};
+  for (int64_t i = 0; i < nbufs; i++) {
     starpu_data_unregister(h[i]);
     free(bufs[i]);
   }
@@ -162,6 +192,7 @@ static cJSON *bench_case(const struct plain *c, int rounds)
   cJSON_AddStringToObject(row, "op", c->kind == STRATA__AMR_RESTRICT ? "restrict" : "prolong");
   cJSON_AddNumberToObject(row, "n", (double)c->n);
   cJSON_AddNumberToObject(row, "traffic_bytes", b);
+  cJSON_AddNumberToObject(row, "tasks", (double)tt.count);
   cJSON_AddNumberToObject(row, "kernel_gbs", b / c->kernel * 1e-9);
   cJSON_AddNumberToObject(row, "memcpy_gbs", b / c->copy * 1e-9);
   cJSON_AddNumberToObject(row, "tasks_gbs", b / tt.seconds * 1e-9);
@@ -180,7 +211,7 @@ int main(int argc, char **argv)
   int ncases = 0;
   for (int k = 0; k < (quick ? 1 : 3); k++)
     for (int kind = STRATA__AMR_RESTRICT; kind <= STRATA__AMR_PROLONG; kind++)
-      cases[ncases++] = time_plain(kind, quick ? 32 : sizes[k], rounds);
+      cases[ncases++] = time_plain(kind, sizes[k], rounds);
   strata_config cfg;
   strata_config_init(&cfg);
   cfg.yield_when_idle = 1; /* the paired plain kernels run beside the idle worker */

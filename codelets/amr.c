@@ -3,6 +3,7 @@
  * kernel entry), ghost-layer extrapolation at domain boundaries, and the
  * initial-conditions fill. History-based perf models keyed on the shape of
  * the work. */
+#include <stddef.h>
 #include <string.h>
 
 #include "codelets.h"
@@ -12,6 +13,20 @@ static void xfer_cpu(void *buffers[], void *cl_arg)
 {
   strata__amr_xfer_cpu(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
                        (const void *)STARPU_VECTOR_GET_PTR(buffers[0]));
+}
+
+/* Buffer 0 the parent, 1 + o child o. */
+static void family_cpu(void *buffers[], void *cl_arg)
+{
+  const struct strata__amr_family *f = cl_arg;
+  void *parent = (void *)STARPU_VECTOR_GET_PTR(buffers[0]);
+  for (int o = 0; o < f->nchildren; o++) {
+    void *child = (void *)STARPU_VECTOR_GET_PTR(buffers[1 + o]);
+    if (f->x[o].kind == STRATA__AMR_RESTRICT)
+      strata__amr_xfer_cpu(&f->x[o], parent, child);
+    else
+      strata__amr_xfer_cpu(&f->x[o], child, parent);
+  }
 }
 
 static void boundary_cpu(void *buffers[], void *cl_arg)
@@ -25,6 +40,19 @@ static void xfer_cuda(void *buffers[], void *cl_arg)
   strata__amr_xfer_cuda(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
                         (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
                         starpu_cuda_get_local_stream());
+}
+
+static void family_cuda(void *buffers[], void *cl_arg)
+{
+  const struct strata__amr_family *f = cl_arg;
+  void *parent = (void *)STARPU_VECTOR_GET_PTR(buffers[0]);
+  for (int o = 0; o < f->nchildren; o++) {
+    void *child = (void *)STARPU_VECTOR_GET_PTR(buffers[1 + o]);
+    if (f->x[o].kind == STRATA__AMR_RESTRICT)
+      strata__amr_xfer_cuda(&f->x[o], parent, child, starpu_cuda_get_local_stream());
+    else
+      strata__amr_xfer_cuda(&f->x[o], child, parent, starpu_cuda_get_local_stream());
+  }
 }
 
 static void boundary_cuda(void *buffers[], void *cl_arg)
@@ -66,14 +94,21 @@ static void fill_cpu(void *buffers[], void *cl_arg)
       }
 }
 
-static uint32_t xfer_footprint(struct starpu_task *task)
+static uint32_t xfer_hash(const struct strata__amr_xfer *x)
 {
-  const struct strata__amr_xfer *x = task->cl_arg;
   uint32_t h =
       starpu_hash_crc32c_be((uint32_t)(x->factor * 4 + x->is_double * 2 + x->dst_float), 0);
   for (int d = 0; d < 3; d++)
     h = starpu_hash_crc32c_be((uint32_t)x->count[d], h);
   return h;
+}
+
+static uint32_t xfer_footprint(struct starpu_task *task) { return xfer_hash(task->cl_arg); }
+
+static uint32_t family_footprint(struct starpu_task *task)
+{
+  const struct strata__amr_family *f = task->cl_arg;
+  return starpu_hash_crc32c_be((uint32_t)f->nchildren, xfer_hash(&f->x[0]));
 }
 
 static uint32_t block_footprint(struct starpu_task *task)
@@ -84,19 +119,27 @@ static uint32_t block_footprint(struct starpu_task *task)
 
 static struct starpu_perfmodel copy_model = {
     .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_copy", .footprint = xfer_footprint};
-static struct starpu_perfmodel restrict_model = {
+static struct starpu_perfmodel restrictingmodel = {
     .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_restrict", .footprint = xfer_footprint};
 static struct starpu_perfmodel prolong_model = {
     .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_prolong", .footprint = xfer_footprint};
+static struct starpu_perfmodel restrictingfamily_model = {.type = STARPU_HISTORY_BASED,
+                                                          .symbol = "strata_amr_restrictingfamily",
+                                                          .footprint = family_footprint};
+static struct starpu_perfmodel prolong_family_model = {.type = STARPU_HISTORY_BASED,
+                                                       .symbol = "strata_amr_prolong_family",
+                                                       .footprint = family_footprint};
 static struct starpu_perfmodel boundary_model = {
     .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_boundary", .footprint = block_footprint};
 static struct starpu_perfmodel fill_model = {
     .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_fill", .footprint = block_footprint};
 
 #if STRATA__USE_CUDA
-#define XFER_CUDA .cuda_funcs = {xfer_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#define XFER_CUDA   .cuda_funcs = {xfer_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#define FAMILY_CUDA .cuda_funcs = {family_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC},
 #else
 #define XFER_CUDA
+#define FAMILY_CUDA
 #endif
 #define XFER_CODELET(kind_name, perf, trace_color)                                                 \
   {                                                                                                \
@@ -107,8 +150,19 @@ static struct starpu_perfmodel fill_model = {
 /* Indexed by enum strata__amr_kind. */
 static struct starpu_codelet xfer_cl[] = {
     XFER_CODELET("strata_amr_copy", copy_model, 0x74c476),
-    XFER_CODELET("strata_amr_restrict", restrict_model, 0x238b45),
+    XFER_CODELET("strata_amr_restrict", restrictingmodel, 0x238b45),
     XFER_CODELET("strata_amr_prolong", prolong_model, 0x00441b),
+};
+
+/* Restriction and prolongation families; modes per task. */
+#define FAMILY_CODELET(kind_name, perf, trace_color)                                               \
+  {                                                                                                \
+    .name = kind_name, .cpu_funcs = {family_cpu}, FAMILY_CUDA.nbuffers = STARPU_VARIABLE_NBUFFERS, \
+    .model = &perf, .color = trace_color                                                           \
+  }
+static struct starpu_codelet family_cl[] = {
+    FAMILY_CODELET("strata_amr_restrictingfamily", restrictingfamily_model, 0x238b45),
+    FAMILY_CODELET("strata_amr_prolong_family", prolong_family_model, 0x00441b),
 };
 
 static struct starpu_codelet boundary_cl = {
@@ -133,13 +187,15 @@ static struct starpu_codelet fill_cl = {
     .model = &fill_model,
 };
 
-/* Local or StarPU-MPI insertion with the codelet's own modes. */
+/* Local or StarPU-MPI insertion, with the codelet's own modes unless
+ * `modes` is given. */
 static int submit(MPI_Comm comm, struct starpu_codelet *cl, const void *arg, size_t size,
-                  int nbuffers, const starpu_data_handle_t *h)
+                  int nbuffers, const starpu_data_handle_t *h,
+                  const enum starpu_data_access_mode *modes)
 {
   if (comm == MPI_COMM_NULL)
-    return strata__submit_copy_arg(cl, arg, size, nbuffers, h, NULL);
-  return strata__mpi_submit_copy_arg(comm, cl, arg, size, nbuffers, h, cl->modes);
+    return strata__submit_copy_arg(cl, arg, size, nbuffers, h, modes);
+  return strata__mpi_submit_copy_arg(comm, cl, arg, size, nbuffers, h, modes ? modes : cl->modes);
 }
 
 int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data_handle_t dst,
@@ -148,17 +204,38 @@ int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data
   if (x->kind < STRATA__AMR_COPY || x->kind > STRATA__AMR_PROLONG)
     return STRATA_EINVAL;
   starpu_data_handle_t h[2] = {src, dst};
-  return submit(comm, &xfer_cl[x->kind], x, sizeof *x, 2, h);
+  return submit(comm, &xfer_cl[x->kind], x, sizeof *x, 2, h, NULL);
+}
+
+int strata__amr_family_submit(MPI_Comm comm, starpu_data_handle_t parent,
+                              const starpu_data_handle_t *children,
+                              const struct strata__amr_family *f)
+{
+  const int n = f->nchildren, kind = n >= 1 ? f->x[0].kind : -1;
+  if (n < 1 || n > 8 || (kind != STRATA__AMR_RESTRICT && kind != STRATA__AMR_PROLONG))
+    return STRATA_EINVAL;
+  const int restricting = kind == STRATA__AMR_RESTRICT;
+  starpu_data_handle_t h[9] = {parent};
+  enum starpu_data_access_mode modes[9] = {restricting ? STARPU_RW : STARPU_R};
+  for (int o = 0; o < n; o++) {
+    if (f->x[o].kind != kind)
+      return STRATA_EINVAL;
+    h[1 + o] = children[o];
+    modes[1 + o] = restricting ? STARPU_R : STARPU_RW;
+  }
+  /* only the used transfers travel with the task */
+  const size_t size = offsetof(struct strata__amr_family, x) + (size_t)n * sizeof f->x[0];
+  return submit(comm, &family_cl[restricting ? 0 : 1], f, size, n + 1, h, modes);
 }
 
 int strata__amr_boundary_submit(MPI_Comm comm, starpu_data_handle_t block,
                                 const struct strata__amr_boundary *b)
 {
-  return submit(comm, &boundary_cl, b, sizeof *b, 1, &block);
+  return submit(comm, &boundary_cl, b, sizeof *b, 1, &block, NULL);
 }
 
 int strata__amr_fill_submit(MPI_Comm comm, starpu_data_handle_t block,
                             const struct strata__amr_fill *f)
 {
-  return submit(comm, &fill_cl, f, sizeof *f, 1, &block);
+  return submit(comm, &fill_cl, f, sizeof *f, 1, &block, NULL);
 }

@@ -11,6 +11,7 @@
 #include <strata/shard.h>
 #include <strata/types.h>
 
+#include "kernels/amr_kernels.h"
 #include "kernels/ndarray_kernels.h"
 #include "strata_build_config.h"
 
@@ -44,6 +45,11 @@ void strata__codelets_stop(void);
 
 /* Fill the merge codelet tables (called by strata__codelets_start). */
 void strata__merge_codelets_init(void);
+
+/* Most handles of one task on Strata's insert paths: above
+ * STARPU_NMAXBUFS, STARPU_VARIABLE_NBUFFERS codelets only (the task gets
+ * StarPU's dynamic handle and mode arrays). */
+#define STRATA__MAX_BUFFERS 16
 
 /* Strata's task insert path: one task of `cl` on `handles` with the
  * codelet's modes (or `modes` when non-NULL, required for
@@ -157,13 +163,25 @@ int strata__bubbles_submit(starpu_data_handle_t prob, starpu_data_handle_t table
  * and CUDA needs). */
 uint64_t strata__bubbles_scratch_bytes(int64_t n);
 
-struct strata__amr_xfer;
 struct strata__amr_boundary;
 /* dst (RW, vector) gets a region copied, restricted or prolonged from src
  * (R, vector) as `x` says (kernels/amr_kernels.h); on `comm` when the
  * handles are registered with StarPU-MPI, else (MPI_COMM_NULL) locally. */
 int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data_handle_t dst,
                             const struct strata__amr_xfer *x);
+
+/* The transfers between one parent block and its children as one task:
+ * child o restricted into the parent (children R, parent RW) or prolonged
+ * from it (parent R, children RW) as x[o] says, for o < nchildren (at most
+ * 8, all of one kind). On `comm` the task runs where the parent (restriction)
+ * or the first child (prolongation) lives. */
+struct strata__amr_family {
+  int nchildren;
+  struct strata__amr_xfer x[8];
+};
+int strata__amr_family_submit(MPI_Comm comm, starpu_data_handle_t parent,
+                              const starpu_data_handle_t *children,
+                              const struct strata__amr_family *f);
 
 /* Linear extrapolation into the ghost layers of `block` (RW). */
 int strata__amr_boundary_submit(MPI_Comm comm, starpu_data_handle_t block,

@@ -19,7 +19,8 @@ static int submit(struct starpu_codelet *cl, void *cl_arg, size_t cl_arg_size, i
                   int nbuffers, const starpu_data_handle_t *handles,
                   const enum starpu_data_access_mode *modes)
 {
-  int bad = nbuffers < 0 || nbuffers > STARPU_NMAXBUFS;
+  int bad = nbuffers < 0 || nbuffers > STRATA__MAX_BUFFERS ||
+            (nbuffers > STARPU_NMAXBUFS && (!modes || cl->nbuffers != STARPU_VARIABLE_NBUFFERS));
   int captured =
       bad ? 0 : strata__capture_task(cl, cl_arg, cl_arg_size, free_arg, nbuffers, handles, modes);
   if (captured)
@@ -35,10 +36,21 @@ static int submit(struct starpu_codelet *cl, void *cl_arg, size_t cl_arg_size, i
   task->cl_arg_size = cl_arg_size;
   task->cl_arg_free = free_arg;
   task->nbuffers = nbuffers;
+  starpu_data_handle_t *h = task->handles;
+  enum starpu_data_access_mode *m = task->modes;
+  if (nbuffers > STARPU_NMAXBUFS) { /* StarPU frees these with the task */
+    h = task->dyn_handles = malloc((size_t)nbuffers * sizeof *h);
+    m = task->dyn_modes = malloc((size_t)nbuffers * sizeof *m);
+    if (!h || !m) {
+      task->destroy = 0;
+      starpu_task_destroy(task);
+      return STRATA_ENOMEM;
+    }
+  }
   for (int i = 0; i < nbuffers; i++) {
-    task->handles[i] = handles[i];
+    h[i] = handles[i];
     if (modes)
-      task->modes[i] = modes[i];
+      m[i] = modes[i];
   }
   int ret = starpu_task_submit(task);
   if (ret != 0) {
@@ -76,9 +88,9 @@ int strata__mpi_submit_copy_arg(MPI_Comm comm, struct starpu_codelet *cl, const 
                                 size_t size, int nbuffers, const starpu_data_handle_t *handles,
                                 const enum starpu_data_access_mode *modes)
 {
-  if (nbuffers < 1 || nbuffers > STARPU_NMAXBUFS)
+  if (nbuffers < 1 || nbuffers > STRATA__MAX_BUFFERS)
     return STRATA_EINVAL;
-  struct starpu_data_descr descr[STARPU_NMAXBUFS];
+  struct starpu_data_descr descr[STRATA__MAX_BUFFERS];
   int exec_rank = -1, me;
   MPI_Comm_rank(comm, &me);
   for (int i = 0; i < nbuffers; i++) {
