@@ -15,18 +15,24 @@ static void xfer_cpu(void *buffers[], void *cl_arg)
                        (const void *)STARPU_VECTOR_GET_PTR(buffers[0]));
 }
 
-/* Buffer 0 the parent, 1 + o child o. */
-static void family_cpu(void *buffers[], void *cl_arg)
+/* Each transfer of a family task (buffer 0 the parent, 1 + o child o),
+ * from the child into the parent or the other way round. */
+static void each_in_family(void *buffers[], const struct strata__amr_family *f,
+                           void (*xfer)(const struct strata__amr_xfer *, void *, const void *))
 {
-  const struct strata__amr_family *f = cl_arg;
   void *parent = (void *)STARPU_VECTOR_GET_PTR(buffers[0]);
   for (int o = 0; o < f->nchildren; o++) {
     void *child = (void *)STARPU_VECTOR_GET_PTR(buffers[1 + o]);
     if (f->x[o].kind == STRATA__AMR_RESTRICT)
-      strata__amr_xfer_cpu(&f->x[o], parent, child);
+      xfer(&f->x[o], parent, child);
     else
-      strata__amr_xfer_cpu(&f->x[o], child, parent);
+      xfer(&f->x[o], child, parent);
   }
+}
+
+static void family_cpu(void *buffers[], void *cl_arg)
+{
+  each_in_family(buffers, cl_arg, strata__amr_xfer_cpu);
 }
 
 static void boundary_cpu(void *buffers[], void *cl_arg)
@@ -42,17 +48,14 @@ static void xfer_cuda(void *buffers[], void *cl_arg)
                         starpu_cuda_get_local_stream());
 }
 
+static void xfer_on_local_stream(const struct strata__amr_xfer *x, void *dst, const void *src)
+{
+  strata__amr_xfer_cuda(x, dst, src, starpu_cuda_get_local_stream());
+}
+
 static void family_cuda(void *buffers[], void *cl_arg)
 {
-  const struct strata__amr_family *f = cl_arg;
-  void *parent = (void *)STARPU_VECTOR_GET_PTR(buffers[0]);
-  for (int o = 0; o < f->nchildren; o++) {
-    void *child = (void *)STARPU_VECTOR_GET_PTR(buffers[1 + o]);
-    if (f->x[o].kind == STRATA__AMR_RESTRICT)
-      strata__amr_xfer_cuda(&f->x[o], parent, child, starpu_cuda_get_local_stream());
-    else
-      strata__amr_xfer_cuda(&f->x[o], child, parent, starpu_cuda_get_local_stream());
-  }
+  each_in_family(buffers, cl_arg, xfer_on_local_stream);
 }
 
 static void boundary_cuda(void *buffers[], void *cl_arg)
