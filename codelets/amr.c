@@ -122,13 +122,13 @@ static uint32_t block_footprint(struct starpu_task *task)
 
 static struct starpu_perfmodel copy_model = {
     .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_copy", .footprint = xfer_footprint};
-static struct starpu_perfmodel restrictingmodel = {
+static struct starpu_perfmodel restrict_model = {
     .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_restrict", .footprint = xfer_footprint};
 static struct starpu_perfmodel prolong_model = {
     .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_prolong", .footprint = xfer_footprint};
-static struct starpu_perfmodel restrictingfamily_model = {.type = STARPU_HISTORY_BASED,
-                                                          .symbol = "strata_amr_restrictingfamily",
-                                                          .footprint = family_footprint};
+static struct starpu_perfmodel restrict_family_model = {.type = STARPU_HISTORY_BASED,
+                                                        .symbol = "strata_amr_restrict_family",
+                                                        .footprint = family_footprint};
 static struct starpu_perfmodel prolong_family_model = {.type = STARPU_HISTORY_BASED,
                                                        .symbol = "strata_amr_prolong_family",
                                                        .footprint = family_footprint};
@@ -153,7 +153,7 @@ static struct starpu_perfmodel fill_model = {
 /* Indexed by enum strata__amr_kind. */
 static struct starpu_codelet xfer_cl[] = {
     XFER_CODELET("strata_amr_copy", copy_model, 0x74c476),
-    XFER_CODELET("strata_amr_restrict", restrictingmodel, 0x238b45),
+    XFER_CODELET("strata_amr_restrict", restrict_model, 0x238b45),
     XFER_CODELET("strata_amr_prolong", prolong_model, 0x00441b),
 };
 
@@ -164,7 +164,7 @@ static struct starpu_codelet xfer_cl[] = {
     .model = &perf, .color = trace_color                                                           \
   }
 static struct starpu_codelet family_cl[] = {
-    FAMILY_CODELET("strata_amr_restrictingfamily", restrictingfamily_model, 0x238b45),
+    FAMILY_CODELET("strata_amr_restrict_family", restrict_family_model, 0x238b45),
     FAMILY_CODELET("strata_amr_prolong_family", prolong_family_model, 0x00441b),
 };
 
