@@ -10,6 +10,7 @@
 #include <strata/amr.h>
 
 #include "amr_check.h"
+#include "codelets.h"
 
 static const double coef[4] = {0.25, 1.5, -2.0, 0.75};
 
@@ -308,6 +309,74 @@ static void test_distribution(void)
   CHECK_EQ(strata_amr_destroy(amr), 0);
 }
 
+/* One family task on local handles (9 of them: past STARPU_NMAXBUFS):
+ * eight constant 4^3 children restricted into the octants of a parent,
+ * then prolonged back (constants are exact); malformed families refused. */
+static void test_family_task(void)
+{
+  enum { M = 4, CELLS = M * M * M };
+  double kid[8][CELLS], parent[CELLS];
+  starpu_data_handle_t hk[8], hp;
+  struct strata__amr_family restrict_all = {.nchildren = 8}, prolong_one = {.nchildren = 1};
+  for (int o = 0; o < 8; o++) {
+    for (int i = 0; i < CELLS; i++)
+      kid[o][i] = o + 1;
+    starpu_vector_data_register(&hk[o], STARPU_MAIN_RAM, (uintptr_t)kid[o], CELLS, sizeof(double));
+    struct strata__amr_xfer *x = &restrict_all.x[o];
+    *x = (struct strata__amr_xfer){
+        .kind = STRATA__AMR_RESTRICT, .dim = 3, .factor = 2, .is_double = 1};
+    for (int a = 0; a < 3; a++) {
+      x->count[a] = M / 2;
+      x->dst_dims[a] = x->src_dims[a] = M;
+      x->dst_start[a] = ((o >> a) & 1) * M / 2;
+    }
+  }
+  starpu_vector_data_register(&hp, STARPU_MAIN_RAM, (uintptr_t)parent, CELLS, sizeof(double));
+  CHECK_EQ(strata__amr_family_submit(MPI_COMM_NULL, hp, hk, &restrict_all), 0);
+  /* then child 7 from the parent's octant 7, fine cells whose stencils stay
+   * inside that octant (constant 8) */
+  struct strata__amr_xfer *x = &prolong_one.x[0];
+  *x =
+      (struct strata__amr_xfer){.kind = STRATA__AMR_PROLONG, .dim = 3, .factor = 2, .is_double = 1};
+  for (int a = 0; a < 3; a++) {
+    x->count[a] = 2;
+    x->dst_dims[a] = x->src_dims[a] = M;
+    x->src_start[a] = M + 1;
+  }
+  CHECK_EQ(strata_wait_all(), 0);
+  for (int o = 0; o < 8; o++)
+    for (int z = 0; z < M / 2; z++)
+      for (int y = 0; y < M / 2; y++)
+        for (int i = 0; i < M / 2; i++) {
+          int at = (((o >> 2) & 1) * M / 2 + z) * M * M + (((o >> 1) & 1) * M / 2 + y) * M +
+                   (o & 1) * M / 2 + i;
+          CHECK(parent[at] == o + 1);
+        }
+  CHECK_EQ(starpu_data_acquire(hk[7], STARPU_W), 0);
+  memset(kid[7], 0, sizeof kid[7]);
+  starpu_data_release(hk[7]);
+  CHECK_EQ(strata__amr_family_submit(MPI_COMM_NULL, hp, &hk[7], &prolong_one), 0);
+  CHECK_EQ(strata_wait_all(), 0);
+  for (int z = 0; z < 2; z++)
+    for (int y = 0; y < 2; y++)
+      for (int i = 0; i < 2; i++)
+        CHECK(kid[7][(z * M + y) * M + i] == 8);
+  struct strata__amr_family bad = restrict_all;
+  bad.nchildren = 0;
+  CHECK_EQ(strata__amr_family_submit(MPI_COMM_NULL, hp, hk, &bad), STRATA_EINVAL);
+  bad.nchildren = 9;
+  CHECK_EQ(strata__amr_family_submit(MPI_COMM_NULL, hp, hk, &bad), STRATA_EINVAL);
+  bad.nchildren = 8;
+  bad.x[3].kind = STRATA__AMR_PROLONG;
+  CHECK_EQ(strata__amr_family_submit(MPI_COMM_NULL, hp, hk, &bad), STRATA_EINVAL);
+  for (int o = 0; o < 8; o++)
+    bad.x[o].kind = STRATA__AMR_COPY;
+  CHECK_EQ(strata__amr_family_submit(MPI_COMM_NULL, hp, hk, &bad), STRATA_EINVAL);
+  for (int o = 0; o < 8; o++)
+    starpu_data_unregister(hk[o]);
+  starpu_data_unregister(hp);
+}
+
 int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
@@ -318,6 +387,7 @@ int main(int argc, char **argv)
   test_linear(3, STRATA_FLOAT64);
   test_linear(3, STRATA_FLOAT32);
   test_conservation();
+  test_family_task();
   strata_finalize();
   return check_status();
 }
