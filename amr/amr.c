@@ -506,26 +506,6 @@ static int can_coarsen(strata_amr *amr, const strata_amr_block *p)
   return visit_neighbors(amr, p, too_fine, &chk) == 0;
 }
 
-/* The transfer between a parent and its child `octant`, both whole block
- * arrays: the child's interior prolonged from the parent (which reads one
- * parent ghost layer), or restricted into the parent's octant. */
-static struct strata__amr_xfer family_xfer(const strata_amr *amr, int kind, int octant)
-{
-  const int64_t m = amr->p.block_cells, g = amr->p.ghost_depth, side = strata__amr_side(amr);
-  struct strata__amr_xfer x = {
-      .kind = kind, .dim = amr->p.dim, .factor = 2, .is_double = is_double(amr)};
-  for (int a = 0; a < 3; a++) {
-    int used = a < amr->p.dim, half = (octant >> a) & 1;
-    x.count[a] = !used ? 1 : kind == STRATA__AMR_PROLONG ? m : m / 2;
-    x.dst_dims[a] = x.src_dims[a] = used ? side : 1;
-    if (!used)
-      continue;
-    x.dst_start[a] = kind == STRATA__AMR_PROLONG ? g : g + half * m / 2;
-    x.src_start[a] = kind == STRATA__AMR_PROLONG ? 2 * g + half * m : g;
-  }
-  return x;
-}
-
 /* Every field of parent p from its children (restriction) or of the
  * children from p (prolongation): one task per field and family. */
 static int family_fields(strata_amr *amr, int kind, const struct strata__amr_node *p,
@@ -533,7 +513,8 @@ static int family_fields(strata_amr *amr, int kind, const struct strata__amr_nod
 {
   struct strata__amr_family fam = {.nchildren = 1 << amr->p.dim};
   for (int o = 0; o < fam.nchildren; o++)
-    fam.x[o] = family_xfer(amr, kind, o);
+    fam.x[o] = strata__amr_family_xfer(kind, amr->p.dim, amr->p.block_cells, amr->p.ghost_depth, o,
+                                       is_double(amr));
   int ret = 0;
   for (int f = 0; !ret && f < amr->p.nfields; f++) {
     starpu_data_handle_t h[8];

@@ -2,9 +2,9 @@
  * one ghost layer) on float64 cubes of n^3 fine cells, n = 64, 128, 256.
  * Each is timed as one plain kernel call on the whole cube and as StarPU
  * tasks the way the AMR hierarchy submits them when it coarsens or refines:
- * one task per family, a parent block and its eight children, all 32^3-cell
- * blocks registered as separate handles like AMR leaves (the parents of
- * prolongation with one ghost layer); (n/64)^3 tasks per round. Both
+ * one task per family, a parent block and its eight children, 32^3-cell
+ * blocks with one ghost layer registered as separate handles like AMR
+ * leaves; (n/64)^3 tasks per round. Both
  * against memcpy moving the same traffic (bytes read + written) in the same
  * run. Kernels and memcpy alternate on one thread before StarPU starts; each
  * round of tasks follows one plain kernel call and is waited for with
@@ -27,7 +27,7 @@
 #include "codelets.h"
 #include "kernels/amr_kernels.h"
 
-enum { BLOCK = 32, FAMILY = 8 };
+enum { BLOCK = 32, GHOST = 1, FAMILY = 8 };
 
 /* A transfer between two cubes: restriction of fine n^3 into coarse
  * (n/2)^3, or prolongation of coarse (n/2 + 2)^3 (one ghost layer) into
@@ -50,33 +50,14 @@ static struct strata__amr_xfer cube_xfer(int kind, int64_t n)
 
 static int64_t cube(int64_t n) { return n * n * n; }
 
-/* Child `octant`'s transfer in a family of BLOCK^3 blocks: restricted
- * into the parent's octant, or prolonged from the parent (one ghost layer:
- * the child's fine cells start 2 + half BLOCK fine cells in). */
-static struct strata__amr_xfer family_xfer(int kind, int octant)
-{
-  struct strata__amr_xfer x = {.kind = kind, .dim = 3, .factor = 2, .is_double = 1};
-  for (int a = 0; a < 3; a++) {
-    int64_t half = (octant >> a) & 1;
-    if (kind == STRATA__AMR_RESTRICT) {
-      x.count[a] = BLOCK / 2;
-      x.dst_dims[a] = x.src_dims[a] = BLOCK;
-      x.dst_start[a] = half * BLOCK / 2;
-    } else {
-      x.count[a] = x.dst_dims[a] = BLOCK;
-      x.src_dims[a] = BLOCK + 2;
-      x.src_start[a] = 2 + half * BLOCK;
-    }
-  }
-  return x;
-}
-
 static int64_t cells(const int64_t dims[3]) { return dims[0] * dims[1] * dims[2]; }
+
+/* On a cache line, like the buffers StarPU allocates under Strata. */
+static void *aligned(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
 
 static double *filled(int64_t count)
 {
-  size_t bytes = ((size_t)count * sizeof(double) + 63) / 64 * 64;
-  double *a = aligned_alloc(64, bytes);
+  double *a = aligned((size_t)count * sizeof *a);
   for (int64_t i = 0; i < count; i++)
     a[i] = (double)(i % 1009) * 0.001;
   return a;
@@ -99,7 +80,7 @@ static struct plain time_plain(int kind, int64_t n, int rounds)
   struct plain p = {kind, n, (nsrc + ndst) * (int64_t)sizeof(double), 0, 0, 0};
   size_t half = (size_t)p.bytes / 2; /* memcpy reads and writes half the traffic each */
   double *src = filled(nsrc), *dst = filled(ndst);
-  char *a = aligned_alloc(64, (half + 63) / 64 * 64), *b = aligned_alloc(64, (half + 63) / 64 * 64);
+  char *a = aligned(half), *b = aligned(half);
   memset(a, 1, half);
   memset(b, 2, half);
   double *t = malloc((size_t)(3 * rounds) * sizeof *t), *tk = t, *tc = t + rounds,
@@ -141,18 +122,16 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds)
   const int64_t nfam = cube(n / (2 * BLOCK));
   struct strata__amr_family fam = {.nchildren = FAMILY};
   for (int o = 0; o < FAMILY; o++)
-    fam.x[o] = family_xfer(kind, o);
+    fam.x[o] = strata__amr_family_xfer(kind, 3, BLOCK, GHOST, o, 1);
   struct strata__amr_xfer whole = cube_xfer(kind, n);
-  const int64_t nparent = kind == STRATA__AMR_RESTRICT ? cube(BLOCK) : cube(BLOCK + 2);
   double *cube_src = filled(cells(whole.src_dims)), *cube_dst = filled(cells(whole.dst_dims));
   const int64_t nbufs = nfam * (1 + FAMILY);
   double **bufs = malloc((size_t)nbufs * sizeof *bufs);
   starpu_data_handle_t *h = malloc((size_t)nbufs * sizeof *h); /* parent, then its children */
   for (int64_t i = 0; i < nbufs; i++) {
-    int64_t count = i % (1 + FAMILY) ? cube(BLOCK) : nparent;
-    bufs[i] = filled(count);
-    starpu_vector_data_register(&h[i], STARPU_MAIN_RAM, (uintptr_t)bufs[i], (uint32_t)count,
-                                sizeof(double));
+    bufs[i] = filled(cube(BLOCK + 2 * GHOST));
+    starpu_vector_data_register(&h[i], STARPU_MAIN_RAM, (uintptr_t)bufs[i],
+                                (uint32_t)cube(BLOCK + 2 * GHOST), sizeof(double));
   }
   double *t = malloc((size_t)(2 * rounds) * sizeof *t), *ratio = t + rounds;
   for (int r = -1; r < rounds; r++) { /* round -1 warms up */

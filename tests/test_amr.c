@@ -309,58 +309,52 @@ static void test_distribution(void)
   CHECK_EQ(strata_amr_destroy(amr), 0);
 }
 
-/* One family task on local handles (9 of them: past STARPU_NMAXBUFS):
- * eight constant 4^3 children restricted into the octants of a parent,
- * then prolonged back (constants are exact); malformed families refused. */
+/* One family task on local handles (9 of them: past STARPU_NMAXBUFS), on
+ * 4^3 blocks with one ghost layer: eight constant children (child o holds
+ * o + 1) restricted into the octants of a parent whose ghosts hold 8 (its
+ * interior starts at -1: a child left out shows), then
+ * child 7 prolonged back: its fine cells whose stencils stay inside octant
+ * 7 and the ghosts are exactly 8. Malformed families are refused. */
 static void test_family_task(void)
 {
-  enum { M = 4, CELLS = M * M * M };
+  enum { M = 4, G = 1, S = M + 2 * G, CELLS = S * S * S };
   double kid[8][CELLS], parent[CELLS];
   starpu_data_handle_t hk[8], hp;
   struct strata__amr_family restrict_all = {.nchildren = 8}, prolong_one = {.nchildren = 1};
+  for (int z = 0; z < S; z++)
+    for (int y = 0; y < S; y++)
+      for (int i = 0; i < S; i++) {
+        int ghost = z < G || z >= G + M || y < G || y >= G + M || i < G || i >= G + M;
+        parent[(z * S + y) * S + i] = ghost ? 8 : -1;
+      }
   for (int o = 0; o < 8; o++) {
     for (int i = 0; i < CELLS; i++)
       kid[o][i] = o + 1;
     starpu_vector_data_register(&hk[o], STARPU_MAIN_RAM, (uintptr_t)kid[o], CELLS, sizeof(double));
-    struct strata__amr_xfer *x = &restrict_all.x[o];
-    *x = (struct strata__amr_xfer){
-        .kind = STRATA__AMR_RESTRICT, .dim = 3, .factor = 2, .is_double = 1};
-    for (int a = 0; a < 3; a++) {
-      x->count[a] = M / 2;
-      x->dst_dims[a] = x->src_dims[a] = M;
-      x->dst_start[a] = ((o >> a) & 1) * M / 2;
-    }
+    restrict_all.x[o] = strata__amr_family_xfer(STRATA__AMR_RESTRICT, 3, M, G, o, 1);
   }
   starpu_vector_data_register(&hp, STARPU_MAIN_RAM, (uintptr_t)parent, CELLS, sizeof(double));
   CHECK_EQ(strata__amr_family_submit(MPI_COMM_NULL, hp, hk, &restrict_all), 0);
-  /* then child 7 from the parent's octant 7, fine cells whose stencils stay
-   * inside that octant (constant 8) */
-  struct strata__amr_xfer *x = &prolong_one.x[0];
-  *x =
-      (struct strata__amr_xfer){.kind = STRATA__AMR_PROLONG, .dim = 3, .factor = 2, .is_double = 1};
-  for (int a = 0; a < 3; a++) {
-    x->count[a] = 2;
-    x->dst_dims[a] = x->src_dims[a] = M;
-    x->src_start[a] = M + 1;
-  }
   CHECK_EQ(strata_wait_all(), 0);
   for (int o = 0; o < 8; o++)
     for (int z = 0; z < M / 2; z++)
       for (int y = 0; y < M / 2; y++)
         for (int i = 0; i < M / 2; i++) {
-          int at = (((o >> 2) & 1) * M / 2 + z) * M * M + (((o >> 1) & 1) * M / 2 + y) * M +
-                   (o & 1) * M / 2 + i;
+          int at = (G + ((o >> 2) & 1) * M / 2 + z) * S * S + (G + ((o >> 1) & 1) * M / 2 + y) * S +
+                   G + (o & 1) * M / 2 + i;
           CHECK(parent[at] == o + 1);
         }
   CHECK_EQ(starpu_data_acquire(hk[7], STARPU_W), 0);
   memset(kid[7], 0, sizeof kid[7]);
   starpu_data_release(hk[7]);
+  prolong_one.x[0] = strata__amr_family_xfer(STRATA__AMR_PROLONG, 3, M, G, 7, 1);
   CHECK_EQ(strata__amr_family_submit(MPI_COMM_NULL, hp, &hk[7], &prolong_one), 0);
   CHECK_EQ(strata_wait_all(), 0);
-  for (int z = 0; z < 2; z++)
-    for (int y = 0; y < 2; y++)
-      for (int i = 0; i < 2; i++)
-        CHECK(kid[7][(z * M + y) * M + i] == 8);
+  /* fine cell 0 along an axis also reads octant 6, 5 or 3 */
+  for (int z = 1; z < M; z++)
+    for (int y = 1; y < M; y++)
+      for (int i = 1; i < M; i++)
+        CHECK(kid[7][((G + z) * S + G + y) * S + G + i] == 8);
   struct strata__amr_family bad = restrict_all;
   bad.nchildren = 0;
   CHECK_EQ(strata__amr_family_submit(MPI_COMM_NULL, hp, hk, &bad), STRATA_EINVAL);

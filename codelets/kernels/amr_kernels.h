@@ -61,6 +61,30 @@ struct strata__amr_xfer {
   int64_t src_offset;   /* elements before the source array in its buffer */
 };
 
+/* The factor-2 transfer between a parent block and its child `octant`
+ * (bit a set: the upper half along axis a), both arrays of m^dim interior
+ * cells with `ghost` layers: the child's interior prolonged from the parent
+ * (which reads one parent ghost layer, so ghost >= 1), or the child's
+ * interior restricted into the parent's octant. Host C code (designated
+ * initialisers), not compiled by nvcc. */
+#ifndef __CUDACC__
+static inline struct strata__amr_xfer
+strata__amr_family_xfer(int kind, int dim, int64_t m, int64_t ghost, int octant, int is_double)
+{
+  struct strata__amr_xfer x = {.kind = kind, .dim = dim, .factor = 2, .is_double = is_double};
+  for (int a = 0; a < 3; a++) {
+    const int used = a < dim, half = (octant >> a) & 1;
+    x.count[a] = !used ? 1 : kind == STRATA__AMR_PROLONG ? m : m / 2;
+    x.dst_dims[a] = x.src_dims[a] = used ? m + 2 * ghost : 1;
+    if (!used)
+      continue;
+    x.dst_start[a] = kind == STRATA__AMR_PROLONG ? ghost : ghost + half * m / 2;
+    x.src_start[a] = kind == STRATA__AMR_PROLONG ? 2 * ghost + half * m : ghost;
+  }
+  return x;
+}
+#endif
+
 /* Linear extrapolation of the `ghost` outermost layers of a block array of
  * extents `dims` on the faces flagged in `faces` (bit 2a: low side of axis
  * a, bit 2a+1: high side): ghost cell k layers out = v0 + k (v0 - v1) from
