@@ -15,24 +15,18 @@ static void xfer_cpu(void *buffers[], void *cl_arg)
                        (const void *)STARPU_VECTOR_GET_PTR(buffers[0]));
 }
 
-/* Each transfer of a family task (buffer 0 the parent, 1 + o child o),
- * from the child into the parent or the other way round. */
-static void each_in_family(void *buffers[], const struct strata__amr_family *f,
-                           void (*xfer)(const struct strata__amr_xfer *, void *, const void *))
+/* A family task's arrays: buffer 0 the parent, 1 + o child o. */
+static void *family_arrays(void *buffers[], const struct strata__amr_family *f, void *children[8])
 {
-  void *parent = (void *)STARPU_VECTOR_GET_PTR(buffers[0]);
-  for (int o = 0; o < f->nchildren; o++) {
-    void *child = (void *)STARPU_VECTOR_GET_PTR(buffers[1 + o]);
-    if (f->x[o].kind == STRATA__AMR_RESTRICT)
-      xfer(&f->x[o], parent, child);
-    else
-      xfer(&f->x[o], child, parent);
-  }
+  for (int o = 0; o < f->nchildren; o++)
+    children[o] = (void *)STARPU_VECTOR_GET_PTR(buffers[1 + o]);
+  return (void *)STARPU_VECTOR_GET_PTR(buffers[0]);
 }
 
 static void family_cpu(void *buffers[], void *cl_arg)
 {
-  each_in_family(buffers, cl_arg, strata__amr_xfer_cpu);
+  void *children[8], *parent = family_arrays(buffers, cl_arg, children);
+  strata__amr_family_cpu(cl_arg, parent, children);
 }
 
 static void boundary_cpu(void *buffers[], void *cl_arg)
@@ -48,14 +42,10 @@ static void xfer_cuda(void *buffers[], void *cl_arg)
                         starpu_cuda_get_local_stream());
 }
 
-static void xfer_on_local_stream(const struct strata__amr_xfer *x, void *dst, const void *src)
-{
-  strata__amr_xfer_cuda(x, dst, src, starpu_cuda_get_local_stream());
-}
-
 static void family_cuda(void *buffers[], void *cl_arg)
 {
-  each_in_family(buffers, cl_arg, xfer_on_local_stream);
+  void *children[8], *parent = family_arrays(buffers, cl_arg, children);
+  strata__amr_family_cuda(cl_arg, parent, children, starpu_cuda_get_local_stream());
 }
 
 static void boundary_cuda(void *buffers[], void *cl_arg)

@@ -175,10 +175,6 @@ int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data
  * from it (parent R, children RW) as x[o] says, for o < nchildren (at most
  * 8, all of one kind). On `comm` the task runs where the parent (restriction)
  * or the first child (prolongation) lives. */
-struct strata__amr_family {
-  int nchildren;
-  struct strata__amr_xfer x[8];
-};
 int strata__amr_family_submit(MPI_Comm comm, starpu_data_handle_t parent,
                               const starpu_data_handle_t *children,
                               const struct strata__amr_family *f);

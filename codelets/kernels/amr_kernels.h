@@ -85,6 +85,14 @@ strata__amr_family_xfer(int kind, int dim, int64_t m, int64_t ghost, int octant,
 }
 #endif
 
+/* The transfers between a parent block and its children (at most 8, all
+ * restrictions or all prolongations): x[o] between the parent and child o,
+ * from the child into the parent or the other way round. */
+struct strata__amr_family {
+  int nchildren;
+  struct strata__amr_xfer x[8];
+};
+
 /* Linear extrapolation of the `ghost` outermost layers of a block array of
  * extents `dims` on the faces flagged in `faces` (bit 2a: low side of axis
  * a, bit 2a+1: high side): ghost cell k layers out = v0 + k (v0 - v1) from
@@ -103,12 +111,25 @@ void strata__amr_xfer_cpu(const struct strata__amr_xfer *x, void *dst, const voi
 void strata__amr_xfer_cpu_isa(const struct strata__amr_xfer *x, void *dst, const void *src,
                               int simd);
 int strata__amr_simd_available(void);
+/* All transfers of family f, children[o] the array of child o. Two
+ * children side by side along x (x[o + 1] continues the rows of x[o], with
+ * arrays shaped alike, as strata__amr_family_xfer makes them for octants
+ * 2k and 2k + 1) go as one transfer of rows twice as long: a prolongation
+ * blends each coarse row once for both, and either kind pays its per-row
+ * costs half as often, which matters on blocks a few tens of cells wide.
+ * The same bits as the transfers one by one. */
+void strata__amr_family_cpu(const struct strata__amr_family *f, void *parent,
+                            void *const children[]);
+void strata__amr_family_cpu_isa(const struct strata__amr_family *f, void *parent,
+                                void *const children[], int simd);
 void strata__amr_boundary_cpu(const struct strata__amr_boundary *b, void *data);
 
 /* CUDA versions, asynchronous on `stream` (a cudaStream_t). Return 0, or a
  * nonzero cudaError_t when the launch failed. */
 int strata__amr_xfer_cuda(const struct strata__amr_xfer *x, void *dst, const void *src,
                           void *stream);
+int strata__amr_family_cuda(const struct strata__amr_family *f, void *parent,
+                            void *const children[], void *stream);
 int strata__amr_boundary_cuda(const struct strata__amr_boundary *b, void *data, void *stream);
 
 #ifdef __cplusplus

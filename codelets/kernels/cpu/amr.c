@@ -5,7 +5,9 @@
  * prolongation computes its x weights once, then per fine row blends the
  * (up to) four coarse rows around it into one coarse row (a few fine rows at
  * a time) and interpolates along x from it; x goes in chunks of CHUNK fine
- * cells so that all scratch lives on the stack. */
+ * cells so that all scratch lives on the stack. A family's children side by
+ * side along x go as pairs: one transfer over both, each row split between
+ * the two children's arrays. */
 #include <string.h>
 
 #include "../amr_kernels.h"
@@ -23,26 +25,32 @@ enum { CHUNK = 256, ROWS = 4, SHORT_ROW = 64, ROW_STRIDE = CHUNK + 8 };
  * sanitizer runtimes are up (clang's libFuzzer builds crash at load). */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define SIMD_LEVELS 3
-#define SIMD_VARIANT(NAME, T, TD, SUFFIX, ISA)                                                     \
-  __attribute__((target(ISA))) static void NAME##_##SUFFIX(const struct strata__amr_xfer *x,       \
-                                                           TD *dst, const T *src)                  \
-  {                                                                                                \
-    NAME##_body(x, dst, src);                                                                      \
-  }
-#define SIMD_VARIANTS(NAME, T, TD)                                                                 \
-  SIMD_VARIANT(NAME, T, TD, avx2, "avx2")                                                          \
-  SIMD_VARIANT(NAME, T, TD, avx512, "avx512f")
+#define SIMD_VARIANT(NAME, PARAMS, ARGS, SUFFIX, ISA)                                              \
+  __attribute__((target(ISA))) static void NAME##_##SUFFIX PARAMS { NAME##_body ARGS; }
+#define SIMD_VARIANTS(NAME, PARAMS, ARGS)                                                          \
+  SIMD_VARIANT(NAME, PARAMS, ARGS, avx2, "avx2")                                                   \
+  SIMD_VARIANT(NAME, PARAMS, ARGS, avx512, "avx512f")
 #else
 #define SIMD_LEVELS 1
-#define SIMD_VARIANTS(NAME, T, TD)
+#define SIMD_VARIANTS(NAME, PARAMS, ARGS)
 #endif
 #define INLINE_BODY static inline __attribute__((always_inline)) void
-#define KERNEL_VARIANTS(NAME, T, TD)                                                               \
-  static void NAME(const struct strata__amr_xfer *x, TD *dst, const T *src)                        \
-  {                                                                                                \
-    NAME##_body(x, dst, src);                                                                      \
-  }                                                                                                \
-  SIMD_VARIANTS(NAME, T, TD)
+/* NAME##_body(ARGS) as NAME PARAMS, and its SIMD variants. */
+#define KERNEL_VARIANTS(NAME, PARAMS, ARGS)                                                        \
+  static void NAME PARAMS { NAME##_body ARGS; }                                                    \
+  SIMD_VARIANTS(NAME, PARAMS, ARGS)
+#define XFER_VARIANTS(NAME, T, TD)                                                                 \
+  KERNEL_VARIANTS(NAME, (const struct strata__amr_xfer *x, TD *dst, const T *src), (x, dst, src))
+/* Two children side by side along x as one transfer x: fine cells
+ * (prolongation) or coarse cells (restriction) x < split of each row go to
+ * or come from the first child's array, the others the second's (its cell
+ * x - split); dst_hi is the second child when prolonging, src_hi when
+ * restricting. */
+#define PAIR_VARIANTS(NAME, T, TD)                                                                 \
+  KERNEL_VARIANTS(NAME,                                                                            \
+                  (const struct strata__amr_xfer *x, TD *dst, TD *dst_hi, const T *src,            \
+                   const T *src_hi, int64_t split),                                                \
+                  (x, dst, dst_hi, src, src_hi, split))
 
 /* Coarse cells and weights of fine offset q: value = (1 - t) C[c] + t C[c + 1]. */
 static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
@@ -74,61 +82,117 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
       }                                                                                            \
   }                                                                                                \
                                                                                                    \
-  INLINE_BODY restrict_##SUFFIX##_body(const struct strata__amr_xfer *x, TD *dst, const T *src)    \
+  /* Coarse cells [0, nx) of a row into d from the fine rows from s on. */                         \
+  INLINE_BODY restrict_row_##SUFFIX(const struct strata__amr_xfer *x, TD *d, const T *s,           \
+                                    int64_t nx)                                                    \
   {                                                                                                \
     const int f = x->factor;                                                                       \
     const int fy = x->dim >= 2 ? f : 1, fz = x->dim >= 3 ? f : 1;                                  \
     const T inv = (T)(1.0 / ((double)f * fy * fz));                                                \
+    const int64_t sy = x->src_dims[0], sz = x->src_dims[0] * x->src_dims[1];                       \
+    if (f == 2) {                                                                                  \
+      /* One pass: the (up to) four fine rows under a coarse row. */                               \
+      const T *s01 = fy > 1 ? s + sy : s, *s10 = fz > 1 ? s + sz : s;                              \
+      const T *s11 = fz > 1 ? s01 + sz : s01;                                                      \
+      const T k01 = fy > 1, k10 = fz > 1, k11 = fy > 1 && fz > 1;                                  \
+      for (int64_t i = 0; i < nx; i++)                                                             \
+        d[i] = (TD)((s[2 * i] + s[2 * i + 1] + k01 * (s01[2 * i] + s01[2 * i + 1]) +               \
+                     k10 * (s10[2 * i] + s10[2 * i + 1]) + k11 * (s11[2 * i] + s11[2 * i + 1])) *  \
+                    inv);                                                                          \
+      return;                                                                                      \
+    }                                                                                              \
+    for (int64_t i = 0; i < nx; i++) {                                                             \
+      T sum = 0;                                                                                   \
+      for (int jz = 0; jz < fz; jz++)                                                              \
+        for (int jy = 0; jy < fy; jy++) {                                                          \
+          const T *r = s + jz * sz + jy * sy + f * i;                                              \
+          for (int jx = 0; jx < f; jx++)                                                           \
+            sum += r[jx];                                                                          \
+        }                                                                                          \
+      d[i] = (TD)(sum * inv);                                                                      \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  INLINE_BODY restrict_pair_##SUFFIX##_body(const struct strata__amr_xfer *x, TD *dst, TD *unused, \
+                                            const T *src, const T *src_hi, int64_t split)          \
+  {                                                                                                \
+    (void)unused;                                                                                  \
+    const int f = x->factor;                                                                       \
+    const int fy = x->dim >= 2 ? f : 1, fz = x->dim >= 3 ? f : 1;                                  \
     const int64_t nx = x->count[0], sy = x->src_dims[0], sz = x->src_dims[0] * x->src_dims[1];     \
+    const int64_t n_lo = split < nx ? split : nx;                                                  \
     for (int64_t z = 0; z < x->count[2]; z++)                                                      \
       for (int64_t y = 0; y < x->count[1]; y++) {                                                  \
         TD *d = dst +                                                                              \
                 ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) * x->dst_dims[0] +  \
                 x->dst_start[0];                                                                   \
-        const T *s = src + (x->src_start[2] + fz * z) * sz + (x->src_start[1] + fy * y) * sy +     \
-                     x->src_start[0];                                                              \
-        if (f == 2) {                                                                              \
-          /* One pass: the (up to) four fine rows under a coarse row. */                           \
-          const T *s01 = fy > 1 ? s + sy : s, *s10 = fz > 1 ? s + sz : s;                          \
-          const T *s11 = fz > 1 ? s01 + sz : s01;                                                  \
-          const T k01 = fy > 1, k10 = fz > 1, k11 = fy > 1 && fz > 1;                              \
-          for (int64_t i = 0; i < nx; i++)                                                         \
-            d[i] =                                                                                 \
-                (TD)((s[2 * i] + s[2 * i + 1] + k01 * (s01[2 * i] + s01[2 * i + 1]) +              \
-                      k10 * (s10[2 * i] + s10[2 * i + 1]) + k11 * (s11[2 * i] + s11[2 * i + 1])) * \
-                     inv);                                                                         \
-          continue;                                                                                \
-        }                                                                                          \
-        for (int64_t i = 0; i < nx; i++) {                                                         \
-          T sum = 0;                                                                               \
-          for (int jz = 0; jz < fz; jz++)                                                          \
-            for (int jy = 0; jy < fy; jy++) {                                                      \
-              const T *r = s + jz * sz + jy * sy + f * i;                                          \
-              for (int jx = 0; jx < f; jx++)                                                       \
-                sum += r[jx];                                                                      \
-            }                                                                                      \
-          d[i] = (TD)(sum * inv);                                                                  \
-        }                                                                                          \
+        const int64_t at =                                                                         \
+            (x->src_start[2] + fz * z) * sz + (x->src_start[1] + fy * y) * sy + x->src_start[0];   \
+        restrict_row_##SUFFIX(x, d, src + at, n_lo);                                               \
+        if (n_lo < nx)                                                                             \
+          restrict_row_##SUFFIX(x, d + n_lo, src_hi + at, nx - n_lo);                              \
       }                                                                                            \
   }                                                                                                \
-                                                                                                   \
-  KERNEL_VARIANTS(restrict_##SUFFIX, T, TD)                                                        \
-                                                                                                   \
-  INLINE_BODY prolong_##SUFFIX##_body(const struct strata__amr_xfer *x, TD *dst, const T *src)     \
+  INLINE_BODY restrict_##SUFFIX##_body(const struct strata__amr_xfer *x, TD *dst, const T *src)    \
   {                                                                                                \
+    restrict_pair_##SUFFIX##_body(x, dst, dst, src, src, x->count[0]);                             \
+  }                                                                                                \
+                                                                                                   \
+  XFER_VARIANTS(restrict_##SUFFIX, T, TD)                                                          \
+  PAIR_VARIANTS(restrict_pair_##SUFFIX, T, TD)                                                     \
+                                                                                                   \
+  /* Fine cells [i0, i1) of a chunk's row from its blended coarse row `row`                        \
+   * (coarse cells c0...), into d (fine cell i0). */                                               \
+  INLINE_BODY interpolate_##SUFFIX(const struct strata__amr_xfer *x, const T *row, int64_t c0,     \
+                                   const int64_t *c, const T *t, int64_t q_chunk, int64_t i0,      \
+                                   int64_t i1, TD *d)                                              \
+  {                                                                                                \
+    if (x->factor != 2) {                                                                          \
+      for (int64_t i = i0; i < i1; i++)                                                            \
+        d[i - i0] = (TD)((1 - t[i]) * row[c[i]] + t[i] * row[c[i] + 1]);                           \
+      return;                                                                                      \
+    }                                                                                              \
+    /* Fine cells 2k and 2k + 1 of coarse cell k: 1/4, 3/4 and 3/4, 1/4. */                        \
+    const int64_t q0 = q_chunk + i0, n = i1 - i0;                                                  \
+    const T *rw = row - c0, lo = (T)0.25, hi = (T)0.75;                                            \
+    int64_t i = 0;                                                                                 \
+    if (q0 & 1) {                                                                                  \
+      d[0] = (TD)(hi * rw[q0 >> 1] + lo * rw[(q0 >> 1) + 1]);                                      \
+      i = 1;                                                                                       \
+    }                                                                                              \
+    /* Pairs written in place: GCC vectorises the interleave with shuffles. */                     \
+    const int64_t k0 = (q0 + i) >> 1, pairs = (n - i) / 2;                                         \
+    const T *rm = rw + k0 - 1;                                                                     \
+    TD *dp = d + i;                                                                                \
+    for (int64_t k = 0; k < pairs; k++) {                                                          \
+      const T left = rm[k], mid = rm[k + 1], right = rm[k + 2];                                    \
+      dp[2 * k] = (TD)(lo * left + hi * mid);                                                      \
+      dp[2 * k + 1] = (TD)(hi * mid + lo * right);                                                 \
+    }                                                                                              \
+    i += 2 * pairs;                                                                                \
+    if (i < n)                                                                                     \
+      d[i] = (TD)(lo * rw[((q0 + i) >> 1) - 1] + hi * rw[(q0 + i) >> 1]);                          \
+  }                                                                                                \
+                                                                                                   \
+  INLINE_BODY prolong_pair_##SUFFIX##_body(const struct strata__amr_xfer *x, TD *dst, TD *dst_hi,  \
+                                           const T *src, const T *unused, int64_t split)           \
+  {                                                                                                \
+    (void)unused;                                                                                  \
     const int f = x->factor;                                                                       \
     const int64_t sy = x->src_dims[0], sz = x->src_dims[0] * x->src_dims[1];                       \
     for (int64_t x0 = 0; x0 < x->count[0]; x0 += CHUNK) {                                          \
       /* Coarse cells and weights along x: the same for every row. */                              \
       const int64_t n = x->count[0] - x0 < CHUNK ? x->count[0] - x0 : CHUNK;                       \
+      const int64_t n_lo = split - x0 < 0 ? 0 : split - x0 < n ? split - x0 : n;                   \
+      const int64_t q_chunk = x->src_start[0] + x0;                                                \
       int64_t c[CHUNK], c0, c_last;                                                                \
       T t[CHUNK];                                                                                  \
       _Alignas(64) T rows[ROWS][ROW_STRIDE];                                                       \
       double ti;                                                                                   \
-      prolong_weights(x->src_start[0] + x0, f, &c0, &ti);                                          \
-      prolong_weights(x->src_start[0] + x0 + n - 1, f, &c_last, &ti);                              \
+      prolong_weights(q_chunk, f, &c0, &ti);                                                       \
+      prolong_weights(q_chunk + n - 1, f, &c_last, &ti);                                           \
       for (int64_t i = 0; i < n; i++) {                                                            \
-        prolong_weights(x->src_start[0] + x0 + i, f, &c[i], &ti);                                  \
+        prolong_weights(q_chunk + i, f, &c[i], &ti);                                               \
         c[i] -= c0;                                                                                \
         t[i] = (T)ti;                                                                              \
       }                                                                                            \
@@ -162,42 +226,26 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
               row[k] = w00 * r00[k] + w01 * r01[k] + w10 * r10[k] + w11 * r11[k];                  \
           }                                                                                        \
           for (int64_t b = 0; b < ny; b++) {                                                       \
-            const T *row = rows[b];                                                                \
-            TD *d = dst +                                                                          \
-                    ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y0 + b) *          \
-                        x->dst_dims[0] +                                                           \
-                    x->dst_start[0] + x0;                                                          \
-            if (f == 2) {                                                                          \
-              /* Fine cells 2k and 2k + 1 of coarse cell k: 1/4, 3/4 and 3/4, 1/4. */              \
-              const int64_t q0 = x->src_start[0] + x0;                                             \
-              const T *rw = row - c0, lo = (T)0.25, hi = (T)0.75;                                  \
-              int64_t i = 0;                                                                       \
-              if (q0 & 1) {                                                                        \
-                d[0] = (TD)(hi * rw[q0 >> 1] + lo * rw[(q0 >> 1) + 1]);                            \
-                i = 1;                                                                             \
-              }                                                                                    \
-              /* Pairs written in place: GCC vectorises the interleave with shuffles. */           \
-              const int64_t k0 = (q0 + i) >> 1, pairs = (n - i) / 2;                               \
-              const T *rm = rw + k0 - 1;                                                           \
-              TD *dp = d + i;                                                                      \
-              for (int64_t k = 0; k < pairs; k++) {                                                \
-                const T left = rm[k], mid = rm[k + 1], right = rm[k + 2];                          \
-                dp[2 * k] = (TD)(lo * left + hi * mid);                                            \
-                dp[2 * k + 1] = (TD)(hi * mid + lo * right);                                       \
-              }                                                                                    \
-              i += 2 * pairs;                                                                      \
-              if (i < n)                                                                           \
-                d[i] = (TD)(lo * rw[((q0 + i) >> 1) - 1] + hi * rw[(q0 + i) >> 1]);                \
-              continue;                                                                            \
-            }                                                                                      \
-            for (int64_t i = 0; i < n; i++)                                                        \
-              d[i] = (TD)((1 - t[i]) * row[c[i]] + t[i] * row[c[i] + 1]);                          \
+            const int64_t at =                                                                     \
+                ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y0 + b) *              \
+                    x->dst_dims[0] +                                                               \
+                x->dst_start[0];                                                                   \
+            if (n_lo > 0)                                                                          \
+              interpolate_##SUFFIX(x, rows[b], c0, c, t, q_chunk, 0, n_lo, dst + at + x0);         \
+            if (n_lo < n)                                                                          \
+              interpolate_##SUFFIX(x, rows[b], c0, c, t, q_chunk, n_lo, n,                         \
+                                   dst_hi + at + x0 + n_lo - split);                               \
           }                                                                                        \
         }                                                                                          \
       }                                                                                            \
     }                                                                                              \
   }                                                                                                \
-  KERNEL_VARIANTS(prolong_##SUFFIX, T, TD)
+  INLINE_BODY prolong_##SUFFIX##_body(const struct strata__amr_xfer *x, TD *dst, const T *src)     \
+  {                                                                                                \
+    prolong_pair_##SUFFIX##_body(x, dst, dst, src, src, x->count[0]);                              \
+  }                                                                                                \
+  XFER_VARIANTS(prolong_##SUFFIX, T, TD)                                                           \
+  PAIR_VARIANTS(prolong_pair_##SUFFIX, T, TD)
 
 #define STRATA_AMR_BOUNDARY_KERNEL(T, SUFFIX)                                                      \
   static void boundary_##SUFFIX(const struct strata__amr_boundary *b, T *v)                        \
@@ -248,6 +296,24 @@ STRATA_AMR_BOUNDARY_KERNEL(double, f64)
   }
 #endif
 
+#if SIMD_LEVELS > 1
+#define PAIR_TABLE(SUFFIX)                                                                         \
+  {                                                                                                \
+    {restrict_pair_##SUFFIX, prolong_pair_##SUFFIX},                                               \
+        {restrict_pair_##SUFFIX##_avx2, prolong_pair_##SUFFIX##_avx2},                             \
+    {                                                                                              \
+      restrict_pair_##SUFFIX##_avx512, prolong_pair_##SUFFIX##_avx512                              \
+    }                                                                                              \
+  }
+#else
+#define PAIR_TABLE(SUFFIX)                                                                         \
+  {                                                                                                \
+    {                                                                                              \
+      restrict_pair_##SUFFIX, prolong_pair_##SUFFIX                                                \
+    }                                                                                              \
+  }
+#endif
+
 int strata__amr_simd_available(void)
 {
 #if SIMD_LEVELS > 1
@@ -255,6 +321,13 @@ int strata__amr_simd_available(void)
 #else
   return 0;
 #endif
+}
+
+/* The level asked for, at most the best this CPU has. */
+static int simd_level(int simd)
+{
+  const int best = strata__amr_simd_available();
+  return simd < 0 ? 0 : simd < best ? simd : best;
 }
 
 void strata__amr_xfer_cpu(const struct strata__amr_xfer *x, void *dst, const void *src)
@@ -271,14 +344,86 @@ void strata__amr_xfer_cpu_isa(const struct strata__amr_xfer *x, void *dst, const
       XFER_TABLE(f64);
   static void (*const f64_f32[][3])(const struct strata__amr_xfer *, float *, const double *) =
       XFER_TABLE(f64_f32);
-  const int best = strata__amr_simd_available();
-  const int isa = simd < 0 ? 0 : simd < best ? simd : best;
+  const int isa = simd_level(simd);
   if (x->is_double && x->dst_float)
     f64_f32[isa][x->kind](x, (float *)dst + x->dst_offset, (const double *)src + x->src_offset);
   else if (x->is_double)
     f64[isa][x->kind](x, (double *)dst + x->dst_offset, (const double *)src + x->src_offset);
   else
     f32[isa][x->kind](x, (float *)dst + x->dst_offset, (const float *)src + x->src_offset);
+}
+
+/* Transfer x of two children side by side (PAIR_VARIANTS). */
+static void xfer_pair(const struct strata__amr_xfer *x, void *dst, void *dst_hi, const void *src,
+                      const void *src_hi, int64_t split, int simd)
+{
+#define PAIR_ARGS(TD, T)                                                                           \
+  (x, (TD *)dst + x->dst_offset, (TD *)dst_hi + x->dst_offset, (const T *)src + x->src_offset,     \
+   (const T *)src_hi + x->src_offset, split)
+  typedef void pair_f32(const struct strata__amr_xfer *, float *, float *, const float *,
+                        const float *, int64_t);
+  typedef void pair_f64(const struct strata__amr_xfer *, double *, double *, const double *,
+                        const double *, int64_t);
+  typedef void pair_f64_f32(const struct strata__amr_xfer *, float *, float *, const double *,
+                            const double *, int64_t);
+  static pair_f32 *const f32[][2] = PAIR_TABLE(f32);
+  static pair_f64 *const f64[][2] = PAIR_TABLE(f64);
+  static pair_f64_f32 *const f64_f32[][2] = PAIR_TABLE(f64_f32);
+  const int isa = simd_level(simd), k = x->kind == STRATA__AMR_PROLONG;
+  if (x->is_double && x->dst_float)
+    f64_f32[isa][k] PAIR_ARGS(float, double);
+  else if (x->is_double)
+    f64[isa][k] PAIR_ARGS(double, double);
+  else
+    f32[isa][k] PAIR_ARGS(float, float);
+#undef PAIR_ARGS
+}
+
+/* Whether transfer b continues transfer a along x between a family's
+ * parent and the child beside a's: the next a->count[0] fine cells
+ * (prolongation) or coarse cells (restriction) of the same rows, with
+ * arrays shaped alike. */
+static int continues_along_x(const struct strata__amr_xfer *a, const struct strata__amr_xfer *b)
+{
+  const int prolong = a->kind == STRATA__AMR_PROLONG;
+  if ((a->kind != STRATA__AMR_RESTRICT && !prolong) || b->kind != a->kind || b->dim != a->dim ||
+      b->factor != a->factor || b->is_double != a->is_double || b->dst_float != a->dst_float ||
+      b->dst_offset != a->dst_offset || b->src_offset != a->src_offset)
+    return 0;
+  for (int d = 0; d < 3; d++) {
+    const int64_t step = d == 0 ? a->count[0] : 0;
+    if (b->count[d] != a->count[d] || b->dst_dims[d] != a->dst_dims[d] ||
+        b->src_dims[d] != a->src_dims[d] || b->dst_start[d] != a->dst_start[d] + !prolong * step ||
+        b->src_start[d] != a->src_start[d] + prolong * step)
+      return 0;
+  }
+  return 1;
+}
+
+void strata__amr_family_cpu(const struct strata__amr_family *f, void *parent,
+                            void *const children[])
+{
+  strata__amr_family_cpu_isa(f, parent, children, strata__amr_simd_available());
+}
+
+void strata__amr_family_cpu_isa(const struct strata__amr_family *f, void *parent,
+                                void *const children[], int simd)
+{
+  for (int o = 0; o < f->nchildren; o++) {
+    const struct strata__amr_xfer *x = &f->x[o];
+    if (o + 1 < f->nchildren && continues_along_x(x, &f->x[o + 1])) {
+      struct strata__amr_xfer both = *x;
+      both.count[0] *= 2;
+      if (x->kind == STRATA__AMR_PROLONG)
+        xfer_pair(&both, children[o], children[o + 1], parent, parent, x->count[0], simd);
+      else
+        xfer_pair(&both, parent, parent, children[o], children[o + 1], x->count[0], simd);
+      o++;
+    } else if (x->kind == STRATA__AMR_RESTRICT)
+      strata__amr_xfer_cpu_isa(x, parent, children[o], simd);
+    else
+      strata__amr_xfer_cpu_isa(x, children[o], parent, simd);
+  }
 }
 
 void strata__amr_boundary_cpu(const struct strata__amr_boundary *b, void *data)

@@ -114,6 +114,20 @@ extern "C" int strata__amr_xfer_cuda(const strata__amr_xfer *x, void *dst, const
                       : xfer<float, float>(x, dst, src, stream);
 }
 
+extern "C" int strata__amr_family_cuda(const strata__amr_family *f, void *parent,
+                                       void *const children[], void *stream)
+{
+  for (int o = 0; o < f->nchildren; o++) {
+    const strata__amr_xfer *x = &f->x[o];
+    int err = x->kind == STRATA__AMR_RESTRICT
+                  ? strata__amr_xfer_cuda(x, parent, children[o], stream)
+                  : strata__amr_xfer_cuda(x, children[o], parent, stream);
+    if (err)
+      return err;
+  }
+  return 0;
+}
+
 extern "C" int strata__amr_boundary_cuda(const strata__amr_boundary *b, void *data, void *stream)
 {
   return b->is_double ? boundary<double>(b, data, stream) : boundary<float>(b, data, stream);
