@@ -10,9 +10,10 @@
  * round of tasks follows one plain kernel call and is waited for with
  * strata_wait_all(). Buffers are 64-byte aligned, like StarPU's under
  * Strata. Run with STARPU_NCPU=1 to compare the tasks like for like.
- * Targets: kernel >= 0.6 x memcpy, tasks >= 0.8 x kernel. Prints JSON with
- * medians over the rounds; the two ratios are medians of paired per-round
- * ratios.
+ * Targets: kernel >= 0.6 x memcpy, tasks >= 0.8 x kernel. Also the tasks
+ * against the same family kernels called directly on blocks like theirs
+ * (tasks_vs_direct: what StarPU costs). Prints JSON with medians over the
+ * rounds; the ratios are medians of paired per-round ratios.
  *
  *   bench_amr [--rounds R] [--quick]   (--quick: n = 64 only, to check it runs)
  */
@@ -109,11 +110,14 @@ static struct plain time_plain(int kind, int64_t n, int rounds)
 }
 
 /* One task per family over the cube, alternating round by round with the
- * plain kernel on the whole cube (on the main thread, while the idle worker
- * yields its core): medians of the task times and of the paired ratios
- * kernel / tasks. */
+ * plain kernel on the whole cube and with the family kernels called
+ * directly over a second set of blocks like the tasks' (both on the main
+ * thread, while the idle worker yields its core): medians of the task
+ * times and of the paired ratios kernel / tasks and direct / tasks. The
+ * first prices blocks and StarPU together against one cube, the second
+ * StarPU alone. */
 struct tasks {
-  double seconds, vs_kernel;
+  double seconds, vs_kernel, vs_direct;
   int64_t count;
 };
 
@@ -126,14 +130,17 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds)
   struct strata__amr_xfer whole = cube_xfer(kind, n);
   double *cube_src = filled(cells(whole.src_dims)), *cube_dst = filled(cells(whole.dst_dims));
   const int64_t nbufs = nfam * (1 + FAMILY);
-  double **bufs = malloc((size_t)nbufs * sizeof *bufs);
+  double **bufs = malloc((size_t)nbufs * sizeof *bufs),
+         **direct = malloc((size_t)nbufs * sizeof *direct);
   starpu_data_handle_t *h = malloc((size_t)nbufs * sizeof *h); /* parent, then its children */
   for (int64_t i = 0; i < nbufs; i++) {
     bufs[i] = filled(cube(BLOCK + 2 * GHOST));
+    direct[i] = filled(cube(BLOCK + 2 * GHOST));
     starpu_vector_data_register(&h[i], STARPU_MAIN_RAM, (uintptr_t)bufs[i],
                                 (uint32_t)cube(BLOCK + 2 * GHOST), sizeof(double));
   }
-  double *t = malloc((size_t)(2 * rounds) * sizeof *t), *ratio = t + rounds;
+  double *t = malloc((size_t)(3 * rounds) * sizeof *t), *ratio = t + rounds,
+         *ratio_direct = t + 2 * rounds;
   for (int r = -1; r < rounds; r++) { /* round -1 warms up */
     double t0 = bench_now();
     strata__amr_xfer_cpu(&whole, cube_dst, cube_src);
@@ -145,17 +152,26 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds)
     }
     strata_wait_all();
     double t2 = bench_now();
+    for (int64_t f = 0; f < nfam; f++) {
+      double **family = direct + f * (1 + FAMILY);
+      strata__amr_family_cpu(&fam, family[0], (void *const *)(family + 1));
+    }
+    double t3 = bench_now();
     if (r >= 0) {
       t[r] = t2 - t1;
       ratio[r] = (t1 - t0) / (t2 - t1);
+      ratio_direct[r] = (t3 - t2) / (t2 - t1);
     }
   }
-  struct tasks m = {bench_median(t, rounds), bench_median(ratio, rounds), nfam};
+  struct tasks m = {bench_median(t, rounds), bench_median(ratio, rounds),
+                    bench_median(ratio_direct, rounds), nfam};
   for (int64_t i = 0; i < nbufs; i++) {
     starpu_data_unregister(h[i]);
     free(bufs[i]);
+    free(direct[i]);
   }
   free(bufs);
+  free(direct);
   free(h);
   free(t);
   free(cube_src);
@@ -177,6 +193,7 @@ static cJSON *bench_case(const struct plain *c, int rounds)
   cJSON_AddNumberToObject(row, "tasks_gbs", b / tt.seconds * 1e-9);
   cJSON_AddNumberToObject(row, "kernel_vs_memcpy", c->ratio);
   cJSON_AddNumberToObject(row, "tasks_vs_kernel", tt.vs_kernel);
+  cJSON_AddNumberToObject(row, "tasks_vs_direct", tt.vs_direct);
   return row;
 }
 
