@@ -17,6 +17,17 @@
  * cells, rounded up to whole cache lines of doubles. */
 enum { CHUNK = 256, ROWS = 4, SHORT_ROW = 64, ROW_STRIDE = CHUNK + 8 };
 
+/* Every kernel takes transfer x between dst and src. When two children side
+ * by side along x go as one transfer, cells x < split of each row (fine
+ * cells when prolonging, coarse when restricting) go to or come from the
+ * first child's array and the others the second's, dst_hi (prolongation)
+ * or src_hi (restriction), at cell x - split of its row. A single transfer
+ * passes dst_hi = dst, src_hi = src and split = count[0]; copies never
+ * pair. */
+#define KERNEL_PARAMS(T, TD)                                                                       \
+  const struct strata__amr_xfer *x, TD *dst, TD *dst_hi, const T *src, const T *src_hi,            \
+      int64_t split
+
 /* On x86-64, restriction and prolongation are also compiled for AVX2 and
  * AVX-512 (two and four times the SIMD width of the SSE2 baseline), the
  * widest the CPU has picked per call. Without FMA (contraction is off with
@@ -25,32 +36,22 @@ enum { CHUNK = 256, ROWS = 4, SHORT_ROW = 64, ROW_STRIDE = CHUNK + 8 };
  * sanitizer runtimes are up (clang's libFuzzer builds crash at load). */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define SIMD_LEVELS 3
-#define SIMD_VARIANT(NAME, PARAMS, ARGS, SUFFIX, ISA)                                              \
-  __attribute__((target(ISA))) static void NAME##_##SUFFIX PARAMS { NAME##_body ARGS; }
-#define SIMD_VARIANTS(NAME, PARAMS, ARGS)                                                          \
-  SIMD_VARIANT(NAME, PARAMS, ARGS, avx2, "avx2")                                                   \
-  SIMD_VARIANT(NAME, PARAMS, ARGS, avx512, "avx512f")
+#define SIMD_VARIANT(NAME, T, TD, SUFFIX, ISA)                                                     \
+  __attribute__((target(ISA))) static void NAME##_##SUFFIX(KERNEL_PARAMS(T, TD))                   \
+  {                                                                                                \
+    NAME##_body(x, dst, dst_hi, src, src_hi, split);                                               \
+  }
+#define SIMD_VARIANTS(NAME, T, TD)                                                                 \
+  SIMD_VARIANT(NAME, T, TD, avx2, "avx2")                                                          \
+  SIMD_VARIANT(NAME, T, TD, avx512, "avx512f")
 #else
 #define SIMD_LEVELS 1
-#define SIMD_VARIANTS(NAME, PARAMS, ARGS)
+#define SIMD_VARIANTS(NAME, T, TD)
 #endif
 #define INLINE_BODY static inline __attribute__((always_inline)) void
-/* NAME##_body(ARGS) as NAME PARAMS, and its SIMD variants. */
-#define KERNEL_VARIANTS(NAME, PARAMS, ARGS)                                                        \
-  static void NAME PARAMS { NAME##_body ARGS; }                                                    \
-  SIMD_VARIANTS(NAME, PARAMS, ARGS)
-#define XFER_VARIANTS(NAME, T, TD)                                                                 \
-  KERNEL_VARIANTS(NAME, (const struct strata__amr_xfer *x, TD *dst, const T *src), (x, dst, src))
-/* Two children side by side along x as one transfer x: fine cells
- * (prolongation) or coarse cells (restriction) x < split of each row go to
- * or come from the first child's array, the others the second's (its cell
- * x - split); dst_hi is the second child when prolonging, src_hi when
- * restricting. */
-#define PAIR_VARIANTS(NAME, T, TD)                                                                 \
-  KERNEL_VARIANTS(NAME,                                                                            \
-                  (const struct strata__amr_xfer *x, TD *dst, TD *dst_hi, const T *src,            \
-                   const T *src_hi, int64_t split),                                                \
-                  (x, dst, dst_hi, src, src_hi, split))
+#define KERNEL_VARIANTS(NAME, T, TD)                                                               \
+  static void NAME(KERNEL_PARAMS(T, TD)) { NAME##_body(x, dst, dst_hi, src, src_hi, split); }      \
+  SIMD_VARIANTS(NAME, T, TD)
 
 /* Coarse cells and weights of fine offset q: value = (1 - t) C[c] + t C[c + 1]. */
 static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
@@ -63,8 +64,9 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
 }
 
 #define STRATA_AMR_XFER_KERNELS(T, TD, SUFFIX)                                                     \
-  static void copy_##SUFFIX(const struct strata__amr_xfer *x, TD *dst, const T *src)               \
+  static void copy_##SUFFIX(KERNEL_PARAMS(T, TD))                                                  \
   {                                                                                                \
+    (void)dst_hi, (void)src_hi, (void)split;                                                       \
     for (int64_t z = 0; z < x->count[2]; z++)                                                      \
       for (int64_t y = 0; y < x->count[1]; y++) {                                                  \
         TD *d = dst +                                                                              \
@@ -113,10 +115,9 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
     }                                                                                              \
   }                                                                                                \
                                                                                                    \
-  INLINE_BODY restrict_pair_##SUFFIX##_body(const struct strata__amr_xfer *x, TD *dst, TD *unused, \
-                                            const T *src, const T *src_hi, int64_t split)          \
+  INLINE_BODY restrict_##SUFFIX##_body(KERNEL_PARAMS(T, TD))                                       \
   {                                                                                                \
-    (void)unused;                                                                                  \
+    (void)dst_hi;                                                                                  \
     const int f = x->factor;                                                                       \
     const int fy = x->dim >= 2 ? f : 1, fz = x->dim >= 3 ? f : 1;                                  \
     const int64_t nx = x->count[0], sy = x->src_dims[0], sz = x->src_dims[0] * x->src_dims[1];     \
@@ -133,13 +134,7 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
           restrict_row_##SUFFIX(x, d + n_lo, src_hi + at, nx - n_lo);                              \
       }                                                                                            \
   }                                                                                                \
-  INLINE_BODY restrict_##SUFFIX##_body(const struct strata__amr_xfer *x, TD *dst, const T *src)    \
-  {                                                                                                \
-    restrict_pair_##SUFFIX##_body(x, dst, dst, src, src, x->count[0]);                             \
-  }                                                                                                \
-                                                                                                   \
-  XFER_VARIANTS(restrict_##SUFFIX, T, TD)                                                          \
-  PAIR_VARIANTS(restrict_pair_##SUFFIX, T, TD)                                                     \
+  KERNEL_VARIANTS(restrict_##SUFFIX, T, TD)                                                        \
                                                                                                    \
   /* Fine cells [i0, i1) of a chunk's row from its blended coarse row `row`                        \
    * (coarse cells c0...), into d (fine cell i0). */                                               \
@@ -174,10 +169,9 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
       d[i] = (TD)(lo * rw[((q0 + i) >> 1) - 1] + hi * rw[(q0 + i) >> 1]);                          \
   }                                                                                                \
                                                                                                    \
-  INLINE_BODY prolong_pair_##SUFFIX##_body(const struct strata__amr_xfer *x, TD *dst, TD *dst_hi,  \
-                                           const T *src, const T *unused, int64_t split)           \
+  INLINE_BODY prolong_##SUFFIX##_body(KERNEL_PARAMS(T, TD))                                        \
   {                                                                                                \
-    (void)unused;                                                                                  \
+    (void)src_hi;                                                                                  \
     const int f = x->factor;                                                                       \
     const int64_t sy = x->src_dims[0], sz = x->src_dims[0] * x->src_dims[1];                       \
     for (int64_t x0 = 0; x0 < x->count[0]; x0 += CHUNK) {                                          \
@@ -240,12 +234,7 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
       }                                                                                            \
     }                                                                                              \
   }                                                                                                \
-  INLINE_BODY prolong_##SUFFIX##_body(const struct strata__amr_xfer *x, TD *dst, const T *src)     \
-  {                                                                                                \
-    prolong_pair_##SUFFIX##_body(x, dst, dst, src, src, x->count[0]);                              \
-  }                                                                                                \
-  XFER_VARIANTS(prolong_##SUFFIX, T, TD)                                                           \
-  PAIR_VARIANTS(prolong_pair_##SUFFIX, T, TD)
+  KERNEL_VARIANTS(prolong_##SUFFIX, T, TD)
 
 #define STRATA_AMR_BOUNDARY_KERNEL(T, SUFFIX)                                                      \
   static void boundary_##SUFFIX(const struct strata__amr_boundary *b, T *v)                        \
@@ -296,24 +285,6 @@ STRATA_AMR_BOUNDARY_KERNEL(double, f64)
   }
 #endif
 
-#if SIMD_LEVELS > 1
-#define PAIR_TABLE(SUFFIX)                                                                         \
-  {                                                                                                \
-    {restrict_pair_##SUFFIX, prolong_pair_##SUFFIX},                                               \
-        {restrict_pair_##SUFFIX##_avx2, prolong_pair_##SUFFIX##_avx2},                             \
-    {                                                                                              \
-      restrict_pair_##SUFFIX##_avx512, prolong_pair_##SUFFIX##_avx512                              \
-    }                                                                                              \
-  }
-#else
-#define PAIR_TABLE(SUFFIX)                                                                         \
-  {                                                                                                \
-    {                                                                                              \
-      restrict_pair_##SUFFIX, prolong_pair_##SUFFIX                                                \
-    }                                                                                              \
-  }
-#endif
-
 int strata__amr_simd_available(void)
 {
 #if SIMD_LEVELS > 1
@@ -335,48 +306,33 @@ void strata__amr_xfer_cpu(const struct strata__amr_xfer *x, void *dst, const voi
   strata__amr_xfer_cpu_isa(x, dst, src, strata__amr_simd_available());
 }
 
+/* Transfer x at SIMD level simd (see KERNEL_PARAMS). */
+static void run_kernel(const struct strata__amr_xfer *x, void *dst, void *dst_hi, const void *src,
+                       const void *src_hi, int64_t split, int simd)
+{
+  typedef void f32_kernel(KERNEL_PARAMS(float, float));
+  typedef void f64_kernel(KERNEL_PARAMS(double, double));
+  typedef void f64_f32_kernel(KERNEL_PARAMS(double, float));
+  static f32_kernel *const f32[][3] = XFER_TABLE(f32);
+  static f64_kernel *const f64[][3] = XFER_TABLE(f64);
+  static f64_f32_kernel *const f64_f32[][3] = XFER_TABLE(f64_f32);
+#define KERNEL_ARGS(T, TD)                                                                         \
+  (x, (TD *)dst + x->dst_offset, (TD *)dst_hi + x->dst_offset, (const T *)src + x->src_offset,     \
+   (const T *)src_hi + x->src_offset, split)
+  const int isa = simd_level(simd);
+  if (x->is_double && x->dst_float)
+    f64_f32[isa][x->kind] KERNEL_ARGS(double, float);
+  else if (x->is_double)
+    f64[isa][x->kind] KERNEL_ARGS(double, double);
+  else
+    f32[isa][x->kind] KERNEL_ARGS(float, float);
+#undef KERNEL_ARGS
+}
+
 void strata__amr_xfer_cpu_isa(const struct strata__amr_xfer *x, void *dst, const void *src,
                               int simd)
 {
-  static void (*const f32[][3])(const struct strata__amr_xfer *, float *, const float *) =
-      XFER_TABLE(f32);
-  static void (*const f64[][3])(const struct strata__amr_xfer *, double *, const double *) =
-      XFER_TABLE(f64);
-  static void (*const f64_f32[][3])(const struct strata__amr_xfer *, float *, const double *) =
-      XFER_TABLE(f64_f32);
-  const int isa = simd_level(simd);
-  if (x->is_double && x->dst_float)
-    f64_f32[isa][x->kind](x, (float *)dst + x->dst_offset, (const double *)src + x->src_offset);
-  else if (x->is_double)
-    f64[isa][x->kind](x, (double *)dst + x->dst_offset, (const double *)src + x->src_offset);
-  else
-    f32[isa][x->kind](x, (float *)dst + x->dst_offset, (const float *)src + x->src_offset);
-}
-
-/* Transfer x of two children side by side (PAIR_VARIANTS). */
-static void xfer_pair(const struct strata__amr_xfer *x, void *dst, void *dst_hi, const void *src,
-                      const void *src_hi, int64_t split, int simd)
-{
-#define PAIR_ARGS(TD, T)                                                                           \
-  (x, (TD *)dst + x->dst_offset, (TD *)dst_hi + x->dst_offset, (const T *)src + x->src_offset,     \
-   (const T *)src_hi + x->src_offset, split)
-  typedef void pair_f32(const struct strata__amr_xfer *, float *, float *, const float *,
-                        const float *, int64_t);
-  typedef void pair_f64(const struct strata__amr_xfer *, double *, double *, const double *,
-                        const double *, int64_t);
-  typedef void pair_f64_f32(const struct strata__amr_xfer *, float *, float *, const double *,
-                            const double *, int64_t);
-  static pair_f32 *const f32[][2] = PAIR_TABLE(f32);
-  static pair_f64 *const f64[][2] = PAIR_TABLE(f64);
-  static pair_f64_f32 *const f64_f32[][2] = PAIR_TABLE(f64_f32);
-  const int isa = simd_level(simd), k = x->kind == STRATA__AMR_PROLONG;
-  if (x->is_double && x->dst_float)
-    f64_f32[isa][k] PAIR_ARGS(float, double);
-  else if (x->is_double)
-    f64[isa][k] PAIR_ARGS(double, double);
-  else
-    f32[isa][k] PAIR_ARGS(float, float);
-#undef PAIR_ARGS
+  run_kernel(x, dst, dst, src, src, x->count[0], simd);
 }
 
 /* Whether transfer b continues transfer a along x between a family's
@@ -415,9 +371,9 @@ void strata__amr_family_cpu_isa(const struct strata__amr_family *f, void *parent
       struct strata__amr_xfer both = *x;
       both.count[0] *= 2;
       if (x->kind == STRATA__AMR_PROLONG)
-        xfer_pair(&both, children[o], children[o + 1], parent, parent, x->count[0], simd);
+        run_kernel(&both, children[o], children[o + 1], parent, parent, x->count[0], simd);
       else
-        xfer_pair(&both, parent, parent, children[o], children[o + 1], x->count[0], simd);
+        run_kernel(&both, parent, parent, children[o], children[o + 1], x->count[0], simd);
       o++;
     } else if (x->kind == STRATA__AMR_RESTRICT)
       strata__amr_xfer_cpu_isa(x, parent, children[o], simd);
