@@ -42,7 +42,7 @@ typedef struct strata_config {
    *  task results poll for up to this many microseconds before they sleep,
    *  as OpenMP's active wait policy: a thread that sleeps at once
    *  wakes up tens of microseconds after the last task ends, which short
-   *  task graphs feel. 0: sleep at once; -1 (default): 100; at most
+   *  task graphs feel. 0: sleep at once; -1 (default): 1000; at most
    *  1000000. The polling thread yields its core between polls, so that
    *  workers and the StarPU-MPI progress thread keep running on an
    *  oversubscribed node. The environment variable STRATA_WAIT_SPIN_US takes
