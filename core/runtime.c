@@ -152,7 +152,7 @@ static int resolve_idle_yield(int configured, int node_ranks)
 }
 
 /* Microseconds from STRATA_WAIT_SPIN_US, else the configuration's, else
- * 1000: a waiting thread that sleeps wakes 30-50 us late on a virtual
+ * 1000: a waiting thread that sleeps wakes 30-60 us late on a virtual
  * machine, a quarter of a 100-200 us round of AMR tasks; past 1 ms that
  * costs under 5 %, and the poll yields its core meanwhile. */
 static int resolve_wait_spin(int configured)
