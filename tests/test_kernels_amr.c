@@ -211,6 +211,20 @@ static void test_copy(void)
     CHECK(dst[i] == want[i]);
 }
 
+/* Fill n elements of 4 or 8 bytes with values in [-2, 2). */
+static void *random_array(int64_t n, size_t size)
+{
+  unsigned char *a = malloc((size_t)n * size);
+  for (int64_t i = 0; i < n; i++) {
+    double v = (double)rand() / RAND_MAX * 4 - 2;
+    if (size == 8)
+      ((double *)a)[i] = v;
+    else
+      ((float *)a)[i] = (float)v;
+  }
+  return a;
+}
+
 /* Every SIMD level this CPU has (AVX2, AVX-512) against the baseline code
  * on random data, bit for bit, every destination cell written: restriction
  * and prolongation, every type pair, 1-3-D, factors 2 and 4, rows of odd
@@ -246,16 +260,9 @@ static void test_simd_same_bits(void)
               size_t ssize = types > 0 ? 8 : 4, dsize = types == 1 ? 8 : 4;
               int64_t ns = cells(x.src_dims), nd = cells(x.dst_dims);
               /* Different fillers: a cell either variant skipped fails the comparison. */
-              unsigned char *src = malloc((size_t)ns * ssize), *a = malloc((size_t)nd * dsize),
+              unsigned char *src = random_array(ns, ssize), *a = malloc((size_t)nd * dsize),
                             *b = malloc((size_t)nd * dsize);
               memset(a, 0xaa, (size_t)nd * dsize);
-              for (int64_t i = 0; i < ns; i++) {
-                double v = (double)rand() / RAND_MAX * 4 - 2;
-                if (types > 0)
-                  ((double *)src)[i] = v;
-                else
-                  ((float *)src)[i] = (float)v;
-              }
               strata__amr_xfer_cpu_isa(&x, a, src, 0);
               for (int level = 1; level <= strata__amr_simd_available(); level++) {
                 memset(b, 0x55, (size_t)nd * dsize);
@@ -266,20 +273,6 @@ static void test_simd_same_bits(void)
               free(a);
               free(b);
             }
-}
-
-/* Fill n elements of 4 or 8 bytes with values in [-2, 2). */
-static void *random_array(int64_t n, size_t size)
-{
-  unsigned char *a = malloc((size_t)n * size);
-  for (int64_t i = 0; i < n; i++) {
-    double v = (double)rand() / RAND_MAX * 4 - 2;
-    if (size == 8)
-      ((double *)a)[i] = v;
-    else
-      ((float *)a)[i] = (float)v;
-  }
-  return a;
 }
 
 /* A family's transfers as one call, at every SIMD level, against the
