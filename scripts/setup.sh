@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # build tools
-  gcc make cmake pkg-config git clang-format
+  gcc g++ make cmake pkg-config git clang-format
   # reliability legs: libFuzzer and sanitizer runtimes (clang), memcheck
   clang libclang-rt-14-dev valgrind
   # runtime: StarPU with StarPU-MPI, Open MPI, hwloc

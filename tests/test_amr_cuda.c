@@ -1,6 +1,9 @@
 /* CUDA AMR kernels against the CPU ones: copy, restriction and
  * prolongation (factors 2 and 4, 2-D and 3-D, float and double, with buffer
- * offsets) and boundary extrapolation on random data. Exit 77 without a GPU. */
+ * offsets), whole families (a parent and its children) and boundary
+ * extrapolation on random data. Exit 77 without a GPU. Also built against
+ * the emulated runtime of tests/cuda_emulation (test_amr_cuda_emulated),
+ * which runs the kernels on the CPU where there is no GPU. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -63,6 +66,48 @@ static void compare_xfer(int kind, int dim, int factor, int is_double)
   free(gpu);
 }
 
+/* A family of 8^3-cell blocks with one ghost layer, in octant order (the
+ * CPU pairs children along x) and reversed (it does not). */
+static void compare_family(int kind, int dim, int is_double, int reversed)
+{
+  const int64_t m = 8, ghost = 1, side = m + 2 * ghost;
+  const int nchildren = 1 << dim;
+  struct strata__amr_family f = {.nchildren = nchildren};
+  for (int o = 0; o < nchildren; o++)
+    f.x[o] =
+        strata__amr_family_xfer(kind, dim, m, ghost, reversed ? nchildren - 1 - o : o, is_double);
+  const size_t es = is_double ? 8 : 4, n = (size_t)(dim == 3 ? side * side * side : side * side);
+  void *cpu[9], *gpu[9], *dev[9]; /* the parent, then the children */
+  for (int b = 0; b <= nchildren; b++) {
+    double *v = random_doubles(n);
+    cpu[b] = malloc(n * es);
+    gpu[b] = malloc(n * es);
+    for (size_t i = 0; i < n; i++) {
+      if (is_double)
+        ((double *)cpu[b])[i] = v[i];
+      else
+        ((float *)cpu[b])[i] = (float)v[i];
+    }
+    dev[b] = check_device_copy(cpu[b], n * es);
+    free(v);
+  }
+  strata__amr_family_cpu(&f, cpu[0], cpu + 1);
+  CHECK_EQ(strata__amr_family_cuda(&f, dev[0], dev + 1, NULL), 0);
+  double worst = 0;
+  for (int b = 0; b <= nchildren; b++) {
+    CHECK_EQ(cudaMemcpy(gpu[b], dev[b], n * es, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < n; i++) {
+      double u = is_double ? ((double *)cpu[b])[i] : ((float *)cpu[b])[i];
+      double w = is_double ? ((double *)gpu[b])[i] : ((float *)gpu[b])[i];
+      worst = fmax(worst, fabs(u - w));
+    }
+    cudaFree(dev[b]);
+    free(cpu[b]);
+    free(gpu[b]);
+  }
+  CHECK(worst <= (is_double ? 1e-14 : 1e-6));
+}
+
 static void compare_boundary(int dim)
 {
   struct strata__amr_boundary b = {
@@ -90,6 +135,10 @@ int main(void)
       for (int factor = 2; factor <= 4; factor *= 2) {
         compare_xfer(STRATA__AMR_RESTRICT, dim, factor, is_double);
         compare_xfer(STRATA__AMR_PROLONG, dim, factor, is_double);
+      }
+      for (int reversed = 0; reversed < 2; reversed++) {
+        compare_family(STRATA__AMR_RESTRICT, dim, is_double, reversed);
+        compare_family(STRATA__AMR_PROLONG, dim, is_double, reversed);
       }
     }
   compare_boundary(2);

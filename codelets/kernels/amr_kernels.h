@@ -65,9 +65,9 @@ struct strata__amr_xfer {
  * (bit a set: the upper half along axis a), both arrays of m^dim interior
  * cells with `ghost` layers: the child's interior prolonged from the parent
  * (which reads one parent ghost layer, so ghost >= 1), or the child's
- * interior restricted into the parent's octant. Host C code (designated
- * initialisers), not compiled by nvcc. */
-#ifndef __CUDACC__
+ * interior restricted into the parent's octant. C only (designated
+ * initialisers), not for nvcc or C++. */
+#ifndef __cplusplus
 static inline struct strata__amr_xfer
 strata__amr_family_xfer(int kind, int dim, int64_t m, int64_t ghost, int octant, int is_double)
 {

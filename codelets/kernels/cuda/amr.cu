@@ -80,9 +80,9 @@ template <typename T> __global__ void boundary_kernel(strata__amr_boundary b, T 
 template <typename T, typename TD>
 int xfer(const strata__amr_xfer *x, void *dst, const void *src, void *stream)
 {
-  xfer_kernel<<<blocks_for(x->count[0] * x->count[1] * x->count[2]), kThreads, 0,
-                (cudaStream_t)stream>>>(*x, (TD *)dst + x->dst_offset,
-                                        (const T *)src + x->src_offset);
+  STRATA_LAUNCH(blocks_for(x->count[0] * x->count[1] * x->count[2]), kThreads, (cudaStream_t)stream,
+                xfer_kernel<T, TD>)
+  (*x, (TD *)dst + x->dst_offset, (const T *)src + x->src_offset);
   return (int)cudaGetLastError();
 }
 
@@ -94,8 +94,9 @@ template <typename T> int boundary(const strata__amr_boundary *b, void *data, vo
     for (int side = 0; side < 2; side++)
       if (b->faces & (1 << (2 * a + side))) {
         int p = (a + 1) % 3, q = (a + 2) % 3;
-        boundary_kernel<<<blocks_for(b->dims[p] * b->dims[q]), kThreads, 0, (cudaStream_t)stream>>>(
-            *b, (T *)data, a, side);
+        STRATA_LAUNCH(blocks_for(b->dims[p] * b->dims[q]), kThreads, (cudaStream_t)stream,
+                      boundary_kernel<T>)
+        (*b, (T *)data, a, side);
         int err = (int)cudaGetLastError();
         if (err)
           return err;

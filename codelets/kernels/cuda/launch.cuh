@@ -18,6 +18,17 @@ inline unsigned blocks_for(int64_t n)
 
 } // namespace strata_cuda
 
+// kernel<<<grid, block, 0, stream>>>(args...) as
+// STRATA_LAUNCH(grid, block, stream, kernel)(args...). The kernels that
+// launch this way also build for the host under the tests' emulated
+// runtime (tests/cuda_emulation), which runs the grid thread by thread.
+#ifdef STRATA_CUDA_EMULATION
+#define STRATA_LAUNCH(grid, block, stream, ...)                                                    \
+  ((void)(stream), strata_cuda_emulation::launch(grid, block, __VA_ARGS__))
+#else
+#define STRATA_LAUNCH(grid, block, stream, ...) __VA_ARGS__<<<grid, block, 0, stream>>>
+#endif
+
 // for (i over [0, count)) across the whole grid.
 #define STRATA_GRID_LOOP(i, count)                                                                 \
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)(count);           \

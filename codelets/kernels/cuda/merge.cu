@@ -68,8 +68,8 @@ template <typename T> __global__ void fill_kernel(T *dst, size_t n, T value)
 template <typename D, typename S, typename Op>
 int launch(void *dst, const void *src, size_t n, Op op, cudaStream_t stream)
 {
-  merge_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<D *>(dst),
-                                                       static_cast<const S *>(src), n, op);
+  STRATA_LAUNCH(blocks_for(n), kThreads, stream, merge_kernel<D, S, Op>)
+  (static_cast<D *>(dst), static_cast<const S *>(src), n, op);
   return (int)cudaGetLastError();
 }
 
@@ -102,8 +102,8 @@ template <typename Fn> int with_type(strata_dtype t, Fn fn)
 
 template <typename T> int launch_fill(void *dst, size_t n, const void *value, cudaStream_t s)
 {
-  fill_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<T *>(dst), n,
-                                                 *static_cast<const T *>(value));
+  STRATA_LAUNCH(blocks_for(n), kThreads, s, fill_kernel<T>)
+  (static_cast<T *>(dst), n, *static_cast<const T *>(value));
   return (int)cudaGetLastError();
 }
 

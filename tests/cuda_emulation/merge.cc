@@ -1,0 +1,2 @@
+// The CUDA merge kernels compiled for the host, under the emulated runtime.
+#include "kernels/cuda/merge.cu"
