@@ -1,6 +1,6 @@
 /* CUDA AMR kernels against the CPU ones: copy, restriction and
- * prolongation (factors 2 and 4, 2-D and 3-D, float and double, with buffer
- * offsets), whole families (a parent and its children) and boundary
+ * prolongation (factors 2 and 4, 2-D and 3-D, float, double and double into
+ * float, with buffer offsets), whole families (a parent and its children) and boundary
  * extrapolation on random data. Exit 77 without a GPU. Also built against
  * the emulated runtime of tests/cuda_emulation (test_amr_cuda_emulated),
  * which runs the kernels on the CPU where there is no GPU. */
@@ -18,14 +18,43 @@ static double *random_doubles(size_t n)
   return v;
 }
 
+/* n random values in [0, 1] as float64 (is_double) or float32. */
+static void *random_values(size_t n, int is_double)
+{
+  double *v = random_doubles(n);
+  if (is_double)
+    return v;
+  float *f = malloc(n * sizeof *f);
+  for (size_t i = 0; i < n; i++)
+    f[i] = (float)v[i];
+  free(v);
+  return f;
+}
+
+/* The largest |a[i] - b[i]| of two float64 or float32 arrays. */
+static double max_difference(const void *a, const void *b, size_t n, int is_double)
+{
+  double worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    double u = is_double ? ((const double *)a)[i] : ((const float *)a)[i];
+    double w = is_double ? ((const double *)b)[i] : ((const float *)b)[i];
+    worst = fmax(worst, fabs(u - w));
+  }
+  return worst;
+}
+
+/* Element types of a transfer: float32, float64, float64 into float32. */
+enum types { F32, F64, F64_TO_F32 };
+
 /* Same input on both sides; results compared as doubles. */
-static void compare_xfer(int kind, int dim, int factor, int is_double)
+static void compare_xfer(int kind, int dim, int factor, enum types types)
 {
   const int64_t n = 12, g = 1;
   struct strata__amr_xfer x = {.kind = kind,
                                .dim = dim,
                                .factor = factor,
-                               .is_double = is_double,
+                               .is_double = types != F32,
+                               .dst_float = types == F64_TO_F32,
                                .dst_offset = 5,
                                .src_offset = 3};
   for (int a = 0; a < 3; a++) {
@@ -36,41 +65,29 @@ static void compare_xfer(int kind, int dim, int factor, int is_double)
     x.src_dims[a] = !used ? 1 : kind == STRATA__AMR_RESTRICT ? n * factor : n / factor + 2 * g + 2;
     x.src_start[a] = used && kind == STRATA__AMR_PROLONG ? g * factor : 0;
   }
-  size_t es = is_double ? 8 : 4;
+  const int dst_double = types == F64;
+  const size_t es = types == F32 ? 4 : 8, ed = dst_double ? 8 : 4;
   size_t ns = (size_t)(x.src_dims[0] * x.src_dims[1] * x.src_dims[2] + x.src_offset);
   size_t nd = (size_t)(x.dst_dims[0] * x.dst_dims[1] * x.dst_dims[2] + x.dst_offset);
-  double *sd = random_doubles(ns);
-  void *src = malloc(ns * es), *cpu = calloc(nd, es), *gpu = calloc(nd, es);
-  for (size_t i = 0; i < ns; i++) {
-    if (is_double)
-      ((double *)src)[i] = sd[i];
-    else
-      ((float *)src)[i] = (float)sd[i];
-  }
+  void *src = random_values(ns, types != F32), *cpu = calloc(nd, ed), *gpu = calloc(nd, ed);
   strata__amr_xfer_cpu(&x, cpu, src);
-  void *d_src = check_device_copy(src, ns * es), *d_dst = check_device_copy(gpu, nd * es);
+  void *d_src = check_device_copy(src, ns * es), *d_dst = check_device_copy(gpu, nd * ed);
   CHECK_EQ(strata__amr_xfer_cuda(&x, d_dst, d_src, NULL), 0);
-  CHECK_EQ(cudaMemcpy(gpu, d_dst, nd * es, cudaMemcpyDeviceToHost), cudaSuccess);
-  double worst = 0;
-  for (size_t i = 0; i < nd; i++) {
-    double a = is_double ? ((double *)cpu)[i] : ((float *)cpu)[i];
-    double b = is_double ? ((double *)gpu)[i] : ((float *)gpu)[i];
-    worst = fmax(worst, fabs(a - b));
-  }
-  CHECK(worst <= (is_double ? 1e-14 : 1e-6));
+  CHECK_EQ(cudaMemcpy(gpu, d_dst, nd * ed, cudaMemcpyDeviceToHost), cudaSuccess);
+  CHECK(max_difference(cpu, gpu, nd, dst_double) <= (dst_double ? 1e-14 : 1e-6));
   cudaFree(d_src);
   cudaFree(d_dst);
-  free(sd);
   free(src);
   free(cpu);
   free(gpu);
 }
 
-/* A family of 8^3-cell blocks with one ghost layer, in octant order (the
- * CPU pairs children along x) and reversed (it does not). */
-static void compare_family(int kind, int dim, int is_double, int reversed)
+/* A family of 8^dim-cell blocks with `ghost` layers, in octant order (the
+ * CPU pairs children along x) and reversed (it does not); every array is
+ * compared whole, so stray writes count too. */
+static void compare_family(int kind, int dim, int is_double, int ghost, int reversed)
 {
-  const int64_t m = 8, ghost = 1, side = m + 2 * ghost;
+  const int64_t m = 8, side = m + 2 * ghost;
   const int nchildren = 1 << dim;
   struct strata__amr_family f = {.nchildren = nchildren};
   for (int o = 0; o < nchildren; o++)
@@ -79,47 +96,35 @@ static void compare_family(int kind, int dim, int is_double, int reversed)
   const size_t es = is_double ? 8 : 4, n = (size_t)(dim == 3 ? side * side * side : side * side);
   void *cpu[9], *gpu[9], *dev[9]; /* the parent, then the children */
   for (int b = 0; b <= nchildren; b++) {
-    double *v = random_doubles(n);
-    cpu[b] = malloc(n * es);
+    cpu[b] = random_values(n, is_double);
     gpu[b] = malloc(n * es);
-    for (size_t i = 0; i < n; i++) {
-      if (is_double)
-        ((double *)cpu[b])[i] = v[i];
-      else
-        ((float *)cpu[b])[i] = (float)v[i];
-    }
     dev[b] = check_device_copy(cpu[b], n * es);
-    free(v);
   }
   strata__amr_family_cpu(&f, cpu[0], cpu + 1);
   CHECK_EQ(strata__amr_family_cuda(&f, dev[0], dev + 1, NULL), 0);
-  double worst = 0;
   for (int b = 0; b <= nchildren; b++) {
     CHECK_EQ(cudaMemcpy(gpu[b], dev[b], n * es, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (size_t i = 0; i < n; i++) {
-      double u = is_double ? ((double *)cpu[b])[i] : ((float *)cpu[b])[i];
-      double w = is_double ? ((double *)gpu[b])[i] : ((float *)gpu[b])[i];
-      worst = fmax(worst, fabs(u - w));
-    }
+    CHECK(max_difference(cpu[b], gpu[b], n, is_double) <= (is_double ? 1e-14 : 1e-6));
     cudaFree(dev[b]);
     free(cpu[b]);
     free(gpu[b]);
   }
-  CHECK(worst <= (is_double ? 1e-14 : 1e-6));
 }
 
-static void compare_boundary(int dim)
+static void compare_boundary(int dim, int is_double)
 {
-  struct strata__amr_boundary b = {
-      .dim = dim, .ghost = 2, .is_double = 1, .faces = 0x15, .dims = {9, 9, dim == 3 ? 9 : 1}};
-  size_t n = (size_t)(b.dims[0] * b.dims[1] * b.dims[2]);
-  double *cpu = random_doubles(n), *gpu = malloc(n * sizeof *gpu);
-  void *d = check_device_copy(cpu, n * sizeof *cpu);
+  struct strata__amr_boundary b = {.dim = dim,
+                                   .ghost = 2,
+                                   .is_double = is_double,
+                                   .faces = 0x15,
+                                   .dims = {9, 9, dim == 3 ? 9 : 1}};
+  const size_t n = (size_t)(b.dims[0] * b.dims[1] * b.dims[2]), es = is_double ? 8 : 4;
+  void *cpu = random_values(n, is_double), *gpu = malloc(n * es);
+  void *d = check_device_copy(cpu, n * es);
   strata__amr_boundary_cpu(&b, cpu);
   CHECK_EQ(strata__amr_boundary_cuda(&b, d, NULL), 0);
-  CHECK_EQ(cudaMemcpy(gpu, d, n * sizeof *gpu, cudaMemcpyDeviceToHost), cudaSuccess);
-  for (size_t i = 0; i < n; i++)
-    CHECK(fabs(cpu[i] - gpu[i]) <= 1e-13);
+  CHECK_EQ(cudaMemcpy(gpu, d, n * es, cudaMemcpyDeviceToHost), cudaSuccess);
+  CHECK(max_difference(cpu, gpu, n, is_double) <= (is_double ? 1e-13 : 1e-5));
   cudaFree(d);
   free(cpu);
   free(gpu);
@@ -129,19 +134,24 @@ int main(void)
 {
   check_cuda_device();
   srand(3);
-  for (int is_double = 0; is_double < 2; is_double++)
+  for (enum types types = F32; types <= F64_TO_F32; types++)
     for (int dim = 2; dim <= 3; dim++) {
-      compare_xfer(STRATA__AMR_COPY, dim, 1, is_double);
+      compare_xfer(STRATA__AMR_COPY, dim, 1, types);
       for (int factor = 2; factor <= 4; factor *= 2) {
-        compare_xfer(STRATA__AMR_RESTRICT, dim, factor, is_double);
-        compare_xfer(STRATA__AMR_PROLONG, dim, factor, is_double);
-      }
-      for (int reversed = 0; reversed < 2; reversed++) {
-        compare_family(STRATA__AMR_RESTRICT, dim, is_double, reversed);
-        compare_family(STRATA__AMR_PROLONG, dim, is_double, reversed);
+        compare_xfer(STRATA__AMR_RESTRICT, dim, factor, types);
+        compare_xfer(STRATA__AMR_PROLONG, dim, factor, types);
       }
     }
-  compare_boundary(2);
-  compare_boundary(3);
+  for (int is_double = 0; is_double < 2; is_double++)
+    for (int dim = 2; dim <= 3; dim++)
+      for (int ghost = 1; ghost <= 2; ghost++)
+        for (int reversed = 0; reversed < 2; reversed++) {
+          compare_family(STRATA__AMR_RESTRICT, dim, is_double, ghost, reversed);
+          compare_family(STRATA__AMR_PROLONG, dim, is_double, ghost, reversed);
+        }
+  for (int is_double = 0; is_double < 2; is_double++) {
+    compare_boundary(2, is_double);
+    compare_boundary(3, is_double);
+  }
   return check_status();
 }
