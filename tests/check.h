@@ -67,6 +67,21 @@ static inline void check_scratch_close(void)
   CHECK_EQ(system(cmd), 0);
 }
 
+/* n random values from rand() in [lo, hi], float64 (size 8) or float32
+ * (size 4); free() them. */
+static inline void *check_random_values(long long n, size_t size, double lo, double hi)
+{
+  unsigned char *a = malloc((size_t)n * size);
+  for (long long i = 0; i < n; i++) {
+    double v = lo + (hi - lo) * ((double)rand() / RAND_MAX);
+    if (size == 8)
+      ((double *)a)[i] = v;
+    else
+      ((float *)a)[i] = (float)v;
+  }
+  return a;
+}
+
 /* Exit status of a test: 0 when every check passed. */
 static inline int check_status(void)
 {

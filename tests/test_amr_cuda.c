@@ -10,25 +10,10 @@
 #include "cuda_check.h"
 #include "kernels/amr_kernels.h"
 
-static double *random_doubles(size_t n)
-{
-  double *v = malloc(n * sizeof *v);
-  for (size_t i = 0; i < n; i++)
-    v[i] = (double)rand() / RAND_MAX;
-  return v;
-}
-
 /* n random values in [0, 1] as float64 (is_double) or float32. */
 static void *random_values(size_t n, int is_double)
 {
-  double *v = random_doubles(n);
-  if (is_double)
-    return v;
-  float *f = malloc(n * sizeof *f);
-  for (size_t i = 0; i < n; i++)
-    f[i] = (float)v[i];
-  free(v);
-  return f;
+  return check_random_values((long long)n, is_double ? 8 : 4, 0, 1);
 }
 
 /* The largest |a[i] - b[i]| of two float64 or float32 arrays. */

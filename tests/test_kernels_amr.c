@@ -211,20 +211,6 @@ static void test_copy(void)
     CHECK(dst[i] == want[i]);
 }
 
-/* Fill n elements of 4 or 8 bytes with values in [-2, 2). */
-static void *random_array(int64_t n, size_t size)
-{
-  unsigned char *a = malloc((size_t)n * size);
-  for (int64_t i = 0; i < n; i++) {
-    double v = (double)rand() / RAND_MAX * 4 - 2;
-    if (size == 8)
-      ((double *)a)[i] = v;
-    else
-      ((float *)a)[i] = (float)v;
-  }
-  return a;
-}
-
 /* Every SIMD level this CPU has (AVX2, AVX-512) against the baseline code
  * on random data, bit for bit, every destination cell written: restriction
  * and prolongation, every type pair, 1-3-D, factors 2 and 4, rows of odd
@@ -260,8 +246,8 @@ static void test_simd_same_bits(void)
               size_t ssize = types > 0 ? 8 : 4, dsize = types == 1 ? 8 : 4;
               int64_t ns = cells(x.src_dims), nd = cells(x.dst_dims);
               /* Different fillers: a cell either variant skipped fails the comparison. */
-              unsigned char *src = random_array(ns, ssize), *a = malloc((size_t)nd * dsize),
-                            *b = malloc((size_t)nd * dsize);
+              unsigned char *src = check_random_values(ns, ssize, -2, 2),
+                            *a = malloc((size_t)nd * dsize), *b = malloc((size_t)nd * dsize);
               memset(a, 0xaa, (size_t)nd * dsize);
               strata__amr_xfer_cpu_isa(&x, a, src, 0);
               for (int level = 1; level <= strata__amr_simd_available(); level++) {
@@ -312,7 +298,7 @@ static void test_family_same_bits(void)
               for (int a = 0; a <= n; a++) {
                 const size_t size = (a == 0) == restricting ? out : wide;
                 bytes[a] = (size_t)count * size;
-                start[a] = random_array(count, size);
+                start[a] = check_random_values(count, size, -2, 2);
                 want[a] = malloc(bytes[a]);
                 got[a] = malloc(bytes[a]);
                 memcpy(want[a], start[a], bytes[a]);
