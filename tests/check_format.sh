@@ -3,7 +3,7 @@
 # usage: check_format.sh [clang-format]   (run from the repository root)
 set -euo pipefail
 clang_format=${1:-clang-format}
-mapfile -t files < <(git ls-files '*.c' '*.h' '*.cu' 2>/dev/null || find . -name '*.[ch]' -o -name '*.cu')
+mapfile -t files < <(git ls-files '*.c' '*.h' '*.cu' '*.cuh' 2>/dev/null || find . -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh')
 if [ ${#files[@]} -eq 0 ]; then
   echo "no source files found" >&2
   exit 1

@@ -1,9 +1,7 @@
 /* CUDA AMR kernels against the CPU ones: copy, restriction and
  * prolongation (factors 2 and 4, 2-D and 3-D, float, double and double into
  * float, with buffer offsets), whole families (a parent and its children) and boundary
- * extrapolation on random data. Exit 77 without a GPU. Also built against
- * the emulated runtime of tests/cuda_emulation (test_amr_cuda_emulated),
- * which runs the kernels on the CPU where there is no GPU. */
+ * extrapolation on random data. Exit 77 without a GPU. */
 #include <math.h>
 #include <stdlib.h>
 

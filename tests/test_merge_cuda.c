@@ -1,7 +1,5 @@
 /* CUDA merge kernels against the scalar reference, every (op, dtype) pair,
- * and the CUDA identity fill against the CPU one. Exit 77 without a GPU.
- * Also built against the emulated runtime of tests/cuda_emulation
- * (test_merge_cuda_emulated), which runs the kernels on the CPU. */
+ * and the CUDA identity fill against the CPU one. Exit 77 without a GPU. */
 
 #include "cuda_check.h"
 #include "kernels/merge_kernels.h"

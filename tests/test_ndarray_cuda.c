@@ -252,19 +252,21 @@ static void check_fused(void)
   p.member[5] = member(STRATA_FN_WHERE, 3, -1, 0, f64, f64, -4, -3);
   p.member[5].src[2] = -5;
   p.member[5].op.in_dtype[0] = STRATA_BOOL;
+  p.member[5].op.in_dtype[2] = f64;
   float *a = values(f32, 16 * 33, 1), *b = values(f32, 33, 2);
   const void *leaves[2] = {a, b}, *dleaves[2] = {check_device_copy(a, 16 * 33 * sizeof *a),
                                                  check_device_copy(b, 33 * sizeof *b)};
   double *cpu = malloc(16 * 33 * sizeof *cpu), *dev = device_alloc(16 * 33 * sizeof *cpu);
   strata__fused_cpu(&p, leaves, cpu);
   /* the CPU program against the formula */
+  int wrong = 0;
   for (int i = 0; i < 16; i++)
     for (int j = 0; j < 33; j++) {
       float x = a[i * 33 + j], y = b[j];
       double want = x > y ? sqrt((double)(x * 0.5f + y)) : (double)x - 1;
-      if (!(cpu[i * 33 + j] == want || (want != want && cpu[i * 33 + j] != cpu[i * 33 + j])))
-        check_failures++;
+      wrong += !(cpu[i * 33 + j] == want || (want != want && cpu[i * 33 + j] != cpu[i * 33 + j]));
     }
+  CHECK_EQ(wrong, 0);
   CHECK_EQ(strata__fused_cuda(&p, dleaves, dev, NULL), 0);
   same("fused program", f64, 16 * 33, cpu, dev, 1e-6);
   free(a);

@@ -34,13 +34,13 @@ static void ramp(float *v, size_t n, int seed)
 
 static void check_boxes(void)
 {
-  enum { N = 4 * 9 * 10 };
-  float src[N], cpu[N], cpu_merge[N];
-  ramp(src, N, 1);
+  enum { N = 4 * 9 * 10, NSRC = 3 * 7 * 12 }; /* row and plane pitches differ */
+  float src[NSRC], cpu[N], cpu_merge[N];
+  ramp(src, NSRC, 1);
   ramp(cpu, N, 2);
   memcpy(cpu_merge, cpu, sizeof cpu);
   const int64_t extent[3] = {2, 5, 6};
-  struct strata__box dst = {{4, 9, 10}, {1, 3, 2}}, sb = {{4, 9, 10}, {2, 1, 4}};
+  struct strata__box dst = {{4, 9, 10}, {1, 3, 2}}, sb = {{3, 7, 12}, {1, 2, 5}};
   float *d_src = check_device_copy(src, sizeof src), *d_dst = check_device_copy(cpu, sizeof cpu),
         *d_merge = check_device_copy(cpu, sizeof cpu);
   strata__box_copy_cpu(3, extent, 4, cpu, &dst, src, &sb);

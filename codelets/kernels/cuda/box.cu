@@ -89,8 +89,8 @@ extern "C" int strata__fill_cuda(void *dst, int64_t n, size_t elem, const void *
     return 0;
   Value v{};
   std::memcpy(v.bytes, value, elem);
-  fill_kernel<<<strata_cuda::blocks_for(n), strata_cuda::kThreads, 0,
-                static_cast<cudaStream_t>(stream)>>>(static_cast<unsigned char *>(dst), n,
-                                                     static_cast<unsigned>(elem), v);
+  STRATA_LAUNCH(strata_cuda::blocks_for(n), strata_cuda::kThreads,
+                static_cast<cudaStream_t>(stream), fill_kernel)
+  (static_cast<unsigned char *>(dst), n, static_cast<unsigned>(elem), v);
   return cudaGetLastError();
 }

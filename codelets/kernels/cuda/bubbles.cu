@@ -127,7 +127,7 @@ __global__ void compact_kernel(int64_t vol, struct strata__bubble_params p, Scra
     counts[threadIdx.x] = keep;
     __syncthreads();
     for (int off = 1; off < kScanThreads; off <<= 1) { // inclusive scan
-      int64_t v = threadIdx.x >= off ? counts[threadIdx.x - off] : 0;
+      int64_t v = (int)threadIdx.x >= off ? counts[threadIdx.x - off] : 0;
       __syncthreads();
       counts[threadIdx.x] += v;
       __syncthreads();
@@ -169,12 +169,12 @@ extern "C" int strata__bubbles_cuda(const float *prob, int64_t n,
   cudaStream_t st = static_cast<cudaStream_t>(stream);
   int64_t vol = n * n * n;
   Scratch s = carve(scratch, vol);
-  init_kernel<<<blocks_for(vol), kThreads, 0, st>>>(prob, vol, p->threshold, s);
+  STRATA_LAUNCH(blocks_for(vol), kThreads, st, init_kernel)(prob, vol, p->threshold, s);
   for (;;) {
     int changed = 0;
     cudaMemsetAsync(s.changed, 0, sizeof(int), st);
-    propagate_kernel<<<blocks_for(vol), kThreads, 0, st>>>(n, s);
-    jump_kernel<<<blocks_for(vol), kThreads, 0, st>>>(vol, s);
+    STRATA_LAUNCH(blocks_for(vol), kThreads, st, propagate_kernel)(n, s);
+    STRATA_LAUNCH(blocks_for(vol), kThreads, st, jump_kernel)(vol, s);
     cudaMemcpyAsync(&changed, s.changed, sizeof(int), cudaMemcpyDeviceToHost, st);
     cudaError_t err = cudaStreamSynchronize(st);
     if (err != cudaSuccess)
@@ -182,7 +182,7 @@ extern "C" int strata__bubbles_cuda(const float *prob, int64_t n,
     if (!changed)
       break;
   }
-  accumulate_kernel<<<blocks_for(vol), kThreads, 0, st>>>(prob, n, s);
-  compact_kernel<<<1, kScanThreads, 0, st>>>(vol, *p, s, table, capacity);
+  STRATA_LAUNCH(blocks_for(vol), kThreads, st, accumulate_kernel)(prob, n, s);
+  STRATA_LAUNCH(1, kScanThreads, st, compact_kernel)(vol, *p, s, table, capacity);
   return (int)cudaGetLastError();
 }

@@ -88,8 +88,8 @@ int conv3d(const float *in, int cin, int64_t n, const float *w, const float *bia
     const float *b = in + z0 * plane; // k == 1: the input is the im2col matrix
     int ldb = (int)vol;
     if (k > 1) {
-      im2col_kernel<<<blocks_for(rows * nz * plane), kThreads, 0, s>>>(in, cin, n, k, d, z0, nz,
-                                                                       col);
+      STRATA_LAUNCH(blocks_for(rows * nz * plane), kThreads, s, im2col_kernel)
+      (in, cin, n, k, d, z0, nz, col);
       b = col;
       ldb = (int)(nz * plane);
     }
@@ -101,7 +101,7 @@ int conv3d(const float *in, int cin, int64_t n, const float *w, const float *bia
       return (int)st;
   }
   if (bias)
-    bias_kernel<<<blocks_for(cout * vol), kThreads, 0, s>>>(out, cout, vol, bias);
+    STRATA_LAUNCH(blocks_for(cout * vol), kThreads, s, bias_kernel)(out, cout, vol, bias);
   return (int)cudaGetLastError();
 }
 
@@ -139,10 +139,10 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
                    L->dilation, dst, col, col_floats, h, s);
       break;
     case STRATA__LAYER_MAXPOOL:
-      maxpool_kernel<<<blocks_for(count / 8), kThreads, 0, s>>>(src[0], cin, sn[0], dst);
+      STRATA_LAUNCH(blocks_for(count / 8), kThreads, s, maxpool_kernel)(src[0], cin, sn[0], dst);
       break;
     case STRATA__LAYER_UPSAMPLE:
-      upsample_kernel<<<blocks_for(count * 8), kThreads, 0, s>>>(src[0], cin, sn[0], dst);
+      STRATA_LAUNCH(blocks_for(count * 8), kThreads, s, upsample_kernel)(src[0], cin, sn[0], dst);
       break;
     case STRATA__LAYER_CONCAT: {
       size_t second = (size_t)(L->channels - cin) * sn[1] * sn[1] * sn[1];
@@ -151,8 +151,8 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
       break;
     }
     default:
-      pointwise_kernel<<<blocks_for(count), kThreads, 0, s>>>(L->kind, L->param, src[0], count,
-                                                              dst);
+      STRATA_LAUNCH(blocks_for(count), kThreads, s, pointwise_kernel)
+      (L->kind, L->param, src[0], count, dst);
       break;
     }
     if (ret == 0)

@@ -32,7 +32,7 @@ extern "C" int strata__fused_cuda(const strata__fused_program *p, const void *co
     n *= p->shape[d];
   if (n == 0)
     return 0;
-  fused<<<strata_cuda::blocks_for(n), strata_cuda::kThreads, 0, (cudaStream_t)stream>>>(*p, l, out,
-                                                                                        n);
+  STRATA_LAUNCH(strata_cuda::blocks_for(n), strata_cuda::kThreads, (cudaStream_t)stream, fused)
+  (*p, l, out, n);
   return (int)cudaGetLastError();
 }

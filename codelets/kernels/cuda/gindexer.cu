@@ -61,10 +61,10 @@ extern "C" int strata__gather_rows_cuda(void *dst, const void *src, const int64_
   int64_t bytes = n * (int64_t)row;
   if (bytes == 0)
     return 0;
-  gather_rows<<<strata_cuda::blocks_for(bytes), strata_cuda::kThreads, 0,
-                static_cast<cudaStream_t>(stream)>>>(static_cast<unsigned char *>(dst),
-                                                     static_cast<const unsigned char *>(src), map,
-                                                     n, (int64_t)row);
+  STRATA_LAUNCH(strata_cuda::blocks_for(bytes), strata_cuda::kThreads,
+                static_cast<cudaStream_t>(stream), gather_rows)
+  (static_cast<unsigned char *>(dst), static_cast<const unsigned char *>(src), map, n,
+   (int64_t)row);
   return cudaGetLastError();
 }
 
@@ -75,10 +75,10 @@ extern "C" int strata__pick_rows_cuda(void *dst, const void *inbox, const int64_
   int64_t bytes = dn * (int64_t)row;
   if (bytes == 0)
     return 0;
-  pick_rows<<<strata_cuda::blocks_for(bytes), strata_cuda::kThreads, 0,
-              static_cast<cudaStream_t>(stream)>>>(static_cast<unsigned char *>(dst),
-                                                   static_cast<const unsigned char *>(inbox), csr,
-                                                   req, dn, (int64_t)row, which);
+  STRATA_LAUNCH(strata_cuda::blocks_for(bytes), strata_cuda::kThreads,
+                static_cast<cudaStream_t>(stream), pick_rows)
+  (static_cast<unsigned char *>(dst), static_cast<const unsigned char *>(inbox), csr, req, dn,
+   (int64_t)row, which);
   return cudaGetLastError();
 }
 
@@ -88,10 +88,10 @@ extern "C" int strata__scatter_rows_cuda(void *dst, const void *src, const int64
   int64_t bytes = n * (int64_t)row;
   if (bytes == 0)
     return 0;
-  scatter_rows<<<strata_cuda::blocks_for(bytes), strata_cuda::kThreads, 0,
-                 static_cast<cudaStream_t>(stream)>>>(static_cast<unsigned char *>(dst),
-                                                      static_cast<const unsigned char *>(src), map,
-                                                      n, (int64_t)row);
+  STRATA_LAUNCH(strata_cuda::blocks_for(bytes), strata_cuda::kThreads,
+                static_cast<cudaStream_t>(stream), scatter_rows)
+  (static_cast<unsigned char *>(dst), static_cast<const unsigned char *>(src), map, n,
+   (int64_t)row);
   return cudaGetLastError();
 }
 
@@ -101,8 +101,8 @@ extern "C" int strata__copy_segments_cuda(void *dst, const void *src, const int6
   if (n == 0)
     return 0;
   unsigned blocks = n < 65535 ? (unsigned)n : 65535u;
-  copy_segments<<<blocks, strata_cuda::kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<unsigned char *>(dst), static_cast<const unsigned char *>(src), seg, n,
-      (int64_t)item);
+  STRATA_LAUNCH(blocks, strata_cuda::kThreads, static_cast<cudaStream_t>(stream), copy_segments)
+  (static_cast<unsigned char *>(dst), static_cast<const unsigned char *>(src), seg, n,
+   (int64_t)item);
   return cudaGetLastError();
 }

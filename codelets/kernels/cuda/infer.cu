@@ -129,15 +129,16 @@ __global__ void mark_kernel(strata__infer_mark m, const double *table, void *fie
 extern "C" int strata__infer_criterion_cuda(const strata__infer_criterion *c, const void *field,
                                             uint8_t *mask, void *stream)
 {
-  criterion_kernel<<<1, kThreads, 0, (cudaStream_t)stream>>>(*c, field, mask);
+  STRATA_LAUNCH(1, kThreads, (cudaStream_t)stream, criterion_kernel)(*c, field, mask);
   return (int)cudaGetLastError();
 }
 
 extern "C" int strata__infer_merge_cuda(const strata__infer_merge *m, const uint8_t *child,
                                         uint8_t *parent, void *stream)
 {
-  merge_kernel<<<blocks_for(m->child * m->child * m->child), kThreads, 0, (cudaStream_t)stream>>>(
-      *m, child, parent);
+  STRATA_LAUNCH(blocks_for(m->child * m->child * m->child), kThreads, (cudaStream_t)stream,
+                merge_kernel)
+  (*m, child, parent);
   return (int)cudaGetLastError();
 }
 
@@ -145,11 +146,12 @@ extern "C" int strata__infer_mark_cuda(const strata__infer_mark *m, const double
                                        double *list, void *field, void *stream)
 {
   table += m->table_offset;
-  list_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(*m, table, list);
+  STRATA_LAUNCH(1, 1, (cudaStream_t)stream, list_kernel)(*m, table, list);
   int err = (int)cudaGetLastError();
   if (err || !field)
     return err;
-  mark_kernel<<<blocks_for(m->cells * m->cells * m->cells), kThreads, 0, (cudaStream_t)stream>>>(
-      *m, table, field);
+  STRATA_LAUNCH(blocks_for(m->cells * m->cells * m->cells), kThreads, (cudaStream_t)stream,
+                mark_kernel)
+  (*m, table, field);
   return (int)cudaGetLastError();
 }

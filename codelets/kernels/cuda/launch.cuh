@@ -19,9 +19,9 @@ inline unsigned blocks_for(int64_t n)
 } // namespace strata_cuda
 
 // kernel<<<grid, block, 0, stream>>>(args...) as
-// STRATA_LAUNCH(grid, block, stream, kernel)(args...). The kernels that
-// launch this way also build for the host under the tests' emulated
-// runtime (tests/cuda_emulation), which runs the grid thread by thread.
+// STRATA_LAUNCH(grid, block, stream, kernel)(args...), so that every kernel
+// also builds for the host under the tests' emulated runtime
+// (tests/cuda_emulation), which runs the grid block by block.
 #ifdef STRATA_CUDA_EMULATION
 #define STRATA_LAUNCH(grid, block, stream, ...)                                                    \
   ((void)(stream), strata_cuda_emulation::launch(grid, block, __VA_ARGS__))

@@ -186,7 +186,7 @@ extern "C" int strata__ew_cuda(const strata__ew_args *a, void *out, const void *
   ew_operands ops = {};
   for (int k = 0; k < a->nops - (a->scalar_at >= 0); k++)
     ops.in[k] = in[k];
-  ew<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(*a, ops, out, n);
+  STRATA_LAUNCH(blocks_for(n), kThreads, static_cast<cudaStream_t>(stream), ew)(*a, ops, out, n);
   return cudaGetLastError();
 }
 
@@ -194,8 +194,8 @@ template <typename T>
 static int launch_view(const strata__view_args *a, void *dst, const void *src, int64_t n,
                        cudaStream_t s)
 {
-  view<T><<<blocks_for(n), kThreads, 0, s>>>(*a, static_cast<T *>(dst), static_cast<const T *>(src),
-                                             n);
+  STRATA_LAUNCH(blocks_for(n), kThreads, s, view<T>)
+  (*a, static_cast<T *>(dst), static_cast<const T *>(src), n);
   return cudaGetLastError();
 }
 
@@ -219,8 +219,8 @@ extern "C" int strata__reduce_cuda(const strata__reduce_args *a, void *out, cons
   int64_t nkeep = product(a->keep_shape, a->nkeep), nred = product(a->red_shape, a->nred);
   if (nkeep == 0)
     return 0;
-  reduce<<<blocks_for(nkeep), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(*a, out, in, nkeep,
-                                                                                nred);
+  STRATA_LAUNCH(blocks_for(nkeep), kThreads, static_cast<cudaStream_t>(stream), reduce)
+  (*a, out, in, nkeep, nred);
   return cudaGetLastError();
 }
 
@@ -228,7 +228,7 @@ extern "C" int strata__affine_fill_cuda(const strata__affine_fill_args *a, void 
 {
   if (a->n == 0)
     return 0;
-  fill<<<blocks_for(a->n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(*a, out);
+  STRATA_LAUNCH(blocks_for(a->n), kThreads, static_cast<cudaStream_t>(stream), fill)(*a, out);
   return cudaGetLastError();
 }
 
@@ -240,16 +240,16 @@ extern "C" int strata__tri_cuda(const strata__tri_args *a, void *out, const void
     return 0;
   switch (a->elem) {
   case 1:
-    tri<uint8_t><<<blocks_for(n), kThreads, 0, s>>>(*a, static_cast<uint8_t *>(out),
-                                                    static_cast<const uint8_t *>(in));
+    STRATA_LAUNCH(blocks_for(n), kThreads, s, tri<uint8_t>)
+    (*a, static_cast<uint8_t *>(out), static_cast<const uint8_t *>(in));
     break;
   case 4:
-    tri<uint32_t><<<blocks_for(n), kThreads, 0, s>>>(*a, static_cast<uint32_t *>(out),
-                                                     static_cast<const uint32_t *>(in));
+    STRATA_LAUNCH(blocks_for(n), kThreads, s, tri<uint32_t>)
+    (*a, static_cast<uint32_t *>(out), static_cast<const uint32_t *>(in));
     break;
   default:
-    tri<uint64_t><<<blocks_for(n), kThreads, 0, s>>>(*a, static_cast<uint64_t *>(out),
-                                                     static_cast<const uint64_t *>(in));
+    STRATA_LAUNCH(blocks_for(n), kThreads, s, tri<uint64_t>)
+    (*a, static_cast<uint64_t *>(out), static_cast<const uint64_t *>(in));
     break;
   }
   return cudaGetLastError();
@@ -267,7 +267,7 @@ extern "C" int strata__matmul_cuda(const strata__matmul_args *a, void *c, const 
   if (a->k == 0 && blas)
     return cudaMemsetAsync(c, 0, (size_t)total * e, s);
   if (!blas) {
-    matmul_int<<<blocks_for(total), kThreads, 0, s>>>(*a, c, x, y);
+    STRATA_LAUNCH(blocks_for(total), kThreads, s, matmul_int)(*a, c, x, y);
     return cudaGetLastError();
   }
   // Row-major c = x y is column-major c^T = y^T x^T.
@@ -296,16 +296,16 @@ extern "C" int strata__take_cuda(const strata__take_args *a, void *out, const vo
     return 0;
   switch (a->elem) {
   case 1:
-    take<uint8_t><<<blocks_for(n), kThreads, 0, s>>>(*a, static_cast<uint8_t *>(out),
-                                                     static_cast<const uint8_t *>(in), idx);
+    STRATA_LAUNCH(blocks_for(n), kThreads, s, take<uint8_t>)
+    (*a, static_cast<uint8_t *>(out), static_cast<const uint8_t *>(in), idx);
     break;
   case 4:
-    take<uint32_t><<<blocks_for(n), kThreads, 0, s>>>(*a, static_cast<uint32_t *>(out),
-                                                      static_cast<const uint32_t *>(in), idx);
+    STRATA_LAUNCH(blocks_for(n), kThreads, s, take<uint32_t>)
+    (*a, static_cast<uint32_t *>(out), static_cast<const uint32_t *>(in), idx);
     break;
   default:
-    take<uint64_t><<<blocks_for(n), kThreads, 0, s>>>(*a, static_cast<uint64_t *>(out),
-                                                      static_cast<const uint64_t *>(in), idx);
+    STRATA_LAUNCH(blocks_for(n), kThreads, s, take<uint64_t>)
+    (*a, static_cast<uint64_t *>(out), static_cast<const uint64_t *>(in), idx);
     break;
   }
   return cudaGetLastError();
@@ -319,8 +319,8 @@ extern "C" int strata__count_nonzero_cuda(int32_t dtype, int64_t n, const void *
     return e;
   if (n == 0)
     return 0;
-  count_nonzero<<<blocks_for(n), kThreads, 0, s>>>(dtype, n, in,
-                                                   reinterpret_cast<unsigned long long *>(count));
+  STRATA_LAUNCH(blocks_for(n), kThreads, s, count_nonzero)
+  (dtype, n, in, reinterpret_cast<unsigned long long *>(count));
   return cudaGetLastError();
 }
 
@@ -329,6 +329,6 @@ extern "C" int strata__flatnonzero_cuda(int32_t dtype, int64_t n, const void *in
 {
   if (n == 0)
     return 0;
-  flatnonzero<<<1, kScan, 0, static_cast<cudaStream_t>(stream)>>>(dtype, n, in, out);
+  STRATA_LAUNCH(1, kScan, static_cast<cudaStream_t>(stream), flatnonzero)(dtype, n, in, out);
   return cudaGetLastError();
 }

@@ -63,7 +63,7 @@ extern "C" int strata__linear_cuda(int64_t rows, int64_t k, int64_t cols, const 
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (rows * cols == 0)
     return 0;
-  broadcast_rows<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, bias, y);
+  STRATA_LAUNCH(blocks_for(rows * cols), kThreads, s, broadcast_rows)(rows, cols, bias, y);
   if (cudaError_t e = cudaGetLastError())
     return e;
   if (k == 0)
@@ -79,8 +79,8 @@ extern "C" int strata__conv2d_cuda(const strata__conv2d_shape *s, const float *x
 {
   if (s->yh * s->yw == 0)
     return 0;
-  conv2d<<<blocks_for(s->yh * s->yw), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(*s, x,
-                                                                                        kernel, y);
+  STRATA_LAUNCH(blocks_for(s->yh * s->yw), kThreads, static_cast<cudaStream_t>(stream), conv2d)
+  (*s, x, kernel, y);
   return cudaGetLastError();
 }
 
@@ -89,8 +89,8 @@ extern "C" int strata__axial_sum_cuda(int64_t outer, int64_t len, int64_t inner,
 {
   if (outer * inner == 0)
     return 0;
-  axial_sum<<<blocks_for(outer * inner), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      outer, len, inner, x, y);
+  STRATA_LAUNCH(blocks_for(outer * inner), kThreads, static_cast<cudaStream_t>(stream), axial_sum)
+  (outer, len, inner, x, y);
   return cudaGetLastError();
 }
 
@@ -99,7 +99,7 @@ extern "C" int strata__broadcast_add_cuda(int64_t rows, int64_t cols, const floa
 {
   if (rows * cols == 0)
     return 0;
-  broadcast_add<<<blocks_for(rows * cols), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      rows, cols, x, v, y);
+  STRATA_LAUNCH(blocks_for(rows * cols), kThreads, static_cast<cudaStream_t>(stream), broadcast_add)
+  (rows, cols, x, v, y);
   return cudaGetLastError();
 }

@@ -1,2 +1,0 @@
-// The CUDA AMR kernels compiled for the host, under the emulated runtime.
-#include "kernels/cuda/amr.cu"

@@ -1,0 +1,131 @@
+/* CUDA global-indexer kernels against the CPU ones, byte for byte: row
+ * gathers through a map with repeats, scatters through a permutation
+ * (rows outside it left alone), variable-size segment copies, and the
+ * put rules' row picks (last and first request) against put_apply. Rows of
+ * odd byte counts, grids of many blocks. Exit 77 without a GPU. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_check.h"
+#include "kernels/gindexer_kernels.h"
+
+enum { ROWS = 1500, SEGMENTS = 300 };
+
+static unsigned char *random_bytes(size_t n)
+{
+  unsigned char *b = malloc(n);
+  for (size_t i = 0; i < n; i++)
+    b[i] = (unsigned char)rand();
+  return b;
+}
+
+/* The device copy's bytes equal `want`; frees the device copy. */
+static void check_same(void *dev, const void *want, size_t bytes)
+{
+  unsigned char *got = malloc(bytes);
+  CHECK_EQ(cudaMemcpy(got, dev, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  CHECK(memcmp(got, want, bytes) == 0);
+  cudaFree(dev);
+  free(got);
+}
+
+static void check_gather_scatter(size_t row)
+{
+  const size_t bytes = ROWS * row;
+  unsigned char *src = random_bytes(bytes), *dst = random_bytes(bytes);
+  int64_t map[ROWS], perm[ROWS];
+  for (int k = 0; k < ROWS; k++) {
+    map[k] = rand() % ROWS;
+    perm[k] = k;
+  }
+  for (int k = ROWS - 1; k > 0; k--) { /* shuffled: its first half names distinct rows */
+    int j = rand() % (k + 1);
+    int64_t t = perm[k];
+    perm[k] = perm[j];
+    perm[j] = t;
+  }
+  void *dsrc = check_device_copy(src, bytes), *dmap = check_device_copy(map, sizeof map),
+       *dperm = check_device_copy(perm, sizeof perm);
+
+  void *ddst = check_device_copy(dst, bytes);
+  strata__gather_rows_cpu(dst, src, map, ROWS, row);
+  CHECK_EQ(strata__gather_rows_cuda(ddst, dsrc, dmap, ROWS, row, NULL), 0);
+  check_same(ddst, dst, bytes);
+
+  ddst = check_device_copy(dst, bytes);
+  strata__scatter_rows_cpu(dst, src, perm, ROWS / 2, row);
+  CHECK_EQ(strata__scatter_rows_cuda(ddst, dsrc, dperm, ROWS / 2, row, NULL), 0);
+  check_same(ddst, dst, bytes);
+
+  cudaFree(dsrc);
+  cudaFree(dmap);
+  cudaFree(dperm);
+  free(src);
+  free(dst);
+}
+
+/* Segments of 0..9 items from anywhere in src to disjoint places in dst. */
+static void check_segments(size_t item)
+{
+  int64_t seg[3 * SEGMENTS], at = 0;
+  for (int s = 0; s < SEGMENTS; s++) {
+    seg[3 * s + 2] = rand() % 10;
+    seg[3 * s] = rand() % (4 * SEGMENTS);
+    seg[3 * s + 1] = at + rand() % 3;
+    at = seg[3 * s + 1] + seg[3 * s + 2];
+  }
+  const size_t src_bytes = (size_t)(4 * SEGMENTS + 10) * item, dst_bytes = (size_t)at * item;
+  unsigned char *src = random_bytes(src_bytes), *dst = random_bytes(dst_bytes);
+  void *dsrc = check_device_copy(src, src_bytes), *ddst = check_device_copy(dst, dst_bytes),
+       *dseg = check_device_copy(seg, sizeof seg);
+  strata__copy_segments_cpu(dst, src, seg, SEGMENTS, item);
+  CHECK_EQ(strata__copy_segments_cuda(ddst, dsrc, dseg, SEGMENTS, item, NULL), 0);
+  check_same(ddst, dst, dst_bytes);
+  cudaFree(dsrc);
+  cudaFree(dseg);
+  free(src);
+  free(dst);
+}
+
+/* Owned rows with 0..3 requests each, in writer order: picking the last
+ * (which = -1) or the first (which = 0) is what put_apply does for the
+ * LAST and FIRST rules; rows without requests keep their bytes. */
+static void check_picks(int64_t count)
+{
+  const size_t row = (size_t)count * strata_dtype_size(STRATA_FLOAT32);
+  int64_t csr[ROWS + 1] = {0}, req[3 * ROWS];
+  for (int i = 0; i < ROWS; i++)
+    csr[i + 1] = csr[i] + rand() % 4;
+  const int64_t nreq = csr[ROWS];
+  for (int64_t j = 0; j < nreq; j++)
+    req[j] = rand() % nreq;
+  unsigned char *inbox = random_bytes((size_t)nreq * row), *dist = random_bytes(ROWS * row);
+  void *dinbox = check_device_copy(inbox, (size_t)nreq * row),
+       *dcsr = check_device_copy(csr, sizeof csr), *dreq = check_device_copy(req, sizeof req);
+  for (int which = -1; which <= 0; which++) {
+    void *ddist = check_device_copy(dist, ROWS * row);
+    strata__put_apply_cpu(which < 0 ? STRATA__PUT_LAST : STRATA__PUT_FIRST, STRATA_SUM,
+                          STRATA_FLOAT32, count, dist, inbox, csr, req, ROWS);
+    CHECK_EQ(strata__pick_rows_cuda(ddist, dinbox, dcsr, dreq, ROWS, row, which, NULL), 0);
+    check_same(ddist, dist, ROWS * row);
+  }
+  cudaFree(dinbox);
+  cudaFree(dcsr);
+  cudaFree(dreq);
+  free(inbox);
+  free(dist);
+}
+
+int main(void)
+{
+  check_cuda_device();
+  srand(11);
+  const size_t rows[] = {1, 3, 12, 40};
+  for (int r = 0; r < 4; r++) {
+    check_gather_scatter(rows[r]);
+    check_segments(rows[r]);
+  }
+  check_picks(1);
+  check_picks(5);
+  return check_status();
+}
