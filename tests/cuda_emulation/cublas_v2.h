@@ -54,46 +54,32 @@ static inline int strata_cublas_bad(cublasHandle_t h, cublasOperation_t ta, cubl
          ldc < strata_cublas_at_least_1(m);
 }
 
+/* cublas{S,D}gemmStridedBatched: `batches` column-major GEMMs whose
+ * operands lie stride_a, stride_b and stride_c elements apart. */
+#define STRATA_CUBLAS_GEMM_STRIDED_BATCHED(name, cblas_gemm, T)                                    \
+  static inline cublasStatus_t name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,  \
+                                    int m, int n, int k, const T *alpha, const T *a, int lda,      \
+                                    long long stride_a, const T *b, int ldb, long long stride_b,   \
+                                    const T *beta, T *c, int ldc, long long stride_c, int batches) \
+  {                                                                                                \
+    if (batches < 0 || strata_cublas_bad(h, ta, tb, m, n, k, lda, ldb, ldc))                       \
+      return CUBLAS_STATUS_INVALID_VALUE;                                                          \
+    for (int i = 0; i < batches; i++)                                                              \
+      cblas_gemm(CblasColMajor, strata_cublas_op(ta), strata_cublas_op(tb), m, n, k, *alpha,       \
+                 a + i * stride_a, lda, b + i * stride_b, ldb, *beta, c + i * stride_c, ldc);      \
+    return CUBLAS_STATUS_SUCCESS;                                                                  \
+  }
+STRATA_CUBLAS_GEMM_STRIDED_BATCHED(cublasSgemmStridedBatched, cblas_sgemm, float)
+STRATA_CUBLAS_GEMM_STRIDED_BATCHED(cublasDgemmStridedBatched, cblas_dgemm, double)
+
 static inline cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta,
                                          cublasOperation_t tb, int m, int n, int k,
                                          const float *alpha, const float *a, int lda,
                                          const float *b, int ldb, const float *beta, float *c,
                                          int ldc)
 {
-  if (strata_cublas_bad(h, ta, tb, m, n, k, lda, ldb, ldc))
-    return CUBLAS_STATUS_INVALID_VALUE;
-  cblas_sgemm(CblasColMajor, strata_cublas_op(ta), strata_cublas_op(tb), m, n, k, *alpha, a, lda, b,
-              ldb, *beta, c, ldc);
-  return CUBLAS_STATUS_SUCCESS;
-}
-
-static inline cublasStatus_t
-cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
-                          int n, int k, const float *alpha, const float *a, int lda,
-                          long long stride_a, const float *b, int ldb, long long stride_b,
-                          const float *beta, float *c, int ldc, long long stride_c, int batches)
-{
-  for (int i = 0; i < batches; i++) {
-    cublasStatus_t st = cublasSgemm(h, ta, tb, m, n, k, alpha, a + i * stride_a, lda,
-                                    b + i * stride_b, ldb, beta, c + i * stride_c, ldc);
-    if (st != CUBLAS_STATUS_SUCCESS)
-      return st;
-  }
-  return CUBLAS_STATUS_SUCCESS;
-}
-
-static inline cublasStatus_t
-cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
-                          int n, int k, const double *alpha, const double *a, int lda,
-                          long long stride_a, const double *b, int ldb, long long stride_b,
-                          const double *beta, double *c, int ldc, long long stride_c, int batches)
-{
-  if (strata_cublas_bad(h, ta, tb, m, n, k, lda, ldb, ldc))
-    return CUBLAS_STATUS_INVALID_VALUE;
-  for (int i = 0; i < batches; i++)
-    cblas_dgemm(CblasColMajor, strata_cublas_op(ta), strata_cublas_op(tb), m, n, k, *alpha,
-                a + i * stride_a, lda, b + i * stride_b, ldb, *beta, c + i * stride_c, ldc);
-  return CUBLAS_STATUS_SUCCESS;
+  return cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0,
+                                   1);
 }
 
 #endif
