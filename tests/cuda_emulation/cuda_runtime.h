@@ -104,7 +104,16 @@ static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 #include <ucontext.h>
 #include <vector>
 
+/* AddressSanitizer is told of every switch between fiber stacks (GCC and
+ * clang announce it differently). */
 #if defined(__SANITIZE_ADDRESS__)
+#define STRATA_EMULATION_ASAN
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STRATA_EMULATION_ASAN
+#endif
+#endif
+#ifdef STRATA_EMULATION_ASAN
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -130,7 +139,8 @@ inline dim3 gridDim, blockDim;
 namespace strata_cuda_emulation
 {
 
-/* The threads of the block being run, each a fiber with its own stack. */
+/* The threads of the block being run, each a fiber with its own stack;
+ * launches come from one host thread. */
 struct block_run {
   static constexpr size_t kStack = 128 * 1024;
   struct fiber {
@@ -149,11 +159,11 @@ struct block_run {
   {
     current = t;
     threadIdx = {t % blockDim.x, t / blockDim.x % blockDim.y, t / (blockDim.x * blockDim.y)};
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef STRATA_EMULATION_ASAN
     __sanitizer_start_switch_fiber(&fake_stack, fibers[t].stack.get(), kStack);
 #endif
     swapcontext(&scheduler, &fibers[t].context);
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef STRATA_EMULATION_ASAN
     __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
 #endif
   }
@@ -163,12 +173,12 @@ struct block_run {
   {
     fiber &f = fibers[current];
     f.done = finished;
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef STRATA_EMULATION_ASAN
     void *own = nullptr;
     __sanitizer_start_switch_fiber(finished ? nullptr : &own, nullptr, 0);
 #endif
     swapcontext(&f.context, &scheduler);
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef STRATA_EMULATION_ASAN
     __sanitizer_finish_switch_fiber(own, nullptr, nullptr);
 #endif
   }
@@ -213,7 +223,7 @@ inline block_run &running_block()
 inline void block_run::thread_main()
 {
   block_run &b = running_block();
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef STRATA_EMULATION_ASAN
   __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
 #endif
   b.body(b.kernel_call);
