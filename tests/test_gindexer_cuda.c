@@ -19,16 +19,6 @@ static unsigned char *random_bytes(size_t n)
   return b;
 }
 
-/* The device copy's bytes equal `want`; frees the device copy. */
-static void check_same(void *dev, const void *want, size_t bytes)
-{
-  unsigned char *got = malloc(bytes);
-  CHECK_EQ(cudaMemcpy(got, dev, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-  CHECK(memcmp(got, want, bytes) == 0);
-  cudaFree(dev);
-  free(got);
-}
-
 static void check_gather_scatter(size_t row)
 {
   const size_t bytes = ROWS * row;
@@ -50,12 +40,12 @@ static void check_gather_scatter(size_t row)
   void *ddst = check_device_copy(dst, bytes);
   strata__gather_rows_cpu(dst, src, map, ROWS, row);
   CHECK_EQ(strata__gather_rows_cuda(ddst, dsrc, dmap, ROWS, row, NULL), 0);
-  check_same(ddst, dst, bytes);
+  check_device_bytes(ddst, dst, bytes);
 
   ddst = check_device_copy(dst, bytes);
   strata__scatter_rows_cpu(dst, src, perm, ROWS / 2, row);
   CHECK_EQ(strata__scatter_rows_cuda(ddst, dsrc, dperm, ROWS / 2, row, NULL), 0);
-  check_same(ddst, dst, bytes);
+  check_device_bytes(ddst, dst, bytes);
 
   cudaFree(dsrc);
   cudaFree(dmap);
@@ -80,7 +70,7 @@ static void check_segments(size_t item)
        *dseg = check_device_copy(seg, sizeof seg);
   strata__copy_segments_cpu(dst, src, seg, SEGMENTS, item);
   CHECK_EQ(strata__copy_segments_cuda(ddst, dsrc, dseg, SEGMENTS, item, NULL), 0);
-  check_same(ddst, dst, dst_bytes);
+  check_device_bytes(ddst, dst, dst_bytes);
   cudaFree(dsrc);
   cudaFree(dseg);
   free(src);
@@ -107,7 +97,7 @@ static void check_picks(int64_t count)
     strata__put_apply_cpu(which < 0 ? STRATA__PUT_LAST : STRATA__PUT_FIRST, STRATA_SUM,
                           STRATA_FLOAT32, count, dist, inbox, csr, req, ROWS);
     CHECK_EQ(strata__pick_rows_cuda(ddist, dinbox, dcsr, dreq, ROWS, row, which, NULL), 0);
-    check_same(ddist, dist, ROWS * row);
+    check_device_bytes(ddist, dist, ROWS * row);
   }
   cudaFree(dinbox);
   cudaFree(dcsr);

@@ -12,16 +12,6 @@
 
 enum { M = 16, SIDE = M + 2, CELLS = SIDE * SIDE * SIDE, CAP = 8 };
 
-/* Copy back, free the device buffer, compare bytes. */
-static void same_bytes(void *dev, const void *cpu, size_t bytes)
-{
-  void *back = malloc(bytes);
-  cudaMemcpy(back, dev, bytes, cudaMemcpyDeviceToHost);
-  CHECK(memcmp(back, cpu, bytes) == 0);
-  cudaFree(dev);
-  free(back);
-}
-
 int main(void)
 {
   check_cuda_device();
@@ -41,7 +31,7 @@ int main(void)
     uint8_t cpu[64] = {0}, *gpu = check_device_copy(cpu, sizeof cpu);
     strata__infer_criterion_cpu(&c, field, cpu);
     CHECK_EQ(strata__infer_criterion_cuda(&c, dfield, gpu, NULL), 0);
-    same_bytes(gpu, cpu, sizeof cpu);
+    check_device_bytes(gpu, cpu, sizeof cpu);
   }
   uint8_t child[8], parent[64] = {0};
   for (int i = 0; i < 8; i++)
@@ -51,7 +41,7 @@ int main(void)
   struct strata__infer_merge mg = {.child = 2, .parent = 4, .offset = {2, 2, 0}};
   strata__infer_merge_cpu(&mg, child, parent);
   CHECK_EQ(strata__infer_merge_cuda(&mg, dchild, dparent, NULL), 0);
-  same_bytes(dparent, parent, 64);
+  check_device_bytes(dparent, parent, 64);
   cudaFree(dchild);
 
   double table[(1 + CAP) * STRATA__BUBBLE_FIELDS] = {CAP + 2},
@@ -75,8 +65,8 @@ int main(void)
                                   .list_capacity = 3};
   strata__infer_mark_cpu(&mk, table, list, marks);
   CHECK_EQ(strata__infer_mark_cuda(&mk, dtable, dlist, dmarks, NULL), 0);
-  same_bytes(dlist, list, sizeof list);
-  same_bytes(dmarks, marks, CELLS * sizeof *marks);
+  check_device_bytes(dlist, list, sizeof list);
+  check_device_bytes(dmarks, marks, CELLS * sizeof *marks);
   cudaFree(dtable);
 
   for (int kind = STRATA__AMR_COPY; kind <= STRATA__AMR_PROLONG; kind++) {

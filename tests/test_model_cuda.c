@@ -10,15 +10,6 @@
 #include "cuda_check.h"
 #include "kernels/bubble_kernels.h"
 
-static void *to_device(const void *host, size_t bytes)
-{
-  void *d = NULL;
-  CHECK_EQ(cudaMalloc(&d, bytes), cudaSuccess);
-  if (host)
-    cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice);
-  return d;
-}
-
 static void check_unet(cublasHandle_t h, int64_t n)
 {
   struct strata__layer L[UNET_LAYERS];
@@ -30,8 +21,10 @@ static void check_unet(cublasHandle_t h, int64_t n)
   float *gpu = malloc((size_t)(2 * v) * 4), *scratch = malloc(sf * 4);
   ref_random(in, 2 * v, 3);
   strata__cnn_forward_cpu(&net, w, in, n, cpu, scratch);
-  float *dw = to_device(w, (size_t)nw * 4), *din = to_device(in, (size_t)(2 * v) * 4);
-  float *dout = to_device(NULL, (size_t)(2 * v) * 4), *dscratch = to_device(NULL, sf * 4);
+  float *dw = check_device_copy(w, (size_t)nw * 4),
+        *din = check_device_copy(in, (size_t)(2 * v) * 4);
+  float *dout = check_device_copy(NULL, (size_t)(2 * v) * 4),
+        *dscratch = check_device_copy(NULL, sf * 4);
   CHECK_EQ(strata__cnn_forward_cuda(&net, dw, din, n, dout, dscratch, h, NULL), 0);
   CHECK_EQ(cudaMemcpy(gpu, dout, (size_t)(2 * v) * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   double err = ref_max_error(gpu, cpu, 2 * v);
@@ -56,9 +49,9 @@ static void check_bubbles(void)
   double *want = calloc(1, tbytes), *got = calloc(1, tbytes);
   int32_t *labels = malloc((size_t)v * 4);
   strata__bubbles_cpu(prob, n, &p, labels, want, cap);
-  float *dprob = to_device(prob, (size_t)v * 4);
-  void *dscratch = to_device(NULL, strata__bubbles_cuda_scratch_bytes(n));
-  double *dtable = to_device(NULL, tbytes);
+  float *dprob = check_device_copy(prob, (size_t)v * 4);
+  void *dscratch = check_device_copy(NULL, strata__bubbles_cuda_scratch_bytes(n));
+  double *dtable = check_device_copy(NULL, tbytes);
   CHECK_EQ(strata__bubbles_cuda(dprob, n, &p, dscratch, dtable, cap, NULL), 0);
   CHECK_EQ(cudaMemcpy(got, dtable, tbytes, cudaMemcpyDeviceToHost), cudaSuccess);
   CHECK_EQ(got[0], want[0]);
