@@ -23,7 +23,7 @@ enum { CHUNK = 256, ROWS = 4, SHORT_ROW = 64, ROW_STRIDE = CHUNK + 8 };
  * 64^3 and 128^3 (in cache) unchanged or a little faster. */
 enum { PREFETCH_ROWS = 8 };
 
-/* Lines of [p, p + bytes), for writing (a hint: never faults). */
+/* Lines of [p, p + bytes), bytes > 0, for writing (a hint: never faults). */
 static inline void prefetch_for_write(const void *p, int64_t bytes)
 {
   const char *c = p;
@@ -68,11 +68,9 @@ static inline void prefetch_for_write(const void *p, int64_t bytes)
   static void NAME(KERNEL_PARAMS(T, TD)) { NAME##_body(x, dst, dst_hi, src, src_hi, split); }      \
   SIMD_VARIANTS(NAME, T, TD)
 
-/* Offset in the destination of the start of row r (y + z * count[1]) of
- * transfer x. */
-static inline int64_t fine_row_at(const struct strata__amr_xfer *x, int64_t r)
+/* Offset in the destination of the start of row y of plane z of transfer x. */
+static inline int64_t fine_row_at(const struct strata__amr_xfer *x, int64_t y, int64_t z)
 {
-  const int64_t y = r % x->count[1], z = r / x->count[1];
   return ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) * x->dst_dims[0] +
          x->dst_start[0];
 }
@@ -244,11 +242,16 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
               row[k] = w00 * r00[k] + w01 * r01[k] + w10 * r10[k] + w11 * r11[k];                  \
           }                                                                                        \
           for (int64_t b = 0; b < ny; b++) {                                                       \
-            const int64_t at = fine_row_at(x, z * x->count[1] + y0 + b);                           \
-            const int64_t ahead = z * x->count[1] + y0 + b + PREFETCH_ROWS;                        \
-            if (ahead < x->count[1] * x->count[2]) {                                               \
-              const int64_t at_ahead = fine_row_at(x, ahead);                                      \
-              prefetch_for_write(dst + at_ahead + x0, n_lo * (int64_t)sizeof(TD));                 \
+            const int64_t at = fine_row_at(x, y0 + b, z);                                          \
+            int64_t y_ahead = y0 + b + PREFETCH_ROWS, z_ahead = z;                                 \
+            while (y_ahead >= x->count[1]) { /* on into the next planes */                         \
+              y_ahead -= x->count[1];                                                              \
+              z_ahead++;                                                                           \
+            }                                                                                      \
+            if (z_ahead < x->count[2]) {                                                           \
+              const int64_t at_ahead = fine_row_at(x, y_ahead, z_ahead);                           \
+              if (n_lo > 0)                                                                        \
+                prefetch_for_write(dst + at_ahead + x0, n_lo * (int64_t)sizeof(TD));               \
               if (n_lo < n)                                                                        \
                 prefetch_for_write(dst_hi + at_ahead + x0 + n_lo - split,                          \
                                    (n - n_lo) * (int64_t)sizeof(TD));                              \
