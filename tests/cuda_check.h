@@ -25,7 +25,7 @@ static inline void *check_device_copy(const void *host, size_t bytes)
   void *d = NULL;
   CHECK_EQ(cudaMalloc(&d, bytes), cudaSuccess);
   if (host)
-    cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice);
+    CHECK_EQ(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
   return d;
 }
 
@@ -33,6 +33,7 @@ static inline void *check_device_copy(const void *host, size_t bytes)
 static inline void check_device_bytes(void *dev, const void *want, size_t bytes)
 {
   void *got = malloc(bytes);
+  CHECK(got != NULL);
   CHECK_EQ(cudaMemcpy(got, dev, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   CHECK(memcmp(got, want, bytes) == 0);
   cudaFree(dev);

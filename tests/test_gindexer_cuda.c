@@ -4,7 +4,6 @@
  * put rules' row picks (last and first request) against put_apply. Rows of
  * odd byte counts, grids of many blocks. Exit 77 without a GPU. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "cuda_check.h"
 #include "kernels/gindexer_kernels.h"

@@ -3,7 +3,6 @@
  * and float64-to-float32 transfers. Exit 77 without a GPU. */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cuda_check.h"
 #include "kernels/amr_kernels.h"

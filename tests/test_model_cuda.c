@@ -4,7 +4,6 @@
  * GPU. */
 #include <cublas_v2.h>
 #include <math.h>
-#include <string.h>
 
 #include "cnn_reference.h"
 #include "cuda_check.h"
