@@ -68,11 +68,18 @@ static inline void prefetch_for_write(const void *p, int64_t bytes)
   static void NAME(KERNEL_PARAMS(T, TD)) { NAME##_body(x, dst, dst_hi, src, src_hi, split); }      \
   SIMD_VARIANTS(NAME, T, TD)
 
-/* Offset in the destination of the start of row y of plane z of transfer x. */
-static inline int64_t fine_row_at(const struct strata__amr_xfer *x, int64_t y, int64_t z)
+/* Offsets of the first cell of row y of plane z of transfer x's region, in
+ * the destination and in the source (same-level copies). */
+static inline int64_t dst_row_at(const struct strata__amr_xfer *x, int64_t y, int64_t z)
 {
   return ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) * x->dst_dims[0] +
          x->dst_start[0];
+}
+
+static inline int64_t src_row_at(const struct strata__amr_xfer *x, int64_t y, int64_t z)
+{
+  return ((x->src_start[2] + z) * x->src_dims[1] + x->src_start[1] + y) * x->src_dims[0] +
+         x->src_start[0];
 }
 
 /* Coarse cells and weights of fine offset q: value = (1 - t) C[c] + t C[c + 1]. */
@@ -91,13 +98,8 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
     (void)dst_hi, (void)src_hi, (void)split;                                                       \
     for (int64_t z = 0; z < x->count[2]; z++)                                                      \
       for (int64_t y = 0; y < x->count[1]; y++) {                                                  \
-        TD *d = dst +                                                                              \
-                ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) * x->dst_dims[0] +  \
-                x->dst_start[0];                                                                   \
-        const T *s =                                                                               \
-            src +                                                                                  \
-            ((x->src_start[2] + z) * x->src_dims[1] + x->src_start[1] + y) * x->src_dims[0] +      \
-            x->src_start[0];                                                                       \
+        TD *d = dst + dst_row_at(x, y, z);                                                         \
+        const T *s = src + src_row_at(x, y, z);                                                    \
         if (sizeof(T) == sizeof(TD))                                                               \
           memcpy(d, s, (size_t)x->count[0] * sizeof(T));                                           \
         else                                                                                       \
@@ -146,9 +148,7 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
     const int64_t n_lo = split < nx ? split : nx;                                                  \
     for (int64_t z = 0; z < x->count[2]; z++)                                                      \
       for (int64_t y = 0; y < x->count[1]; y++) {                                                  \
-        TD *d = dst +                                                                              \
-                ((x->dst_start[2] + z) * x->dst_dims[1] + x->dst_start[1] + y) * x->dst_dims[0] +  \
-                x->dst_start[0];                                                                   \
+        TD *d = dst + dst_row_at(x, y, z);                                                         \
         const int64_t at =                                                                         \
             (x->src_start[2] + fz * z) * sz + (x->src_start[1] + fy * y) * sy + x->src_start[0];   \
         restrict_row_##SUFFIX(x, d, src + at, n_lo);                                               \
@@ -242,14 +242,14 @@ static inline void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
               row[k] = w00 * r00[k] + w01 * r01[k] + w10 * r10[k] + w11 * r11[k];                  \
           }                                                                                        \
           for (int64_t b = 0; b < ny; b++) {                                                       \
-            const int64_t at = fine_row_at(x, y0 + b, z);                                          \
+            const int64_t at = dst_row_at(x, y0 + b, z);                                           \
             int64_t y_ahead = y0 + b + PREFETCH_ROWS, z_ahead = z;                                 \
             while (y_ahead >= x->count[1]) { /* on into the next planes */                         \
               y_ahead -= x->count[1];                                                              \
               z_ahead++;                                                                           \
             }                                                                                      \
             if (z_ahead < x->count[2]) {                                                           \
-              const int64_t at_ahead = fine_row_at(x, y_ahead, z_ahead);                           \
+              const int64_t at_ahead = dst_row_at(x, y_ahead, z_ahead);                            \
               if (n_lo > 0)                                                                        \
                 prefetch_for_write(dst + at_ahead + x0, n_lo * (int64_t)sizeof(TD));               \
               if (n_lo < n)                                                                        \
