@@ -112,8 +112,8 @@ static void run_stages(void *buffers[], void *cl_arg, int cuda)
 static void sequence_cpu(void *buffers[], void *cl_arg) { run_stages(buffers, cl_arg, 0); }
 
 #if STRATA__USE_CUDA
-/* Not asynchronous: StarPU waits for the stream after the last stage, so
- * stages of either kind may follow each other on it. */
+/* Every stage's CUDA implementation is asynchronous on the worker's stream,
+ * so the stages run in order on it and StarPU waits once, after the last. */
 static void sequence_cuda(void *buffers[], void *cl_arg) { run_stages(buffers, cl_arg, 1); }
 #endif
 
@@ -144,6 +144,7 @@ static struct starpu_codelet sequence_any_cl = {
     .color = 0x6baed6,
     .cpu_funcs = {sequence_cpu},
     .cuda_funcs = {sequence_cuda},
+    .cuda_flags = {STARPU_CUDA_ASYNC},
     .nbuffers = STARPU_VARIABLE_NBUFFERS,
     .model = &sequence_model,
 };
