@@ -118,6 +118,7 @@ static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 #endif
 
 #define __global__
+#define __launch_bounds__(...)
 #define __device__
 #define __host__
 #define __forceinline__ inline

@@ -113,8 +113,9 @@ __global__ void accumulate_kernel(const float *prob, int64_t n, Scratch s)
 }
 
 // One block: scan the cells in order and write the kept roots' rows.
-__global__ void compact_kernel(int64_t vol, struct strata__bubble_params p, Scratch s,
-                               double *table, int64_t capacity)
+__global__ void __launch_bounds__(kScanThreads)
+    compact_kernel(int64_t vol, struct strata__bubble_params p, Scratch s, double *table,
+                   int64_t capacity)
 {
   __shared__ int64_t counts[kScanThreads];
   __shared__ int64_t base;

@@ -159,7 +159,10 @@ __global__ void count_nonzero(int32_t dtype, int64_t n, const void *in, unsigned
 // gives each nonzero its output position, so the order is kept.
 constexpr int kScan = 1024;
 
-__global__ void flatnonzero(int32_t dtype, int64_t n, const void *in, int64_t *out)
+// 1024 threads leave 64 registers each: without the bound the launch fails
+// (cudaErrorLaunchOutOfResources on sm_90).
+__global__ void __launch_bounds__(kScan)
+    flatnonzero(int32_t dtype, int64_t n, const void *in, int64_t *out)
 {
   using scan_t = cub::BlockScan<int64_t, kScan>;
   __shared__ typename scan_t::TempStorage storage;
