@@ -102,7 +102,7 @@ static int64_t idx_of(const struct scenario *s, int r, int64_t p)
 static void set(void *p, int dtype, int64_t i, double v)
 {
   switch (dtype) {
-  case STRATA_BOOL:
+  case STRATA_BOOL: ((uint8_t *)p)[i] = v != 0; break;
   case STRATA_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
   case STRATA_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
   case STRATA_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
