@@ -24,34 +24,9 @@
 
 #include <strata/strata.h>
 
+#include "amr_cases.h"
 #include "bench_util.h"
 #include "codelets.h"
-#include "kernels/amr_kernels.h"
-
-enum { BLOCK = 32, GHOST = 1, FAMILY = 8 };
-
-/* A transfer between two cubes: restriction of fine n^3 into coarse
- * (n/2)^3, or prolongation of coarse (n/2 + 2)^3 (one ghost layer) into
- * fine n^3. */
-static struct strata__amr_xfer cube_xfer(int kind, int64_t n)
-{
-  struct strata__amr_xfer x = {.kind = kind, .dim = 3, .factor = 2, .is_double = 1};
-  for (int a = 0; a < 3; a++) {
-    if (kind == STRATA__AMR_RESTRICT) {
-      x.count[a] = x.dst_dims[a] = n / 2;
-      x.src_dims[a] = n;
-    } else {
-      x.count[a] = x.dst_dims[a] = n;
-      x.src_dims[a] = n / 2 + 2;
-      x.src_start[a] = 2; /* fine offset of the interior from the ghost corner */
-    }
-  }
-  return x;
-}
-
-static int64_t cube(int64_t n) { return n * n * n; }
-
-static int64_t cells(const int64_t dims[3]) { return dims[0] * dims[1] * dims[2]; }
 
 /* On a cache line, like the buffers StarPU allocates under Strata. */
 static void *aligned(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
@@ -68,12 +43,6 @@ static double *filled(int64_t count)
  * the StarPU-MPI progress thread spin, and would share the cores with the
  * kernel and memcpy. Kernel and memcpy alternate round by round; each round
  * gives a paired ratio, whose median cancels the drift of a shared machine. */
-struct plain {
-  int kind;
-  int64_t n, bytes;
-  double kernel, copy, ratio; /* medians: seconds, seconds, memcpy / kernel */
-};
-
 static struct plain time_plain(int kind, int64_t n, int rounds)
 {
   struct strata__amr_xfer x = cube_xfer(kind, n);
@@ -117,11 +86,6 @@ static struct plain time_plain(int kind, int64_t n, int rounds)
  * first prices blocks and StarPU together against one cube, the second
  * StarPU alone. The kernel here works beside the blocks, whose bytes may
  * push the cube out of the caches that it had to itself in time_plain. */
-struct tasks {
-  double seconds, kernel, direct, vs_kernel, vs_direct;
-  int64_t count;
-};
-
 static struct tasks time_tasks(int kind, int64_t n, int rounds)
 {
   const int64_t nfam = cube(n / (2 * BLOCK));
@@ -183,26 +147,6 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds)
   return m;
 }
 
-static cJSON *bench_case(const struct plain *c, int rounds)
-{
-  struct tasks tt = time_tasks(c->kind, c->n, rounds);
-  double b = (double)c->bytes;
-  cJSON *row = cJSON_CreateObject();
-  cJSON_AddStringToObject(row, "op", c->kind == STRATA__AMR_RESTRICT ? "restrict" : "prolong");
-  cJSON_AddNumberToObject(row, "n", (double)c->n);
-  cJSON_AddNumberToObject(row, "traffic_bytes", b);
-  cJSON_AddNumberToObject(row, "tasks", (double)tt.count);
-  cJSON_AddNumberToObject(row, "kernel_gbs", b / c->kernel * 1e-9);
-  cJSON_AddNumberToObject(row, "memcpy_gbs", b / c->copy * 1e-9);
-  cJSON_AddNumberToObject(row, "tasks_gbs", b / tt.seconds * 1e-9);
-  cJSON_AddNumberToObject(row, "kernel_beside_tasks_gbs", b / tt.kernel * 1e-9);
-  cJSON_AddNumberToObject(row, "direct_gbs", b / tt.direct * 1e-9);
-  cJSON_AddNumberToObject(row, "kernel_vs_memcpy", c->ratio);
-  cJSON_AddNumberToObject(row, "tasks_vs_kernel", tt.vs_kernel);
-  cJSON_AddNumberToObject(row, "tasks_vs_direct", tt.vs_direct);
-  return row;
-}
-
 int main(int argc, char **argv)
 {
   int rounds = 7, quick = 0;
@@ -217,6 +161,7 @@ int main(int argc, char **argv)
   strata_config cfg;
   strata_config_init(&cfg);
   cfg.yield_when_idle = 1; /* the paired plain kernels run beside the idle worker */
+  cfg.ncuda = 0;           /* CPU kernels against CPU tasks (bench_amr_cuda: the GPU) */
   int ret = strata_init(NULL, NULL, &cfg);
   if (ret) {
     fprintf(stderr, "bench_amr: %s\n", strata_strerror(ret));
@@ -227,8 +172,10 @@ int main(int argc, char **argv)
   cJSON_AddNumberToObject(root, "rounds", rounds);
   cJSON_AddNumberToObject(root, "workers", starpu_worker_get_count());
   cJSON_AddNumberToObject(root, "block", BLOCK);
-  for (int k = 0; k < ncases; k++)
-    cJSON_AddItemToArray(rows, bench_case(&cases[k], rounds));
+  for (int k = 0; k < ncases; k++) {
+    struct tasks tt = time_tasks(cases[k].kind, cases[k].n, rounds);
+    cJSON_AddItemToArray(rows, amr_case_json(&cases[k], &tt));
+  }
   bench_print_json(root);
   strata_finalize();
   return 0;

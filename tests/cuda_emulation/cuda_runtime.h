@@ -119,6 +119,7 @@ static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 
 #define __global__
 #define __launch_bounds__(...)
+#define __grid_constant__
 #define __device__
 #define __host__
 #define __forceinline__ inline

@@ -1,6 +1,9 @@
 // AMR kernels on the GPU: one thread per destination cell, the same
 // arithmetic as ../cpu/amr.c (prolongation blends the coarse cells in the
-// same order: z, y, then x), so CPU and GPU agree to rounding.
+// same order: z, y, then x), so CPU and GPU agree bit for bit. A 3-D grid
+// (32 x 8 threads over x and y, blocks over z) gives each thread its cell
+// without 64-bit divisions, which bounded the prolongation by instruction
+// issue (0.1 x a device copy on an H200); a family is one launch.
 #include <cstdint>
 #include <cuda_runtime.h>
 
@@ -13,52 +16,111 @@ namespace
 using strata_cuda::blocks_for;
 using strata_cuda::kThreads;
 
+constexpr int kTx = 32, kTy = 8; // threads of a block along x and y
+constexpr int64_t kMaxGrid = 65535;
+
 __device__ void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
 {
-  int64_t num = 2 * q + 1 - factor;
   *c = strata__amr_prolong_cell(q, factor);
-  *t = (double)(num - 2 * (int64_t)factor * *c) / (double)(2 * factor);
+  const int64_t rem = 2 * q + 1 - factor - 2 * (int64_t)factor * *c;
+  *t = factor == 2 ? (double)rem * 0.25 : (double)rem / (double)(2 * factor);
+}
+
+// Destination cell (cx, cy, cz) of transfer x.
+template <typename T, typename TD>
+__device__ void xfer_cell(const strata__amr_xfer &x, TD *dst, const T *src, int64_t cx, int64_t cy,
+                          int64_t cz)
+{
+  TD *d = dst + ((x.dst_start[2] + cz) * x.dst_dims[1] + x.dst_start[1] + cy) * x.dst_dims[0] +
+          x.dst_start[0] + cx;
+  const int64_t sy = x.src_dims[0], sz = x.src_dims[0] * x.src_dims[1];
+  if (x.kind == STRATA__AMR_COPY) {
+    *d = (TD)src[(x.src_start[2] + cz) * sz + (x.src_start[1] + cy) * sy + x.src_start[0] + cx];
+  } else if (x.kind == STRATA__AMR_RESTRICT) {
+    const int f = x.factor, fy = x.dim >= 2 ? f : 1, fz = x.dim >= 3 ? f : 1;
+    const T *r = src + (x.src_start[2] + fz * cz) * sz + (x.src_start[1] + fy * cy) * sy +
+                 x.src_start[0] + f * cx;
+    T sum = 0;
+    if (f == 2) { /* the CPU's grouping: pairs along x, then the rows */
+      const T *r01 = fy > 1 ? r + sy : r, *r10 = fz > 1 ? r + sz : r;
+      const T *r11 = fz > 1 ? r01 + sz : r01;
+      const T k01 = fy > 1, k10 = fz > 1, k11 = fy > 1 && fz > 1;
+      sum =
+          r[0] + r[1] + k01 * (r01[0] + r01[1]) + k10 * (r10[0] + r10[1]) + k11 * (r11[0] + r11[1]);
+    } else
+      for (int jz = 0; jz < fz; jz++)
+        for (int jy = 0; jy < fy; jy++)
+          for (int jx = 0; jx < f; jx++)
+            sum += r[jz * sz + jy * sy + jx];
+    *d = (TD)(sum * (T)(1.0 / ((double)f * fy * fz)));
+  } else {
+    int64_t c[3] = {0, 0, 0};
+    double t[3] = {0, 0, 0};
+    for (int a = 0; a < 3; a++) /* unrolled: c and t stay in registers */
+      if (a < x.dim)
+        prolong_weights(x.src_start[a] + (a == 0 ? cx : a == 1 ? cy : cz), x.factor, &c[a], &t[a]);
+    const T *r00 = src + c[2] * sz + c[1] * sy;
+    const T *r01 = t[1] > 0 ? r00 + sy : r00, *r10 = t[2] > 0 ? r00 + sz : r00;
+    const T *r11 = t[2] > 0 ? r01 + sz : r01;
+    const T w00 = (T)((1 - t[2]) * (1 - t[1])), w01 = (T)((1 - t[2]) * t[1]);
+    const T w10 = (T)(t[2] * (1 - t[1])), w11 = (T)(t[2] * t[1]);
+    const T lo = w00 * r00[c[0]] + w01 * r01[c[0]] + w10 * r10[c[0]] + w11 * r11[c[0]];
+    const T hi =
+        w00 * r00[c[0] + 1] + w01 * r01[c[0] + 1] + w10 * r10[c[0] + 1] + w11 * r11[c[0] + 1];
+    const T tx = (T)t[0];
+    *d = (TD)((1 - tx) * lo + tx * hi);
+  }
+}
+
+// The cells of x whose z lies in blocks zblock, zblock + zblocks, ...
+template <typename T, typename TD>
+__device__ void xfer_cells(const strata__amr_xfer &x, TD *dst, const T *src, int64_t zblock,
+                           int64_t zblocks)
+{
+  for (int64_t cz = zblock; cz < x.count[2]; cz += zblocks)
+    for (int64_t cy = blockIdx.y * kTy + threadIdx.y; cy < x.count[1]; cy += gridDim.y * kTy)
+      for (int64_t cx = blockIdx.x * kTx + threadIdx.x; cx < x.count[0]; cx += gridDim.x * kTx)
+        xfer_cell(x, dst, src, cx, cy, cz);
 }
 
 template <typename T, typename TD>
 __global__ void xfer_kernel(strata__amr_xfer x, TD *dst, const T *src)
 {
-  const int64_t n = x.count[0] * x.count[1] * x.count[2];
-  STRATA_GRID_LOOP(i, n)
-  {
-    const int64_t cx = i % x.count[0], cy = i / x.count[0] % x.count[1],
-                  cz = i / (x.count[0] * x.count[1]);
-    TD *d = dst + ((x.dst_start[2] + cz) * x.dst_dims[1] + x.dst_start[1] + cy) * x.dst_dims[0] +
-            x.dst_start[0] + cx;
-    const int64_t sy = x.src_dims[0], sz = x.src_dims[0] * x.src_dims[1];
-    if (x.kind == STRATA__AMR_COPY) {
-      *d = (TD)src[(x.src_start[2] + cz) * sz + (x.src_start[1] + cy) * sy + x.src_start[0] + cx];
-    } else if (x.kind == STRATA__AMR_RESTRICT) {
-      const int f = x.factor, fy = x.dim >= 2 ? f : 1, fz = x.dim >= 3 ? f : 1;
-      T sum = 0;
-      for (int jz = 0; jz < fz; jz++)
-        for (int jy = 0; jy < fy; jy++)
-          for (int jx = 0; jx < f; jx++)
-            sum += src[(x.src_start[2] + fz * cz + jz) * sz + (x.src_start[1] + fy * cy + jy) * sy +
-                       x.src_start[0] + f * cx + jx];
-      *d = (TD)(sum * (T)(1.0 / ((double)f * fy * fz)));
-    } else {
-      int64_t c[3] = {0, 0, 0};
-      double t[3] = {0, 0, 0};
-      for (int a = 0; a < x.dim; a++)
-        prolong_weights(x.src_start[a] + (a == 0 ? cx : a == 1 ? cy : cz), x.factor, &c[a], &t[a]);
-      const T *r00 = src + c[2] * sz + c[1] * sy;
-      const T *r01 = t[1] > 0 ? r00 + sy : r00, *r10 = t[2] > 0 ? r00 + sz : r00;
-      const T *r11 = t[2] > 0 ? r01 + sz : r01;
-      const T w00 = (T)((1 - t[2]) * (1 - t[1])), w01 = (T)((1 - t[2]) * t[1]);
-      const T w10 = (T)(t[2] * (1 - t[1])), w11 = (T)(t[2] * t[1]);
-      const T lo = w00 * r00[c[0]] + w01 * r01[c[0]] + w10 * r10[c[0]] + w11 * r11[c[0]];
-      const T hi =
-          w00 * r00[c[0] + 1] + w01 * r01[c[0] + 1] + w10 * r10[c[0] + 1] + w11 * r11[c[0] + 1];
-      const T tx = (T)t[0];
-      *d = (TD)((1 - tx) * lo + tx * hi);
-    }
-  }
+  xfer_cells(x, dst, src, blockIdx.z, gridDim.z);
+}
+
+// A family's arrays, already offset: the parent's and each child's.
+struct family_arrays {
+  void *parent;
+  void *children[8];
+};
+
+// Blocks along z: zblocks for each child in turn.
+template <typename T, typename TD>
+__global__ void family_kernel(const __grid_constant__ strata__amr_family f, family_arrays a,
+                              unsigned zblocks)
+{
+  const unsigned o = blockIdx.z / zblocks;
+  const strata__amr_xfer &x = f.x[o];
+  if (x.kind == STRATA__AMR_RESTRICT)
+    xfer_cells(x, static_cast<TD *>(a.parent), static_cast<const T *>(a.children[o]),
+               blockIdx.z % zblocks, zblocks);
+  else
+    xfer_cells(x, static_cast<TD *>(a.children[o]), static_cast<const T *>(a.parent),
+               blockIdx.z % zblocks, zblocks);
+}
+
+// Blocks over x and y for count[0] x count[1] cells, at most kMaxGrid along y.
+dim3 plane_grid(const int64_t count[3])
+{
+  const int64_t bx = (count[0] + kTx - 1) / kTx, by = (count[1] + kTy - 1) / kTy;
+  return dim3((unsigned)(bx > 0 ? bx : 1),
+              (unsigned)(by < kMaxGrid ? (by > 0 ? by : 1) : kMaxGrid));
+}
+
+unsigned z_blocks(int64_t count, int64_t most)
+{
+  return (unsigned)(count < most ? (count > 0 ? count : 1) : most);
 }
 
 // One face: every cell of the extended plane extrapolates `ghost` layers.
@@ -80,10 +142,38 @@ template <typename T> __global__ void boundary_kernel(strata__amr_boundary b, T 
 template <typename T, typename TD>
 int xfer(const strata__amr_xfer *x, void *dst, const void *src, void *stream)
 {
-  STRATA_LAUNCH(blocks_for(x->count[0] * x->count[1] * x->count[2]), kThreads, (cudaStream_t)stream,
-                xfer_kernel<T, TD>)
+  dim3 grid = plane_grid(x->count);
+  grid.z = z_blocks(x->count[2], kMaxGrid);
+  STRATA_LAUNCH(grid, dim3(kTx, kTy), (cudaStream_t)stream, xfer_kernel<T, TD>)
   (*x, (TD *)dst + x->dst_offset, (const T *)src + x->src_offset);
   return (int)cudaGetLastError();
+}
+
+// One launch for the whole family: its children are alike (same kind,
+// types and counts), as strata__amr_family_xfer makes them.
+template <typename T, typename TD>
+int family(const strata__amr_family *f, void *parent, void *const children[], void *stream)
+{
+  family_arrays a = {};
+  const strata__amr_xfer *x0 = &f->x[0];
+  const int restrict_ = x0->kind == STRATA__AMR_RESTRICT;
+  a.parent =
+      restrict_ ? (void *)((TD *)parent + x0->dst_offset) : (void *)((T *)parent + x0->src_offset);
+  for (int o = 0; o < f->nchildren; o++)
+    a.children[o] = restrict_ ? (void *)((T *)children[o] + f->x[o].src_offset)
+                              : (void *)((TD *)children[o] + f->x[o].dst_offset);
+  dim3 grid = plane_grid(x0->count);
+  const unsigned zblocks = z_blocks(x0->count[2], kMaxGrid / f->nchildren);
+  grid.z = zblocks * (unsigned)f->nchildren;
+  STRATA_LAUNCH(grid, dim3(kTx, kTy), (cudaStream_t)stream, family_kernel<T, TD>)
+  (*f, a, zblocks);
+  return (int)cudaGetLastError();
+}
+
+int alike(const strata__amr_xfer *a, const strata__amr_xfer *b)
+{
+  return a->kind == b->kind && a->is_double == b->is_double && a->dst_float == b->dst_float &&
+         a->count[0] == b->count[0] && a->count[1] == b->count[1] && a->count[2] == b->count[2];
 }
 
 // Faces in axis order, each after the previous one on the stream: the
@@ -118,6 +208,16 @@ extern "C" int strata__amr_xfer_cuda(const strata__amr_xfer *x, void *dst, const
 extern "C" int strata__amr_family_cuda(const strata__amr_family *f, void *parent,
                                        void *const children[], void *stream)
 {
+  int same = f->nchildren >= 1 && f->x[0].kind != STRATA__AMR_COPY;
+  for (int o = 1; o < f->nchildren && same; o++)
+    same = alike(&f->x[0], &f->x[o]);
+  if (same) {
+    const strata__amr_xfer *x = &f->x[0];
+    if (x->is_double && x->dst_float)
+      return family<double, float>(f, parent, children, stream);
+    return x->is_double ? family<double, double>(f, parent, children, stream)
+                        : family<float, float>(f, parent, children, stream);
+  }
   for (int o = 0; o < f->nchildren; o++) {
     const strata__amr_xfer *x = &f->x[o];
     int err = x->kind == STRATA__AMR_RESTRICT

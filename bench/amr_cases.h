@@ -1,0 +1,71 @@
+/* What bench_amr and bench_amr_cuda share: the cases (restriction and
+ * prolongation of n^3 cubes, families of BLOCK^3 blocks), their timings
+ * and the JSON row of one case. */
+#ifndef STRATA_BENCH_AMR_CASES_H
+#define STRATA_BENCH_AMR_CASES_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "kernels/amr_kernels.h"
+
+enum { BLOCK = 32, GHOST = 1, FAMILY = 8 };
+
+/* A transfer between two cubes: restriction of fine n^3 into coarse
+ * (n/2)^3, or prolongation of coarse (n/2 + 2)^3 (one ghost layer) into
+ * fine n^3. */
+static inline struct strata__amr_xfer cube_xfer(int kind, int64_t n)
+{
+  struct strata__amr_xfer x = {.kind = kind, .dim = 3, .factor = 2, .is_double = 1};
+  for (int a = 0; a < 3; a++) {
+    if (kind == STRATA__AMR_RESTRICT) {
+      x.count[a] = x.dst_dims[a] = n / 2;
+      x.src_dims[a] = n;
+    } else {
+      x.count[a] = x.dst_dims[a] = n;
+      x.src_dims[a] = n / 2 + 2;
+      x.src_start[a] = 2; /* fine offset of the interior from the ghost corner */
+    }
+  }
+  return x;
+}
+
+static inline int64_t cube(int64_t n) { return n * n * n; }
+
+static inline int64_t cells(const int64_t dims[3]) { return dims[0] * dims[1] * dims[2]; }
+
+/* The plain kernel on the whole cube against a copy of the same traffic. */
+struct plain {
+  int kind;
+  int64_t n, bytes;
+  double kernel, copy, ratio; /* medians: seconds, seconds, copy / kernel */
+};
+
+/* One task per family against the whole-cube kernel and against the
+ * family kernels called directly: medians of the three times and of the
+ * paired ratios kernel / tasks and direct / tasks. */
+struct tasks {
+  double seconds, kernel, direct, vs_kernel, vs_direct;
+  int64_t count;
+};
+
+static inline cJSON *amr_case_json(const struct plain *c, const struct tasks *tt)
+{
+  double b = (double)c->bytes;
+  cJSON *row = cJSON_CreateObject();
+  cJSON_AddStringToObject(row, "op", c->kind == STRATA__AMR_RESTRICT ? "restrict" : "prolong");
+  cJSON_AddNumberToObject(row, "n", (double)c->n);
+  cJSON_AddNumberToObject(row, "traffic_bytes", b);
+  cJSON_AddNumberToObject(row, "tasks", (double)tt->count);
+  cJSON_AddNumberToObject(row, "kernel_gbs", b / c->kernel * 1e-9);
+  cJSON_AddNumberToObject(row, "memcpy_gbs", b / c->copy * 1e-9);
+  cJSON_AddNumberToObject(row, "tasks_gbs", b / tt->seconds * 1e-9);
+  cJSON_AddNumberToObject(row, "kernel_beside_tasks_gbs", b / tt->kernel * 1e-9);
+  cJSON_AddNumberToObject(row, "direct_gbs", b / tt->direct * 1e-9);
+  cJSON_AddNumberToObject(row, "kernel_vs_memcpy", c->ratio);
+  cJSON_AddNumberToObject(row, "tasks_vs_kernel", tt->vs_kernel);
+  cJSON_AddNumberToObject(row, "tasks_vs_direct", tt->vs_direct);
+  return row;
+}
+
+#endif

@@ -1,0 +1,210 @@
+/* AMR transfers on a GPU, the CUDA counterpart of bench_amr: restriction
+ * (2x2x2 mean) and prolongation (linear, one ghost layer) on float64 cubes
+ * of n^3 fine cells, n = 64, 128, 256, in device memory.
+ *  - plain: the CUDA kernel on the whole cube against cudaMemcpyAsync
+ *    (device to device) moving the same traffic, both timed with events
+ *    over REPS back-to-back launches on one stream;
+ *  - tasks: one StarPU task per family (a parent and its eight 32^3-cell
+ *    children with one ghost layer, separate handles like AMR leaves) on
+ *    the CUDA worker, data already on the GPU, against the whole-cube
+ *    kernel and against the same family kernels launched directly on
+ *    device blocks like the tasks' (tasks_vs_direct: what StarPU costs).
+ *    Wall clock, each synchronised, alternating round by round.
+ * Prints JSON with medians over the rounds; ratios are medians of paired
+ * per-round ratios. Exits 77 without a CUDA device or CUDA worker.
+ *
+ *   bench_amr_cuda [--rounds R] [--quick]   (--quick: n = 64 only)
+ */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <strata/strata.h>
+
+#include "amr_cases.h"
+#include "bench_util.h"
+#include "codelets.h"
+
+enum { REPS = 20 }; /* launches per timed round of the plain kernel and copy */
+
+#define CUDA_OK(call) cuda_ok((call), #call)
+static void cuda_ok(cudaError_t err, const char *what)
+{
+  if (err != cudaSuccess) {
+    fprintf(stderr, "bench_amr_cuda: %s: %s\n", what, cudaGetErrorString(err));
+    exit(1);
+  }
+}
+
+static void launch_ok(int err)
+{
+  if (err)
+    cuda_ok((cudaError_t)err, "kernel launch");
+}
+
+/* count doubles on the device, filled from a host pattern (not zeros). */
+static double *device_filled(int64_t count)
+{
+  double *host = malloc((size_t)count * sizeof *host), *dev;
+  for (int64_t i = 0; i < count; i++)
+    host[i] = (double)(i % 1009) * 0.001;
+  CUDA_OK(cudaMalloc((void **)&dev, (size_t)count * sizeof *dev));
+  CUDA_OK(cudaMemcpy(dev, host, (size_t)count * sizeof *dev, cudaMemcpyHostToDevice));
+  free(host);
+  return dev;
+}
+
+static struct plain time_plain(int kind, int64_t n, int rounds, cudaStream_t s)
+{
+  struct strata__amr_xfer x = cube_xfer(kind, n);
+  int64_t nsrc = cells(x.src_dims), ndst = cells(x.dst_dims);
+  struct plain p = {kind, n, (nsrc + ndst) * (int64_t)sizeof(double), 0, 0, 0};
+  size_t half = (size_t)p.bytes / 2; /* the copy reads and writes half the traffic each */
+  double *src = device_filled(nsrc), *dst = device_filled(ndst);
+  void *a, *b;
+  CUDA_OK(cudaMalloc(&a, half));
+  CUDA_OK(cudaMalloc(&b, half));
+  CUDA_OK(cudaMemsetAsync(a, 1, half, s));
+  cudaEvent_t e[3];
+  for (int k = 0; k < 3; k++)
+    CUDA_OK(cudaEventCreate(&e[k]));
+  double *t = malloc((size_t)(3 * rounds) * sizeof *t), *tk = t, *tc = t + rounds,
+         *ratio = t + 2 * rounds;
+  for (int r = -1; r < rounds; r++) { /* round -1 warms up */
+    CUDA_OK(cudaEventRecord(e[0], s));
+    for (int i = 0; i < REPS; i++)
+      launch_ok(strata__amr_xfer_cuda(&x, dst, src, s));
+    CUDA_OK(cudaEventRecord(e[1], s));
+    for (int i = 0; i < REPS; i++)
+      CUDA_OK(cudaMemcpyAsync(b, a, half, cudaMemcpyDeviceToDevice, s));
+    CUDA_OK(cudaEventRecord(e[2], s));
+    CUDA_OK(cudaEventSynchronize(e[2]));
+    float kms, cms;
+    CUDA_OK(cudaEventElapsedTime(&kms, e[0], e[1]));
+    CUDA_OK(cudaEventElapsedTime(&cms, e[1], e[2]));
+    if (r >= 0) {
+      tk[r] = 1e-3 * kms / REPS;
+      tc[r] = 1e-3 * cms / REPS;
+      ratio[r] = tc[r] / tk[r];
+    }
+  }
+  p.kernel = bench_median(tk, rounds);
+  p.copy = bench_median(tc, rounds);
+  p.ratio = bench_median(ratio, rounds);
+  for (int k = 0; k < 3; k++)
+    cudaEventDestroy(e[k]);
+  cudaFree(src);
+  cudaFree(dst);
+  cudaFree(a);
+  cudaFree(b);
+  free(t);
+  return p;
+}
+
+static struct tasks time_tasks(int kind, int64_t n, int rounds, cudaStream_t s)
+{
+  const int64_t nfam = cube(n / (2 * BLOCK)), nbufs = nfam * (1 + FAMILY),
+                block_cells = cube(BLOCK + 2 * GHOST);
+  struct strata__amr_family fam = {.nchildren = FAMILY};
+  for (int o = 0; o < FAMILY; o++)
+    fam.x[o] = strata__amr_family_xfer(kind, 3, BLOCK, GHOST, o, 1);
+  struct strata__amr_xfer whole = cube_xfer(kind, n);
+  double *cube_src = device_filled(cells(whole.src_dims)),
+         *cube_dst = device_filled(cells(whole.dst_dims));
+  double **host = malloc((size_t)nbufs * sizeof *host),
+         **direct = malloc((size_t)nbufs * sizeof *direct);
+  starpu_data_handle_t *h = malloc((size_t)nbufs * sizeof *h); /* parent, then its children */
+  for (int64_t i = 0; i < nbufs; i++) {
+    host[i] = malloc((size_t)block_cells * sizeof(double));
+    for (int64_t c = 0; c < block_cells; c++)
+      host[i][c] = (double)(c % 1009) * 0.001;
+    direct[i] = device_filled(block_cells);
+    starpu_vector_data_register(&h[i], STARPU_MAIN_RAM, (uintptr_t)host[i], (uint32_t)block_cells,
+                                sizeof(double));
+  }
+  double *t = malloc((size_t)(5 * rounds) * sizeof *t), *tk = t + rounds, *td = t + 2 * rounds,
+         *ratio = t + 3 * rounds, *ratio_direct = t + 4 * rounds;
+  for (int r = -1; r < rounds; r++) { /* round -1 moves the blocks to the GPU */
+    double t0 = bench_now();
+    launch_ok(strata__amr_xfer_cuda(&whole, cube_dst, cube_src, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    double t1 = bench_now();
+    for (int64_t f = 0; f < nfam; f++) {
+      starpu_data_handle_t *family = h + f * (1 + FAMILY);
+      if (strata__amr_family_submit(MPI_COMM_NULL, family[0], family + 1, &fam) != 0)
+        fprintf(stderr, "bench_amr_cuda: submission failed\n");
+    }
+    strata_wait_all();
+    double t2 = bench_now();
+    for (int64_t f = 0; f < nfam; f++) {
+      double **family = direct + f * (1 + FAMILY);
+      launch_ok(strata__amr_family_cuda(&fam, family[0], (void *const *)(family + 1), s));
+    }
+    CUDA_OK(cudaStreamSynchronize(s));
+    double t3 = bench_now();
+    if (r >= 0) {
+      t[r] = t2 - t1;
+      tk[r] = t1 - t0;
+      td[r] = t3 - t2;
+      ratio[r] = (t1 - t0) / (t2 - t1);
+      ratio_direct[r] = (t3 - t2) / (t2 - t1);
+    }
+  }
+  struct tasks m = {
+      bench_median(t, rounds),     bench_median(tk, rounds),           bench_median(td, rounds),
+      bench_median(ratio, rounds), bench_median(ratio_direct, rounds), nfam};
+  for (int64_t i = 0; i < nbufs; i++) {
+    starpu_data_unregister(h[i]);
+    free(host[i]);
+    cudaFree(direct[i]);
+  }
+  free(host);
+  free(direct);
+  free(h);
+  free(t);
+  cudaFree(cube_src);
+  cudaFree(cube_dst);
+  return m;
+}
+
+int main(int argc, char **argv)
+{
+  int rounds = 7, quick = 0, ndev = 0;
+  if (bench_options(argc, argv, "bench_amr_cuda", &rounds, &quick))
+    return 2;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    fprintf(stderr, "bench_amr_cuda: no CUDA device\n");
+    return 77;
+  }
+  strata_config cfg;
+  strata_config_init(&cfg);
+  cfg.ncpu = 0; /* every task on the CUDA worker */
+  cfg.ncuda = 1;
+  int ret = strata_init(NULL, NULL, &cfg);
+  if (ret || starpu_cuda_worker_get_count() == 0) {
+    fprintf(stderr, "bench_amr_cuda: %s\n", ret ? strata_strerror(ret) : "no CUDA worker");
+    if (!ret)
+      strata_finalize();
+    return 77;
+  }
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const int64_t sizes[] = {64, 128, 256};
+  cJSON *root = cJSON_CreateObject(), *rows = cJSON_AddArrayToObject(root, "cases");
+  cJSON_AddStringToObject(root, "benchmark", "amr_cuda");
+  struct cudaDeviceProp prop;
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  cJSON_AddStringToObject(root, "device", prop.name);
+  cJSON_AddNumberToObject(root, "rounds", rounds);
+  cJSON_AddNumberToObject(root, "block", BLOCK);
+  for (int k = 0; k < (quick ? 1 : 3); k++)
+    for (int kind = STRATA__AMR_RESTRICT; kind <= STRATA__AMR_PROLONG; kind++) {
+      struct plain p = time_plain(kind, sizes[k], rounds, s);
+      struct tasks tt = time_tasks(kind, sizes[k], rounds, s);
+      cJSON_AddItemToArray(rows, amr_case_json(&p, &tt));
+    }
+  bench_print_json(root);
+  cudaStreamDestroy(s);
+  strata_finalize();
+  return 0;
+}
