@@ -1,9 +1,11 @@
-// AMR kernels on the GPU: one thread per destination cell, the same
-// arithmetic as ../cpu/amr.c (prolongation blends the coarse cells in the
-// same order: z, y, then x), so CPU and GPU agree bit for bit. A 3-D grid
-// (32 x 8 threads over x and y, blocks over z) gives each thread its cell
-// without 64-bit divisions, which bounded the prolongation by instruction
-// issue (0.1 x a device copy on an H200); a family is one launch.
+// AMR kernels on the GPU, with the same arithmetic as ../cpu/amr.c
+// (prolongation blends the coarse cells in the same order: z, y, then x;
+// restriction adds in the same grouping), so CPU and GPU agree bit for
+// bit. A 3-D grid (32 x 8 threads over x and y, blocks over z) gives each
+// thread its cells without 64-bit divisions, which bounded the kernels by
+// instruction issue (prolongation at 0.1 x a device copy on an H200); a
+// prolongation thread walks a row, its y and z work done once; a family is
+// one launch.
 #include <cstdint>
 #include <cuda_runtime.h>
 
@@ -26,7 +28,7 @@ __device__ void prolong_weights(int64_t q, int factor, int64_t *c, double *t)
   *t = factor == 2 ? (double)rem * 0.25 : (double)rem / (double)(2 * factor);
 }
 
-// Destination cell (cx, cy, cz) of transfer x.
+// Destination cell (cx, cy, cz) of copy or restriction x.
 template <typename T, typename TD>
 __device__ void xfer_cell(const strata__amr_xfer &x, TD *dst, const T *src, int64_t cx, int64_t cy,
                           int64_t cz)
@@ -53,22 +55,35 @@ __device__ void xfer_cell(const strata__amr_xfer &x, TD *dst, const T *src, int6
           for (int jx = 0; jx < f; jx++)
             sum += r[jz * sz + jy * sy + jx];
     *d = (TD)(sum * (T)(1.0 / ((double)f * fy * fz)));
-  } else {
-    int64_t c[3] = {0, 0, 0};
-    double t[3] = {0, 0, 0};
-    for (int a = 0; a < 3; a++) /* unrolled: c and t stay in registers */
-      if (a < x.dim)
-        prolong_weights(x.src_start[a] + (a == 0 ? cx : a == 1 ? cy : cz), x.factor, &c[a], &t[a]);
-    const T *r00 = src + c[2] * sz + c[1] * sy;
-    const T *r01 = t[1] > 0 ? r00 + sy : r00, *r10 = t[2] > 0 ? r00 + sz : r00;
-    const T *r11 = t[2] > 0 ? r01 + sz : r01;
-    const T w00 = (T)((1 - t[2]) * (1 - t[1])), w01 = (T)((1 - t[2]) * t[1]);
-    const T w10 = (T)(t[2] * (1 - t[1])), w11 = (T)(t[2] * t[1]);
-    const T lo = w00 * r00[c[0]] + w01 * r01[c[0]] + w10 * r10[c[0]] + w11 * r11[c[0]];
-    const T hi =
-        w00 * r00[c[0] + 1] + w01 * r01[c[0] + 1] + w10 * r10[c[0] + 1] + w11 * r11[c[0] + 1];
-    const T tx = (T)t[0];
-    *d = (TD)((1 - tx) * lo + tx * hi);
+  }
+}
+
+// Fine cells cx0, cx0 + step, ... of row (cy, cz) of prolongation x: the
+// row's coarse rows and weights once, then per cell its x weights.
+template <typename T, typename TD>
+__device__ void prolong_row(const strata__amr_xfer &x, TD *dst, const T *src, int64_t cx0,
+                            int64_t step, int64_t cy, int64_t cz)
+{
+  TD *d = dst + ((x.dst_start[2] + cz) * x.dst_dims[1] + x.dst_start[1] + cy) * x.dst_dims[0] +
+          x.dst_start[0];
+  const int64_t sy = x.src_dims[0], sz = x.src_dims[0] * x.src_dims[1];
+  int64_t c1 = 0, c2 = 0, c0;
+  double t1 = 0, t2 = 0, t0;
+  if (x.dim >= 2)
+    prolong_weights(x.src_start[1] + cy, x.factor, &c1, &t1);
+  if (x.dim >= 3)
+    prolong_weights(x.src_start[2] + cz, x.factor, &c2, &t2);
+  const T *r00 = src + c2 * sz + c1 * sy;
+  const T *r01 = t1 > 0 ? r00 + sy : r00, *r10 = t2 > 0 ? r00 + sz : r00;
+  const T *r11 = t2 > 0 ? r01 + sz : r01;
+  const T w00 = (T)((1 - t2) * (1 - t1)), w01 = (T)((1 - t2) * t1);
+  const T w10 = (T)(t2 * (1 - t1)), w11 = (T)(t2 * t1);
+  for (int64_t cx = cx0; cx < x.count[0]; cx += step) {
+    prolong_weights(x.src_start[0] + cx, x.factor, &c0, &t0);
+    const T lo = w00 * r00[c0] + w01 * r01[c0] + w10 * r10[c0] + w11 * r11[c0];
+    const T hi = w00 * r00[c0 + 1] + w01 * r01[c0 + 1] + w10 * r10[c0 + 1] + w11 * r11[c0 + 1];
+    const T tx = (T)t0;
+    d[cx] = (TD)((1 - tx) * lo + tx * hi);
   }
 }
 
@@ -77,10 +92,14 @@ template <typename T, typename TD>
 __device__ void xfer_cells(const strata__amr_xfer &x, TD *dst, const T *src, int64_t zblock,
                            int64_t zblocks)
 {
+  const int64_t cx0 = blockIdx.x * kTx + threadIdx.x, step = gridDim.x * kTx;
   for (int64_t cz = zblock; cz < x.count[2]; cz += zblocks)
     for (int64_t cy = blockIdx.y * kTy + threadIdx.y; cy < x.count[1]; cy += gridDim.y * kTy)
-      for (int64_t cx = blockIdx.x * kTx + threadIdx.x; cx < x.count[0]; cx += gridDim.x * kTx)
-        xfer_cell(x, dst, src, cx, cy, cz);
+      if (x.kind == STRATA__AMR_PROLONG)
+        prolong_row(x, dst, src, cx0, step, cy, cz);
+      else
+        for (int64_t cx = cx0; cx < x.count[0]; cx += step)
+          xfer_cell(x, dst, src, cx, cy, cz);
 }
 
 template <typename T, typename TD>
@@ -110,10 +129,14 @@ __global__ void family_kernel(const __grid_constant__ strata__amr_family f, fami
                blockIdx.z % zblocks, zblocks);
 }
 
-// Blocks over x and y for count[0] x count[1] cells, at most kMaxGrid along y.
-dim3 plane_grid(const int64_t count[3])
+// Blocks over x and y for count[0] x count[1] cells, at most kMaxGrid along
+// y; a prolongation's rows have one block along x, whose threads each take
+// several cells of a row.
+dim3 plane_grid(const strata__amr_xfer &x)
 {
-  const int64_t bx = (count[0] + kTx - 1) / kTx, by = (count[1] + kTy - 1) / kTy;
+  const int64_t *count = x.count;
+  const int64_t bx = x.kind == STRATA__AMR_PROLONG ? 1 : (count[0] + kTx - 1) / kTx,
+                by = (count[1] + kTy - 1) / kTy;
   return dim3((unsigned)(bx > 0 ? bx : 1),
               (unsigned)(by < kMaxGrid ? (by > 0 ? by : 1) : kMaxGrid));
 }
@@ -142,7 +165,7 @@ template <typename T> __global__ void boundary_kernel(strata__amr_boundary b, T 
 template <typename T, typename TD>
 int xfer(const strata__amr_xfer *x, void *dst, const void *src, void *stream)
 {
-  dim3 grid = plane_grid(x->count);
+  dim3 grid = plane_grid(*x);
   grid.z = z_blocks(x->count[2], kMaxGrid);
   STRATA_LAUNCH(grid, dim3(kTx, kTy), (cudaStream_t)stream, xfer_kernel<T, TD>)
   (*x, (TD *)dst + x->dst_offset, (const T *)src + x->src_offset);
@@ -162,7 +185,7 @@ int family(const strata__amr_family *f, void *parent, void *const children[], vo
   for (int o = 0; o < f->nchildren; o++)
     a.children[o] = restrict_ ? (void *)((T *)children[o] + f->x[o].src_offset)
                               : (void *)((TD *)children[o] + f->x[o].dst_offset);
-  dim3 grid = plane_grid(x0->count);
+  dim3 grid = plane_grid(*x0);
   const unsigned zblocks = z_blocks(x0->count[2], kMaxGrid / f->nchildren);
   grid.z = zblocks * (unsigned)f->nchildren;
   STRATA_LAUNCH(grid, dim3(kTx, kTy), (cudaStream_t)stream, family_kernel<T, TD>)
