@@ -104,8 +104,7 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds)
     starpu_vector_data_register(&h[i], STARPU_MAIN_RAM, (uintptr_t)bufs[i],
                                 (uint32_t)cube(BLOCK + 2 * GHOST), sizeof(double));
   }
-  double *t = malloc((size_t)(5 * rounds) * sizeof *t), *tk = t + rounds, *td = t + 2 * rounds,
-         *ratio = t + 3 * rounds, *ratio_direct = t + 4 * rounds;
+  struct task_rounds times = task_rounds_new(rounds);
   for (int r = -1; r < rounds; r++) { /* round -1 warms up */
     double t0 = bench_now();
     strata__amr_xfer_cpu(&whole, cube_dst, cube_src);
@@ -122,17 +121,10 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds)
       strata__amr_family_cpu(&fam, family[0], (void *const *)(family + 1));
     }
     double t3 = bench_now();
-    if (r >= 0) {
-      t[r] = t2 - t1;
-      tk[r] = t1 - t0;
-      td[r] = t3 - t2;
-      ratio[r] = (t1 - t0) / (t2 - t1);
-      ratio_direct[r] = (t3 - t2) / (t2 - t1);
-    }
+    if (r >= 0)
+      task_rounds_record(&times, r, t0, t1, t2, t3);
   }
-  struct tasks m = {
-      bench_median(t, rounds),     bench_median(tk, rounds),           bench_median(td, rounds),
-      bench_median(ratio, rounds), bench_median(ratio_direct, rounds), nfam};
+  struct tasks m = task_rounds_medians(&times, nfam);
   for (int64_t i = 0; i < nbufs; i++) {
     starpu_data_unregister(h[i]);
     free(bufs[i]);
@@ -141,7 +133,6 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds)
   free(bufs);
   free(direct);
   free(h);
-  free(t);
   free(cube_src);
   free(cube_dst);
   return m;

@@ -6,7 +6,9 @@
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
+#include <stdlib.h>
 
+#include "bench_util.h"
 #include "kernels/amr_kernels.h"
 
 enum { BLOCK = 32, GHOST = 1, FAMILY = 8 };
@@ -48,6 +50,44 @@ struct tasks {
   double seconds, kernel, direct, vs_kernel, vs_direct;
   int64_t count;
 };
+
+/* The rounds of time_tasks: per round, the times of the tasks, of the
+ * whole-cube kernel and of the direct family calls, and the paired ratios
+ * kernel / tasks and direct / tasks (five arrays of n). */
+struct task_rounds {
+  double *t;
+  int n;
+};
+
+static inline struct task_rounds task_rounds_new(int n)
+{
+  return (struct task_rounds){malloc((size_t)(5 * n) * sizeof(double)), n};
+}
+
+/* Round r: the kernel ran from t0 to t1, the tasks to t2, the direct calls to t3. */
+static inline void task_rounds_record(struct task_rounds *w, int r, double t0, double t1, double t2,
+                                      double t3)
+{
+  double *t = w->t;
+  const int n = w->n;
+  t[r] = t2 - t1;
+  t[n + r] = t1 - t0;
+  t[2 * n + r] = t3 - t2;
+  t[3 * n + r] = (t1 - t0) / (t2 - t1);
+  t[4 * n + r] = (t3 - t2) / (t2 - t1);
+}
+
+/* The medians of `count` tasks' rounds; frees the rounds. */
+static inline struct tasks task_rounds_medians(struct task_rounds *w, int64_t count)
+{
+  double *t = w->t;
+  const int n = w->n;
+  struct tasks m = {bench_median(t, n),         bench_median(t + n, n),
+                    bench_median(t + 2 * n, n), bench_median(t + 3 * n, n),
+                    bench_median(t + 4 * n, n), count};
+  free(t);
+  return m;
+}
 
 static inline cJSON *amr_case_json(const struct plain *c, const struct tasks *tt)
 {

@@ -122,8 +122,7 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds, cudaStream_t s)
     starpu_vector_data_register(&h[i], STARPU_MAIN_RAM, (uintptr_t)host[i], (uint32_t)block_cells,
                                 sizeof(double));
   }
-  double *t = malloc((size_t)(5 * rounds) * sizeof *t), *tk = t + rounds, *td = t + 2 * rounds,
-         *ratio = t + 3 * rounds, *ratio_direct = t + 4 * rounds;
+  struct task_rounds times = task_rounds_new(rounds);
   for (int r = -1; r < rounds; r++) { /* round -1 moves the blocks to the GPU */
     double t0 = bench_now();
     launch_ok(strata__amr_xfer_cuda(&whole, cube_dst, cube_src, s));
@@ -142,17 +141,10 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds, cudaStream_t s)
     }
     CUDA_OK(cudaStreamSynchronize(s));
     double t3 = bench_now();
-    if (r >= 0) {
-      t[r] = t2 - t1;
-      tk[r] = t1 - t0;
-      td[r] = t3 - t2;
-      ratio[r] = (t1 - t0) / (t2 - t1);
-      ratio_direct[r] = (t3 - t2) / (t2 - t1);
-    }
+    if (r >= 0)
+      task_rounds_record(&times, r, t0, t1, t2, t3);
   }
-  struct tasks m = {
-      bench_median(t, rounds),     bench_median(tk, rounds),           bench_median(td, rounds),
-      bench_median(ratio, rounds), bench_median(ratio_direct, rounds), nfam};
+  struct tasks m = task_rounds_medians(&times, nfam);
   for (int64_t i = 0; i < nbufs; i++) {
     starpu_data_unregister(h[i]);
     free(host[i]);
@@ -161,7 +153,6 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds, cudaStream_t s)
   free(host);
   free(direct);
   free(h);
-  free(t);
   cudaFree(cube_src);
   cudaFree(cube_dst);
   return m;
