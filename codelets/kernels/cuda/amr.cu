@@ -193,10 +193,14 @@ int family(const strata__amr_family *f, void *parent, void *const children[], vo
   return (int)cudaGetLastError();
 }
 
+// Same kind, types and counts, and the same offset into the parent (the
+// family kernel applies the first child's).
 int alike(const strata__amr_xfer *a, const strata__amr_xfer *b)
 {
+  const int restrict_ = a->kind == STRATA__AMR_RESTRICT;
   return a->kind == b->kind && a->is_double == b->is_double && a->dst_float == b->dst_float &&
-         a->count[0] == b->count[0] && a->count[1] == b->count[1] && a->count[2] == b->count[2];
+         a->count[0] == b->count[0] && a->count[1] == b->count[1] && a->count[2] == b->count[2] &&
+         (restrict_ ? a->dst_offset == b->dst_offset : a->src_offset == b->src_offset);
 }
 
 // Faces in axis order, each after the previous one on the stream: the
