@@ -22,12 +22,32 @@
 extern char **environ;
 
 /* Tuned for this processor (kernels are built where they run; the cache key
- * includes the processor). No errno from sqrt and log, so that they
- * vectorise; no contraction into FMA, which would round differently from
- * the unfused kernels. */
+ * includes the processor), with the instructions of march(). No errno from
+ * sqrt and log, so that they vectorise; no contraction into FMA, which
+ * would round differently from the unfused kernels. */
 #define JIT_FLAGS                                                                                  \
-  "-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-std=gnu17", "-fPIC",           \
+  "-O3", "-mtune=native", "-fno-math-errno", "-ffp-contract=off", "-std=gnu17", "-fPIC",           \
       "-shared", "-w"
+
+/* The instruction set the kernels may use. On x86-64, the highest level
+ * this process's processor supports as the process sees it: under an
+ * emulator such as valgrind's, fewer than the host offers, while the
+ * compiler, which runs natively, would take the host's (-march=native). */
+static const char *march(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("x86-64-v4"))
+    return "-march=x86-64-v4";
+  if (__builtin_cpu_supports("x86-64-v3"))
+    return "-march=x86-64-v3";
+  if (__builtin_cpu_supports("x86-64-v2"))
+    return "-march=x86-64-v2";
+  return "-march=x86-64";
+#else
+  return "-march=native";
+#endif
+}
 
 static const char *compiler(void)
 {
@@ -99,7 +119,7 @@ static uint64_t hash_flags(uint64_t h)
   return h;
 }
 
-/* The processor's model and flags (-march=native depends on them). */
+/* The processor's model and flags (-mtune=native depends on them). */
 static uint64_t hash_cpu(uint64_t h)
 {
   FILE *f = fopen("/proc/cpuinfo", "r");
@@ -133,7 +153,7 @@ static int write_file(const char *path, const char *kernel)
 static int run_compiler(const char *src, const char *so, const char *log)
 {
   enum { MAX_EXTRA = 32 };
-  char *fixed[] = {(char *)compiler(), JIT_FLAGS},
+  char *fixed[] = {(char *)compiler(), (char *)march(), JIT_FLAGS},
        *argv[sizeof fixed / sizeof *fixed + MAX_EXTRA + 5];
   int argc = 0;
   for (size_t k = 0; k < sizeof fixed / sizeof *fixed; k++)
@@ -256,7 +276,7 @@ int strata__jit_build(const char *source, const struct strata__jit_kernel **out)
   int ret = cache_dir(dir, sizeof dir);
   if (ret)
     return ret;
-  uint64_t id = hash_cpu(hash_flags(fnv1a(14695981039346656037ull, compiler())));
+  uint64_t id = hash_cpu(hash_flags(fnv1a(fnv1a(14695981039346656037ull, compiler()), march())));
   id = fnv1a(fnv1a(fnv1a(id, jit_define), strata__jit_prelude), source);
   snprintf(so, sizeof so, "%s/%016llx.so", dir, (unsigned long long)id);
   pthread_mutex_lock(&loaded_lock);

@@ -39,9 +39,6 @@ case $leg in
     # Single-process tests only: not the installed-tree, formatting, benchmark
     # or soak runs (50 cycles of strata infer would take hours under memcheck).
     select=(-L single -LE "install|style|bench|soak")
-    # Fused kernels built at run time target -march=native, and memcheck
-    # cannot run AVX-512: build them for what it emulates (AVX2).
-    export STRATA_JIT_FLAGS=-march=x86-64-v3
     ;;
   starpu)
     build=${STRATA_BUILD_DIR:-build-starpu-$series}
