@@ -32,18 +32,25 @@ extern char **environ;
 /* The instruction set the kernels may use. On x86-64, the highest level
  * this process's processor supports as the process sees it: under an
  * emulator such as valgrind's, fewer than the host offers, while the
- * compiler, which runs natively, would take the host's (-march=native). */
+ * compiler, which runs natively, would take the host's (-march=native).
+ * Each level by the features GCC and Clang both name (not MOVBE, LZCNT or
+ * F16C, which come with AVX2 and BMI2 on every x86-64 processor). */
 static const char *march(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("x86-64-v4"))
-    return "-march=x86-64-v4";
-  if (__builtin_cpu_supports("x86-64-v3"))
-    return "-march=x86-64-v3";
-  if (__builtin_cpu_supports("x86-64-v2"))
-    return "-march=x86-64-v2";
-  return "-march=x86-64";
+  const int v2 = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("ssse3") &&
+                 __builtin_cpu_supports("sse4.2");
+  const int v3 = v2 && __builtin_cpu_supports("avx") && __builtin_cpu_supports("avx2") &&
+                 __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
+                 __builtin_cpu_supports("bmi2");
+  const int v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+                 __builtin_cpu_supports("avx512vl");
+  return v4   ? "-march=x86-64-v4"
+         : v3 ? "-march=x86-64-v3"
+         : v2 ? "-march=x86-64-v2"
+              : "-march=x86-64";
 #else
   return "-march=native";
 #endif
