@@ -34,8 +34,7 @@ static void *aligned(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 
 static double *filled(int64_t count)
 {
   double *a = aligned((size_t)count * sizeof *a);
-  for (int64_t i = 0; i < count; i++)
-    a[i] = (double)(i % 1009) * 0.001;
+  fill_pattern(a, count);
   return a;
 }
 
@@ -89,9 +88,7 @@ static struct plain time_plain(int kind, int64_t n, int rounds)
 static struct tasks time_tasks(int kind, int64_t n, int rounds)
 {
   const int64_t nfam = cube(n / (2 * BLOCK));
-  struct strata__amr_family fam = {.nchildren = FAMILY};
-  for (int o = 0; o < FAMILY; o++)
-    fam.x[o] = strata__amr_family_xfer(kind, 3, BLOCK, GHOST, o, 1);
+  const struct strata__amr_family fam = block_family(kind);
   struct strata__amr_xfer whole = cube_xfer(kind, n);
   double *cube_src = filled(cells(whole.src_dims)), *cube_dst = filled(cells(whole.dst_dims));
   const int64_t nbufs = nfam * (1 + FAMILY);
@@ -109,12 +106,7 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds)
     double t0 = bench_now();
     strata__amr_xfer_cpu(&whole, cube_dst, cube_src);
     double t1 = bench_now();
-    for (int64_t f = 0; f < nfam; f++) {
-      starpu_data_handle_t *family = h + f * (1 + FAMILY);
-      if (strata__amr_family_submit(MPI_COMM_NULL, family[0], family + 1, &fam) != 0)
-        fprintf(stderr, "bench_amr: submission failed\n");
-    }
-    strata_wait_all();
+    run_family_tasks(h, nfam, &fam);
     double t2 = bench_now();
     for (int64_t f = 0; f < nfam; f++) {
       double **family = direct + f * (1 + FAMILY);

@@ -6,9 +6,13 @@
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
+#include <strata/strata.h>
+
 #include "bench_util.h"
+#include "codelets.h"
 #include "kernels/amr_kernels.h"
 
 enum { BLOCK = 32, GHOST = 1, FAMILY = 8 };
@@ -33,6 +37,37 @@ static inline struct strata__amr_xfer cube_xfer(int kind, int64_t n)
 }
 
 static inline int64_t cube(int64_t n) { return n * n * n; }
+
+/* The values every benchmark array starts with (not zeros). */
+static inline void fill_pattern(double *a, int64_t count)
+{
+  for (int64_t i = 0; i < count; i++)
+    a[i] = (double)(i % 1009) * 0.001;
+}
+
+/* A family of BLOCK^3 blocks as the hierarchy builds it: restriction of
+ * the eight children into their parent, or prolongation of the parent
+ * into them. */
+static inline struct strata__amr_family block_family(int kind)
+{
+  struct strata__amr_family fam = {.nchildren = FAMILY};
+  for (int o = 0; o < FAMILY; o++)
+    fam.x[o] = strata__amr_family_xfer(kind, 3, BLOCK, GHOST, o, 1);
+  return fam;
+}
+
+/* One task per family (h: each parent's handle, then its children's),
+ * then wait for them all. */
+static inline void run_family_tasks(starpu_data_handle_t *h, int64_t nfam,
+                                    const struct strata__amr_family *fam)
+{
+  for (int64_t f = 0; f < nfam; f++) {
+    starpu_data_handle_t *family = h + f * (1 + FAMILY);
+    if (strata__amr_family_submit(MPI_COMM_NULL, family[0], family + 1, fam) != 0)
+      fprintf(stderr, "bench: family task submission failed\n");
+  }
+  strata_wait_all();
+}
 
 static inline int64_t cells(const int64_t dims[3]) { return dims[0] * dims[1] * dims[2]; }
 

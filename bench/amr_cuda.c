@@ -46,8 +46,7 @@ static void launch_ok(int err)
 static double *device_filled(int64_t count)
 {
   double *host = malloc((size_t)count * sizeof *host), *dev;
-  for (int64_t i = 0; i < count; i++)
-    host[i] = (double)(i % 1009) * 0.001;
+  fill_pattern(host, count);
   CUDA_OK(cudaMalloc((void **)&dev, (size_t)count * sizeof *dev));
   CUDA_OK(cudaMemcpy(dev, host, (size_t)count * sizeof *dev, cudaMemcpyHostToDevice));
   free(host);
@@ -105,9 +104,7 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds, cudaStream_t s)
 {
   const int64_t nfam = cube(n / (2 * BLOCK)), nbufs = nfam * (1 + FAMILY),
                 block_cells = cube(BLOCK + 2 * GHOST);
-  struct strata__amr_family fam = {.nchildren = FAMILY};
-  for (int o = 0; o < FAMILY; o++)
-    fam.x[o] = strata__amr_family_xfer(kind, 3, BLOCK, GHOST, o, 1);
+  const struct strata__amr_family fam = block_family(kind);
   struct strata__amr_xfer whole = cube_xfer(kind, n);
   double *cube_src = device_filled(cells(whole.src_dims)),
          *cube_dst = device_filled(cells(whole.dst_dims));
@@ -116,8 +113,7 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds, cudaStream_t s)
   starpu_data_handle_t *h = malloc((size_t)nbufs * sizeof *h); /* parent, then its children */
   for (int64_t i = 0; i < nbufs; i++) {
     host[i] = malloc((size_t)block_cells * sizeof(double));
-    for (int64_t c = 0; c < block_cells; c++)
-      host[i][c] = (double)(c % 1009) * 0.001;
+    fill_pattern(host[i], block_cells);
     direct[i] = device_filled(block_cells);
     starpu_vector_data_register(&h[i], STARPU_MAIN_RAM, (uintptr_t)host[i], (uint32_t)block_cells,
                                 sizeof(double));
@@ -128,12 +124,7 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds, cudaStream_t s)
     launch_ok(strata__amr_xfer_cuda(&whole, cube_dst, cube_src, s));
     CUDA_OK(cudaStreamSynchronize(s));
     double t1 = bench_now();
-    for (int64_t f = 0; f < nfam; f++) {
-      starpu_data_handle_t *family = h + f * (1 + FAMILY);
-      if (strata__amr_family_submit(MPI_COMM_NULL, family[0], family + 1, &fam) != 0)
-        fprintf(stderr, "bench_amr_cuda: submission failed\n");
-    }
-    strata_wait_all();
+    run_family_tasks(h, nfam, &fam);
     double t2 = bench_now();
     for (int64_t f = 0; f < nfam; f++) {
       double **family = direct + f * (1 + FAMILY);
