@@ -19,6 +19,12 @@ foreach(series IN LISTS _strata_series)
     break()
   endif()
 endforeach()
+# StarPU's own tools, of the StarPU found (the tests read perf models).
+if(STARPU_FOUND)
+  pkg_get_variable(_strata_starpu_prefix starpu-${series} prefix)
+  find_program(STARPU_PERFMODEL_DISPLAY starpu_perfmodel_display
+               HINTS ${_strata_starpu_prefix}/bin NO_CACHE)
+endif()
 if(NOT STARPU_FOUND)
   message(FATAL_ERROR "StarPU with StarPU-MPI not found through pkg-config "
                       "(starpu-1.3/starpumpi-1.3 or the 1.4 modules); run scripts/setup.sh")

@@ -38,12 +38,14 @@ static void fused_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
-/* Same group and data sizes, same cost (the function pointer differs from
- * process to process). */
+/* Same group, data sizes and way of running (generated kernel or program,
+ * whose costs differ several-fold on CPUs), same cost; the function pointer
+ * itself differs from process to process. */
 static uint32_t fused_footprint(struct starpu_task *task)
 {
   const struct fused_args *a = task->cl_arg;
-  return starpu_hash_crc32c_be((uint32_t)(a->id ^ (a->id >> 32)), starpu_task_data_footprint(task));
+  uint32_t group = starpu_hash_crc32c_be((uint32_t)(a->id ^ (a->id >> 32)), a->fn != NULL);
+  return starpu_hash_crc32c_be(group, starpu_task_data_footprint(task));
 }
 
 static struct starpu_perfmodel fused_model = {
