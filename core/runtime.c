@@ -238,6 +238,11 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
     rt.idle_hook = starpu_idle_hook_register(yield_core, NULL);
   rt.wait_spin_ns = 1000 * (int64_t)resolve_wait_spin(cfg->wait_spin_us);
   rt.state = READY;
+  if (starpu_cpu_worker_get_count() == 0 && starpu_worker_get_count() > 0)
+    strata_log(STRATA_LOG_WARN, "no CPU worker on this rank: work that calls application "
+                                "functions on the host (AMR initial conditions, models "
+                                "without a CUDA function) fails here "
+                                "with STRATA_ENODEV");
   strata_log(STRATA_LOG_INFO, "Strata %s on %d rank(s), %u worker(s), idle workers %s",
              STRATA_VERSION_STRING, rt.size, starpu_worker_get_count(),
              rt.idle_hook >= 0 ? "yield" : "spin");
