@@ -37,7 +37,6 @@ static int leaf_index(const strata__group *G, int j)
   return -1;
 }
 
-/* The kernel arguments of member i, as a constant the compiler folds. */
 /* The operation of member i for the metas in slot. */
 static struct strata__ew_op member_op(const strata__node *nd, int i, const strata__slot *slot)
 {
@@ -49,13 +48,26 @@ static struct strata__ew_op member_op(const strata__node *nd, int i, const strat
   return strata__ew_op_of(&a);
 }
 
-static void emit_args(FILE *f, const strata__node *nd, int i, const strata__slot *slot)
+/* Index of node j among the group's members, or -1. */
+static int member_index(const strata__group *G, int j)
+{
+  for (int m = 0; m < G->nmembers; m++)
+    if (G->members[m] == j)
+      return m;
+  return -1;
+}
+
+/* The kernel arguments of member m (node i), as a constant the compiler
+ * folds. The source names members and leaves by their place in the group,
+ * never by node number: groups alike anywhere in any graph share one
+ * kernel (one compiler run, one cached object). */
+static void emit_args(FILE *f, const strata__node *nd, int i, int m, const strata__slot *slot)
 {
   struct strata__ew_op a = member_op(nd, i, slot);
   fprintf(f,
           "static const struct strata__ew_args A%d = {.fn = %d, .nops = %d, .scalar_at = %d, "
           ".exact_int = %d, .out_dtype = %d, .in_dtype = {%d, %d, %d}, .scalar = ",
-          i, a.fn, a.nops, a.scalar_at, a.exact_int, a.out_dtype, a.in_dtype[0], a.in_dtype[1],
+          m, a.fn, a.nops, a.scalar_at, a.exact_int, a.out_dtype, a.in_dtype[0], a.in_dtype[1],
           a.in_dtype[2]);
   emit_double(f, a.scalar);
   fputs("};\n", f);
@@ -74,9 +86,11 @@ static void emit_offset(FILE *f, int ndim, const int64_t *stride)
     fputc('0', f);
 }
 
-static void emit_member(FILE *f, const strata_graph *g, const strata__group *G, int i,
-                        const strata__slot *slot, int is_root, const int64_t *out_stride)
+/* Member m; the last one is the root, which writes the output. */
+static void emit_member(FILE *f, const strata_graph *g, const strata__group *G, int m,
+                        const strata__slot *slot, const int64_t *out_stride)
 {
+  const int i = G->members[m];
   const strata__node *nd = &g->nodes[i];
   fprintf(f, "      {\n        const void *in[3] = {");
   for (int k = 0; k < nd->nin; k++) {
@@ -84,15 +98,15 @@ static void emit_member(FILE *f, const strata_graph *g, const strata__group *G, 
     if (l >= 0)
       fprintf(f, "%s&x%d", k ? ", " : "", l);
     else
-      fprintf(f, "%s&v%d", k ? ", " : "", nd->in[k]);
+      fprintf(f, "%s&v%d", k ? ", " : "", member_index(G, nd->in[k]));
   }
   fputs("};\n", f);
-  if (is_root) {
-    fprintf(f, "        strata__ew_element(&A%d, in, zero, out, ", i);
+  if (m == G->nmembers - 1) {
+    fprintf(f, "        strata__ew_element(&A%d, in, zero, out, ", m);
     emit_offset(f, slot[i].m.ndim, out_stride);
     fputs(");\n      }\n", f);
   } else {
-    fprintf(f, "        strata__ew_element(&A%d, in, zero, &v%d, 0);\n      }\n", i, i);
+    fprintf(f, "        strata__ew_element(&A%d, in, zero, &v%d, 0);\n      }\n", m, m);
   }
 }
 
@@ -110,7 +124,7 @@ static int fused_source(const strata_graph *g, const strata__group *G, const str
   strata__broadcast_strides(out, out, out_stride);
   fputs("\nstatic const int64_t zero[3] = {0, 0, 0};\n", f);
   for (int m = 0; m < G->nmembers; m++)
-    emit_args(f, &g->nodes[G->members[m]], G->members[m], slot);
+    emit_args(f, &g->nodes[G->members[m]], G->members[m], m, slot);
   fputs("void strata_fused(void *const *buf)\n{\n  void *out = buf[0];\n", f);
   for (int l = 0; l < G->nleaves; l++) {
     const char *t = c_type(slot[G->leaves[l]].m.dtype);
@@ -127,12 +141,11 @@ static int fused_source(const strata_graph *g, const strata__group *G, const str
     emit_offset(f, nd, stride);
     fputs("];\n", f);
   }
-  for (int m = 0; m + 1 < G->nmembers; m++) {
-    int i = G->members[m];
-    fprintf(f, "      %s v%d;\n", c_type(slot[i].m.dtype), i);
-    emit_member(f, g, G, i, slot, 0, out_stride);
+  for (int m = 0; m < G->nmembers; m++) {
+    if (m + 1 < G->nmembers)
+      fprintf(f, "      %s v%d;\n", c_type(slot[G->members[m]].m.dtype), m);
+    emit_member(f, g, G, m, slot, out_stride);
   }
-  emit_member(f, g, G, G->root, slot, 1, out_stride);
   fputs("    }\n}\n", f);
   if (fclose(f) != 0) {
     free(buf);
@@ -151,15 +164,6 @@ static int group_metas(const strata__group *G, const strata__slot *slot, strata_
   for (int l = 0; l < G->nleaves; l++)
     m[n++] = slot[G->leaves[l]].m;
   return n;
-}
-
-/* Index of node j among the group's members, or -1. */
-static int member_index(const strata__group *G, int j)
-{
-  for (int m = 0; m < G->nmembers; m++)
-    if (G->members[m] == j)
-      return m;
-  return -1;
 }
 
 /* The group as a program (kernels/fused_kernels.h) for the metas in slot. */

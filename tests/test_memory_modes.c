@@ -89,22 +89,39 @@ static int executed_tasks(void)
 }
 
 /* x (input "x") -> multiply_1 = x * 2 -> add_2 = multiply_1 + 1 = "y". */
-static strata_graph *chain(strata_array *x)
+/* y = x * 2 + 1, or `nodes` such steps in turn (* 2, + 1, * 2, ...). */
+static strata_graph *chain_of(strata_array *x, int nodes)
 {
   strata_context *ctx;
-  strata_array *a, *b;
+  strata_array *y = x;
   strata_graph *g = NULL;
   const char *in = "x", *out = "y";
   CHECK_EQ(strata_context_create(&ctx), 0);
   strata_deferred_begin(ctx, 1);
-  CHECK_EQ(strata_binary_scalar(ctx, STRATA_FN_MUL, x, strata_float(2), 0, &a), 0);
-  CHECK_EQ(strata_binary_scalar(ctx, STRATA_FN_ADD, a, strata_float(1), 0, &b), 0);
+  for (int i = 0; i < nodes; i++) {
+    strata_array *next;
+    CHECK_EQ(i % 2 ? strata_binary_scalar(ctx, STRATA_FN_ADD, y, strata_float(1), 0, &next)
+                   : strata_binary_scalar(ctx, STRATA_FN_MUL, y, strata_float(2), 0, &next),
+             0);
+    if (y != x)
+      strata_array_destroy(y);
+    y = next;
+  }
   strata_deferred_end(ctx);
-  CHECK_EQ(strata_graph_export(1, &x, &in, 1, &b, &out, &g), 0);
-  strata_array_destroy(a);
-  strata_array_destroy(b);
+  CHECK_EQ(strata_graph_export(1, &x, &in, 1, &y, &out, &g), 0);
+  strata_array_destroy(y);
   strata_context_destroy(ctx);
   return g;
+}
+
+static strata_graph *chain(strata_array *x) { return chain_of(x, 2); }
+
+/* chain_of's value for v in float32: each step rounded once. */
+static double chain_value(double v, int nodes)
+{
+  for (int i = 0; i < nodes; i++)
+    v = (float)(i % 2 ? v + 1 : v * 2);
+  return v;
 }
 
 /* The refinement table: a mode set on an undecided node, then another;
@@ -574,11 +591,11 @@ static void check_host_transfers(void)
   strata_array_destroy(x);
 }
 
-/* The chain run twice with the given compiler and extra flags (NULL: the
- * environment's) and the kernel cache `cache` (a fresh one: the shared one
- * may hold this kernel already); returns the shared objects the cache holds
- * afterwards. */
-static int run_with_cache(strata_array *x, const char *compiler, const char *flags,
+/* A chain of `nodes` run twice with the given compiler and extra flags
+ * (NULL: the environment's) and the kernel cache `cache` (a fresh one: the
+ * shared one may hold this kernel already); returns the shared objects the
+ * cache holds afterwards. */
+static int run_with_cache(strata_array *x, int nodes, const char *compiler, const char *flags,
                           const char *cache)
 {
   const char *saved_cc = getenv("STRATA_JIT_CC"), *saved_cache = getenv("STRATA_JIT_CACHE"),
@@ -590,11 +607,11 @@ static int run_with_cache(strata_array *x, const char *compiler, const char *fla
   if (flags)
     setenv("STRATA_JIT_FLAGS", flags, 1);
   setenv("STRATA_JIT_CACHE", cache, 1);
-  strata_graph *g = chain(x);
+  strata_graph *g = chain_of(x, nodes);
   for (int run = 0; run < 2; run++) {
     strata_array *out = NULL;
     CHECK_EQ(strata_graph_run(g, &x, &out), 0);
-    CHECK(value_at(out, 11) == 2 * ramp(11) + 1);
+    CHECK(value_at(out, 11) == chain_value(ramp(11), nodes));
     strata_array_destroy(out);
   }
   strata_graph_destroy(g);
@@ -611,15 +628,17 @@ static int run_with_cache(strata_array *x, const char *compiler, const char *fla
 /* The chain's one kernel is built once and reused; without a usable C
  * compiler nothing is built and the group runs node by node. Extra flags
  * (STRATA_JIT_FLAGS) reach the compiler: a flag it rejects builds nothing,
- * other flags build a second kernel next to the first. */
+ * other flags build a second kernel next to the first. A chain of 96 nodes
+ * fuses into three groups of 32 alike but for their nodes: one kernel. */
 static void check_kernel_cache(strata_array *x)
 {
   check_scratch_open("strata_jit");
-  CHECK_EQ(run_with_cache(x, NULL, NULL, check_path("built")), 1);
-  CHECK_EQ(run_with_cache(x, "/nonexistent/cc", NULL, check_path("none")), 0);
-  CHECK_EQ(run_with_cache(x, NULL, "-fno-such-flag-for-strata", check_path("bad_flag")), 0);
-  CHECK_EQ(run_with_cache(x, NULL, " -O1  -g ", check_path("built")), 2);
-  CHECK_EQ(run_with_cache(x, NULL, "-O1 -g", check_path("built")), 2);
+  CHECK_EQ(run_with_cache(x, 2, NULL, NULL, check_path("built")), 1);
+  CHECK_EQ(run_with_cache(x, 2, "/nonexistent/cc", NULL, check_path("none")), 0);
+  CHECK_EQ(run_with_cache(x, 2, NULL, "-fno-such-flag-for-strata", check_path("bad_flag")), 0);
+  CHECK_EQ(run_with_cache(x, 2, NULL, " -O1  -g ", check_path("built")), 2);
+  CHECK_EQ(run_with_cache(x, 2, NULL, "-O1 -g", check_path("built")), 2);
+  CHECK_EQ(run_with_cache(x, 96, NULL, NULL, check_path("alike")), 1);
   check_scratch_close();
 }
 
