@@ -202,33 +202,48 @@ struct sampled {
   double rho[]; /* n^3, x fastest */
 };
 
+/* Cell c of the periodic generation grid of n cells, and the next one. */
+static void periodic_pair(int64_t c, int64_t n, int64_t pair[2])
+{
+  if (c < 0 || c >= n)
+    c = ((c % n) + n) % n;
+  pair[0] = c;
+  pair[1] = c + 1 == n ? 0 : c + 1;
+}
+
 /* Trilinear interpolation of the periodic generation grid, whose cell
- * (i, j, k) has its centre at ((i, j, k) + 1/2) / n. */
+ * (i, j, k) has its centre at ((i, j, k) + 1/2) / n. The row's y and z
+ * cells and weights are found once; each cell adds its eight corners in
+ * the order x, then y, then z, each weight the product wx * wy * wz. */
 static void cosmology_fn(void *ctx, int field, const double centre[3], double h, int64_t count,
                          double *out)
 {
   (void)field;
   const struct sampled *s = ctx;
   const int64_t n = s->n;
-  int64_t c[3][2];
-  double t[3];
+  double w[3][2];
+  const double *row[2][2]; /* [z][y] */
   for (int a = 1; a < 3; a++) {
     double p = centre[a] * (double)n - 0.5, f = floor(p);
-    t[a] = p - f;
-    c[a][0] = (((int64_t)f % n) + n) % n;
-    c[a][1] = (c[a][0] + 1) % n;
+    w[a][1] = p - f;
+    w[a][0] = 1 - w[a][1];
   }
+  int64_t cy[2], cz[2], cx[2];
+  periodic_pair((int64_t)floor(centre[1] * (double)n - 0.5), n, cy);
+  periodic_pair((int64_t)floor(centre[2] * (double)n - 0.5), n, cz);
+  for (int bz = 0; bz < 2; bz++)
+    for (int by = 0; by < 2; by++)
+      row[bz][by] = s->rho + (cz[bz] * n + cy[by]) * n;
   for (int64_t i = 0; i < count; i++) {
     double p = (centre[0] + (double)i * h) * (double)n - 0.5, f = floor(p);
-    t[0] = p - f;
-    c[0][0] = (((int64_t)f % n) + n) % n;
-    c[0][1] = (c[0][0] + 1) % n;
+    w[0][1] = p - f;
+    w[0][0] = 1 - w[0][1];
+    periodic_pair((int64_t)f, n, cx);
     double v = 0;
-    for (int corner = 0; corner < 8; corner++) {
-      int bx = corner & 1, by = (corner >> 1) & 1, bz = corner >> 2;
-      double w = (bx ? t[0] : 1 - t[0]) * (by ? t[1] : 1 - t[1]) * (bz ? t[2] : 1 - t[2]);
-      v += w * s->rho[(c[2][bz] * n + c[1][by]) * n + c[0][bx]];
-    }
+    for (int bz = 0; bz < 2; bz++)
+      for (int by = 0; by < 2; by++)
+        for (int bx = 0; bx < 2; bx++)
+          v += w[0][bx] * w[1][by] * w[2][bz] * row[bz][by][cx[bx]];
     out[i] = v;
   }
 }
