@@ -327,8 +327,7 @@ static double value_at(const strata_amr *amr, const void *data, int64_t k)
   return is_double(amr) ? ((const double *)data)[k] : (double)((const float *)data)[k];
 }
 
-/* Calls fn(ctx, index in the block array, position in the output) for the
- * interior cells of a block in x-fastest order. */
+/* The place in the block array of interior cell i (x fastest). */
 static int64_t interior_index(const strata_amr *amr, int64_t i)
 {
   const int64_t m = amr->p.block_cells, g = amr->p.ghost_depth, side = strata__amr_side(amr);
@@ -362,6 +361,28 @@ int strata_amr_read(strata_amr *amr, const strata_amr_block *b, int field, int g
 
 /* ---- refinement ---- */
 
+/* The largest interior value of a block array (NaN ignored), row by row. */
+static double interior_max(const strata_amr *amr, const void *data)
+{
+  const int64_t m = amr->p.block_cells, g = amr->p.ghost_depth, side = strata__amr_side(amr);
+  const int64_t nz = amr->p.dim == 3 ? m : 1, gz = amr->p.dim == 3 ? g : 0;
+  double vmax = -INFINITY;
+  for (int64_t z = 0; z < nz; z++)
+    for (int64_t y = 0; y < m; y++) {
+      const int64_t at = ((z + gz) * side + y + g) * side + g;
+      if (is_double(amr)) {
+        const double *row = (const double *)data + at;
+        for (int64_t x = 0; x < m; x++)
+          vmax = row[x] > vmax ? row[x] : vmax;
+      } else {
+        const float *row = (const float *)data + at;
+        for (int64_t x = 0; x < m; x++)
+          vmax = (double)row[x] > vmax ? (double)row[x] : vmax;
+      }
+    }
+  return vmax;
+}
+
 /* Largest criterion value over a leaf owned here. */
 static int criterion_value(strata_amr *amr, struct strata__amr_node *n,
                            const strata_amr_criterion *c, double *value)
@@ -369,11 +390,7 @@ static int criterion_value(strata_amr *amr, struct strata__amr_node *n,
   const void *data = acquire_field(n, c->field);
   if (!data)
     return STRATA_ESTARPU;
-  double vmax = -INFINITY;
-  for (int64_t i = 0, count = interior_size(amr); i < count; i++) {
-    double v = value_at(amr, data, interior_index(amr, i));
-    vmax = v > vmax ? v : vmax;
-  }
+  double vmax = interior_max(amr, data);
   starpu_data_release(n->h[c->field]);
   vmax /= c->mean;
   if (c->kind == STRATA_AMR_MASS)
@@ -784,17 +801,26 @@ static int exchange_post(strata_amr *amr, struct exchange *ex)
   return 0;
 }
 
+/* A transfer into a leaf's ghost region from a source leaf. */
+struct ghost_part {
+  struct strata__amr_node *src;
+  struct strata__amr_xfer x;
+};
+
 struct ghost_ctx {
   strata_amr *amr;
   struct exchange *ex;
   int plan; /* only note which leaves cross ranks, no tasks yet */
   struct strata__amr_node *dst;
   int64_t lo[3], hi[3], shift[3]; /* ghost region, in the domain, cells of dst's level */
+  struct ghost_part *parts;       /* dst's transfers so far, in order */
+  int nparts, cap;
   int ret;
 };
 
 /* One transfer from `leaf` into the part of the ghost region it covers:
- * a task on the destination's owner, a send on the source's owner. */
+ * a part of the destination's ghost task on its owner, a send on the
+ * source's owner. */
 static int ghost_from(void *ctx, struct strata__amr_node *leaf)
 {
   struct ghost_ctx *gc = ctx;
@@ -842,16 +868,16 @@ static int ghost_from(void *ctx, struct strata__amr_node *leaf)
     else
       x.src_start[a] = lo - src_origin * x.factor;
   }
-  const int64_t block = strata__amr_block_size(amr);
-  for (int f = 0; f < amr->p.nfields && !gc->ret; f++) {
-    starpu_data_handle_t src = leaf->h[f];
-    if (leaf->rank != amr->rank) {
-      src = gc->ex->inbox[leaf->rank];
-      x.src_offset = (gc->ex->slot[leaf->pos] * amr->p.nfields + f) * block;
-    }
-    gc->ret = strata__amr_xfer_submit(MPI_COMM_NULL, src, gc->dst->h[f], &x);
+  if (gc->nparts == gc->cap) {
+    int cap = gc->cap ? 2 * gc->cap : 32;
+    struct ghost_part *p = realloc(gc->parts, (size_t)cap * sizeof *p);
+    if (!p)
+      return gc->ret = STRATA_ENOMEM;
+    gc->parts = p;
+    gc->cap = cap;
   }
-  return gc->ret;
+  gc->parts[gc->nparts++] = (struct ghost_part){leaf, x};
+  return 0;
 }
 
 /* Faces of leaf n on the boundary of a non-periodic domain (bit 2a: low
@@ -867,6 +893,53 @@ static int boundary_faces(const strata_amr *amr, const struct strata__amr_node *
   return faces;
 }
 
+/* Field f's source handle of part p: the source leaf's, or the message
+ * from its rank (the offset of the leaf's field in it, into *offset). */
+static starpu_data_handle_t part_source(const struct ghost_ctx *gc, const struct ghost_part *p,
+                                        int f, int64_t *offset)
+{
+  const strata_amr *amr = gc->amr;
+  *offset = 0;
+  if (p->src->rank == amr->rank)
+    return p->src->h[f];
+  *offset = (gc->ex->slot[p->src->pos] * amr->p.nfields + f) * strata__amr_block_size(amr);
+  return gc->ex->inbox[p->src->rank];
+}
+
+/* Field f of gc->dst: its ghost parts in order, then the extrapolation at
+ * `faces`, as one task, or several in order when more distinct sources
+ * than a task takes. */
+static int submit_ghosts(struct ghost_ctx *gc, int f, const struct strata__amr_boundary *b,
+                         struct strata__amr_ghosts *g)
+{
+  starpu_data_handle_t dst = gc->dst->h[f], sources[STRATA__AMR_GHOST_SOURCES];
+  int nsources = 0, ret = 0;
+  g->nxfers = 0;
+  g->boundary = (struct strata__amr_boundary){0};
+  for (int k = 0; k < gc->nparts && !ret; k++) {
+    int64_t offset;
+    starpu_data_handle_t h = part_source(gc, &gc->parts[k], f, &offset);
+    int src = h == dst ? 0 : -1;
+    for (int j = 0; j < nsources && src < 0; j++)
+      src = sources[j] == h ? 1 + j : -1;
+    if (src < 0 && nsources == STRATA__AMR_GHOST_SOURCES) {
+      ret = strata__amr_ghosts_submit(dst, sources, nsources, g);
+      nsources = g->nxfers = 0;
+    }
+    if (src < 0) {
+      sources[nsources++] = h;
+      src = nsources;
+    }
+    g->xfer[g->nxfers] = (struct strata__amr_ghost_xfer){src, gc->parts[k].x};
+    g->xfer[g->nxfers++].x.src_offset = offset;
+  }
+  g->boundary = *b;
+  return ret || (!g->nxfers && !b->faces) ? ret
+                                          : strata__amr_ghosts_submit(dst, sources, nsources, g);
+}
+
+/* Plan (which leaves cross ranks) or submit the ghost fill of leaf n: one
+ * task per field on its owner. */
 static int fill_leaf_ghosts(strata_amr *amr, struct exchange *ex, struct strata__amr_node *n,
                             int plan)
 {
@@ -881,17 +954,23 @@ static int fill_leaf_ghosts(strata_amr *amr, struct exchange *ex, struct strata_
       continue;
     strata__amr_visit_box(amr, n->b.level, gc.lo, gc.hi, ghost_from, &gc);
   }
-  int faces = boundary_faces(amr, n);
-  if (gc.ret || !faces || n->rank != amr->rank || plan)
+  if (gc.ret || plan || n->rank != amr->rank) {
+    free(gc.parts);
     return gc.ret;
+  }
   int64_t side = strata__amr_side(amr);
   struct strata__amr_boundary b = {.dim = amr->p.dim,
                                    .ghost = amr->p.ghost_depth,
                                    .is_double = is_double(amr),
-                                   .faces = faces,
+                                   .faces = boundary_faces(amr, n),
                                    .dims = {side, side, amr->p.dim == 3 ? side : 1}};
+  struct strata__amr_ghosts *g =
+      malloc(sizeof *g + (size_t)(gc.nparts ? gc.nparts : 1) * sizeof g->xfer[0]);
+  gc.ret = g ? 0 : STRATA_ENOMEM;
   for (int f = 0; f < amr->p.nfields && !gc.ret; f++)
-    gc.ret = strata__amr_boundary_submit(MPI_COMM_NULL, n->h[f], &b);
+    gc.ret = submit_ghosts(&gc, f, &b, g);
+  free(g);
+  free(gc.parts);
   return gc.ret;
 }
 

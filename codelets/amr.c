@@ -1,6 +1,7 @@
 /* AMR codelets: region copy, restriction and prolongation (one codelet each,
  * so that each has its own performance model and trace name, sharing one
- * kernel entry), ghost-layer extrapolation at domain boundaries, and the
+ * kernel entry), families of them, a leaf's ghost fill (its transfers from
+ * the neighbours, then extrapolation at domain boundaries), and the
  * initial-conditions fill. History-based perf models keyed on the shape of
  * the work. */
 #include <stddef.h>
@@ -29,9 +30,15 @@ static void family_cpu(void *buffers[], void *cl_arg)
   strata__amr_family_cpu(cl_arg, parent, children);
 }
 
-static void boundary_cpu(void *buffers[], void *cl_arg)
+static void ghosts_cpu(void *buffers[], void *cl_arg)
 {
-  strata__amr_boundary_cpu(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[0]));
+  const struct strata__amr_ghosts *g = cl_arg;
+  void *leaf = (void *)STARPU_VECTOR_GET_PTR(buffers[0]);
+  for (int k = 0; k < g->nxfers; k++)
+    strata__amr_xfer_cpu(&g->xfer[k].x, leaf,
+                         (const void *)STARPU_VECTOR_GET_PTR(buffers[g->xfer[k].src]));
+  if (g->boundary.faces)
+    strata__amr_boundary_cpu(&g->boundary, leaf);
 }
 
 #if STRATA__USE_CUDA
@@ -48,10 +55,16 @@ static void family_cuda(void *buffers[], void *cl_arg)
   strata__amr_family_cuda(cl_arg, parent, children, starpu_cuda_get_local_stream());
 }
 
-static void boundary_cuda(void *buffers[], void *cl_arg)
+/* The transfers one launch after the other on the worker's stream. */
+static void ghosts_cuda(void *buffers[], void *cl_arg)
 {
-  strata__amr_boundary_cuda(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[0]),
-                            starpu_cuda_get_local_stream());
+  const struct strata__amr_ghosts *g = cl_arg;
+  void *leaf = (void *)STARPU_VECTOR_GET_PTR(buffers[0]), *stream = starpu_cuda_get_local_stream();
+  for (int k = 0; k < g->nxfers; k++)
+    strata__amr_xfer_cuda(&g->xfer[k].x, leaf,
+                          (const void *)STARPU_VECTOR_GET_PTR(buffers[g->xfer[k].src]), stream);
+  if (g->boundary.faces)
+    strata__amr_boundary_cuda(&g->boundary, leaf, stream);
 }
 #endif
 
@@ -104,6 +117,16 @@ static uint32_t family_footprint(struct starpu_task *task)
   return starpu_hash_crc32c_be((uint32_t)f->nchildren, xfer_hash(&f->x[0]));
 }
 
+/* The transfers' shapes in order, and the faces extrapolated. */
+static uint32_t ghosts_footprint(struct starpu_task *task)
+{
+  const struct strata__amr_ghosts *g = task->cl_arg;
+  uint32_t h = starpu_hash_crc32c_be((uint32_t)g->boundary.faces, (uint32_t)g->nxfers);
+  for (int k = 0; k < g->nxfers; k++)
+    h = starpu_hash_crc32c_be(xfer_hash(&g->xfer[k].x), h);
+  return h;
+}
+
 static uint32_t block_footprint(struct starpu_task *task)
 {
   uint64_t n = starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 0));
@@ -122,8 +145,8 @@ static struct starpu_perfmodel restrict_family_model = {.type = STARPU_HISTORY_B
 static struct starpu_perfmodel prolong_family_model = {.type = STARPU_HISTORY_BASED,
                                                        .symbol = "strata_amr_prolong_family",
                                                        .footprint = family_footprint};
-static struct starpu_perfmodel boundary_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_boundary", .footprint = block_footprint};
+static struct starpu_perfmodel ghosts_model = {
+    .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_ghosts", .footprint = ghosts_footprint};
 static struct starpu_perfmodel fill_model = {
     .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_fill", .footprint = block_footprint};
 
@@ -158,17 +181,16 @@ static struct starpu_codelet family_cl[] = {
     FAMILY_CODELET("strata_amr_prolong_family", prolong_family_model, 0x00441b),
 };
 
-static struct starpu_codelet boundary_cl = {
-    .name = "strata_amr_boundary",
-    .color = 0xa1d99b,
-    .cpu_funcs = {boundary_cpu},
+static struct starpu_codelet ghosts_cl = {
+    .name = "strata_amr_ghosts",
+    .color = 0x41ab5d,
+    .cpu_funcs = {ghosts_cpu},
 #if STRATA__USE_CUDA
-    .cuda_funcs = {boundary_cuda},
+    .cuda_funcs = {ghosts_cuda},
     .cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
-    .nbuffers = 1,
-    .modes = {STARPU_RW},
-    .model = &boundary_model,
+    .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .model = &ghosts_model,
 };
 
 static struct starpu_codelet fill_cl = {
@@ -221,10 +243,22 @@ int strata__amr_family_submit(MPI_Comm comm, starpu_data_handle_t parent,
   return submit(comm, &family_cl[restricting ? 0 : 1], f, size, n + 1, h, modes);
 }
 
-int strata__amr_boundary_submit(MPI_Comm comm, starpu_data_handle_t block,
-                                const struct strata__amr_boundary *b)
+int strata__amr_ghosts_submit(starpu_data_handle_t leaf, const starpu_data_handle_t *sources,
+                              int nsources, const struct strata__amr_ghosts *g)
 {
-  return submit(comm, &boundary_cl, b, sizeof *b, 1, &block, NULL);
+  if (nsources < 0 || nsources > STRATA__AMR_GHOST_SOURCES || g->nxfers < 0)
+    return STRATA_EINVAL;
+  starpu_data_handle_t h[STRATA__MAX_BUFFERS] = {leaf};
+  enum starpu_data_access_mode modes[STRATA__MAX_BUFFERS] = {STARPU_RW};
+  for (int k = 0; k < nsources; k++) {
+    h[1 + k] = sources[k];
+    modes[1 + k] = STARPU_R;
+  }
+  for (int k = 0; k < g->nxfers; k++)
+    if (g->xfer[k].src < 0 || g->xfer[k].src > nsources)
+      return STRATA_EINVAL;
+  const size_t size = sizeof *g + (size_t)g->nxfers * sizeof g->xfer[0];
+  return strata__submit_copy_arg(&ghosts_cl, g, size, nsources + 1, h, modes);
 }
 
 int strata__amr_fill_submit(MPI_Comm comm, starpu_data_handle_t block,

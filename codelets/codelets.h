@@ -49,7 +49,7 @@ void strata__merge_codelets_init(void);
 /* Most handles of one task on Strata's insert paths: above
  * STARPU_NMAXBUFS, STARPU_VARIABLE_NBUFFERS codelets only (the task gets
  * StarPU's dynamic handle and mode arrays). */
-#define STRATA__MAX_BUFFERS 16
+#define STRATA__MAX_BUFFERS 64
 
 /* Strata's task insert path: one task of `cl` on `handles` with the
  * codelet's modes (or `modes` when non-NULL, required for
@@ -163,7 +163,6 @@ int strata__bubbles_submit(starpu_data_handle_t prob, starpu_data_handle_t table
  * and CUDA needs). */
 uint64_t strata__bubbles_scratch_bytes(int64_t n);
 
-struct strata__amr_boundary;
 /* dst (RW, vector) gets a region copied, restricted or prolonged from src
  * (R, vector) as `x` says (kernels/amr_kernels.h); on `comm` when the
  * handles are registered with StarPU-MPI, else (MPI_COMM_NULL) locally. */
@@ -179,9 +178,24 @@ int strata__amr_family_submit(MPI_Comm comm, starpu_data_handle_t parent,
                               const starpu_data_handle_t *children,
                               const struct strata__amr_family *f);
 
-/* Linear extrapolation into the ghost layers of `block` (RW). */
-int strata__amr_boundary_submit(MPI_Comm comm, starpu_data_handle_t block,
-                                const struct strata__amr_boundary *b);
+/* A leaf's ghost fill as one task (one per region would cost a task per
+ * neighbour): the transfers in order, each from task buffer `src` (0: the
+ * leaf itself, k >= 1: sources[k - 1]), then linear extrapolation at the
+ * domain faces in boundary.faces (none when 0). */
+struct strata__amr_ghost_xfer {
+  int src;
+  struct strata__amr_xfer x;
+};
+struct strata__amr_ghosts {
+  struct strata__amr_boundary boundary;
+  int nxfers;
+  struct strata__amr_ghost_xfer xfer[];
+};
+/* The most sources one ghost task reads. */
+#define STRATA__AMR_GHOST_SOURCES (STRATA__MAX_BUFFERS - 1)
+/* leaf (RW) from sources (R, distinct, not the leaf), locally. */
+int strata__amr_ghosts_submit(starpu_data_handle_t leaf, const starpu_data_handle_t *sources,
+                              int nsources, const struct strata__amr_ghosts *g);
 
 /* A block (W) set to zero, then, when `fn` is not NULL, its interior set
  * to `fn` evaluated row by row at the cell centres: interior cell (i, j, k)
