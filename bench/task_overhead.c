@@ -8,7 +8,8 @@
  * Strata / bare (target <= 1.10). Two more comparisons time short graphs
  * of SHORT_GRAPH tasks: waited for by strata_wait_all() against bare
  * starpu_task_wait_for_all(), and, chained on one array, read with
- * strata_array_acquire() against bare starpu_data_acquire().
+ * strata_array_acquire() against bare starpu_data_acquire(). Last, what
+ * StarPU charges per handle (handles_per_task: 1 to 576 handles a task).
  *
  *   task_overhead [--tasks N] [--rounds R] [--scheds eager,lws,dmda]
  */
@@ -112,6 +113,53 @@ static cJSON *compare(const char *sched, const char *pattern, struct path bare_p
   return row;
 }
 
+/* What StarPU itself charges per handle: batches of empty tasks on k
+ * distinct handles each (the first written, the others read; k = 9 is an
+ * AMR family, more is what a task over many blocks would carry), bare
+ * StarPU, waited for as a whole. Medians of microseconds per task and per
+ * handle over the rounds. */
+static void handle_sweep(const char *sched, int rounds, cJSON *rows)
+{
+  enum { MOST = 576, TASK_HANDLES = 9 * MOST };
+  static double cells[MOST];
+  starpu_data_handle_t *h = malloc(MOST * sizeof *h);
+  struct starpu_data_descr *d = malloc(MOST * sizeof *d);
+  double *t = malloc((size_t)rounds * sizeof *t);
+  for (int i = 0; i < MOST; i++)
+    starpu_vector_data_register(&h[i], STARPU_MAIN_RAM, (uintptr_t)&cells[i], 1, sizeof *cells);
+  const int counts[] = {1, 9, 72, MOST};
+  for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+    const int k = counts[c], ntasks = TASK_HANDLES / k;
+    for (int r = -1; r < rounds; r++) { /* round -1 warms up */
+      double t0 = bench_now();
+      for (int i = 0; i < ntasks; i++) {
+        for (int j = 0; j < k; j++)
+          d[j] = (struct starpu_data_descr){h[(i * k + j) % MOST], j ? STARPU_R : STARPU_RW};
+        if (starpu_task_insert(&strata__noop_cl, STARPU_DATA_MODE_ARRAY, d, k, 0) != 0) {
+          fprintf(stderr, "task_overhead: submission failed\n");
+          exit(1);
+        }
+      }
+      starpu_task_wait_for_all();
+      if (r >= 0)
+        t[r] = (bench_now() - t0) * 1e6 / ntasks;
+    }
+    double per_task = bench_median(t, rounds);
+    cJSON *row = cJSON_CreateObject();
+    cJSON_AddStringToObject(row, "scheduler", sched);
+    cJSON_AddNumberToObject(row, "handles", k);
+    cJSON_AddNumberToObject(row, "tasks_per_batch", ntasks);
+    cJSON_AddNumberToObject(row, "bare_us_per_task", per_task);
+    cJSON_AddNumberToObject(row, "bare_us_per_handle", per_task / k);
+    cJSON_AddItemToArray(rows, row);
+  }
+  for (int i = 0; i < MOST; i++)
+    starpu_data_unregister(h[i]);
+  free(h);
+  free(d);
+  free(t);
+}
+
 static int usage(void)
 {
   fputs("usage: task_overhead [--tasks N] [--rounds R] [--scheds s1,s2,...]\n"
@@ -141,7 +189,8 @@ int main(int argc, char **argv)
 
   int provided; /* the benchmark owns MPI so that Strata can restart per scheduler */
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  cJSON *root = cJSON_CreateObject(), *results = cJSON_AddArrayToObject(root, "results");
+  cJSON *root = cJSON_CreateObject(), *results = cJSON_AddArrayToObject(root, "results"),
+        *handles = cJSON_AddArrayToObject(root, "handles_per_task");
   cJSON_AddStringToObject(root, "benchmark", "task_overhead");
   cJSON_AddNumberToObject(root, "tasks", tasks);
   cJSON_AddNumberToObject(root, "rounds", rounds);
@@ -175,6 +224,7 @@ int main(int argc, char **argv)
     cJSON_AddItemToArray(results, compare(sched, "short_graph_acquire", bare_acquire,
                                           strata_acquire, 1, SHORT_GRAPH, 10 * rounds, a, &q));
     worst = q > worst ? q : worst;
+    handle_sweep(sched, rounds, handles);
     strata_array_destroy(a);
     strata_finalize();
   }
