@@ -15,7 +15,7 @@ import collections
 import subprocess
 import sys
 
-PHASES = ["strata_amr_fill", "strata_amr_restrict", "strata_amr_prolong", "strata_amr_copy",
+PHASES = ["strata_amr_fill", "strata_amr_ghosts", "strata_amr_prolong", "strata_amr_copy",
           "strata_infer_criterion", "strata_infer_merge", "strata_model", "strata_bubbles",
           "strata_infer_mark"]
 ANY_RANK = {"strata_infer_mark"}
