@@ -222,28 +222,27 @@ static void cosmology_fn(void *ctx, int field, const double centre[3], double h,
   const struct sampled *s = ctx;
   const int64_t n = s->n;
   double w[3][2];
+  int64_t c[3][2];
   const double *row[2][2]; /* [z][y] */
   for (int a = 1; a < 3; a++) {
     double p = centre[a] * (double)n - 0.5, f = floor(p);
     w[a][1] = p - f;
     w[a][0] = 1 - w[a][1];
+    periodic_pair((int64_t)f, n, c[a]);
   }
-  int64_t cy[2], cz[2], cx[2];
-  periodic_pair((int64_t)floor(centre[1] * (double)n - 0.5), n, cy);
-  periodic_pair((int64_t)floor(centre[2] * (double)n - 0.5), n, cz);
   for (int bz = 0; bz < 2; bz++)
     for (int by = 0; by < 2; by++)
-      row[bz][by] = s->rho + (cz[bz] * n + cy[by]) * n;
+      row[bz][by] = s->rho + (c[2][bz] * n + c[1][by]) * n;
   for (int64_t i = 0; i < count; i++) {
     double p = (centre[0] + (double)i * h) * (double)n - 0.5, f = floor(p);
     w[0][1] = p - f;
     w[0][0] = 1 - w[0][1];
-    periodic_pair((int64_t)f, n, cx);
+    periodic_pair((int64_t)f, n, c[0]);
     double v = 0;
     for (int bz = 0; bz < 2; bz++)
       for (int by = 0; by < 2; by++)
         for (int bx = 0; bx < 2; bx++)
-          v += w[0][bx] * w[1][by] * w[2][bz] * row[bz][by][cx[bx]];
+          v += w[0][bx] * w[1][by] * w[2][bz] * row[bz][by][c[0][bx]];
     out[i] = v;
   }
 }
