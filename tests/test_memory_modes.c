@@ -88,8 +88,8 @@ static int executed_tasks(void)
   return count;
 }
 
-/* x (input "x") -> multiply_1 = x * 2 -> add_2 = multiply_1 + 1 = "y". */
-/* y = x * 2 + 1, or `nodes` such steps in turn (* 2, + 1, * 2, ...). */
+/* `nodes` steps in turn from input "x" to output "y": * 2, + 1, * 2, ...;
+ * chain(): x -> multiply_1 = x * 2 -> add_2 = multiply_1 + 1 = "y". */
 static strata_graph *chain_of(strata_array *x, int nodes)
 {
   strata_context *ctx;
