@@ -364,12 +364,11 @@ int strata_amr_read(strata_amr *amr, const strata_amr_block *b, int field, int g
 /* The largest interior value of a block array (NaN ignored), row by row. */
 static double interior_max(const strata_amr *amr, const void *data)
 {
-  const int64_t m = amr->p.block_cells, g = amr->p.ghost_depth, side = strata__amr_side(amr);
-  const int64_t nz = amr->p.dim == 3 ? m : 1, gz = amr->p.dim == 3 ? g : 0;
+  const int64_t m = amr->p.block_cells, nz = amr->p.dim == 3 ? m : 1;
   double vmax = -INFINITY;
   for (int64_t z = 0; z < nz; z++)
     for (int64_t y = 0; y < m; y++) {
-      const int64_t at = ((z + gz) * side + y + g) * side + g;
+      const int64_t at = interior_index(amr, (z * m + y) * m); /* the row's first cell */
       if (is_double(amr)) {
         const double *row = (const double *)data + at;
         for (int64_t x = 0; x < m; x++)
