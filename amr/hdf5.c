@@ -1,6 +1,7 @@
 /* HDF5 output of a hierarchy (layout in docs/amr.md): the leaves' interiors
  * are gathered to rank 0, which writes one table per block property and one
  * dataset per field; and the summary that `strata amr-info` prints. */
+#include <errno.h>
 #include <hdf5.h>
 #include <limits.h>
 #include <math.h>
@@ -212,14 +213,43 @@ static void hdf5_restore(struct hdf5_printing saved)
   H5Eset_auto2(H5E_DEFAULT, saved.func, saved.data);
 }
 
-static int write_file(const strata_amr *amr, const struct tables *t, const char *path)
+/* Annotations of the file: string attributes of a `parameters` group. */
+struct annotations {
+  const char *const *keys, *const *values;
+  int n;
+};
+
+static int write_parameters(hid_t file, const struct annotations *a)
+{
+  if (a->n == 0)
+    return 0;
+  hid_t group = H5Gcreate2(file, "parameters", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  int ret = group < 0 ? STRATA_EIO : 0;
+  for (int k = 0; k < a->n && !ret; k++)
+    ret = write_str_attr(group, a->keys[k], a->values[k]);
+  if (group >= 0)
+    H5Gclose(group);
+  return ret;
+}
+
+/* The file, made in memory by HDF5's core driver: `image` receives its
+ * bytes (malloc'd). Disk errors then meet a plain write of those bytes;
+ * HDF5 1.10 crashes at exit after a failed H5Fclose of a disk file. */
+static int write_image(const strata_amr *amr, const struct tables *t, const struct annotations *a,
+                       void **image, size_t *bytes)
 {
   const strata_amr_params *p = &amr->p;
   struct hdf5_printing printing = hdf5_quiet();
-  hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  hdf5_restore(printing);
-  if (file < 0)
-    return strata__fail(STRATA_EIO, "amr_write_hdf5: cannot create %s", path);
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  hid_t file = fapl < 0 || H5Pset_fapl_core(fapl, 1 << 20, 0) < 0
+                   ? -1
+                   : H5Fcreate("strata-amr-image", H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  if (fapl >= 0)
+    H5Pclose(fapl);
+  if (file < 0) {
+    hdf5_restore(printing);
+    return STRATA_EIO;
+  }
   int ret = write_str_attr(file, "format", "strata-amr");
   const char *keys[] = {"version",     "dim",       "root_blocks", "block_cells",
                         "ghost_depth", "max_level", "ranks",       "nfields"};
@@ -231,6 +261,8 @@ static int write_file(const strata_amr *amr, const struct tables *t, const char 
   if (!ret)
     ret = write_str_attr(file, "boundary",
                          p->boundary == STRATA_AMR_PERIODIC ? "periodic" : "extrapolate");
+  if (!ret)
+    ret = write_parameters(file, a);
   hsize_t n = (hsize_t)t->n, n3[2] = {n, 3};
   if (!ret)
     ret = write_dataset(file, "level", H5T_NATIVE_INT32, 1, &n, t->level);
@@ -260,33 +292,77 @@ static int write_file(const strata_amr *amr, const struct tables *t, const char 
                         (const char *)t->fields + (size_t)f * n * (size_t)t->cells * es);
   if (group >= 0)
     H5Gclose(group);
+  ssize_t size =
+      ret || H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 ? -1 : H5Fget_file_image(file, NULL, 0);
+  *image = size > 0 ? malloc((size_t)size) : NULL;
+  if (!ret && !*image)
+    ret = size > 0 ? STRATA_ENOMEM : STRATA_EIO;
+  if (!ret && H5Fget_file_image(file, *image, (size_t)size) != size)
+    ret = STRATA_EIO;
+  *bytes = (size_t)size;
   if (H5Fclose(file) < 0 && !ret)
     ret = STRATA_EIO;
-  return ret ? strata__fail(ret, "amr_write_hdf5: writing %s failed", path) : 0;
+  hdf5_restore(printing);
+  return ret;
 }
 
-int strata_amr_write_hdf5(strata_amr *amr, const char *path)
+/* Rank 0's part: the image written beside `path` and renamed over it. */
+static int write_atomically(const strata_amr *amr, const struct tables *t, const char *path,
+                            const struct annotations *a)
+{
+  void *image = NULL;
+  size_t bytes = 0;
+  int ret = write_image(amr, t, a, &image, &bytes);
+  strata_output *out = NULL;
+  if (ret)
+    ret = strata__fail(ret, "amr_write_hdf5: HDF5 could not make the file for %s", path);
+  else if (!(ret = strata_output_begin(path, &out))) {
+    FILE *f = fopen(strata_output_temp_path(out), "wb");
+    int err = f ? 0 : errno;
+    if (f && fwrite(image, 1, bytes, f) != bytes)
+      err = errno;
+    if (f && fclose(f) && !err)
+      err = errno;
+    ret = f && !err ? strata_output_commit(out) : strata_output_abandon(out, err);
+  }
+  free(image);
+  return ret;
+}
+
+int strata_amr_write_hdf5_annotated(strata_amr *amr, const char *path, const char *const *keys,
+                                    const char *const *values, int n)
 {
   if (!amr)
     return STRATA_EINVAL;
   strata__clear_error();
   /* Rank 0 writes the file, but a path that differs between ranks is a
    * mistake every rank should hear of. */
-  int local = path && path[0] ? 0 : STRATA_EINVAL;
+  int local = path && path[0] && n >= 0 && (n == 0 || (keys && values)) ? 0 : STRATA_EINVAL;
+  for (int k = 0; !local && k < n; k++)
+    if (!keys[k] || !keys[k][0] || !values[k])
+      local = STRATA_EINVAL;
   int64_t same_path = local ? 0 : (int64_t)starpu_hash_crc32c_string(path, 0);
   int ret = strata__agree(local, &same_path, 1);
   if (ret)
-    return strata__fail(ret, "amr_write_hdf5: no path, or ranks passed different paths");
+    return strata__fail(ret, "amr_write_hdf5: no path, a bad annotation, or ranks passed "
+                             "different paths");
   struct tables t = {0};
   ret = fill_tables(amr, &t);
   if (ret) {
     free_tables(&t);
     return ret;
   }
+  struct annotations a = {keys, values, n};
   if (amr->rank == 0)
-    local = write_file(amr, &t, path);
+    local = write_atomically(amr, &t, path, &a);
   free_tables(&t);
+  /* Rank 0's message, for the ranks that did not write. */
   return strata__agree(local, NULL, 0) ? (local ? local : STRATA_EIO) : 0;
+}
+
+int strata_amr_write_hdf5(strata_amr *amr, const char *path)
+{
+  return strata_amr_write_hdf5_annotated(amr, path, NULL, NULL, 0);
 }
 
 /* ---- summary ---- */

@@ -1,6 +1,7 @@
 /* NumPy .npy files: header parsing with validation of every field, data in
  * host byte order, and writing (version 1.0, little-endian). */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,9 +257,12 @@ int strata_npy_save(const char *path, strata_array *a)
   len += snprintf(dict + len, sizeof dict - (size_t)len, "), }");
   /* Pad with spaces so that the data starts on a 64-byte boundary. */
   int total = 10 + len + 1, padded = (total + 63) / 64 * 64;
-  FILE *f = fopen(path, "wb");
+  strata_output *out;
+  if ((ret = strata_output_begin(path, &out)))
+    return ret;
+  FILE *f = fopen(strata_output_temp_path(out), "wb");
   if (!f)
-    return strata__fail(STRATA_EIO, "%s: cannot create", path);
+    return strata_output_abandon(out, errno);
   unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
   pre[8] = (unsigned char)((padded - 10) & 0xff);
   pre[9] = (unsigned char)((padded - 10) >> 8);
@@ -268,7 +272,10 @@ int strata_npy_save(const char *path, strata_array *a)
   strata_array_acquire(a, STRATA_READ, &data);
   size_t n = fwrite(data, 1, (size_t)a->nbytes, f);
   strata_array_release(a);
-  if (fclose(f) != 0 || n != (size_t)a->nbytes)
-    return strata__fail(STRATA_EIO, "%s: write failed", path);
-  return 0;
+  int err = n != (size_t)a->nbytes ? errno : 0;
+  if (fclose(f) != 0 && !err)
+    err = errno;
+  if (err || n != (size_t)a->nbytes)
+    return strata_output_abandon(out, err);
+  return strata_output_commit(out);
 }

@@ -1,5 +1,7 @@
 /* `strata infer`: the inference main job. */
+#include <errno.h>
 #include <malloc.h>
+#include <math.h>
 #include <starpu.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,32 +125,195 @@ static double slice_height(strata_infer *inf)
   return z;
 }
 
+/* A step that some ranks may fail alone, agreed: the most negative code on
+ * every rank, so that no rank goes on to a collective that another skips. */
+static int agreed(int local)
+{
+  int all = local;
+  if (MPI_Allreduce(&local, &all, 1, MPI_INT, MPI_MIN, strata_comm()) != MPI_SUCCESS)
+    return STRATA_EMPI;
+  return all;
+}
+
+/* The same parameters on every rank (an MPMD run may pass each rank its
+ * own): FNV-1a of their text, its minimum and maximum compared. */
+static int same_parameters(const struct infer_params_text *t)
+{
+  uint64_t h = 14695981039346656037u;
+  for (int k = 0; k < t->n; k++) {
+    const char *c = t->value[k];
+    do /* each value's terminating zero too, so "1" "23" differs from "12" "3" */
+      h = (h ^ (unsigned char)*c) * 1099511628211u;
+    while (*c++);
+  }
+  uint64_t v[2] = {h, ~h};
+  if (MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UINT64_T, MPI_MIN, strata_comm()) != MPI_SUCCESS)
+    return STRATA_EMPI;
+  return v[0] == ~v[1] ? 0 : STRATA_EINVAL;
+}
+
+static void echo_parameters(const struct infer_params_text *t)
+{
+  if (strata_rank() != 0)
+    return;
+  printf("strata infer %s, %d rank(s), parameters:\n", strata_version(), strata_size());
+  for (int k = 0; k < t->n; k++)
+    printf("  %-12s %s\n", t->key[k], t->value[k]);
+  fflush(stdout);
+}
+
+/* One output's failure, told by rank 0 (which writes every output): the
+ * option, the path and the cause. */
+static int output_failed(int ret, const char *option, const char *path)
+{
+  if (ret && strata_rank() == 0)
+    fprintf(stderr, "strata infer: %s %s: %s%s%s\n", option, path, strata_strerror(ret),
+            *strata_error_message() ? ": " : "", strata_error_message());
+  return ret;
+}
+
+struct output {
+  const char *option, *path;
+};
+
+/* Before any work: every output path can be written by rank 0, no two
+ * outputs share a path, and the slice fits a picture. */
+static int check_outputs(const struct infer_options *o)
+{
+  const struct output outs[] = {{"--png", o->png}, {"--hdf5", o->hdf5}, {"--bubbles", o->bubbles}};
+  enum { NOUT = sizeof outs / sizeof *outs };
+  int local = 0;
+  for (int k = 0; k < NOUT && strata_rank() == 0; k++) {
+    if (!outs[k].path)
+      continue;
+    if (output_failed(strata_output_check(outs[k].path, 0), outs[k].option, outs[k].path))
+      local = STRATA_EIO;
+    for (int j = 0; j < k; j++)
+      if (outs[j].path && !strcmp(outs[j].path, outs[k].path)) {
+        fprintf(stderr, "strata infer: %s and %s both write %s\n", outs[j].option, outs[k].option,
+                outs[k].path);
+        local = STRATA_EINVAL;
+      }
+  }
+  const int64_t pixels =
+      infer_slice_pixels(o->job.root_blocks, o->job.block_cells, o->job.max_level);
+  if (o->png && pixels > INFER_SLICE_MAX_PIXELS) {
+    if (strata_rank() == 0)
+      fprintf(stderr,
+              "strata infer: --png %s: the slice would be %lld pixels wide, at most %d "
+              "(a lower --max-level, or --png none)\n",
+              o->png, (long long)pixels, INFER_SLICE_MAX_PIXELS);
+    local = STRATA_EINVAL;
+  }
+  return agreed(local);
+}
+
+/* Once the hierarchy exists: room on disk for its HDF5 file, estimated
+ * from today's leaves (the file grows with the hierarchy). */
+static int check_hdf5_space(const struct infer_options *o, strata_amr *amr)
+{
+  int local = 0;
+  if (o->hdf5 && strata_rank() == 0) {
+    const strata_amr_params *p = strata_amr_get_params(amr);
+    double cells = pow(p->block_cells, p->dim);
+    double bytes = (double)strata_amr_num_leaves(amr) * p->nfields * cells *
+                   (p->dtype == STRATA_FLOAT64 ? 8 : 4);
+    local = output_failed(strata_output_check(o->hdf5, (uint64_t)bytes), "--hdf5", o->hdf5);
+  }
+  return agreed(local);
+}
+
+/* The bubble list as text, written by rank 0 with a header line
+ * (columns in docs/infer.md). */
 static int write_bubbles(strata_infer *inf, const char *path)
 {
   strata_bubble *b = NULL;
   int64_t *element = NULL, n = 0;
   int ret = strata_infer_bubbles(inf, &b, &element, &n);
-  if (!ret && strata_rank() == 0) {
-    FILE *f = fopen(path, "w");
-    if (!f)
-      ret = STRATA_EIO;
-    for (int64_t i = 0; f && i < n; i++)
-      fprintf(f, "%lld %.17g %.17g %.17g %.17g %.17g %.17g %lld\n", (long long)element[i],
-              b[i].center[0], b[i].center[1], b[i].center[2], b[i].radius, b[i].mass, b[i].peak,
-              (long long)b[i].cells);
-    if (f && fclose(f))
-      ret = STRATA_EIO;
+  strata_output *out = NULL;
+  if (!ret && strata_rank() == 0 && !(ret = strata_output_begin(path, &out))) {
+    FILE *f = fopen(strata_output_temp_path(out), "w");
+    int err = f ? 0 : errno;
+    if (f && fprintf(f, "# element x y z radius mass peak cells\n") < 0)
+      err = errno;
+    for (int64_t i = 0; f && !err && i < n; i++)
+      if (fprintf(f, "%lld %.17g %.17g %.17g %.17g %.17g %.17g %lld\n", (long long)element[i],
+                  b[i].center[0], b[i].center[1], b[i].center[2], b[i].radius, b[i].mass, b[i].peak,
+                  (long long)b[i].cells) < 0)
+        err = errno;
+    if (f && fclose(f) && !err)
+      err = errno;
+    ret = f && !err ? strata_output_commit(out) : strata_output_abandon(out, err);
   }
   free(b);
   free(element);
-  return ret;
+  return agreed(ret);
 }
 
+static int write_hdf5(const struct infer_options *o, strata_amr *amr,
+                      const struct infer_params_text *t)
+{
+  const char *keys[INFER_PARAMS_MAX + 2], *values[INFER_PARAMS_MAX + 2];
+  char ranks[16];
+  snprintf(ranks, sizeof ranks, "%d", strata_size());
+  int n = 0;
+  for (; n < t->n; n++) {
+    keys[n] = t->key[n];
+    values[n] = t->value[n];
+  }
+  keys[n] = "ranks";
+  values[n++] = ranks;
+  keys[n] = "strata_version";
+  values[n++] = strata_version();
+  return strata_amr_write_hdf5_annotated(amr, o->hdf5, keys, values, n);
+}
+
+/* Every output, each whatever became of the others; the first failure. */
+static int write_outputs(const struct infer_options *o, struct infer_run *job, strata_infer *inf,
+                         const struct infer_params_text *t)
+{
+  int first = 0, ret;
+  if (o->bubbles) {
+    ret = output_failed(write_bubbles(inf, o->bubbles), "--bubbles", o->bubbles);
+    first = first ? first : ret;
+  }
+  if (o->png) {
+    double z = o->slice >= 0 ? o->slice : slice_height(inf);
+    ret = output_failed(infer_slice_png(job->amr, INFER_DENSITY, inf, z, o->png), "--png", o->png);
+    if (!ret && strata_rank() == 0)
+      printf("wrote %s (slice z = %.4f)\n", o->png, z);
+    first = first ? first : ret;
+  }
+  if (o->hdf5) {
+    ret = output_failed(write_hdf5(o, job->amr, t), "--hdf5", o->hdf5);
+    if (!ret && strata_rank() == 0)
+      printf("wrote %s\n", o->hdf5);
+    first = first ? first : ret;
+  }
+  return first;
+}
+
+/* Runs the job; a failure it has told about already comes back positive. */
 static int run(const struct infer_options *o)
 {
+  struct infer_params_text params;
+  infer_options_describe(o, &params);
+  int ret = same_parameters(&params);
+  if (ret) {
+    if (strata_rank() == 0)
+      fprintf(stderr, "strata infer: the ranks were given different parameters (rank 0's: "
+                      "below); every rank must run the same job\n");
+    echo_parameters(&params);
+    return 1;
+  }
+  echo_parameters(&params);
+  if (check_outputs(o))
+    return 1;
   struct infer_run job;
   strata_infer *inf = NULL;
-  int ret = infer_job_setup(&o->job, &job);
+  ret = infer_job_setup(&o->job, &job);
+  if (!ret && check_hdf5_space(o, job.amr))
+    ret = 1;
   if (!ret)
     ret = infer_job_method(&job, o->bulk, &inf);
   if (ret) {
@@ -199,19 +364,8 @@ static int run(const struct infer_options *o)
   }
   if (!ret)
     per_rank(&st);
-  if (!ret && o->bubbles)
-    ret = write_bubbles(inf, o->bubbles);
-  if (!ret && o->png) {
-    double z = o->slice >= 0 ? o->slice : slice_height(inf);
-    ret = infer_slice_png(job.amr, INFER_DENSITY, inf, z, o->png);
-    if (!ret && strata_rank() == 0)
-      printf("wrote %s (slice z = %.4f)\n", o->png, z);
-  }
-  if (!ret && o->hdf5) {
-    ret = strata_amr_write_hdf5(job.amr, o->hdf5);
-    if (!ret && strata_rank() == 0)
-      printf("wrote %s\n", o->hdf5);
-  }
+  if (!ret && write_outputs(o, &job, inf, &params))
+    ret = 1;
   strata_infer_destroy(inf);
   infer_job_teardown(&job);
   return ret;
@@ -237,7 +391,7 @@ int cmd_infer(int argc, char **argv)
   ret = strata_init(NULL, NULL, NULL);
   if (!ret) {
     ret = run(&o);
-    if (ret && strata_rank() == 0)
+    if (ret < 0 && strata_rank() == 0)
       fprintf(stderr, "strata infer: %s%s%s\n", strata_strerror(ret),
               *strata_error_message() ? ": " : "", strata_error_message());
     strata_finalize();

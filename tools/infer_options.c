@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,7 @@ static const struct int_option int_options[] = {
     INT_OPT("--root-blocks", 1, 1024, job.root_blocks),
     INT_OPT("--block-cells", 1, 1024, job.block_cells),
     INT_OPT("--max-level", 0, 30, job.max_level),
-    WIDE_OPT("--grid", 1, 1 << 16, job.grid),
+    WIDE_OPT("--grid", 2, 1024, job.grid), /* strata_amr_problem_cosmology */
     WIDE_OPT("--seed", 0, LLONG_MAX, job.seed),
     INT_OPT("--cycles", 1, 100000, cycles),
     INT_OPT("--period", 0, 100000, job.period),
@@ -87,13 +88,14 @@ struct real_option {
   const char *name;
   double lo, hi;
   size_t offset;
+  int below_hi; /* the range is [lo, hi) */
 };
 
 static const struct real_option real_options[] = {
-    {"--sigma", 0, 100, offsetof(struct infer_options, job.sigma)},
-    {"--growth", -1, 100, offsetof(struct infer_options, job.growth)},
-    {"--threshold", 0, 1e30, offsetof(struct infer_options, job.threshold)},
-    {"--slice", 0, 1, offsetof(struct infer_options, slice)},
+    {"--sigma", 0, 100, offsetof(struct infer_options, job.sigma), 0},
+    {"--growth", -1, 100, offsetof(struct infer_options, job.growth), 0},
+    {"--threshold", 0, 1e30, offsetof(struct infer_options, job.threshold), 0},
+    {"--slice", 0, 1, offsetof(struct infer_options, slice), 1}, /* infer_slice_png */
 };
 
 #define NUM(a) (sizeof(a) / sizeof((a)[0]))
@@ -121,9 +123,10 @@ static int set_valued(struct infer_options *o, const char *a, const char *v, FIL
     const struct real_option *ro = &real_options[k];
     if (strcmp(a, ro->name))
       continue;
-    if (parse_real(v, ro->lo, ro->hi, (double *)((char *)o + ro->offset)))
-      return fprintf(err, "strata infer: %s wants a number in [%g, %g], got '%s'\n", a, ro->lo,
-                     ro->hi, v),
+    double *x = (double *)((char *)o + ro->offset);
+    if (parse_real(v, ro->lo, ro->hi, x) || (ro->below_hi && *x >= ro->hi))
+      return fprintf(err, "strata infer: %s wants a number in [%g, %g%c, got '%s'\n", a, ro->lo,
+                     ro->hi, ro->below_hi ? ')' : ']', v),
              -1;
     return 0;
   }
@@ -175,4 +178,46 @@ int infer_options_parse(int argc, char **argv, struct infer_options *o, FILE *er
   if (infer_job_check(&o->job))
     return fprintf(err, "strata infer: %s\n", strata_error_message()), 2;
   return 0;
+}
+
+static void add_param(struct infer_params_text *t, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void add_param(struct infer_params_text *t, const char *key, const char *fmt, ...)
+{
+  if (t->n == INFER_PARAMS_MAX)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(t->value[t->n], sizeof t->value[t->n], fmt, ap);
+  va_end(ap);
+  t->key[t->n++] = key;
+}
+
+void infer_options_describe(const struct infer_options *o, struct infer_params_text *t)
+{
+  const struct infer_job *j = &o->job;
+  t->n = 0;
+  add_param(t, "root_blocks", "%d", j->root_blocks);
+  add_param(t, "block_cells", "%d", j->block_cells);
+  add_param(t, "max_level", "%d", j->max_level);
+  add_param(t, "grid", "%lld", (long long)j->grid);
+  add_param(t, "seed", "%llu", (unsigned long long)j->seed);
+  add_param(t, "sigma", "%.17g", j->sigma);
+  add_param(t, "growth", "%.17g", j->growth);
+  add_param(t, "period", "%d", j->period);
+  add_param(t, "levels", "%d/%d/%d", j->level_base, j->level_array, j->level_infer);
+  add_param(t, "threshold", "%.17g", j->threshold);
+  add_param(t, "model", "%s", j->model_path ? j->model_path : "(default: the blob detector)");
+  add_param(t, "placement", "%s", j->placement == STRATA_INFER_PLACE_GREEDY ? "greedy" : "curve");
+  add_param(t, "mode", "%s", o->bulk ? "bulk-synchronous" : "task graph");
+  add_param(t, "cycles", "%d", o->cycles);
+  add_param(t, "png", "%s", o->png ? o->png : "none");
+  if (o->slice >= 0)
+    add_param(t, "slice", "%.17g", o->slice);
+  else
+    add_param(t, "slice", "through the largest bubble");
+  add_param(t, "hdf5", "%s", o->hdf5 ? o->hdf5 : "none");
+  add_param(t, "bubbles", "%s", o->bubbles ? o->bubbles : "none");
+  add_param(t, "trace", "%s", o->trace ? o->trace : "none");
 }

@@ -19,4 +19,17 @@ struct infer_options {
  * defaults. Returns 0, or 2 after writing one line that says why to `err`. */
 int infer_options_parse(int argc, char **argv, struct infer_options *o, FILE *err);
 
+/* The effective parameters of a run as key and value text, in a fixed
+ * order: rank 0 echoes them, the ranks agree on them (an MPMD run whose
+ * ranks got different options stops before any work), and the HDF5 file
+ * keeps them. */
+enum { INFER_PARAMS_MAX = 24 };
+struct infer_params_text {
+  int n;
+  const char *key[INFER_PARAMS_MAX];
+  char value[INFER_PARAMS_MAX][512];
+};
+
+void infer_options_describe(const struct infer_options *o, struct infer_params_text *t);
+
 #endif

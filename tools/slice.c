@@ -2,6 +2,7 @@
  * float image at the finest resolution, the images meet on rank 0 by a
  * max-reduction, and rank 0 draws the colour map and the outlines. */
 #include <cairo.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,16 +127,24 @@ static int draw(strata_amr *amr, strata_infer *inf, const float *img, int64_t P,
   }
   cairo_stroke(cr);
   cairo_destroy(cr);
-  cairo_status_t st = cairo_surface_write_to_png(s, path);
+  strata_output *out;
+  int ret = strata_output_begin(path, &out);
+  if (!ret) {
+    errno = 0;
+    if (cairo_surface_write_to_png(s, strata_output_temp_path(out)) == CAIRO_STATUS_SUCCESS)
+      ret = strata_output_commit(out);
+    else
+      ret = strata_output_abandon(out, errno);
+  }
   cairo_surface_destroy(s);
-  return st == CAIRO_STATUS_SUCCESS ? 0 : STRATA_EIO;
+  return ret;
 }
 
 int infer_slice_png(strata_amr *amr, int field, strata_infer *inf, double z, const char *path)
 {
   const strata_amr_params *p = strata_amr_get_params(amr);
-  const int64_t P = ((int64_t)p->root_blocks * p->block_cells) << p->max_level;
-  if (P > 4096 || z < 0 || z >= 1)
+  const int64_t P = infer_slice_pixels(p->root_blocks, p->block_cells, p->max_level);
+  if (P > INFER_SLICE_MAX_PIXELS || z < 0 || z >= 1)
     return STRATA_EINVAL;
   float *img = malloc((size_t)(P * P) * sizeof *img);
   int local = img ? 0 : STRATA_ENOMEM;

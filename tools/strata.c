@@ -1,4 +1,5 @@
 /* The `strata` command-line tool. Subcommands are entries of `commands`. */
+#include <signal.h>
 #include <starpu.h>
 #include <stdio.h>
 #include <string.h>
@@ -121,6 +122,10 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+  /* A file-size limit (ulimit -f) fails the write that meets it with EFBIG,
+   * which the writer reports after removing its partial file, instead of
+   * killing the process and every output still to come. */
+  signal(SIGXFSZ, SIG_IGN);
   if (argc < 2) {
     usage(stderr);
     return 2;

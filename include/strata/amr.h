@@ -236,10 +236,20 @@ int strata_amr_block_name(const strata_amr *amr, const strata_amr_block *b, char
 int strata_amr_read(strata_amr *amr, const strata_amr_block *b, int field, int ghosts, double *out);
 
 /** @brief Write the hierarchy to an HDF5 file (rank 0 writes; layout in
- *  docs/amr.md). Collective; every rank passes the same @p path.
+ *  docs/amr.md), atomically: into a temporary file beside @p path, renamed
+ *  over it once complete (strata_output_begin), so a failed or killed write
+ *  leaves an existing file as it was. Collective; every rank passes the
+ *  same @p path.
  *  @return 0; STRATA_EINVAL on every rank when a path is missing or the
- *  paths differ; STRATA_EIO on every rank when the file cannot be written. */
+ *  paths differ; STRATA_EIO on every rank when the file cannot be written
+ *  (strata_error_message() names the path and the cause on rank 0). */
 int strata_amr_write_hdf5(strata_amr *amr, const char *path);
+
+/** @brief strata_amr_write_hdf5() with @p n string attributes
+ *  @p keys[k] = @p values[k] in a group `parameters` of the file, for the
+ *  parameters of the run that made it (rank 0's are written). */
+int strata_amr_write_hdf5_annotated(strata_amr *amr, const char *path, const char *const *keys,
+                                    const char *const *values, int n);
 
 /** @brief Print a summary of an HDF5 file written by strata_amr_write_hdf5()
  *  (blocks per level and rank, field ranges, mass) to @p out. Needs no
