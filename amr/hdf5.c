@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../core/internal.h"
 #include "amr_internal.h"
@@ -365,123 +366,363 @@ int strata_amr_write_hdf5(strata_amr *amr, const char *path)
   return strata_amr_write_hdf5_annotated(amr, path, NULL, NULL, 0);
 }
 
-/* ---- summary ---- */
+/* ---- reading back: every attribute and dataset checked before use ---- */
 
-static int read_int_attr(hid_t file, const char *name, int64_t *value)
+/* Limits of a file's own description, beyond which it is refused rather
+ * than believed (they bound every allocation the reader makes). */
+enum { READ_MAX_RANKS = 1 << 20, READ_LIST_RANKS = 1024 };
+
+/* A scalar integer attribute in [lo, hi]. */
+static int read_int_attr(hid_t obj, const char *file, const char *name, int64_t lo, int64_t hi,
+                         int64_t *value)
 {
-  hid_t attr = H5Aopen(file, name, H5P_DEFAULT);
-  herr_t r = attr < 0 ? -1 : H5Aread(attr, H5T_NATIVE_INT64, value);
+  /* H5Aopen alone: 1.10's H5Aexists crashes on some damaged headers that
+   * H5Aopen refuses. */
+  hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+  if (attr < 0)
+    return strata__fail(STRATA_EIO, "%s: attribute '%s' is missing or damaged", file, name);
+  hid_t space = H5Aget_space(attr), type = H5Aget_type(attr);
+  int ret = 0;
+  if (space < 0 || type < 0)
+    ret = strata__fail(STRATA_EIO, "%s: attribute '%s' cannot be read", file, name);
+  else if (H5Sget_simple_extent_type(space) != H5S_SCALAR || H5Tget_class(type) != H5T_INTEGER)
+    ret = strata__fail(STRATA_EIO, "%s: attribute '%s' is not a scalar integer", file, name);
+  else if (H5Aread(attr, H5T_NATIVE_INT64, value) < 0)
+    ret = strata__fail(STRATA_EIO, "%s: attribute '%s' cannot be read", file, name);
+  else if (*value < lo || *value > hi)
+    ret = strata__fail(STRATA_EIO, "%s: attribute '%s' is %lld, outside %lld..%lld", file, name,
+                       (long long)*value, (long long)lo, (long long)hi);
+  if (type >= 0)
+    H5Tclose(type);
+  if (space >= 0)
+    H5Sclose(space);
+  H5Aclose(attr);
+  return ret;
+}
+
+/* The string attribute `format` says "strata-amr": fixed-length, with or
+ * without its terminating zero (Strata writes one, h5py's np.bytes_ none),
+ * or variable-length (h5py's str). */
+static int check_format(hid_t obj, const char *file)
+{
+  char text[16] = {0};
+  hid_t attr = H5Aopen(obj, "format", H5P_DEFAULT);
+  hid_t type = attr < 0 ? -1 : H5Aget_type(attr);
+  hid_t space = attr < 0 ? -1 : H5Aget_space(attr);
+  int ok = type >= 0 && space >= 0 && H5Tget_class(type) == H5T_STRING &&
+           H5Sget_simple_extent_type(space) == H5S_SCALAR;
+  if (ok && H5Tis_variable_str(type) > 0) {
+    char *vtext = NULL;
+    hid_t mem = H5Tcopy(H5T_C_S1);
+    H5Tset_size(mem, H5T_VARIABLE);
+    ok = H5Aread(attr, mem, &vtext) >= 0 && vtext && !strcmp(vtext, "strata-amr");
+    H5free_memory(vtext);
+    H5Tclose(mem);
+  } else if (ok) {
+    size_t size = H5Tget_size(type);
+    ok = size > 0 && size + 1 < sizeof text;
+    hid_t mem = H5Tcopy(H5T_C_S1); /* zero-terminated: one more byte than a padded file's */
+    if (ok && H5Tset_size(mem, size + 1) >= 0)
+      ok = H5Aread(attr, mem, text) >= 0 && !strcmp(text, "strata-amr");
+    H5Tclose(mem);
+  }
+  if (space >= 0)
+    H5Sclose(space);
+  if (type >= 0)
+    H5Tclose(type);
   if (attr >= 0)
     H5Aclose(attr);
-  return r < 0 ? STRATA_EIO : 0;
+  return ok ? 0
+            : strata__fail(STRATA_EIO,
+                           "%s: not a Strata AMR file (no attribute format = "
+                           "\"strata-amr\")",
+                           file);
 }
 
-static void *read_all(hid_t where, const char *name, hid_t type, size_t elem, int64_t *count)
+/* A dataset of class `cls` and exactly the shape `dims` (`rank` axes), read
+ * as `memtype` into a new buffer of `elem`-byte values. Its stored bytes
+ * must be what the shape needs: a file cannot make the reader allocate
+ * more than it holds. */
+static int read_dataset(hid_t where, const char *file, const char *name, H5T_class_t cls,
+                        hid_t memtype, size_t elem, int rank, const hsize_t *dims, void **out)
 {
+  *out = NULL;
+  if (H5Lexists(where, name, H5P_DEFAULT) <= 0)
+    return strata__fail(STRATA_EIO, "%s: dataset '%s' is missing", file, name);
   hid_t set = H5Dopen2(where, name, H5P_DEFAULT);
-  if (set < 0)
-    return NULL;
-  hid_t space = H5Dget_space(set);
-  hssize_t n = H5Sget_simple_extent_npoints(space);
-  void *data = n >= 0 ? malloc((size_t)(n ? n : 1) * elem) : NULL;
-  if (data && H5Dread(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
-    free(data);
-    data = NULL;
+  hid_t space = set < 0 ? -1 : H5Dget_space(set);
+  hid_t type = set < 0 ? -1 : H5Dget_type(set);
+  hsize_t have[H5S_MAX_RANK];
+  int ret = 0;
+  size_t count = 1;
+  for (int a = 0; a < rank; a++)
+    if (__builtin_mul_overflow(count, (size_t)dims[a], &count))
+      count = SIZE_MAX;
+  size_t stored = 0;
+  if (space < 0 || type < 0)
+    ret = strata__fail(STRATA_EIO, "%s: dataset '%s' cannot be opened", file, name);
+  else if (H5Tget_class(type) != cls)
+    ret = strata__fail(STRATA_EIO, "%s: dataset '%s' has the wrong element type", file, name);
+  else if (H5Sget_simple_extent_ndims(space) != rank ||
+           H5Sget_simple_extent_dims(space, have, NULL) != rank)
+    ret = strata__fail(STRATA_EIO, "%s: dataset '%s' has %d axes, expected %d", file, name,
+                       H5Sget_simple_extent_ndims(space), rank);
+  for (int a = 0; !ret && a < rank; a++)
+    if (have[a] != dims[a])
+      ret = strata__fail(STRATA_EIO, "%s: dataset '%s' has %llu along axis %d, expected %llu", file,
+                         name, (unsigned long long)have[a], a, (unsigned long long)dims[a]);
+  if (!ret) {
+    stored = (size_t)H5Dget_storage_size(set);
+    if (count == SIZE_MAX || __builtin_mul_overflow(count, H5Tget_size(type), &count) ||
+        stored != count)
+      ret = strata__fail(STRATA_EIO, "%s: dataset '%s' stores %zu bytes, its shape needs %zu", file,
+                         name, stored, count);
   }
-  H5Sclose(space);
-  H5Dclose(set);
-  *count = n;
-  return data;
+  size_t values = count / (H5Tget_size(type) ? H5Tget_size(type) : 1);
+  if (!ret && !(*out = malloc((values ? values : 1) * elem)))
+    ret = STRATA_ENOMEM;
+  if (!ret && H5Dread(set, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0)
+    ret = strata__fail(STRATA_EIO, "%s: dataset '%s' cannot be read (truncated file?)", file, name);
+  if (ret) {
+    free(*out);
+    *out = NULL;
+  }
+  if (type >= 0)
+    H5Tclose(type);
+  if (space >= 0)
+    H5Sclose(space);
+  if (set >= 0)
+    H5Dclose(set);
+  return ret;
 }
 
-struct field_iter {
-  FILE *out;
-  const int32_t *level;
-  int64_t nblocks, cells, dim, root_blocks, block_cells;
+/* What the file says of its hierarchy, checked. */
+struct summary {
+  const char *file;
+  int64_t dim, root_blocks, block_cells, ghost_depth, max_level, ranks, nfields;
+  int64_t n;     /* leaves */
+  int64_t cells; /* interior cells of a block */
+  int32_t *level, *rank;
+  int64_t *index; /* n x 3 */
 };
 
-static int summarize_field(hid_t group, const char *name, struct field_iter *it)
+static int read_geometry(hid_t file, struct summary *s)
 {
-  int64_t count;
-  double *v = read_all(group, name, H5T_NATIVE_DOUBLE, sizeof(double), &count);
-  if (!v || count != it->nblocks * it->cells) {
-    free(v);
-    return STRATA_EIO;
+  int64_t version;
+  int ret = check_format(file, s->file);
+  if (!ret)
+    ret = read_int_attr(file, s->file, "version", 1, 1, &version);
+  if (!ret)
+    ret = read_int_attr(file, s->file, "dim", 2, 3, &s->dim);
+  if (!ret)
+    ret = read_int_attr(file, s->file, "root_blocks", 1, 1024, &s->root_blocks);
+  if (!ret)
+    ret = read_int_attr(file, s->file, "block_cells", 4, 1024, &s->block_cells);
+  if (!ret)
+    ret = read_int_attr(file, s->file, "ghost_depth", 0, s->block_cells / 2, &s->ghost_depth);
+  if (!ret)
+    ret = read_int_attr(file, s->file, "max_level", 0, STRATA_AMR_MAX_LEVEL, &s->max_level);
+  if (!ret)
+    ret = read_int_attr(file, s->file, "ranks", 1, READ_MAX_RANKS, &s->ranks);
+  if (!ret)
+    ret = read_int_attr(file, s->file, "nfields", 1, STRATA_AMR_MAX_FIELDS, &s->nfields);
+  if (ret)
+    return ret;
+  s->cells = s->block_cells * s->block_cells * (s->dim == 3 ? s->block_cells : 1);
+  return 0;
+}
+
+/* The leaf tables: their shapes agree, every leaf lies in the domain on its
+ * level, and the leaves cover the domain's volume exactly once. */
+static int read_leaves(hid_t file, struct summary *s)
+{
+  hid_t set = H5Lexists(file, "level", H5P_DEFAULT) > 0 ? H5Dopen2(file, "level", H5P_DEFAULT) : -1;
+  hid_t space = set < 0 ? -1 : H5Dget_space(set);
+  hsize_t n = 0;
+  if (space < 0 || H5Sget_simple_extent_ndims(space) != 1 ||
+      H5Sget_simple_extent_dims(space, &n, NULL) != 1)
+    n = 0;
+  if (space >= 0)
+    H5Sclose(space);
+  if (set >= 0)
+    H5Dclose(set);
+  if (n == 0)
+    return strata__fail(STRATA_EIO, "%s: dataset 'level' is missing, empty or not 1-D", s->file);
+  s->n = (int64_t)n;
+  const hsize_t n3[2] = {n, 3};
+  int ret = read_dataset(file, s->file, "level", H5T_INTEGER, H5T_NATIVE_INT32, 4, 1, &n,
+                         (void **)&s->level);
+  if (!ret)
+    ret = read_dataset(file, s->file, "rank", H5T_INTEGER, H5T_NATIVE_INT32, 4, 1, &n,
+                       (void **)&s->rank);
+  if (!ret)
+    ret = read_dataset(file, s->file, "index", H5T_INTEGER, H5T_NATIVE_INT64, 8, 2, n3,
+                       (void **)&s->index);
+  long double volume = 0;
+  for (int64_t i = 0; !ret && i < s->n; i++) {
+    const int64_t l = s->level[i], r = s->rank[i];
+    if (l < 0 || l > s->max_level)
+      return strata__fail(STRATA_EIO, "%s: leaf %lld has level %lld, outside 0..%lld", s->file,
+                          (long long)i, (long long)l, (long long)s->max_level);
+    if (r < 0 || r >= s->ranks)
+      return strata__fail(STRATA_EIO, "%s: leaf %lld has rank %lld, outside 0..%lld", s->file,
+                          (long long)i, (long long)r, (long long)s->ranks - 1);
+    const int64_t side = s->root_blocks << l; /* <= 1024 << 12 */
+    for (int a = 0; a < 3; a++) {
+      const int64_t x = s->index[3 * i + a], hi = a < s->dim ? side : 1;
+      if (x < 0 || x >= hi)
+        return strata__fail(STRATA_EIO,
+                            "%s: leaf %lld lies outside the domain (index %lld "
+                            "along axis %d on level %lld)",
+                            s->file, (long long)i, (long long)x, a, (long long)l);
+    }
+    volume += powl(1.0L / side, (long double)s->dim);
   }
+  if (!ret && fabsl(volume - 1) > 1e-9L)
+    ret = strata__fail(STRATA_EIO, "%s: the leaves cover %.9Lg of the domain, not all of it once",
+                       s->file, volume);
+  return ret;
+}
+
+static void print_geometry(const struct summary *s, FILE *out)
+{
+  fprintf(out,
+          "%s: %lldD, %lld^%lld root blocks of %lld^%lld cells (+%lld ghosts), "
+          "levels 0..%lld, %lld blocks on %lld ranks\n",
+          s->file, (long long)s->dim, (long long)s->root_blocks, (long long)s->dim,
+          (long long)s->block_cells, (long long)s->dim, (long long)s->ghost_depth,
+          (long long)s->max_level, (long long)s->n, (long long)s->ranks);
+  int64_t per_level[STRATA_AMR_MAX_LEVEL + 1] = {0};
+  for (int64_t i = 0; i < s->n; i++)
+    per_level[s->level[i]]++;
+  for (int64_t l = 0; l <= s->max_level; l++)
+    fprintf(out, "level %lld: %lld blocks\n", (long long)l, (long long)per_level[l]);
+  int64_t *per_rank = calloc((size_t)s->ranks, sizeof *per_rank);
+  if (!per_rank)
+    return;
+  int64_t lo = INT64_MAX, hi = 0;
+  for (int64_t i = 0; i < s->n; i++)
+    per_rank[s->rank[i]]++;
+  for (int64_t r = 0; r < s->ranks; r++) {
+    if (s->ranks <= READ_LIST_RANKS)
+      fprintf(out, "rank %lld: %lld blocks\n", (long long)r, (long long)per_rank[r]);
+    lo = per_rank[r] < lo ? per_rank[r] : lo;
+    hi = per_rank[r] > hi ? per_rank[r] : hi;
+  }
+  if (s->ranks > READ_LIST_RANKS)
+    fprintf(out, "blocks per rank: %lld to %lld\n", (long long)lo, (long long)hi);
+  free(per_rank);
+}
+
+/* Range and integral of one field, whose shape the leaves fix. */
+static int summarize_field(hid_t group, const struct summary *s, const char *name, FILE *out)
+{
+  const hsize_t m = (hsize_t)s->block_cells;
+  const hsize_t dims[4] = {(hsize_t)s->n, m, m, m};
+  double *v;
+  char where[300];
+  snprintf(where, sizeof where, "fields/%s", name);
+  int ret = read_dataset(group, s->file, name, H5T_FLOAT, H5T_NATIVE_DOUBLE, sizeof(double),
+                         (int)s->dim + 1, dims, (void **)&v);
+  if (ret)
+    return ret;
   double lo = INFINITY, hi = -INFINITY, mass = 0;
-  for (int64_t b = 0; b < it->nblocks; b++) {
+  for (int64_t b = 0; b < s->n; b++) {
     double cell =
-        pow(1.0 / (double)((it->root_blocks << it->level[b]) * it->block_cells), (double)it->dim);
+        pow(1.0 / (double)((s->root_blocks << s->level[b]) * s->block_cells), (double)s->dim);
     double sum = 0;
-    for (int64_t k = 0; k < it->cells; k++) {
-      double x = v[b * it->cells + k];
+    for (int64_t k = 0; k < s->cells; k++) {
+      double x = v[b * s->cells + k];
       lo = x < lo ? x : lo;
       hi = x > hi ? x : hi;
       sum += x;
     }
     mass += sum * cell;
   }
-  fprintf(it->out, "field %-12s min %-12.6g max %-12.6g integral (mean) %.9g\n", name, lo, hi,
-          mass);
+  fprintf(out, "field %-12s min %-12.6g max %-12.6g integral (mean) %.9g\n", name, lo, hi, mass);
   free(v);
   return 0;
 }
 
+static int summarize_fields(hid_t file, const struct summary *s, FILE *out)
+{
+  hid_t group =
+      H5Lexists(file, "fields", H5P_DEFAULT) > 0 ? H5Gopen2(file, "fields", H5P_DEFAULT) : -1;
+  H5G_info_t info;
+  int ret = 0;
+  if (group < 0 || H5Gget_info(group, &info) < 0)
+    ret = strata__fail(STRATA_EIO, "%s: group 'fields' is missing", s->file);
+  else if ((int64_t)info.nlinks != s->nfields)
+    ret = strata__fail(STRATA_EIO, "%s: 'fields' holds %llu fields, attribute nfields says %lld",
+                       s->file, (unsigned long long)info.nlinks, (long long)s->nfields);
+  for (hsize_t k = 0; !ret && k < info.nlinks; k++) {
+    char name[256];
+    ssize_t len = H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, k, name, sizeof name,
+                                     H5P_DEFAULT);
+    if (len < 0 || len >= (ssize_t)sizeof name)
+      ret = strata__fail(STRATA_EIO, "%s: field %llu has no readable name", s->file,
+                         (unsigned long long)k);
+    else
+      ret = summarize_field(group, s, name, out);
+  }
+  if (group >= 0)
+    H5Gclose(group);
+  return ret;
+}
+
+/* HDF5's signature at offset 0, 512, 1024, ... (a user block may precede
+ * the superblock), looked for without opening the file in HDF5: 1.10's
+ * H5Fis_hdf5 and a later H5Fopen of a damaged file share freed state. */
+static int has_hdf5_signature(const char *path)
+{
+  static const unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  unsigned char head[8];
+  FILE *f = fopen(path, "rb");
+  int found = 0;
+  for (long at = 0; f && !found && at <= (1L << 20); at = at ? 2 * at : 512)
+    found = fseek(f, at, SEEK_SET) == 0 && fread(head, 1, 8, f) == 8 && !memcmp(head, signature, 8);
+  if (f)
+    fclose(f);
+  return found;
+}
+
 int strata_amr_hdf5_summary(const char *path, FILE *out)
 {
+  strata__clear_error();
   if (!path || !out)
     return STRATA_EINVAL;
   struct hdf5_printing printing = hdf5_quiet(); /* a wrong file is an error code */
-  int ret = STRATA_EIO;
-  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  int64_t dim = 0, nb = 0, m = 0, g = 0, maxl = 0, ranks = 0;
-  int32_t *level = NULL, *rank = NULL;
-  int64_t n = 0, nr = 0;
-  if (file >= 0 && !read_int_attr(file, "dim", &dim) && !read_int_attr(file, "root_blocks", &nb) &&
-      !read_int_attr(file, "block_cells", &m) && !read_int_attr(file, "ghost_depth", &g) &&
-      !read_int_attr(file, "max_level", &maxl) && !read_int_attr(file, "ranks", &ranks) &&
-      (level = read_all(file, "level", H5T_NATIVE_INT32, sizeof *level, &n)) &&
-      (rank = read_all(file, "rank", H5T_NATIVE_INT32, sizeof *rank, &nr)) && n == nr && dim >= 2 &&
-      dim <= 3 && maxl >= 0 && maxl <= STRATA_AMR_MAX_LEVEL && ranks > 0) {
-    fprintf(out,
-            "%s: %lldD, %lld^%lld root blocks of %lld^%lld cells (+%lld ghosts), "
-            "levels 0..%lld, %lld blocks on %lld ranks\n",
-            path, (long long)dim, (long long)nb, (long long)dim, (long long)m, (long long)dim,
-            (long long)g, (long long)maxl, (long long)n, (long long)ranks);
-    int64_t per_level[STRATA_AMR_MAX_LEVEL + 1] = {0};
-    int64_t *per_rank = calloc((size_t)ranks, sizeof *per_rank);
-    ret = per_rank ? 0 : STRATA_ENOMEM;
-    for (int64_t i = 0; i < n && !ret; i++) {
-      if (level[i] < 0 || level[i] > maxl || rank[i] < 0 || rank[i] >= ranks)
-        ret = STRATA_EIO;
-      else {
-        per_level[level[i]]++;
-        per_rank[rank[i]]++;
-      }
-    }
-    for (int64_t l = 0; l <= maxl && !ret; l++)
-      fprintf(out, "level %lld: %lld blocks\n", (long long)l, (long long)per_level[l]);
-    for (int64_t r = 0; r < ranks && !ret; r++)
-      fprintf(out, "rank %lld: %lld blocks\n", (long long)r, (long long)per_rank[r]);
-    free(per_rank);
-    struct field_iter it = {out, level, n, dim == 3 ? m * m * m : m * m, dim, nb, m};
-    hid_t group = ret ? -1 : H5Gopen2(file, "fields", H5P_DEFAULT);
-    H5G_info_t ginfo;
-    if (!ret && (group < 0 || H5Gget_info(group, &ginfo) < 0))
-      ret = STRATA_EIO;
-    for (hsize_t k = 0; !ret && k < ginfo.nlinks; k++) {
-      char name[256];
-      if (H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, k, name, sizeof name,
-                             H5P_DEFAULT) < 0)
-        ret = STRATA_EIO;
-      else
-        ret = summarize_field(group, name, &it);
-    }
-    if (group >= 0)
-      H5Gclose(group);
-  }
-  free(level);
-  free(rank);
+  struct summary s = {.file = path};
+  int ret = 0;
+  hid_t file = -1;
+  if (access(path, R_OK) != 0)
+    ret = strata__fail(STRATA_EIO, "%s: %s", path, strerror(errno));
+  else if (!has_hdf5_signature(path))
+    ret = strata__fail(STRATA_EIO, "%s: not an HDF5 file, or a truncated one", path);
+  else if ((file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0)
+    ret = strata__fail(STRATA_EIO, "%s: HDF5 cannot open it (truncated or damaged?)", path);
+  if (!ret)
+    ret = read_geometry(file, &s);
+  if (!ret)
+    ret = read_leaves(file, &s);
+  /* The summary goes out whole or not at all. */
+  char *text = NULL;
+  size_t length = 0;
+  FILE *buffer = ret ? NULL : open_memstream(&text, &length);
+  if (!ret && !buffer)
+    ret = STRATA_ENOMEM;
+  if (!ret)
+    print_geometry(&s, buffer);
+  if (!ret)
+    ret = summarize_fields(file, &s, buffer);
+  if (buffer && fclose(buffer) && !ret)
+    ret = STRATA_ENOMEM;
+  if (!ret && fwrite(text, 1, length, out) != length)
+    ret = strata__fail(STRATA_EIO, "%s: the summary could not be written", path);
+  free(text);
+  free(s.level);
+  free(s.rank);
+  free(s.index);
   if (file >= 0)
     H5Fclose(file);
   hdf5_restore(printing);

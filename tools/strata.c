@@ -94,7 +94,7 @@ static int cmd_amr_info(int argc, char **argv)
   }
   int ret = strata_amr_hdf5_summary(argv[1], stdout);
   if (ret) {
-    fprintf(stderr, "strata amr-info: %s: %s\n", argv[1], strata_strerror(ret));
+    fprintf(stderr, "strata amr-info: %s: %s\n", strata_strerror(ret), strata_error_message());
     return 1;
   }
   return 0;
