@@ -148,6 +148,7 @@ starpu_data_handle_t strata_amr_field_handle(const strata_amr *amr, const strata
 int strata_amr_set_weights(strata_amr *amr, double (*fn)(void *ctx, const strata_amr_block *b),
                            void *ctx)
 {
+  strata__clear_error();
   if (!amr)
     return STRATA_EINVAL;
   amr->weight = fn;
@@ -181,6 +182,7 @@ static int balance_ranks(const strata_amr *amr, int *ranks)
 
 int strata_amr_redistribute(strata_amr *amr)
 {
+  strata__clear_error();
   if (!amr)
     return STRATA_EINVAL;
   int *ranks = malloc((size_t)(amr->nleaves ? amr->nleaves : 1) * sizeof *ranks);
@@ -208,6 +210,7 @@ static int destroy_live(void *amr) { return strata_amr_destroy(amr); }
 
 int strata_amr_create(const strata_amr_params *p, strata_amr **out)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;
@@ -307,6 +310,7 @@ int strata_amr_destroy(strata_amr *amr)
 
 int strata_amr_fill(strata_amr *amr, const strata_amr_problem *problem)
 {
+  strata__clear_error();
   int local = amr && problem ? 0 : STRATA_EINVAL;
   for (int64_t i = 0; !local && i < amr->nleaves; i++)
     local = submit_fill(amr, amr->leaves[i], problem);
@@ -344,6 +348,7 @@ static int64_t interior_size(const strata_amr *amr)
 
 int strata_amr_read(strata_amr *amr, const strata_amr_block *b, int field, int ghosts, double *out)
 {
+  strata__clear_error();
   if (!amr || !b || !out || field < 0 || field >= amr->p.nfields || !strata__amr_valid(amr, b))
     return STRATA_EINVAL;
   struct strata__amr_node *n = strata__amr_find(amr, b);
@@ -627,6 +632,7 @@ static int apply_flags(strata_amr *amr, const strata_amr_problem *problem, int64
 int strata_amr_build(strata_amr *amr, const strata_amr_problem *problem,
                      const strata_amr_criterion *criterion)
 {
+  strata__clear_error();
   if (!amr)
     return STRATA_EINVAL;
   strata__clear_error();
@@ -667,6 +673,7 @@ int strata_amr_build(strata_amr *amr, const strata_amr_problem *problem,
 
 int strata_amr_adapt_flags(strata_amr *amr, const int8_t *flags, int64_t *changed)
 {
+  strata__clear_error();
   if (!amr)
     return STRATA_EINVAL;
   int local = flags ? 0 : STRATA_EINVAL;
@@ -697,6 +704,7 @@ int strata_amr_adapt_flags(strata_amr *amr, const int8_t *flags, int64_t *change
 
 int strata_amr_adapt(strata_amr *amr, const strata_amr_criterion *criterion, int64_t *changed)
 {
+  strata__clear_error();
   if (!amr)
     return STRATA_EINVAL;
   strata__clear_error();
@@ -971,6 +979,7 @@ static int fill_leaf_ghosts(strata_amr *amr, struct exchange *ex, struct strata_
 
 int strata_amr_fill_ghosts(strata_amr *amr)
 {
+  strata__clear_error();
   if (!amr)
     return STRATA_EINVAL;
   /* Coarse levels first: prolongation into a finer leaf reads the ghost

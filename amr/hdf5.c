@@ -333,6 +333,7 @@ static int write_atomically(const strata_amr *amr, const struct tables *t, const
 int strata_amr_write_hdf5_annotated(strata_amr *amr, const char *path, const char *const *keys,
                                     const char *const *values, int n)
 {
+  strata__clear_error();
   if (!amr)
     return STRATA_EINVAL;
   strata__clear_error();
@@ -363,6 +364,7 @@ int strata_amr_write_hdf5_annotated(strata_amr *amr, const char *path, const cha
 
 int strata_amr_write_hdf5(strata_amr *amr, const char *path)
 {
+  strata__clear_error();
   return strata_amr_write_hdf5_annotated(amr, path, NULL, NULL, 0);
 }
 

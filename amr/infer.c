@@ -126,6 +126,7 @@ static int64_t table_len(const strata_infer *inf)
 
 int strata_infer_check_geometry(const strata_amr_params *a, const strata_infer_params *p)
 {
+  strata__clear_error();
   if (!a || !p)
     return STRATA_EINVAL;
   if (a->dim != 3)
@@ -213,6 +214,7 @@ static int destroy_live(void *inf) { return strata_infer_destroy(inf); }
 
 int strata_infer_create(strata_amr *amr, const strata_infer_params *params, strata_infer **out)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;
@@ -1156,6 +1158,7 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
 
 int strata_infer_run(strata_infer *inf, strata_infer_stats *stats)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;
@@ -1225,6 +1228,7 @@ int strata_infer_run(strata_infer *inf, strata_infer_stats *stats)
 int strata_infer_elements(const strata_infer *inf, int64_t (*idx)[3], int *ranks, int64_t cap,
                           int64_t *n)
 {
+  strata__clear_error();
   if (!inf || !n || cap < 0 || (cap && !idx && !ranks))
     return STRATA_EINVAL;
   for (int64_t i = 0; i < inf->nel && i < cap; i++) {
@@ -1239,6 +1243,7 @@ int strata_infer_elements(const strata_infer *inf, int64_t (*idx)[3], int *ranks
 
 int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel, float *out)
 {
+  strata__clear_error();
   if (!inf || !idx || !out || channel < 0 || channel >= inf->p.n_fields)
     return STRATA_EINVAL;
   struct element *e = find_element(inf, idx);
@@ -1257,6 +1262,7 @@ int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel
 
 int strata_infer_read_mask(strata_infer *inf, const strata_amr_block *b, uint8_t *out, int64_t *m)
 {
+  strata__clear_error();
   if (!inf || !b || !out || !m)
     return STRATA_EINVAL;
   struct mask *mk = find_mask(inf, b);
@@ -1276,6 +1282,7 @@ int strata_infer_read_mask(strata_infer *inf, const strata_amr_block *b, uint8_t
 int strata_infer_leaf_bubbles(strata_infer *inf, const strata_amr_block *b, strata_bubble **list,
                               int64_t *n, int64_t *found)
 {
+  strata__clear_error();
   if (!inf || !b || !list || !n)
     return STRATA_EINVAL;
   struct strata__amr_node *node = strata__amr_find(inf->amr, b);
@@ -1317,6 +1324,7 @@ static int gathered_cmp(const void *x, const void *y)
 
 int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **element, int64_t *n)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;

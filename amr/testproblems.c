@@ -38,6 +38,7 @@ static double normal(uint64_t seed, uint64_t i)
 
 int strata_cosmology_density(int64_t n, const strata_cosmology_params *p, double *rho)
 {
+  strata__clear_error();
   strata_cosmology_params defaults;
   if (!p) {
     strata_cosmology_params_init(&defaults);
@@ -116,6 +117,7 @@ void strata_amr_problem_destroy(strata_amr_problem *problem)
 
 int strata_amr_problem_custom(strata_amr_problem_fn fn, void *ctx, strata_amr_problem **out)
 {
+  strata__clear_error();
   if (!fn || !out)
     return STRATA_EINVAL;
   return make_problem(fn, ctx, NULL, out);
@@ -133,6 +135,7 @@ static void linear_fn(void *ctx, int field, const double centre[3], double h, in
 
 int strata_amr_problem_linear(const double c[4], strata_amr_problem **out)
 {
+  strata__clear_error();
   if (!c || !out)
     return STRATA_EINVAL;
   for (int i = 0; i < 4; i++)
@@ -177,6 +180,7 @@ static void blobs_fn(void *ctx, int field, const double centre[3], double h, int
 int strata_amr_problem_blobs(int n, const double *centres, const double *sigma,
                              const double *amplitude, strata_amr_problem **out)
 {
+  strata__clear_error();
   if (n < 0 || n > 1000000 || (n > 0 && (!centres || !sigma || !amplitude)) || !out)
     return STRATA_EINVAL;
   for (int k = 0; k < n; k++)
@@ -250,6 +254,7 @@ static void cosmology_fn(void *ctx, int field, const double centre[3], double h,
 int strata_amr_problem_cosmology(int64_t grid, const strata_cosmology_params *p,
                                  strata_amr_problem **out)
 {
+  strata__clear_error();
   if (!out || grid < 2 || grid > 1024)
     return STRATA_EINVAL;
   struct sampled *s = malloc(sizeof *s + (size_t)(grid * grid * grid) * sizeof(double));

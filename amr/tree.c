@@ -265,6 +265,7 @@ int64_t strata_amr_num_leaves(const strata_amr *amr) { return amr ? amr->nleaves
 
 int strata_amr_leaves(const strata_amr *amr, strata_amr_block *out, int64_t cap, int64_t *n)
 {
+  strata__clear_error();
   if (!amr || !n || cap < 0 || (cap > 0 && !out))
     return STRATA_EINVAL;
   for (int64_t i = 0; i < amr->nleaves && i < cap; i++)
@@ -276,6 +277,7 @@ int strata_amr_leaves(const strata_amr *amr, strata_amr_block *out, int64_t cap,
 int strata_amr_block_query(const strata_amr *amr, const strata_amr_block *b,
                            strata_amr_block_info *info)
 {
+  strata__clear_error();
   if (!amr || !b || !info)
     return STRATA_EINVAL;
   if (!strata__amr_valid(amr, b))
@@ -293,6 +295,7 @@ int strata_amr_block_query(const strata_amr *amr, const strata_amr_block *b,
 
 int strata_amr_parent(const strata_amr *amr, const strata_amr_block *b, strata_amr_block *parent)
 {
+  strata__clear_error();
   if (!amr || !b || !parent)
     return STRATA_EINVAL;
   if (!strata__amr_valid(amr, b) || b->level == 0)
@@ -306,6 +309,7 @@ int strata_amr_parent(const strata_amr *amr, const strata_amr_block *b, strata_a
 int strata_amr_child(const strata_amr *amr, const strata_amr_block *b, int octant,
                      strata_amr_block *child)
 {
+  strata__clear_error();
   if (!amr || !b || !child)
     return STRATA_EINVAL;
   if (!strata__amr_valid(amr, b) || b->level >= amr->p.max_level || octant < 0 ||
@@ -326,6 +330,7 @@ static int first_leaf(void *ctx, struct strata__amr_node *leaf)
 int strata_amr_block_at_point(const strata_amr *amr, const double x[3], int level,
                               strata_amr_block *b)
 {
+  strata__clear_error();
   if (!amr || !x || !b || level > amr->p.max_level)
     return STRATA_EINVAL;
   for (int a = 0; a < amr->p.dim; a++)
@@ -354,6 +359,7 @@ int strata_amr_block_at_point(const strata_amr *amr, const double x[3], int leve
 int strata_amr_block_at_index(const strata_amr *amr, int array_level, const int64_t idx[3],
                               int level, strata_amr_block *b)
 {
+  strata__clear_error();
   if (!amr || !idx || !b)
     return STRATA_EINVAL;
   strata_amr_block e = {.level = array_level, .index = {idx[0], idx[1], idx[2]}};
@@ -382,6 +388,7 @@ static int collect_leaf(void *ctx, struct strata__amr_node *leaf)
 int strata_amr_intersect(const strata_amr *amr, const double lo[3], const double hi[3],
                          strata_amr_block *out, int64_t cap, int64_t *n)
 {
+  strata__clear_error();
   if (!amr || !lo || !hi || !n || cap < 0 || (cap > 0 && !out))
     return STRATA_EINVAL;
   /* Cells of the finest level overlapping the box, clipped to the domain. */
@@ -419,6 +426,7 @@ int strata_amr_intersect(const strata_amr *amr, const double lo[3], const double
 
 int strata_amr_block_name(const strata_amr *amr, const strata_amr_block *b, char *buf, size_t size)
 {
+  strata__clear_error();
   if (!amr || !b || !buf)
     return STRATA_EINVAL;
   if (!strata__amr_valid(amr, b))

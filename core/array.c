@@ -138,6 +138,7 @@ static int check_new(int ndim, const int64_t *shape, strata_dtype dtype, strata_
 
 int strata_array_create(int ndim, const int64_t *shape, strata_dtype dtype, strata_array **out)
 {
+  strata__clear_error();
   int64_t nelems, nbytes;
   int ret = check_new(ndim, shape, dtype, out, &nelems, &nbytes);
   if (ret)
@@ -154,6 +155,7 @@ int strata_array_create(int ndim, const int64_t *shape, strata_dtype dtype, stra
 int strata_array_wrap(void *data, int ndim, const int64_t *shape, strata_dtype dtype,
                       strata_array **out)
 {
+  strata__clear_error();
   int64_t nelems, nbytes;
   int ret = check_new(ndim, shape, dtype, out, &nelems, &nbytes);
   if (ret)
@@ -187,12 +189,21 @@ int strata__array_attach(strata_array *a, const int64_t *shape)
 
 int strata__array_ready(strata_array *a) { return a->handle || !a->realize ? 0 : a->realize(a); }
 
+int strata__array_busy(void)
+{
+  return strata__fail(STRATA_ESTATE, "an array of the operation is acquired by the "
+                                     "application: release it first");
+}
+
 int strata__array_writable(strata_array *a)
 {
   if (a->history)
     return strata__fail(STRATA_EINPLACE,
                         "the array has recorded history (strata_graph_clear releases it)");
-  return strata__array_ready(a);
+  /* Lazy results that read the old values are computed first, as an eager
+   * run would have: a write never changes a result recorded before it. */
+  int ret = a->lazy_readers > 0 && a->before_write ? a->before_write(a) : 0;
+  return ret ? ret : strata__array_ready(a);
 }
 
 int strata_array_destroy(strata_array *a)
@@ -202,8 +213,10 @@ int strata_array_destroy(strata_array *a)
   int ret = strata__check_ready();
   if (ret)
     return ret;
-  if (a->acquired || a->user_gone)
-    return STRATA_ESTATE;
+  if (a->acquired)
+    return strata__fail(STRATA_ESTATE, "the array is acquired: strata_array_release it first");
+  if (a->user_gone)
+    return strata__fail(STRATA_ESTATE, "the array was destroyed already");
   a->user_gone = 1;
   strata__array_unref(a);
   return 0;
@@ -211,13 +224,15 @@ int strata_array_destroy(strata_array *a)
 
 int strata_array_acquire(strata_array *a, strata_access mode, void **data)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;
   if (!a || mode < STRATA_READ || mode > STRATA_READWRITE)
     return STRATA_EINVAL;
   if (a->acquired)
-    return STRATA_ESTATE;
+    return strata__fail(STRATA_ESTATE, "the array is acquired already: release it before "
+                                       "acquiring it again");
   if ((ret = mode == STRATA_READ ? strata__array_ready(a) : strata__array_writable(a)))
     return ret;
   enum starpu_data_access_mode m = mode == STRATA_READ    ? STARPU_R
@@ -239,7 +254,7 @@ int strata_array_release(strata_array *a)
   if (!a)
     return STRATA_EINVAL;
   if (!a->acquired)
-    return STRATA_ESTATE;
+    return strata__fail(STRATA_ESTATE, "the array is not acquired");
   starpu_data_release(a->handle);
   a->acquired = 0;
   return 0;
@@ -251,11 +266,13 @@ int strata_array_ndim(const strata_array *a) { return a ? a->ndim : STRATA_EINVA
  * computed: queries compute it. */
 static int known_shape(const strata_array *a)
 {
+  strata__clear_error();
   return a->nelems >= 0 ? 0 : strata__array_ready((strata_array *)a);
 }
 
 int strata_array_shape(const strata_array *a, int64_t *shape)
 {
+  strata__clear_error();
   if (!a || (!shape && a->ndim > 0))
     return STRATA_EINVAL;
   int ret = known_shape(a);
@@ -270,6 +287,7 @@ int strata_array_dtype(const strata_array *a) { return a ? (int)a->dtype : STRAT
 
 int64_t strata_array_nelems(const strata_array *a)
 {
+  strata__clear_error();
   if (!a)
     return STRATA_EINVAL;
   int ret = known_shape(a);

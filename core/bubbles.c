@@ -16,6 +16,7 @@ void strata_bubble_params_init(strata_bubble_params *p)
 
 int strata_bubbles_submit(strata_array *prob, const strata_bubble_params *p, strata_array *table)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;
@@ -28,7 +29,7 @@ int strata_bubbles_submit(strata_array *prob, const strata_bubble_params *p, str
       table->shape[1] != STRATA_BUBBLE_TABLE_COLUMNS)
     return STRATA_EINVAL;
   if (prob->acquired || table->acquired)
-    return STRATA_ESTATE;
+    return strata__array_busy();
   struct strata__bubble_params kp = {
       p->threshold, p->min_cells, {p->origin[0], p->origin[1], p->origin[2]}, p->cell_size};
   starpu_data_handle_t scratch = strata__scratch_register(strata__bubbles_scratch_bytes(n));
@@ -56,6 +57,7 @@ int64_t strata__bubble_rows(const double *table, int64_t capacity, strata_bubble
 
 int strata_bubbles_read(strata_array *table, strata_bubble **list, int64_t *n, int64_t *found)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;

@@ -28,7 +28,7 @@ const char *strata_strerror(int code)
   case STRATA_ERANGE: return "index or value out of range";
   case STRATA_ENOMEM: return "out of memory";
   case STRATA_ETYPE: return "data type not supported by the operation";
-  case STRATA_ESTATE: return "call not allowed in the current state (is Strata initialised?)";
+  case STRATA_ESTATE: return "call not allowed in the current state";
   case STRATA_EMPI: return "MPI error or insufficient MPI thread support";
   case STRATA_ESTARPU: return "StarPU error";
   case STRATA_EIO: return "input/output or file format error";

@@ -219,6 +219,7 @@ static int destroy_live(void *gi) { return strata_gindexer_destroy(gi); }
 int strata_gmindexer_create(MPI_Comm comm, const int64_t *distrib, int n_lists,
                             const int64_t *const *idx, const int64_t *n_idx, strata_gindexer **out)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;
@@ -269,6 +270,7 @@ int strata_gmindexer_create(MPI_Comm comm, const int64_t *distrib, int n_lists,
 int strata_gindexer_create(MPI_Comm comm, const int64_t *distrib, const int64_t *idx, int64_t n_idx,
                            strata_gindexer **out)
 {
+  strata__clear_error();
   return strata_gmindexer_create(comm, distrib, 1, &idx, &n_idx, out);
 }
 
@@ -292,6 +294,7 @@ int64_t strata_gindexer_part_size(const strata_gindexer *gi)
 
 int strata_gindexer_list_count(const strata_gindexer *gi)
 {
+  strata__clear_error();
   return gi ? gi->n_lists : STRATA_EINVAL;
 }
 
@@ -325,18 +328,21 @@ int strata__gi_new_rows(int64_t rows, int64_t count, strata_dtype dtype, strata_
 int strata_gindexer_empty_dist(const strata_gindexer *gi, int64_t count, strata_dtype dtype,
                                strata_array **out)
 {
+  strata__clear_error();
   return gi ? strata__gi_new_rows(gi->dn, count, dtype, out) : STRATA_EINVAL;
 }
 
 int strata_gindexer_empty_part(const strata_gindexer *gi, int64_t count, strata_dtype dtype,
                                strata_array **out)
 {
+  strata__clear_error();
   return gi ? strata__gi_new_rows(gi->n_idx, count, dtype, out) : STRATA_EINVAL;
 }
 
 int strata_gmindexer_empty_parts(const strata_gindexer *gi, int64_t count, strata_dtype dtype,
                                  strata_array **outs)
 {
+  strata__clear_error();
   if (!gi || (!outs && gi->n_lists > 0))
     return STRATA_EINVAL;
   for (int l = 0; l < gi->n_lists; l++) {
@@ -354,6 +360,7 @@ int strata_gmindexer_empty_parts(const strata_gindexer *gi, int64_t count, strat
 
 int strata_gindexer_access_counts(const strata_gindexer *gi, int64_t *counts)
 {
+  strata__clear_error();
   if (!gi || (!counts && gi->dn > 0))
     return STRATA_EINVAL;
   for (int64_t i = 0; i < gi->dn; i++)
@@ -659,47 +666,55 @@ int strata__gi_wait(strata_gindexer *gi, strata_array *const *arrays, int n, int
 int strata_gmindexer_take(strata_gindexer *gi, strata_array *dist, int64_t count,
                           strata_array **outs)
 {
+  strata__clear_error();
   return strata__gi_take(gi, dist, count, outs, STRATA__GI_WAIT);
 }
 
 int strata_gmindexer_take_submit(strata_gindexer *gi, strata_array *dist, int64_t count,
                                  strata_array **outs)
 {
+  strata__clear_error();
   return strata__gi_take(gi, dist, count, outs, 0);
 }
 
 int strata_gmindexer_put(strata_gindexer *gi, strata_array *const *values, int64_t count,
                          strata_put_rule rule, strata_op op, strata_array **dist)
 {
+  strata__clear_error();
   return put_lists(gi, values, count, rule, op, dist, STRATA__GI_WAIT);
 }
 
 int strata_gmindexer_put_submit(strata_gindexer *gi, strata_array *const *values, int64_t count,
                                 strata_put_rule rule, strata_op op, strata_array **dist)
 {
+  strata__clear_error();
   return put_lists(gi, values, count, rule, op, dist, 0);
 }
 
 /* The single-list calls: one array stands for the only list. */
 int strata_gindexer_take(strata_gindexer *gi, strata_array *dist, int64_t count, strata_array **out)
 {
+  strata__clear_error();
   return strata__gi_take(gi, dist, count, out, STRATA__GI_WAIT | STRATA__GI_SINGLE);
 }
 
 int strata_gindexer_take_submit(strata_gindexer *gi, strata_array *dist, int64_t count,
                                 strata_array **out)
 {
+  strata__clear_error();
   return strata__gi_take(gi, dist, count, out, STRATA__GI_SINGLE);
 }
 
 int strata_gindexer_put(strata_gindexer *gi, strata_array *values, int64_t count,
                         strata_put_rule rule, strata_op op, strata_array **dist)
 {
+  strata__clear_error();
   return put_lists(gi, &values, count, rule, op, dist, STRATA__GI_WAIT | STRATA__GI_SINGLE);
 }
 
 int strata_gindexer_put_submit(strata_gindexer *gi, strata_array *values, int64_t count,
                                strata_put_rule rule, strata_op op, strata_array **dist)
 {
+  strata__clear_error();
   return put_lists(gi, &values, count, rule, op, dist, STRATA__GI_SINGLE);
 }

@@ -185,6 +185,7 @@ static const struct item_ops blob_ops = {blob_pack, blob_pack_owned, blob_unpack
 
 int strata_gindexer_take_blobs(strata_gindexer *gi, const strata_blob *dist, strata_blob *out)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret || !gi)
     return ret ? ret : STRATA_EINVAL;
@@ -199,6 +200,7 @@ int strata_gindexer_take_blobs(strata_gindexer *gi, const strata_blob *dist, str
 int strata_gindexer_put_blobs(strata_gindexer *gi, const strata_blob *values, strata_put_rule rule,
                               int extend, strata_blob *dist)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret || !gi)
     return ret ? ret : STRATA_EINVAL;
@@ -268,6 +270,7 @@ static int check_codec(strata_gindexer *gi, const strata_codec *codec, int local
 int strata_gindexer_take_objects(strata_gindexer *gi, void *const *dist, const strata_codec *codec,
                                  void **out)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret || !gi)
     return ret ? ret : STRATA_EINVAL;
@@ -281,6 +284,7 @@ int strata_gindexer_take_objects(strata_gindexer *gi, void *const *dist, const s
 int strata_gindexer_put_objects(strata_gindexer *gi, void *const *values, strata_put_rule rule,
                                 const strata_codec *codec, void **dist)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret || !gi)
     return ret ? ret : STRATA_EINVAL;

@@ -433,6 +433,7 @@ static int put_v(strata_gindexer *gi, strata_array *const *counts, strata_array 
 int strata_gindexer_take_v(strata_gindexer *gi, strata_array *dist_counts, strata_array *dist_data,
                            strata_array **out_counts, strata_array **out_data)
 {
+  strata__clear_error();
   return take_v(gi, dist_counts, dist_data, out_counts, out_data,
                 STRATA__GI_WAIT | STRATA__GI_SINGLE);
 }
@@ -441,12 +442,14 @@ int strata_gindexer_take_v_submit(strata_gindexer *gi, strata_array *dist_counts
                                   strata_array *dist_data, strata_array **out_counts,
                                   strata_array **out_data)
 {
+  strata__clear_error();
   return take_v(gi, dist_counts, dist_data, out_counts, out_data, STRATA__GI_SINGLE);
 }
 
 int strata_gmindexer_take_v(strata_gindexer *gi, strata_array *dist_counts, strata_array *dist_data,
                             strata_array **out_counts, strata_array **out_data)
 {
+  strata__clear_error();
   return take_v(gi, dist_counts, dist_data, out_counts, out_data, STRATA__GI_WAIT);
 }
 
@@ -455,6 +458,7 @@ int strata_gindexer_put_v(strata_gindexer *gi, strata_array *counts, strata_arra
                           strata_array *init_data, strata_array **out_counts,
                           strata_array **out_data)
 {
+  strata__clear_error();
   return put_v(gi, &counts, &values, rule, extend, init_counts, init_data, out_counts, out_data,
                STRATA__GI_WAIT | STRATA__GI_SINGLE);
 }
@@ -464,6 +468,7 @@ int strata_gindexer_put_v_submit(strata_gindexer *gi, strata_array *counts, stra
                                  strata_array *init_data, strata_array **out_counts,
                                  strata_array **out_data)
 {
+  strata__clear_error();
   return put_v(gi, &counts, &values, rule, extend, init_counts, init_data, out_counts, out_data,
                STRATA__GI_SINGLE);
 }
@@ -473,6 +478,7 @@ int strata_gmindexer_put_v(strata_gindexer *gi, strata_array *const *counts,
                            strata_array *init_counts, strata_array *init_data,
                            strata_array **out_counts, strata_array **out_data)
 {
+  strata__clear_error();
   return put_v(gi, counts, values, rule, extend, init_counts, init_data, out_counts, out_data,
                STRATA__GI_WAIT);
 }

@@ -65,6 +65,11 @@ struct strata_array {
   void *history;
   int64_t history_node;
   int (*realize)(struct strata_array *a);
+  /* Recorded nodes of deferred compute that read this array as an input:
+   * how many contexts hold such an input node, and what computes their
+   * pending results before the array is written (strata__array_writable). */
+  int lazy_readers;
+  int (*before_write)(struct strata_array *a);
   strata__live live;
 };
 
@@ -117,8 +122,13 @@ int strata__array_attach(strata_array *a, const int64_t *shape);
 int strata__array_ready(strata_array *a);
 
 /* strata__array_ready(), and STRATA_EINPLACE when `a` has recorded history
- * (for operations that write into an existing array). */
+ * (for operations that write into an existing array); pending lazy results
+ * that read `a` are computed first. */
 int strata__array_writable(strata_array *a);
+
+/* STRATA_ESTATE with its message, for an operation on an array that the
+ * application holds acquired (its task would wait for the release). */
+int strata__array_busy(void);
 
 /* Internal references: keep `a` alive past strata_array_destroy(). */
 void strata__array_retain(strata_array *a);

@@ -8,6 +8,7 @@
 
 int strata_merge_result_dtype(strata_op op, strata_dtype in, strata_dtype *out)
 {
+  strata__clear_error();
   if (!out || (unsigned)op >= STRATA_NOPS || (unsigned)in >= STRATA_NDTYPES)
     return STRATA_EINVAL;
   int r = strata__merge_result_dtype(op, in);
@@ -19,6 +20,7 @@ int strata_merge_result_dtype(strata_op op, strata_dtype in, strata_dtype *out)
 
 int strata_merge_identity(strata_op op, strata_dtype in, void *value)
 {
+  strata__clear_error();
   strata_dtype result;
   int ret = strata_merge_result_dtype(op, in, &result);
   if (ret)
@@ -47,13 +49,14 @@ static int check_pair(const strata_array *dst, const strata_array *src, strata_o
     return STRATA_ETYPE;
   if (dst->nelems != src->nelems)
     return STRATA_EINVAL;
-  if (dst->acquired || src->acquired)
-    return STRATA_ESTATE; /* the task would wait for a release on this thread */
+  if (dst->acquired || src->acquired) /* the task would wait for a release on this thread */
+    return strata__array_busy();
   return 0;
 }
 
 int strata_merge(strata_array *dst, const strata_array *src, strata_op op)
 {
+  strata__clear_error();
   int ret = check_pair(dst, src, op);
   if (ret)
     return ret;
@@ -62,6 +65,7 @@ int strata_merge(strata_array *dst, const strata_array *src, strata_op op)
 
 int strata_accumulate(strata_array *dst, const strata_array *src, strata_op op)
 {
+  strata__clear_error();
   int ret = check_pair(dst, src, op);
   if (ret)
     return ret;
@@ -88,6 +92,7 @@ int strata__array_set_redux(strata_array *a, strata_op op)
 
 int strata_array_fill_identity(strata_array *a, strata_op op)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;
@@ -99,7 +104,7 @@ int strata_array_fill_identity(strata_array *a, strata_op op)
   if (result != a->dtype)
     return STRATA_ETYPE;
   if (a->acquired)
-    return STRATA_ESTATE;
+    return strata__array_busy();
   if ((ret = strata__array_writable(a)))
     return ret;
   return strata__fill_identity_submit(a->handle, op, a->dtype);
@@ -132,6 +137,7 @@ static int merge_from(strata_array *a, strata_op op, int peer, int64_t tag)
 
 int strata_array_reduce(strata_array *a, strata_op op, int root)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;
@@ -144,7 +150,7 @@ int strata_array_reduce(strata_array *a, strata_op op, int root)
     if (result != a->dtype)
       local = STRATA_ETYPE;
     else if (a->acquired)
-      local = STRATA_ESTATE;
+      local = strata__array_busy();
   }
   int64_t agreed[4] = {op, root, a ? (int64_t)a->dtype : -1, a ? a->nelems : -1};
   if ((ret = strata__agree(local, agreed, 4)))
@@ -175,6 +181,7 @@ int strata_array_reduce(strata_array *a, strata_op op, int root)
 
 int strata_merge_tree_pairs(int n, int *src, int *dst)
 {
+  strata__clear_error();
   if (n < 1 || !src || !dst)
     return STRATA_EINVAL;
   int k = 0;
@@ -199,7 +206,7 @@ static int check_versions(strata_array **v, int nlocal, strata_op op, strata_mer
     if (!v[k] || (k > 0 && (v[k]->dtype != v[0]->dtype || v[k]->nelems != v[0]->nelems)))
       return STRATA_EINVAL;
     if (v[k]->acquired)
-      return STRATA_ESTATE;
+      return strata__array_busy();
     int ret = strata__array_writable(v[k]);
     if (ret)
       return ret;
@@ -244,6 +251,7 @@ static int merge_tree(int n, const int *owner, strata_array **local, strata_op o
 int strata_merge_versions(strata_array **versions, int nlocal, strata_op op,
                           strata_merge_method method)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;

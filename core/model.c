@@ -115,6 +115,7 @@ static int copy_fields(strata_model *m, const char *const *names, int n)
 
 int strata_model_create(const strata_model_ops *ops, strata_model **out)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;
@@ -405,6 +406,7 @@ static int parse_model(struct loader *ld, const cJSON *root)
 
 int strata_model_load(const char *json_path, strata_model **out)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;
@@ -446,6 +448,7 @@ int strata_model_load(const char *json_path, strata_model **out)
 
 int strata_model_load_default(strata_model **out)
 {
+  strata__clear_error();
   if (!out)
     return STRATA_EINVAL;
   const char *env = getenv("STRATA_MODEL_DIR");
@@ -483,6 +486,7 @@ const char *strata_model_name(const strata_model *m) { return m ? m->name : ""; 
 int strata_model_describe(const strata_model *m, int *in_channels, int *out_channels,
                           strata_model_output *output)
 {
+  strata__clear_error();
   if (!m)
     return STRATA_EINVAL;
   if (in_channels)
@@ -501,6 +505,7 @@ const char *strata_model_input_field(const strata_model *m, int c)
 
 int strata_model_apply(strata_model *m, strata_array *in, strata_array *out)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;
@@ -513,7 +518,7 @@ int strata_model_apply(strata_model *m, strata_array *in, strata_array *out)
            strata__model_check_extent(m, strata__cube_extent(out, m->out_channels) == n ? n : -1)))
     return ret;
   if (in->acquired || out->acquired)
-    return STRATA_ESTATE;
+    return strata__array_busy();
   if ((ret = strata__array_ready(in)) || (ret = strata__array_writable(out)))
     return ret;
   return strata__model_submit_handles(m, n, in->handle, out->handle);

@@ -189,6 +189,7 @@ static int npy_read_data(const char *path, FILE *f, const struct npy_header *h, 
 
 int strata_npy_load(const char *path, strata_array **out)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;
@@ -240,6 +241,7 @@ int strata__npy_read_f32(const char *path, int *ndim, int64_t *shape, float **da
 
 int strata_npy_save(const char *path, strata_array *a)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;

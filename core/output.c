@@ -135,6 +135,7 @@ static void output_free(strata_output *o)
 
 int strata_output_abandon(strata_output *o, int err)
 {
+  strata__clear_error();
   if (!o)
     return STRATA_EINVAL;
   struct stat st;

@@ -1,5 +1,6 @@
 /* Runtime state: MPI, StarPU and StarPU-MPI start and stop. */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <starpu_mpi.h>
 #include <stdlib.h>
@@ -43,7 +44,12 @@ int strata_initialized(void) { return rt.state == READY; }
 
 int strata_yield_when_idle(void) { return rt.state == READY && rt.idle_hook >= 0; }
 
-int strata__check_ready(void) { return rt.state == READY ? 0 : STRATA_ESTATE; }
+int strata__check_ready(void)
+{
+  return rt.state == READY ? 0
+                           : strata__fail(STRATA_ESTATE, "Strata is not initialised "
+                                                         "(strata_init), or finalised already");
+}
 
 MPI_Comm strata__coll_comm(void) { return rt.coll_comm; }
 
@@ -67,7 +73,7 @@ static int start_mpi(int *argc, char ***argv)
   MPI_Initialized(&started);
   if (!started) {
     if (rt.owns_mpi) /* we finalised it: MPI cannot start twice */
-      return STRATA_ESTATE;
+      return strata__fail(STRATA_ESTATE, "Strata finalised MPI already: MPI cannot start again");
     if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
       return STRATA_EMPI;
     rt.owns_mpi = 1;
@@ -75,7 +81,7 @@ static int start_mpi(int *argc, char ***argv)
     int finalized;
     MPI_Finalized(&finalized);
     if (finalized)
-      return STRATA_ESTATE;
+      return strata__fail(STRATA_ESTATE, "the application finalised MPI already");
     MPI_Query_thread(&provided);
   }
   if (provided < MPI_THREAD_SERIALIZED) {
@@ -92,6 +98,50 @@ static void stop_owned_mpi(void)
 {
   if (rt.owns_mpi)
     MPI_Finalize();
+}
+
+/* StarPU's numeric environment variables, checked before starpu_init:
+ * StarPU aborts the process on a value that is not a whole number (and on
+ * STARPU_NCPU=-1), where Strata returns an error. */
+static int check_starpu_environment(void)
+{
+  static const char *const counts[] = {"STARPU_NCPU",
+                                       "STARPU_NCPUS",
+                                       "STARPU_NCUDA",
+                                       "STARPU_NOPENCL",
+                                       "STARPU_NMIC",
+                                       "STARPU_NMPI_MS",
+                                       "STARPU_NWORKER_PER_CUDA",
+                                       "STARPU_CUDA_PIPELINE",
+                                       "STARPU_OPENCL_PIPELINE",
+                                       "STARPU_CALIBRATE",
+                                       "STARPU_CALIBRATE_MINIMUM",
+                                       "STARPU_BUS_CALIBRATE",
+                                       "STARPU_PREFETCH",
+                                       "STARPU_WORKERS_NOBIND",
+                                       "STARPU_SILENT",
+                                       "STARPU_LIMIT_CUDA_MEM",
+                                       "STARPU_LIMIT_CPU_MEM",
+                                       "STARPU_MIN_WORKERSIZE",
+                                       "STARPU_MAX_WORKERSIZE",
+                                       "STARPU_SINGLE_COMBINED_WORKER",
+                                       "STARPU_DISABLE_ASYNCHRONOUS_COPY",
+                                       "STARPU_WATCHDOG_TIMEOUT",
+                                       "STARPU_RESERVE_NCPU",
+                                       "STARPU_MPI_CACHE",
+                                       "STARPU_MPI_COMM"};
+  for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
+    const char *v = getenv(counts[k]);
+    if (!v)
+      continue;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end || errno || x < 0 || x > INT_MAX)
+      return strata__fail(STRATA_EINVAL, "%s=%s: StarPU wants a whole number from 0 to %d",
+                          counts[k], v, INT_MAX);
+  }
+  return 0;
 }
 
 /* StarPU calibrates the bus into STARPU_HOME on first use; ranks of one
@@ -170,8 +220,10 @@ static int resolve_wait_spin(int configured)
 
 int strata_init(int *argc, char ***argv, const strata_config *cfg)
 {
+  strata__clear_error();
   if (rt.state == READY)
     return 0;
+  strata__clear_error();
   strata_config defaults;
   if (!cfg) {
     strata_config_init(&defaults);
@@ -187,6 +239,16 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
     return ret;
   }
   MPI_Comm comm = cfg->comm == MPI_COMM_NULL ? MPI_COMM_WORLD : cfg->comm;
+  /* A bad variable on any rank stops every rank before StarPU reads them
+   * (starpu_conf_init already does). */
+  int env = check_starpu_environment(), env_agreed = env;
+  MPI_Allreduce(&env, &env_agreed, 1, MPI_INT, MPI_MIN, comm);
+  if (env_agreed) {
+    if (!env)
+      strata__fail(env_agreed, "a StarPU environment variable of another rank is not a number");
+    stop_owned_mpi();
+    return env_agreed;
+  }
 
   struct starpu_conf conf;
   starpu_conf_init(&conf); /* environment variables override what we set */
@@ -307,6 +369,7 @@ static int no_task_left(void *unused)
 
 int strata_wait_all(void)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;

@@ -68,6 +68,7 @@ static int same_range(const strata_zrange *a, const strata_zrange *b)
 
 int strata_zproj_stride(const strata_zproj *p, int dim, int64_t *stride)
 {
+  strata__clear_error();
   if (!p || !stride || dim < 0 || dim >= p->map.in_dims)
     return STRATA_EINVAL;
   for (int k = 0; k < p->map.out_dims; k++)
@@ -77,6 +78,7 @@ int strata_zproj_stride(const strata_zproj *p, int dim, int64_t *stride)
 
 int strata_zproj_sharing(const strata_zproj *p, int dim, int64_t *overlap)
 {
+  strata__clear_error();
   int64_t stride[STRATA_ZMAX_DIMS];
   if (strata_zproj_stride(p, dim, stride))
     return STRATA_EINVAL;
@@ -134,6 +136,7 @@ static int check_tensor(const strata_shard_op *op, int i)
 
 int strata_shard_op_check(const strata_shard_op *op)
 {
+  strata__clear_error();
   if (!op || !op->name || !op->cpu || op->ntensors < 1 || op->ntensors > STRATA_SHARD_MAX_TENSORS ||
       op->arg_size > 4096 || (op->arg_size && !op->arg) || !(op->flops_per_point >= 0))
     return strata__fail(STRATA_EINVAL, "sharded op: missing name or kernel, or bad tensor count, "
@@ -394,6 +397,7 @@ static int estimate(const strata_shard_op *op, const struct plan *p, const strat
 int strata_shard_estimate(const strata_shard_op *op, const strata_sharding *sharding,
                           const strata_shard_machine *machine, strata_shard_cost *cost)
 {
+  strata__clear_error();
   int ret = strata_shard_op_check(op);
   if (ret || (ret = check_sharding(op, sharding)))
     return ret;
@@ -446,6 +450,7 @@ static void search_from(struct search *s, int d, int64_t shards)
 int strata_shard_choose(const strata_shard_op *op, const strata_shard_machine *machine,
                         strata_sharding *sharding, strata_shard_cost *cost)
 {
+  strata__clear_error();
   int ret = strata_shard_op_check(op);
   if (ret)
     return ret;
@@ -789,6 +794,7 @@ static int64_t op_digest(const strata_shard_op *op, const strata_sharding *s, in
 
 int strata_launch_sharded(const strata_shard_op *op, const strata_sharding *sharding, int root)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;

@@ -51,6 +51,7 @@ static void set_kernels(strata_shard_op *op, const char *name,
 int strata_shard_op_linear(strata_array *x, strata_array *w, strata_array *bias, strata_array *y,
                            strata_shard_op *op)
 {
+  strata__clear_error();
   strata_array *a[4] = {x, w, bias, y};
   int ret = op ? float_arrays(a, 4, "linear") : STRATA_EINVAL;
   if (ret)
@@ -81,6 +82,7 @@ int strata_shard_op_linear(strata_array *x, strata_array *w, strata_array *bias,
 int strata_shard_op_conv2d(strata_array *x, strata_array *k, strata_array *y,
                            strata_oob_policy policy, strata_shard_op *op)
 {
+  strata__clear_error();
   strata_array *a[3] = {x, k, y};
   int ret = op ? float_arrays(a, 3, "conv2d") : STRATA_EINVAL;
   if (ret)
@@ -109,6 +111,7 @@ int strata_shard_op_conv2d(strata_array *x, strata_array *k, strata_array *y,
 
 int strata_shard_op_axial_sum(strata_array *x, int axis, strata_array *y, strata_shard_op *op)
 {
+  strata__clear_error();
   strata_array *a[2] = {x, y};
   int ret = op ? float_arrays(a, 2, "axial_sum") : STRATA_EINVAL;
   if (ret)
@@ -149,6 +152,7 @@ int strata_shard_op_axial_sum(strata_array *x, int axis, strata_array *y, strata
 int strata_shard_op_broadcast_add(strata_array *x, strata_array *v, strata_array *y,
                                   strata_shard_op *op)
 {
+  strata__clear_error();
   strata_array *a[3] = {x, v, y};
   int ret = op ? float_arrays(a, 3, "broadcast_add") : STRATA_EINVAL;
   if (ret)

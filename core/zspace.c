@@ -10,6 +10,8 @@
 #include <strata/error.h>
 #include <strata/zspace.h>
 
+#include "internal.h"
+
 static int valid(const strata_zrange *r)
 {
   return r && r->ndim >= 0 && r->ndim <= STRATA_ZMAX_DIMS;
@@ -25,6 +27,7 @@ static int dim_index(int ndim, int dim)
 
 int strata_zrange_init(strata_zrange *r, int ndim, const int64_t *start, const int64_t *end)
 {
+  strata__clear_error();
   if (!r || ndim < 0 || ndim > STRATA_ZMAX_DIMS || (ndim > 0 && (!start || !end)))
     return STRATA_EINVAL;
   for (int d = 0; d < ndim; d++)
@@ -56,12 +59,14 @@ int64_t strata_zrange_size(const strata_zrange *r)
 
 int strata_zrange_is_empty(const strata_zrange *r)
 {
+  strata__clear_error();
   int64_t size = strata_zrange_size(r);
   return size == STRATA_ERANGE ? 0 : size < 0 ? (int)size : size == 0;
 }
 
 int strata_zrange_contains_point(const strata_zrange *r, const int64_t *point)
 {
+  strata__clear_error();
   if (!valid(r) || (r->ndim > 0 && !point))
     return STRATA_EINVAL;
   for (int d = 0; d < r->ndim; d++)
@@ -72,6 +77,7 @@ int strata_zrange_contains_point(const strata_zrange *r, const int64_t *point)
 
 int strata_zrange_contains(const strata_zrange *r, const strata_zrange *inner)
 {
+  strata__clear_error();
   if (!valid(r) || !valid(inner) || r->ndim != inner->ndim)
     return STRATA_EINVAL;
   for (int d = 0; d < r->ndim; d++)
@@ -82,6 +88,7 @@ int strata_zrange_contains(const strata_zrange *r, const strata_zrange *inner)
 
 int strata_zrange_inclusive_end(const strata_zrange *r, int64_t *point)
 {
+  strata__clear_error();
   if (!valid(r) || (r->ndim > 0 && !point) || strata_zrange_is_empty(r))
     return STRATA_EINVAL;
   for (int d = 0; d < r->ndim; d++)
@@ -92,6 +99,7 @@ int strata_zrange_inclusive_end(const strata_zrange *r, int64_t *point)
 int strata_zrange_intersect(const strata_zrange *a, const strata_zrange *b, strata_zrange *out,
                             strata_zrelation *relation)
 {
+  strata__clear_error();
   if (!valid(a) || !valid(b) || a->ndim != b->ndim || !out || !relation)
     return STRATA_EINVAL;
   strata_zrange x = {.ndim = a->ndim};
@@ -112,6 +120,7 @@ int strata_zrange_intersect(const strata_zrange *a, const strata_zrange *b, stra
 
 int strata_zrange_bounds(const strata_zrange *a, const strata_zrange *b, strata_zrange *out)
 {
+  strata__clear_error();
   if (!valid(a) || !valid(b) || a->ndim != b->ndim || !out)
     return STRATA_EINVAL;
   strata_zrange x = {.ndim = a->ndim};
@@ -126,6 +135,7 @@ int strata_zrange_bounds(const strata_zrange *a, const strata_zrange *b, strata_
 int strata_zrange_split(const strata_zrange *r, int dim, int64_t chunk, strata_zrange *out,
                         int capacity, int *count)
 {
+  strata__clear_error();
   int d = valid(r) ? dim_index(r->ndim, dim) : -1;
   if (d < 0 || chunk < 1 || !count || capacity < 0 || (capacity > 0 && !out))
     return STRATA_EINVAL;
@@ -146,6 +156,7 @@ int strata_zrange_split(const strata_zrange *r, int dim, int64_t chunk, strata_z
 int strata_zrange_split_sizes(const strata_zrange *r, int dim, const int64_t *sizes, int n,
                               strata_zrange *out)
 {
+  strata__clear_error();
   int d = valid(r) ? dim_index(r->ndim, dim) : -1;
   if (d < 0 || n < 0 || (n > 0 && (!sizes || !out)))
     return STRATA_EINVAL;
@@ -168,6 +179,7 @@ int strata_zrange_split_sizes(const strata_zrange *r, int dim, const int64_t *si
 
 int strata_zrange_product(const strata_zrange *a, const strata_zrange *b, strata_zrange *out)
 {
+  strata__clear_error();
   if (!valid(a) || !valid(b) || !out || a->ndim + b->ndim > STRATA_ZMAX_DIMS)
     return STRATA_EINVAL;
   strata_zrange x = *a;
@@ -197,6 +209,7 @@ static int normalise_perm(const int *perm, int ndim, int *norm)
 
 int strata_zrange_permute(const strata_zrange *r, const int *perm, strata_zrange *out)
 {
+  strata__clear_error();
   int p[STRATA_ZMAX_DIMS];
   if (!valid(r) || !out || normalise_perm(perm, r->ndim, p))
     return STRATA_EINVAL;
@@ -211,6 +224,7 @@ int strata_zrange_permute(const strata_zrange *r, const int *perm, strata_zrange
 
 int strata_zrange_translate(const strata_zrange *r, const int64_t *offset, strata_zrange *out)
 {
+  strata__clear_error();
   if (!valid(r) || !out || (r->ndim > 0 && !offset))
     return STRATA_EINVAL;
   strata_zrange x = *r;
@@ -246,6 +260,7 @@ static const char *parse_int(const char *s, int64_t *v)
 
 int strata_zrange_parse(const char *text, strata_zrange *r)
 {
+  strata__clear_error();
   if (!text || !r)
     return STRATA_EINVAL;
   const char *s = skip_spaces(text);
@@ -272,6 +287,7 @@ int strata_zrange_parse(const char *text, strata_zrange *r)
 
 int strata_zrange_format(const strata_zrange *r, char *buf, size_t size)
 {
+  strata__clear_error();
   if (!valid(r) || (size > 0 && !buf))
     return STRATA_EINVAL;
   char text[STRATA_ZMAX_DIMS * 44 + 8];
@@ -288,6 +304,7 @@ int strata_zrange_format(const strata_zrange *r, char *buf, size_t size)
 int strata_zaffine_init(strata_zaffine *f, int in_dims, int out_dims, const int64_t *matrix,
                         const int64_t *offset)
 {
+  strata__clear_error();
   if (!f || in_dims < 0 || out_dims < 0 || in_dims > STRATA_ZMAX_DIMS ||
       out_dims > STRATA_ZMAX_DIMS)
     return STRATA_EINVAL;
@@ -310,6 +327,7 @@ static int valid_map(const strata_zaffine *f)
 
 int strata_zaffine_apply(const strata_zaffine *f, const int64_t *x, int64_t *y)
 {
+  strata__clear_error();
   if (!valid_map(f) || (f->in_dims > 0 && !x) || (f->out_dims > 0 && !y))
     return STRATA_EINVAL;
   int64_t r[STRATA_ZMAX_DIMS];
@@ -324,6 +342,7 @@ int strata_zaffine_apply(const strata_zaffine *f, const int64_t *x, int64_t *y)
 
 int strata_zaffine_broadcast_apply(const strata_zaffine *f, const int64_t *x, int ndim, int64_t *y)
 {
+  strata__clear_error();
   if (!valid_map(f) || ndim < f->in_dims || !x || !y ||
       ndim - f->in_dims + f->out_dims > STRATA_ZMAX_DIMS)
     return STRATA_EINVAL;
@@ -339,6 +358,7 @@ int strata_zaffine_broadcast_apply(const strata_zaffine *f, const int64_t *x, in
 
 int strata_zaffine_translate(strata_zaffine *f, const int64_t *delta)
 {
+  strata__clear_error();
   if (!valid_map(f) || (f->out_dims > 0 && !delta))
     return STRATA_EINVAL;
   for (int i = 0; i < f->out_dims; i++)
@@ -348,6 +368,7 @@ int strata_zaffine_translate(strata_zaffine *f, const int64_t *delta)
 
 int strata_zaffine_permute_input(strata_zaffine *f, const int *perm)
 {
+  strata__clear_error();
   int p[STRATA_ZMAX_DIMS];
   if (!valid_map(f) || normalise_perm(perm, f->in_dims, p))
     return STRATA_EINVAL;
@@ -361,6 +382,7 @@ int strata_zaffine_permute_input(strata_zaffine *f, const int *perm)
 
 int strata_zaffine_permute_output(strata_zaffine *f, const int *perm)
 {
+  strata__clear_error();
   int p[STRATA_ZMAX_DIMS];
   if (!valid_map(f) || normalise_perm(perm, f->out_dims, p))
     return STRATA_EINVAL;
@@ -375,6 +397,7 @@ int strata_zaffine_permute_output(strata_zaffine *f, const int *perm)
 
 int strata_zproj_init(strata_zproj *p, const strata_zaffine *map, const int64_t *shape)
 {
+  strata__clear_error();
   if (!p || !valid_map(map) || (map->out_dims > 0 && !shape))
     return STRATA_EINVAL;
   for (int i = 0; i < map->out_dims; i++)
@@ -388,6 +411,7 @@ int strata_zproj_init(strata_zproj *p, const strata_zaffine *map, const int64_t 
 
 int strata_zproj_apply_point(const strata_zproj *p, const int64_t *x, strata_zrange *region)
 {
+  strata__clear_error();
   int64_t start[STRATA_ZMAX_DIMS], end[STRATA_ZMAX_DIMS];
   if (!p || !region)
     return STRATA_EINVAL;
@@ -402,6 +426,7 @@ int strata_zproj_apply_point(const strata_zproj *p, const int64_t *x, strata_zra
 int strata_zproj_apply_range(const strata_zproj *p, const strata_zrange *range,
                              strata_zrange *region)
 {
+  strata__clear_error();
   if (!p || !valid(range) || !region || range->ndim != p->map.in_dims)
     return STRATA_EINVAL;
   int64_t lo[STRATA_ZMAX_DIMS], hi[STRATA_ZMAX_DIMS];
@@ -434,6 +459,7 @@ static cJSON *int_array(const int64_t *v, int n)
 
 int strata_zproj_to_json(const strata_zproj *p, char *buf, size_t size)
 {
+  strata__clear_error();
   if (!p || !valid_map(&p->map) || (size > 0 && !buf))
     return STRATA_EINVAL;
   cJSON *root = cJSON_CreateObject(), *rows = cJSON_AddArrayToObject(root, "projection");
@@ -469,6 +495,7 @@ static int read_ints(const cJSON *a, int64_t *v, int max)
 
 int strata_zproj_from_json(const char *json, strata_zproj *p)
 {
+  strata__clear_error();
   if (!json || !p)
     return STRATA_EINVAL;
   cJSON *root = cJSON_Parse(json);
@@ -564,6 +591,7 @@ int strata_zregion_resolve(const strata_zrange *region, const int64_t *shape,
                            strata_oob_policy policy, strata_zpiece *pieces, int capacity,
                            int *count, strata_zrange *effective)
 {
+  strata__clear_error();
   if (!valid(region) || (region->ndim > 0 && !shape) || !count || capacity < 0 ||
       (capacity > 0 && !pieces) || policy < STRATA_OOB_ERROR || policy > STRATA_OOB_PAD)
     return STRATA_EINVAL;
@@ -611,6 +639,7 @@ int strata_zregion_gather(const void *tensor, const int64_t *shape, size_t elem_
                           const strata_zrange *region, strata_oob_policy policy, const void *fill,
                           void *out)
 {
+  strata__clear_error();
   if (!tensor || !out || elem_size == 0 || elem_size > 64)
     return STRATA_EINVAL;
   int count;

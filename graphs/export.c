@@ -66,6 +66,7 @@ int strata_graph_nnodes(const strata_graph *g) { return g ? g->n : STRATA_EINVAL
 
 const char *strata_graph_node_name(const strata_graph *g, int i)
 {
+  strata__clear_error();
   return g && i >= 0 && i < g->n ? g->nodes[i].name : NULL;
 }
 

@@ -140,6 +140,7 @@ struct strata_context {
   strata__node *nodes;   /* recording order (topological) */
   strata_array **values; /* node i's array: the input read, or the lazy result */
   strata__live live;
+  struct strata_context *next; /* every live context, for writes to their inputs */
 };
 
 /* ---- memory modes ---- */

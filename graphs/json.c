@@ -110,6 +110,7 @@ static cJSON *graph_json(const strata_graph *g)
 
 int strata_graph_to_json(const strata_graph *g, char **json)
 {
+  strata__clear_error();
   if (!g || !json)
     return STRATA_EINVAL;
   cJSON *root = graph_json(g);
@@ -120,6 +121,7 @@ int strata_graph_to_json(const strata_graph *g, char **json)
 
 int strata_graph_save(const strata_graph *g, const char *path)
 {
+  strata__clear_error();
   char *text;
   if (!path)
     return STRATA_EINVAL;
@@ -385,6 +387,7 @@ static int read_graph(const cJSON *root, strata_graph **out)
 
 int strata_graph_from_json(const char *json, size_t len, strata_graph **graph)
 {
+  strata__clear_error();
   if (!json || !graph)
     return STRATA_EINVAL;
   *graph = NULL;
@@ -399,6 +402,7 @@ int strata_graph_from_json(const char *json, size_t len, strata_graph **graph)
 
 int strata_graph_load(const char *path, strata_graph **graph)
 {
+  strata__clear_error();
   if (!path || !graph)
     return STRATA_EINVAL;
   *graph = NULL;
@@ -496,6 +500,7 @@ static void dot_nodes(const strata_graph *g, int q, FILE *out)
 
 int strata_graph_write_dot(const strata_graph *g, FILE *out)
 {
+  strata__clear_error();
   if (!g || !out)
     return STRATA_EINVAL;
   char name[256];

@@ -71,6 +71,7 @@ static strata_memory_mode mode_of_mask(unsigned mask)
 
 int strata_memory_mode_format(strata_memory_mode m, char *buf, size_t size)
 {
+  strata__clear_error();
   static const char *const kinds[] = {
       "Undecided", "Effectively_constant", "Virtual", "Never_virtual", "Local", "Device_only",
       "On_device", "Materialized",         "Hosted"};
@@ -95,6 +96,7 @@ int strata_memory_mode_format(strata_memory_mode m, char *buf, size_t size)
 
 int strata_memory_mode_parse(const char *text, strata_memory_mode *mode)
 {
+  strata__clear_error();
   if (!text || !mode)
     return STRATA_EINVAL;
   /* every valid mode, formatted: the names are few and format is the spec */

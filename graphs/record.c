@@ -9,14 +9,21 @@
 
 static int destroy_live(void *ctx) { return strata_context_destroy(ctx); }
 
+/* Every live context (contexts are created and destroyed by the
+ * application's thread, like the arrays they record). */
+static strata_context *contexts;
+
 int strata_context_create(strata_context **ctx)
 {
+  strata__clear_error();
   if (!ctx)
     return STRATA_EINVAL;
   *ctx = calloc(1, sizeof **ctx);
   if (!*ctx)
     return STRATA_ENOMEM;
   strata__live_add(&strata__objects, &(*ctx)->live, "context", *ctx, destroy_live);
+  (*ctx)->next = contexts;
+  contexts = *ctx;
   return 0;
 }
 
@@ -28,6 +35,11 @@ int strata_context_destroy(strata_context *ctx)
   if (ret)
     return ret;
   strata__live_remove(&ctx->live);
+  for (strata_context **c = &contexts; *c; c = &(*c)->next)
+    if (*c == ctx) {
+      *c = ctx->next;
+      break;
+    }
   free(ctx->nodes);
   free(ctx->values);
   free(ctx);
@@ -36,6 +48,7 @@ int strata_context_destroy(strata_context *ctx)
 
 int strata_deferred_begin(strata_context *ctx, int enable)
 {
+  strata__clear_error();
   if (!ctx || (enable != 0 && enable != 1))
     return STRATA_EINVAL;
   if (ctx->depth == STRATA__MAX_SCOPES)
@@ -47,6 +60,7 @@ int strata_deferred_begin(strata_context *ctx, int enable)
 
 int strata_deferred_end(strata_context *ctx)
 {
+  strata__clear_error();
   if (!ctx)
     return STRATA_EINVAL;
   if (ctx->depth == 0)
@@ -200,6 +214,7 @@ static int realize(strata_array *a) { return realize_set(a->history, &a, 1); }
 
 int strata_compute(strata_array *const *arrays, int n)
 {
+  strata__clear_error();
   int ret = strata__check_ready();
   if (ret)
     return ret;
@@ -225,8 +240,37 @@ int strata_compute(strata_array *const *arrays, int n)
   return ret;
 }
 
+/* Before `a` is written: in every context that reads it as an input, the
+ * lazy results the application still holds that depend on it. */
+static int realize_readers(strata_array *a)
+{
+  int ret = 0;
+  for (strata_context *ctx = contexts; ctx && !ret; ctx = ctx->next) {
+    char *depends = calloc((size_t)ctx->n + 1, 1);
+    strata_array **want = malloc(((size_t)ctx->n + 1) * sizeof *want);
+    if (!depends || !want)
+      ret = STRATA_ENOMEM;
+    int nwant = 0;
+    for (int i = 0; !ret && i < ctx->n; i++) {
+      const strata__node *nd = &ctx->nodes[i];
+      depends[i] = nd->op == STRATA__OP_INPUT && ctx->values[i] == a;
+      for (int k = 0; k < nd->nin && !depends[i]; k++)
+        depends[i] = depends[nd->in[k]];
+      if (depends[i] && nd->op != STRATA__OP_INPUT && !ctx->values[i]->user_gone &&
+          strata_is_deferred(ctx->values[i]))
+        want[nwant++] = ctx->values[i];
+    }
+    if (!ret && nwant)
+      ret = realize_set(ctx, want, nwant);
+    free(depends);
+    free(want);
+  }
+  return ret;
+}
+
 int strata_graph_clear(strata_context *ctx)
 {
+  strata__clear_error();
   if (!ctx)
     return STRATA_EINVAL;
   if (ctx->n == 0)
@@ -252,6 +296,8 @@ int strata_graph_clear(strata_context *ctx)
       v->history = NULL;
       v->realize = NULL;
     }
+    if (ctx->nodes[i].op == STRATA__OP_INPUT)
+      v->lazy_readers--;
     strata__array_unref(v);
     strata__node_free(&ctx->nodes[i]);
   }
@@ -301,6 +347,8 @@ static int node_of(strata_context *ctx, strata_array *a, int *index)
   nd->m.ndim = a->ndim;
   memcpy(nd->m.shape, a->shape, sizeof nd->m.shape);
   strata__array_retain(a);
+  a->lazy_readers++;
+  a->before_write = realize_readers;
   ctx->values[ctx->n] = a;
   *index = ctx->n++;
   return 0;
@@ -441,6 +489,7 @@ static int set_axes(strata__node *nd, int n, const int *axes)
 
 int strata_unary(strata_context *ctx, strata_fn fn, strata_array *a, strata_array **out)
 {
+  strata__clear_error();
   if (fn < STRATA_FN_NEG || fn > STRATA_FN_SQRT)
     return strata__fail(STRATA_EINVAL, "%s is not a unary function", strata_fn_name(fn));
   strata__node nd = proto_of(STRATA__OP_EW, 1);
@@ -451,6 +500,7 @@ int strata_unary(strata_context *ctx, strata_fn fn, strata_array *a, strata_arra
 int strata_binary(strata_context *ctx, strata_fn fn, strata_array *a, strata_array *b,
                   strata_array **out)
 {
+  strata__clear_error();
   if (fn < STRATA_FN_ADD || fn > STRATA_FN_GE)
     return strata__fail(STRATA_EINVAL, "%s is not a binary function", strata_fn_name(fn));
   strata__node nd = proto_of(STRATA__OP_EW, 2);
@@ -462,6 +512,7 @@ int strata_binary(strata_context *ctx, strata_fn fn, strata_array *a, strata_arr
 int strata_binary_scalar(strata_context *ctx, strata_fn fn, strata_array *a, strata_scalar s,
                          int scalar_first, strata_array **out)
 {
+  strata__clear_error();
   if (fn < STRATA_FN_ADD || fn > STRATA_FN_GE)
     return strata__fail(STRATA_EINVAL, "%s is not a binary function", strata_fn_name(fn));
   if (s.kind != STRATA_BOOL && s.kind != STRATA_INT64 && s.kind != STRATA_FLOAT64)
@@ -477,6 +528,7 @@ int strata_binary_scalar(strata_context *ctx, strata_fn fn, strata_array *a, str
 int strata_where(strata_context *ctx, strata_array *cond, strata_array *a, strata_array *b,
                  strata_array **out)
 {
+  strata__clear_error();
   strata__node nd = proto_of(STRATA__OP_EW, 3);
   nd.p.fn = STRATA_FN_WHERE;
   strata_array *ins[3] = {cond, a, b};
@@ -485,6 +537,7 @@ int strata_where(strata_context *ctx, strata_array *cond, strata_array *a, strat
 
 int strata_astype(strata_context *ctx, strata_array *a, strata_dtype dtype, strata_array **out)
 {
+  strata__clear_error();
   strata__node nd = proto_of(STRATA__OP_EW, 1);
   nd.p.fn = STRATA__FN_COPY;
   nd.p.dtype = dtype;
@@ -494,6 +547,7 @@ int strata_astype(strata_context *ctx, strata_array *a, strata_dtype dtype, stra
 int strata_arange(strata_context *ctx, double start, double stop, double step, strata_dtype dtype,
                   strata_array **out)
 {
+  strata__clear_error();
   strata__node nd = proto_of(STRATA__OP_FILL, 0);
   nd.p.flag = 1;
   nd.p.dtype = dtype;
@@ -506,6 +560,7 @@ int strata_arange(strata_context *ctx, double start, double stop, double step, s
 int strata_full(strata_context *ctx, int ndim, const int64_t *shape, strata_dtype dtype,
                 double value, strata_array **out)
 {
+  strata__clear_error();
   strata__node nd = proto_of(STRATA__OP_FILL, 0);
   nd.p.dtype = dtype;
   nd.p.scalar = value;
@@ -516,12 +571,14 @@ int strata_full(strata_context *ctx, int ndim, const int64_t *shape, strata_dtyp
 int strata_zeros(strata_context *ctx, int ndim, const int64_t *shape, strata_dtype dtype,
                  strata_array **out)
 {
+  strata__clear_error();
   return strata_full(ctx, ndim, shape, dtype, 0, out);
 }
 
 int strata_ones(strata_context *ctx, int ndim, const int64_t *shape, strata_dtype dtype,
                 strata_array **out)
 {
+  strata__clear_error();
   return strata_full(ctx, ndim, shape, dtype, 1, out);
 }
 
@@ -537,12 +594,14 @@ static int to_shape(strata_context *ctx, int op, strata_array *a, int ndim, cons
 int strata_reshape(strata_context *ctx, strata_array *a, int ndim, const int64_t *shape,
                    strata_array **out)
 {
+  strata__clear_error();
   return to_shape(ctx, STRATA__OP_RESHAPE, a, ndim, shape, out);
 }
 
 int strata_index(strata_context *ctx, strata_array *a, int n, const strata_slice *items,
                  strata_array **out)
 {
+  strata__clear_error();
   if (n < 0 || n > STRATA_MAX_DIMS || (n > 0 && !items))
     return STRATA_EINVAL;
   strata__node nd = proto_of(STRATA__OP_INDEX, 1);
@@ -560,6 +619,7 @@ int strata_index(strata_context *ctx, strata_array *a, int n, const strata_slice
 int strata_concat(strata_context *ctx, int n, strata_array *const *arrays, int axis,
                   strata_array **out)
 {
+  strata__clear_error();
   if (n < 1 || !arrays)
     return STRATA_EINVAL;
   strata__node nd = proto_of(STRATA__OP_CONCAT, n);
@@ -570,6 +630,7 @@ int strata_concat(strata_context *ctx, int n, strata_array *const *arrays, int a
 int strata_split(strata_context *ctx, strata_array *a, int n, const int64_t *at, int axis,
                  strata_array **outs)
 {
+  strata__clear_error();
   if (!a || !outs || n < 0 || (n > 0 && !at) || axis < -a->ndim || axis >= a->ndim)
     return STRATA_EINVAL;
   int d = axis < 0 ? axis + a->ndim : axis;
@@ -599,6 +660,7 @@ int strata_split(strata_context *ctx, strata_array *a, int n, const int64_t *at,
 int strata_transpose(strata_context *ctx, strata_array *a, int naxes, const int *axes,
                      strata_array **out)
 {
+  strata__clear_error();
   strata__node nd = proto_of(STRATA__OP_TRANSPOSE, 1);
   int ret = set_axes(&nd, naxes, axes);
   return ret ? ret : apply(ctx, &nd, &a, out);
@@ -607,12 +669,14 @@ int strata_transpose(strata_context *ctx, strata_array *a, int naxes, const int 
 int strata_broadcast_to(strata_context *ctx, strata_array *a, int ndim, const int64_t *shape,
                         strata_array **out)
 {
+  strata__clear_error();
   return to_shape(ctx, STRATA__OP_BROADCAST, a, ndim, shape, out);
 }
 
 int strata_reduce(strata_context *ctx, strata_fn fn, strata_array *a, int naxes, const int *axes,
                   int keepdims, strata_array **out)
 {
+  strata__clear_error();
   if (fn < STRATA_FN_SUM || fn > STRATA_FN_MEAN)
     return strata__fail(STRATA_EINVAL, "%s is not a reduction", strata_fn_name(fn));
   strata__node nd = proto_of(STRATA__OP_REDUCE, 1);
@@ -624,6 +688,7 @@ int strata_reduce(strata_context *ctx, strata_fn fn, strata_array *a, int naxes,
 
 int strata_matmul(strata_context *ctx, strata_array *a, strata_array *b, strata_array **out)
 {
+  strata__clear_error();
   strata__node nd = proto_of(STRATA__OP_MATMUL, 2);
   strata_array *ins[2] = {a, b};
   return apply(ctx, &nd, ins, out);
@@ -639,16 +704,19 @@ static int tri(strata_context *ctx, strata_array *a, int64_t k, int upper, strat
 
 int strata_tril(strata_context *ctx, strata_array *a, int64_t k, strata_array **out)
 {
+  strata__clear_error();
   return tri(ctx, a, k, 0, out);
 }
 
 int strata_triu(strata_context *ctx, strata_array *a, int64_t k, strata_array **out)
 {
+  strata__clear_error();
   return tri(ctx, a, k, 1, out);
 }
 
 int strata_flatnonzero(strata_context *ctx, strata_array *a, strata_array **out)
 {
+  strata__clear_error();
   strata__node nd = proto_of(STRATA__OP_NONZERO, 1);
   return apply(ctx, &nd, &a, out);
 }
@@ -656,6 +724,7 @@ int strata_flatnonzero(strata_context *ctx, strata_array *a, strata_array **out)
 int strata_take(strata_context *ctx, strata_array *a, strata_array *indices, int axis,
                 strata_take_mode mode, strata_array **out)
 {
+  strata__clear_error();
   strata__node nd = proto_of(STRATA__OP_TAKE, 2);
   nd.p.axis = axis;
   nd.p.flag = mode;

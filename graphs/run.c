@@ -140,6 +140,7 @@ int strata_graph_run(strata_graph *g, strata_array *const *inputs, strata_array 
 
 int strata_graph_nkernels(strata_graph *g)
 {
+  strata__clear_error();
   int ret = strata_graph_compile(g);
   if (ret)
     return ret;
@@ -157,6 +158,7 @@ int strata_graph_nkernels(strata_graph *g)
 
 int strata_graph_ntasks(strata_graph *g)
 {
+  strata__clear_error();
   int ret = strata_graph_compile(g);
   if (ret)
     return ret;

@@ -82,7 +82,14 @@ static void check_access(void)
   for (int i = 0; i < 6; i++)
     p[i] = 10 * i;
   CHECK_EQ(strata_array_acquire(a, STRATA_READ, (void **)&p), STRATA_ESTATE);
+  /* The code's text is general, the message says which state. */
+  CHECK(!strstr(strata_strerror(STRATA_ESTATE), "initialised"));
+  CHECK(strstr(strata_error_message(), "acquired already"));
+  /* A later call that fails without details leaves none of the earlier. */
+  CHECK_EQ(strata_array_create(1, &n, STRATA_INT64, NULL), STRATA_EINVAL);
+  CHECK(strata_error_message()[0] == '\0');
   CHECK_EQ(strata_array_destroy(a), STRATA_ESTATE);
+  CHECK(strstr(strata_error_message(), "release it first"));
   CHECK_EQ(strata_array_release(a), 0);
   CHECK_EQ(strata_array_acquire(a, STRATA_READ, (void **)&p), 0);
   for (int i = 0; i < 6; i++)

@@ -396,6 +396,7 @@ int cmd_infer(int argc, char **argv)
               *strata_error_message() ? ": " : "", strata_error_message());
     strata_finalize();
   } else
-    fprintf(stderr, "strata infer: %s\n", strata_strerror(ret));
+    fprintf(stderr, "strata infer: %s%s%s\n", strata_strerror(ret),
+            *strata_error_message() ? ": " : "", strata_error_message());
   return ret ? 1 : 0;
 }

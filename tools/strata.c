@@ -35,7 +35,8 @@ static int cmd_info(int argc, char **argv)
   }
   int ret = strata_init(NULL, NULL, NULL);
   if (ret) {
-    fprintf(stderr, "strata info: %s\n", strata_strerror(ret));
+    fprintf(stderr, "strata info: %s%s%s\n", strata_strerror(ret),
+            *strata_error_message() ? ": " : "", strata_error_message());
     return 1;
   }
   int major, minor, release;
