@@ -3,6 +3,7 @@
  * application's plug-ins, and the model codelet's invocation. */
 #include <cjson/cJSON.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,12 @@ static int load_tensor(struct loader *ld, int l, int which, const char *file, in
   if (!same)
     return strata__fail(STRATA_EINVAL, "%s: layer '%s': %s has the wrong shape", ld->path,
                         ld->names[l], file);
+  /* One NaN weight makes every probability NaN and silently no bubble. */
+  for (int64_t i = 0; i < size; i++)
+    if (!isfinite(ld->blobs[l][which][i]))
+      return strata__fail(STRATA_EINVAL, "%s: layer '%s': %s holds %s at element %lld", ld->path,
+                          ld->names[l], file, isnan(ld->blobs[l][which][i]) ? "NaN" : "infinity",
+                          (long long)i);
   ld->sizes[l][which] = size;
   return 0;
 }

@@ -367,18 +367,11 @@ static int same_meta(const strata__meta *a, const strata__meta *b)
   return 1;
 }
 
-static int check_node(const strata_graph *g, int i, strata__meta *in)
+/* `listed`: how often the inputs list names node i. */
+static int check_node(const strata_graph *g, int i, int listed, strata__meta *in)
 {
   const strata__node *nd = &g->nodes[i];
-  if (!nd->name || !nd->name[0])
-    return strata__fail(STRATA_EIO, "node %d has no name", i);
-  for (int j = 0; j < i; j++)
-    if (strcmp(g->nodes[j].name, nd->name) == 0)
-      return strata__fail(STRATA_EIO, "two nodes named '%s'", nd->name);
   if (nd->op == STRATA__OP_INPUT) {
-    int listed = 0;
-    for (int k = 0; k < g->ninputs; k++)
-      listed += g->inputs[k] == i;
     if (listed != 1 || nd->nin != 0 || !valid_meta(&nd->m, 1))
       return strata__fail(STRATA_EIO, "input node '%s' is malformed or not listed once", nd->name);
     return 0;
@@ -404,30 +397,84 @@ static int check_node(const strata_graph *g, int i, strata__meta *in)
   return 0;
 }
 
+static int compare_names(const void *a, const void *b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A name that `n` names share, NULL if none: sorted, so O(n log n) for the
+ * large graphs a file may hold. */
+static const char *repeated_name(char *const *names, int n, int *nomem)
+{
+  const char **sorted = malloc(((size_t)n + 1) * sizeof *sorted);
+  const char *twice = NULL;
+  *nomem = !sorted;
+  if (!sorted)
+    return NULL;
+  memcpy(sorted, names, (size_t)n * sizeof *sorted);
+  qsort(sorted, (size_t)n, sizeof *sorted, compare_names);
+  for (int i = 1; i < n && !twice; i++)
+    if (strcmp(sorted[i - 1], sorted[i]) == 0)
+      twice = sorted[i];
+  free(sorted);
+  return twice;
+}
+
+/* Node names: present, and no two alike. */
+static int check_node_names(const strata_graph *g)
+{
+  char **names = malloc(((size_t)g->n + 1) * sizeof *names);
+  if (!names)
+    return STRATA_ENOMEM;
+  int ret = 0, nomem;
+  for (int i = 0; i < g->n && !ret; i++) {
+    names[i] = g->nodes[i].name;
+    if (!names[i] || !names[i][0])
+      ret = strata__fail(STRATA_EIO, "node %d has no name", i);
+  }
+  const char *twice = ret ? NULL : repeated_name(names, g->n, &nomem);
+  if (!ret && nomem)
+    ret = STRATA_ENOMEM;
+  else if (twice)
+    ret = strata__fail(STRATA_EIO, "two nodes named '%s'", twice);
+  free(names);
+  return ret;
+}
+
 int strata__graph_validate(const strata_graph *g)
 {
-  for (int k = 0; k < g->ninputs; k++)
+  int *listed = calloc((size_t)g->n + 1, sizeof *listed);
+  if (!listed)
+    return STRATA_ENOMEM;
+  int ret = 0;
+  for (int k = 0; k < g->ninputs && !ret; k++)
     if (g->inputs[k] < 0 || g->inputs[k] >= g->n || g->nodes[g->inputs[k]].op != STRATA__OP_INPUT)
-      return strata__fail(STRATA_EIO, "input %d is not an input node", k);
+      ret = strata__fail(STRATA_EIO, "input %d is not an input node", k);
+    else
+      listed[g->inputs[k]]++;
+  if (!ret)
+    ret = check_node_names(g);
   int maxin = 0;
   for (int i = 0; i < g->n; i++)
     if (g->nodes[i].nin > maxin)
       maxin = g->nodes[i].nin;
-  strata__meta *in = malloc(((size_t)maxin + 1) * sizeof *in);
-  if (!in)
-    return STRATA_ENOMEM;
-  int ret = 0;
+  strata__meta *in = ret ? NULL : malloc(((size_t)maxin + 1) * sizeof *in);
+  if (!ret && !in)
+    ret = STRATA_ENOMEM;
   for (int i = 0; i < g->n && !ret; i++) {
     strata__clear_error();
-    ret = check_node(g, i, in);
+    ret = check_node(g, i, listed[i], in);
   }
   free(in);
-  for (int o = 0; o < g->noutputs && !ret; o++) {
+  free(listed);
+  for (int o = 0; o < g->noutputs && !ret; o++)
     if (g->outputs[o] < 0 || g->outputs[o] >= g->n || !g->output_names[o] || !g->output_names[o][0])
-      return strata__fail(STRATA_EIO, "output %d is malformed", o);
-    for (int p = 0; p < o; p++)
-      if (strcmp(g->output_names[o], g->output_names[p]) == 0)
-        return strata__fail(STRATA_EIO, "two outputs named '%s'", g->output_names[o]);
-  }
+      ret = strata__fail(STRATA_EIO, "output %d is malformed", o);
+  int nomem = 0;
+  const char *twice = ret ? NULL : repeated_name(g->output_names, g->noutputs, &nomem);
+  if (!ret && nomem)
+    ret = STRATA_ENOMEM;
+  else if (twice)
+    ret = strata__fail(STRATA_EIO, "two outputs named '%s'", twice);
   return ret;
 }

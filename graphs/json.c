@@ -2,6 +2,7 @@
  * in docs/deferred.md, and Graphviz DOT. Reading checks everything: a file
  * is untrusted input. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,15 +129,19 @@ int strata_graph_save(const strata_graph *g, const char *path)
   int ret = strata_graph_to_json(g, &text);
   if (ret)
     return ret;
-  FILE *f = fopen(path, "w");
-  if (!f) {
+  strata_output *out;
+  if ((ret = strata_output_begin(path, &out))) {
     free(text);
-    return strata__fail(STRATA_EIO, "cannot write %s", path);
+    return ret;
   }
-  int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-  ok &= fclose(f) == 0;
+  FILE *f = fopen(strata_output_temp_path(out), "w");
+  int err = f ? 0 : errno;
+  if (f && (fputs(text, f) < 0 || fputc('\n', f) == EOF))
+    err = errno;
+  if (f && fclose(f) && !err)
+    err = errno;
   free(text);
-  return ok ? 0 : strata__fail(STRATA_EIO, "cannot write %s", path);
+  return f && !err ? strata_output_commit(out) : strata_output_abandon(out, err);
 }
 
 /* ---- reading ---- */
@@ -412,6 +417,12 @@ int strata_graph_load(const char *path, strata_graph **graph)
   char *text = NULL;
   size_t len = 0, cap = 0;
   for (;;) {
+    if (len > STRATA_GRAPH_MAX_BYTES) {
+      free(text);
+      fclose(f);
+      return strata__fail(STRATA_EIO, "%s is larger than %d MiB, the most a graph file may hold",
+                          path, STRATA_GRAPH_MAX_BYTES >> 20);
+    }
     if (len == cap) {
       char *more = realloc(text, cap = cap ? 2 * cap : 65536);
       if (!more) {

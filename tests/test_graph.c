@@ -561,6 +561,52 @@ static void test_inplace_input(void)
   strata_array_destroy(a);
 }
 
+/* A chain of `n` negations after one input, as strata-graph JSON; the last
+ * node named like the first when `repeat`. */
+static char *chain_json(int n, int repeat)
+{
+  size_t cap = 200 + (size_t)n * 96, len = 0;
+  char *t = malloc(cap);
+  if (!t)
+    return NULL;
+  len += (size_t)snprintf(t + len, cap - len,
+                          "{\"format\":\"strata-graph\",\"version\":1,\"inputs\":[0],"
+                          "\"outputs\":[{\"name\":\"y\",\"node\":%d}],\"nodes\":[{\"name\":"
+                          "\"n0\",\"op\":\"input\",\"inputs\":[],\"dtype\":\"float64\","
+                          "\"shape\":[4]}",
+                          n);
+  for (int i = 1; i <= n; i++)
+    len += (size_t)snprintf(t + len, cap - len,
+                            ",{\"name\":\"n%d\",\"op\":\"negative\",\"inputs\":[%d],"
+                            "\"dtype\":\"float64\",\"shape\":[4]}",
+                            repeat && i == n ? 0 : i, i - 1);
+  snprintf(t + len, cap - len, "]}");
+  return t;
+}
+
+/* Loading checks names in O(n log n): 200 000 nodes load (quadratic checks
+ * took 44 s for 80 000, so the test's timeout catches a regression), a
+ * repeated name among them is found, and a file without end is refused at
+ * STRATA_GRAPH_MAX_BYTES. */
+static void test_large_graphs(void)
+{
+  enum { N = 200000 };
+  strata_graph *g = NULL;
+  char *text = chain_json(N, 0);
+  CHECK(text != NULL);
+  CHECK_EQ(strata_graph_from_json(text, strlen(text), &g), 0);
+  CHECK_EQ(strata_graph_nnodes(g), N + 1);
+  strata_graph_destroy(g);
+  free(text);
+  g = NULL;
+  text = chain_json(N, 1);
+  CHECK_EQ(strata_graph_from_json(text, strlen(text), &g), STRATA_EIO);
+  CHECK(g == NULL && strstr(strata_error_message(), "two nodes named 'n0'"));
+  free(text);
+  CHECK_EQ(strata_graph_load("/dev/zero", &g), STRATA_EIO);
+  CHECK(g == NULL && strstr(strata_error_message(), "larger than 256 MiB"));
+}
+
 int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
@@ -571,6 +617,7 @@ int main(int argc, char **argv)
   test_op_errors();
   test_dynamic_shapes();
   test_inplace_input();
+  test_large_graphs();
   test_files(argc > 1 ? argv[1] : ".");
   strata_finalize();
   if (check_failures)

@@ -307,6 +307,18 @@ static void check_bad_models(void)
                   STRATA_EINVAL);
   check_bad_model("floor.json", HEAD "{\"name\": \"l\", \"type\": \"log\", \"floor\": -1}]}",
                   STRATA_EINVAL);
+  /* Non-finite weights are refused, naming the layer and the element. */
+  float bad[162] = {0};
+  int64_t bad_shape[5] = {3, 2, 3, 3, 3};
+  bad[5] = NAN;
+  save_tensor("nan.npy", bad, 5, bad_shape);
+  check_bad_model("nan_weights.json", HEAD CONV("a", 3, "nan.npy") "]}", STRATA_EINVAL);
+  CHECK(strstr(strata_error_message(), "layer 'a': nan.npy holds NaN at element 5"));
+  bad[5] = 0;
+  bad[161] = -INFINITY;
+  save_tensor("inf.npy", bad, 5, bad_shape);
+  check_bad_model("inf_weights.json", HEAD CONV("a", 3, "inf.npy") "]}", STRATA_EINVAL);
+  CHECK(strstr(strata_error_message(), "holds infinity at element 161"));
   strata_model *m;
   CHECK_EQ(strata_model_load(check_path("absent.json"), &m), STRATA_EIO);
   CHECK_EQ(strata_model_load(NULL, &m), STRATA_EINVAL);

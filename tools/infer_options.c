@@ -76,7 +76,7 @@ struct int_option {
   }
 static const struct int_option int_options[] = {
     INT_OPT("--root-blocks", 1, 1024, job.root_blocks),
-    INT_OPT("--block-cells", 1, 1024, job.block_cells),
+    INT_OPT("--block-cells", 4, 1024, job.block_cells), /* strata_amr_create: even */
     INT_OPT("--max-level", 0, 30, job.max_level),
     WIDE_OPT("--grid", 2, 1024, job.grid), /* strata_amr_problem_cosmology */
     WIDE_OPT("--seed", 0, LLONG_MAX, job.seed),

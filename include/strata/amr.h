@@ -51,7 +51,7 @@ typedef enum strata_amr_boundary {
 typedef struct strata_amr_params {
   int dim;            /**< 2 or 3 */
   int root_blocks;    /**< blocks per axis at level 0 (default 2) */
-  int block_cells;    /**< cells per axis of a block: a multiple of 4 (default 16) */
+  int block_cells;    /**< cells per axis of a block: an even number in 4..1024 (default 16) */
   int ghost_depth;    /**< ghost layers, 1 ... block_cells / 2 (default 1) */
   int max_level;      /**< finest level allowed (default 5) */
   strata_dtype dtype; /**< STRATA_FLOAT64 (default) or STRATA_FLOAT32 */

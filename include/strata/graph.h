@@ -270,10 +270,17 @@ int strata_graph_to_json(const strata_graph *g, char **json);
  * documents are STRATA_EIO with the reason in strata_error_message(). */
 int strata_graph_from_json(const char *json, size_t len, strata_graph **graph);
 
-/** strata_graph_to_json() into a file. */
+/** strata_graph_to_json() into a file, written atomically
+ * (strata_output_begin). */
 int strata_graph_save(const strata_graph *g, const char *path);
 
-/** strata_graph_from_json() from a file. */
+/** The largest graph file strata_graph_load() reads: 256 MiB, about a
+ * million nodes (a node takes about 150 bytes of JSON). */
+#define STRATA_GRAPH_MAX_BYTES (256 << 20)
+
+/** strata_graph_from_json() from a file of at most STRATA_GRAPH_MAX_BYTES
+ * (a larger one, or an endless one such as /dev/zero, is STRATA_EIO).
+ * Loading checks the graph in O(n log n) for n nodes. */
 int strata_graph_load(const char *path, strata_graph **graph);
 
 /** The graph in Graphviz DOT (inputs and outputs as ellipses, operations as
