@@ -28,12 +28,14 @@
 #include "kernels/gindexer_kernels.h"
 
 /* Exchange buffers are host memory registered at home (partition plans
- * need the parent allocated); they are freed once their tasks are done:
- * at the end of a blocking exchange, or at destroy after non-blocking ones. */
+ * need the parent allocated); they are freed once their tasks are done: at
+ * the end of a blocking exchange, at the start of the next exchange after
+ * non-blocking ones, when an exchange fails, and at destroy. */
 struct strata__gi_buffer {
   starpu_data_handle_t handle;
   void *mem;
   size_t bytes;
+  int64_t exchange; /* the message exchange it belongs to (tag slot reuse) */
   struct strata__gi_buffer *next;
 };
 
@@ -46,21 +48,47 @@ void *strata__gi_buffer(strata_gindexer *gi, int64_t n, size_t elem, starpu_data
     return NULL;
   }
   starpu_vector_data_register(h, STARPU_MAIN_RAM, (uintptr_t)mem, (uint32_t)n, elem);
-  *b = (struct strata__gi_buffer){*h, mem, (size_t)n * elem, gi->pending};
+  *b = (struct strata__gi_buffer){*h, mem, (size_t)n * elem, gi->exchanges, gi->pending};
   gi->pending = b;
   return mem;
 }
 
-void strata__gi_reclaim(strata_gindexer *gi)
+/* Free the buffers `done` says to: unregistering waits for their tasks. */
+static void reclaim_if(strata_gindexer *gi, int (*done)(struct strata__gi_buffer *, int64_t),
+                       int64_t arg)
 {
-  while (gi->pending) {
-    struct strata__gi_buffer *b = gi->pending;
-    gi->pending = b->next;
-    starpu_data_unregister(b->handle); /* waits for its tasks */
+  for (struct strata__gi_buffer **at = &gi->pending; *at;) {
+    struct strata__gi_buffer *b = *at;
+    if (!done(b, arg)) {
+      at = &b->next;
+      continue;
+    }
+    *at = b->next;
+    starpu_data_unregister(b->handle);
     strata__host_free(b->mem, b->bytes);
     free(b);
   }
 }
+
+static int any_buffer(struct strata__gi_buffer *b, int64_t arg) { return (void)b, (void)arg, 1; }
+
+static int tasks_done(struct strata__gi_buffer *b, int64_t arg)
+{
+  (void)arg;
+  if (starpu_data_acquire_try(b->handle, STARPU_W) != 0)
+    return 0;
+  starpu_data_release(b->handle);
+  return 1;
+}
+
+static int exchange_before(struct strata__gi_buffer *b, int64_t exchange)
+{
+  return b->exchange <= exchange;
+}
+
+void strata__gi_reclaim(strata_gindexer *gi) { reclaim_if(gi, any_buffer, 0); }
+
+void strata__gi_reclaim_done(strata_gindexer *gi) { reclaim_if(gi, tasks_done, 0); }
 
 static starpu_data_handle_t register_map(int64_t *v, int64_t n)
 {
@@ -216,6 +244,32 @@ static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *con
 
 static int destroy_live(void *gi) { return strata_gindexer_destroy(gi); }
 
+/* Each live indexer's serial: its part of the StarPU-MPI tags. Serials of
+ * destroyed indexers are used again; the lowest serial free on every rank
+ * of `comm` is taken (ranks may create indexers on other communicators in
+ * other orders), and running out is an error, never a wrap-around. */
+static uint64_t serials_used[STRATA__GI_SERIALS / 64];
+
+static int take_serial(MPI_Comm comm, int64_t *serial)
+{
+  uint64_t used[STRATA__GI_SERIALS / 64];
+  memcpy(used, serials_used, sizeof used);
+  if (MPI_Allreduce(MPI_IN_PLACE, used, STRATA__GI_SERIALS / 64, MPI_UINT64_T, MPI_BOR, comm) !=
+      MPI_SUCCESS)
+    return STRATA_EMPI;
+  for (int w = 0; w < STRATA__GI_SERIALS / 64; w++)
+    if (~used[w]) {
+      int bit = __builtin_ctzll(~used[w]);
+      *serial = 64 * w + bit;
+      serials_used[w] |= (uint64_t)1 << bit;
+      return 0;
+    }
+  return strata__fail(STRATA_ENOMEM,
+                      "gindexer: %d global indexers are alive, the most that "
+                      "StarPU-MPI's tags can tell apart",
+                      STRATA__GI_SERIALS);
+}
+
 int strata_gmindexer_create(MPI_Comm comm, const int64_t *distrib, int n_lists,
                             const int64_t *const *idx, const int64_t *n_idx, strata_gindexer **out)
 {
@@ -249,14 +303,19 @@ int strata_gmindexer_create(MPI_Comm comm, const int64_t *distrib, int n_lists,
   }
   for (int l = 0; l < n_lists; l++)
     list_off[l + 1] = list_off[l] + n_idx[l];
-  static int64_t serials;
+  int64_t serial;
+  if ((ret = take_serial(comm, &serial))) {
+    free(gi);
+    free(list_off);
+    return ret;
+  }
   *gi = (strata_gindexer){.comm = comm,
                           .rank = rank,
                           .size = size,
                           .n_lists = n_lists,
                           .list_off = list_off,
                           .n_idx = list_off[n_lists],
-                          .serial = serials++};
+                          .serial = serial};
   if ((ret = build(gi, distrib, idx))) {
     free_maps(gi);
     free(gi);
@@ -281,6 +340,7 @@ int strata_gindexer_destroy(strata_gindexer *gi)
   strata__live_remove(&gi->live);
   strata__gi_reclaim(gi);
   free_maps(gi); /* unregistering waits for the tasks that read the maps */
+  serials_used[gi->serial / 64] &= ~((uint64_t)1 << (gi->serial % 64));
   free(gi);
   return 0;
 }
@@ -434,9 +494,18 @@ static void mailbox_unpartition(struct strata__gi_mailbox *m)
     starpu_data_unpartition_submit(m->whole, (unsigned)m->nchildren, m->children, -1);
 }
 
+/* The tag of the next exchange: the indexer's serial and one of
+ * STRATA__GI_TAG_SLOTS slots, used in turn. A slot is used again only once
+ * this rank's exchange that last had it is complete (its buffers'
+ * tasks, the StarPU-MPI requests among them, are done), so two messages
+ * from one rank with one tag are always sent and received in order, and
+ * StarPU-MPI keeps state for a bounded number of tags. */
 static int64_t next_tag(strata_gindexer *gi)
 {
-  return ((int64_t)1 << 56) | ((gi->serial & 0xfff) << 40) | (gi->exchanges++ & 0xffffffffff);
+  int64_t e = gi->exchanges++;
+  if (e >= STRATA__GI_TAG_SLOTS)
+    reclaim_if(gi, exchange_before, e - STRATA__GI_TAG_SLOTS);
+  return ((int64_t)1 << 56) | (gi->serial << 40) | (e % STRATA__GI_TAG_SLOTS);
 }
 
 /* Send the non-empty parts of the outbox (rows by destination) and receive
@@ -504,6 +573,7 @@ int strata__gi_take(strata_gindexer *gi, strata_array *dist, int64_t count, stra
   int ret = strata__check_ready();
   if (ret || !gi)
     return ret ? ret : STRATA_EINVAL; /* no communicator to agree on */
+  strata__gi_reclaim_done(gi);
   int n = gi->n_lists;
   int local = dist && (outs || n == 0) && count >= 1 && (n == 1 || !(flags & STRATA__GI_SINGLE))
                   ? 0
@@ -535,6 +605,7 @@ int strata__gi_take(strata_gindexer *gi, strata_array *dist, int64_t count, stra
     strata__gi_close(&inbox);
     strata__gi_unmake(outs, made, n);
     free(made);
+    strata__gi_reclaim_done(gi);
     return strata__fail(ret, "gindexer take: sizes, count or types disagree");
   }
   if (gi->nin > 0)
@@ -550,7 +621,7 @@ int strata__gi_take(strata_gindexer *gi, strata_array *dist, int64_t count, stra
   if (ret)
     strata__gi_unmake(outs, made, n);
   free(made);
-  return flags & STRATA__GI_WAIT ? strata__gi_wait(gi, outs, ret ? 0 : n, ret) : ret;
+  return strata__gi_finish(gi, flags, outs, n, ret);
 }
 
 int strata__gi_pack_parts(strata_gindexer *gi, strata_array *const *values,
@@ -590,6 +661,7 @@ static int put_lists(strata_gindexer *gi, strata_array *const *values, int64_t c
   int ret = strata__check_ready();
   if (ret || !gi)
     return ret ? ret : STRATA_EINVAL;
+  strata__gi_reclaim_done(gi);
   int n = gi->n_lists;
   int local = (values || n == 0) && dist && count >= 1 && rule >= STRATA_PUT_LAST &&
                       rule <= STRATA_PUT_REDUCE && (n == 1 || !(flags & STRATA__GI_SINGLE))
@@ -636,6 +708,7 @@ static int put_lists(strata_gindexer *gi, strata_array *const *values, int64_t c
     strata__gi_close(&inbox);
     if (made)
       strata__gi_unmake(dist, "\1", 1);
+    strata__gi_reclaim_done(gi);
     return strata__fail(ret, "gindexer put: sizes, count, rule or types disagree");
   }
   size_t row = (size_t)count * strata_dtype_size(type);
@@ -651,7 +724,17 @@ static int put_lists(strata_gindexer *gi, strata_array *const *values, int64_t c
   strata__gi_close(&inbox);
   if (ret && made)
     strata__gi_unmake(dist, "\1", 1);
-  return flags & STRATA__GI_WAIT ? strata__gi_wait(gi, dist, ret ? 0 : 1, ret) : ret;
+  return strata__gi_finish(gi, flags, dist, 1, ret);
+}
+
+int strata__gi_finish(strata_gindexer *gi, unsigned flags, strata_array *const *arrays, int n,
+                      int ret)
+{
+  if (flags & STRATA__GI_WAIT)
+    return strata__gi_wait(gi, arrays, ret ? 0 : n, ret);
+  if (ret) /* nothing more is submitted: what finished can go */
+    strata__gi_reclaim_done(gi);
+  return ret;
 }
 
 int strata__gi_wait(strata_gindexer *gi, strata_array *const *arrays, int n, int ret)

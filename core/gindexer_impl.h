@@ -12,6 +12,11 @@
 
 struct strata__gi_buffer;
 
+/* StarPU-MPI tags of the global indexer: bit 56, a 12-bit serial per live
+ * indexer, and a slot among STRATA__GI_TAG_SLOTS used in turn. */
+#define STRATA__GI_SERIALS   4096
+#define STRATA__GI_TAG_SLOTS 1024
+
 struct strata_gindexer {
   MPI_Comm comm;
   int rank, size, n_lists;
@@ -47,6 +52,11 @@ void *strata__gi_buffer(strata_gindexer *gi, int64_t n, size_t elem, starpu_data
 
 /* Unregister (waiting for their tasks) and free the exchange buffers. */
 void strata__gi_reclaim(strata_gindexer *gi);
+
+/* Free the exchange buffers whose tasks are done, without waiting. Only
+ * where the calling exchange submits no more tasks: at its start (the
+ * buffers are earlier exchanges') or when it fails. */
+void strata__gi_reclaim_done(strata_gindexer *gi);
 
 /* Outbox with out_rows[r] rows for rank r (nout in all) and inbox with
  * in_rows[r] rows from rank r (nin), rows of `row` bytes; local result
@@ -98,6 +108,11 @@ static inline int64_t strata__gi_list_size(const strata_gindexer *gi, int l)
 
 /* The list holding request p (p < n_idx). */
 int strata__gi_list_of(const strata_gindexer *gi, int64_t p);
+
+/* The end of an exchange: a blocking one waits (strata__gi_wait); a
+ * failed non-blocking one frees the buffers whose tasks are done. */
+int strata__gi_finish(strata_gindexer *gi, unsigned flags, strata_array *const *arrays, int n,
+                      int ret);
 
 /* Wait until the n arrays are computed, then free the exchange buffers;
  * returns `ret` (or the wait's error). */

@@ -124,6 +124,7 @@ static int take_v(strata_gindexer *gi, strata_array *dist_counts, strata_array *
   int ret = strata__check_ready();
   if (ret || !gi)
     return ret ? ret : STRATA_EINVAL;
+  strata__gi_reclaim_done(gi);
   int n = gi->n_lists, size = gi->size;
   int local =
       dist_data && ((out_counts && out_data) || n == 0) && (n == 1 || !(flags & STRATA__GI_SINGLE))
@@ -216,7 +217,7 @@ static int take_v(strata_gindexer *gi, strata_array *dist_counts, strata_array *
   free(at);
   free(out_items);
   free(own_len);
-  return flags & STRATA__GI_WAIT ? strata__gi_wait(gi, out_data, ret ? 0 : n, ret) : ret;
+  return strata__gi_finish(gi, flags, out_data, n, ret);
 }
 
 /* Put_v, owner side: the length of every owned block after the put, and
@@ -321,6 +322,7 @@ static int put_v(strata_gindexer *gi, strata_array *const *counts, strata_array 
   int ret = strata__check_ready();
   if (ret || !gi)
     return ret ? ret : STRATA_EINVAL;
+  strata__gi_reclaim_done(gi);
   int n = gi->n_lists;
   int local = ((counts && values) || n == 0) && out_counts && out_data && !*out_counts &&
                       !*out_data && (rule == STRATA_PUT_LAST || rule == STRATA_PUT_FIRST) &&
@@ -427,7 +429,7 @@ static int put_v(strata_gindexer *gi, strata_array *const *counts, strata_array 
   free(inlen);
   free(plan.inoff);
   free(out_items);
-  return flags & STRATA__GI_WAIT ? strata__gi_wait(gi, out_data, ret ? 0 : 1, ret) : ret;
+  return strata__gi_finish(gi, flags, out_data, 1, ret);
 }
 
 int strata_gindexer_take_v(strata_gindexer *gi, strata_array *dist_counts, strata_array *dist_data,
