@@ -374,6 +374,17 @@ int strata_amr_write_hdf5(strata_amr *amr, const char *path)
  * than believed (they bound every allocation the reader makes). */
 enum { READ_MAX_RANKS = 1 << 20, READ_LIST_RANKS = 1024 };
 
+/* Close an object with its dataspace and type, whichever were opened. */
+static void close_with(hid_t obj, herr_t (*close_obj)(hid_t), hid_t space, hid_t type)
+{
+  if (type >= 0)
+    H5Tclose(type);
+  if (space >= 0)
+    H5Sclose(space);
+  if (obj >= 0)
+    close_obj(obj);
+}
+
 /* A scalar integer attribute in [lo, hi]. */
 static int read_int_attr(hid_t obj, const char *file, const char *name, int64_t lo, int64_t hi,
                          int64_t *value)
@@ -394,11 +405,7 @@ static int read_int_attr(hid_t obj, const char *file, const char *name, int64_t 
   else if (*value < lo || *value > hi)
     ret = strata__fail(STRATA_EIO, "%s: attribute '%s' is %lld, outside %lld..%lld", file, name,
                        (long long)*value, (long long)lo, (long long)hi);
-  if (type >= 0)
-    H5Tclose(type);
-  if (space >= 0)
-    H5Sclose(space);
-  H5Aclose(attr);
+  close_with(attr, H5Aclose, space, type);
   return ret;
 }
 
@@ -428,12 +435,7 @@ static int check_format(hid_t obj, const char *file)
       ok = H5Aread(attr, mem, text) >= 0 && !strcmp(text, "strata-amr");
     H5Tclose(mem);
   }
-  if (space >= 0)
-    H5Sclose(space);
-  if (type >= 0)
-    H5Tclose(type);
-  if (attr >= 0)
-    H5Aclose(attr);
+  close_with(attr, H5Aclose, space, type);
   return ok ? 0
             : strata__fail(STRATA_EIO,
                            "%s: not a Strata AMR file (no attribute format = "
@@ -489,12 +491,7 @@ static int read_dataset(hid_t where, const char *file, const char *name, H5T_cla
     free(*out);
     *out = NULL;
   }
-  if (type >= 0)
-    H5Tclose(type);
-  if (space >= 0)
-    H5Sclose(space);
-  if (set >= 0)
-    H5Dclose(set);
+  close_with(set, H5Dclose, space, type);
   return ret;
 }
 

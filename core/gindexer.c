@@ -90,11 +90,16 @@ void strata__gi_reclaim(strata_gindexer *gi) { reclaim_if(gi, any_buffer, 0); }
 
 void strata__gi_reclaim_done(strata_gindexer *gi) { reclaim_if(gi, tasks_done, 0); }
 
+/* The protocol's maps never change after create: no task writes them, so
+ * StarPU need not order their readers (it would keep a record of every
+ * exchange's reader until a writer that never comes). */
 static starpu_data_handle_t register_map(int64_t *v, int64_t n)
 {
   starpu_data_handle_t h = NULL;
-  if (n > 0)
+  if (n > 0) {
     starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)v, (uint32_t)n, sizeof *v);
+    starpu_data_set_sequential_consistency_flag(h, 0);
+  }
   return h;
 }
 

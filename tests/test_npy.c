@@ -3,6 +3,11 @@
  * message naming the file. */
 #include <string.h>
 
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
 #include "check.h"
 
 /* A file from a header dictionary and raw data bytes. */
@@ -131,6 +136,47 @@ static void check_bad_files(void)
   CHECK_EQ(strata_npy_save("/nonexistent/dir/x.npy", NULL), STRATA_EINVAL);
 }
 
+/* Saving is atomic: a write that fails (a file-size limit stands in for a
+ * full disk) leaves the previous file byte for byte and no partial file. */
+static void check_atomic_save(void)
+{
+  int64_t n = 1 << 16;
+  strata_array *small, *big;
+  CHECK_EQ(strata_array_create(1, &n, STRATA_FLOAT64, &big), 0);
+  CHECK_EQ(strata_array_fill_identity(big, STRATA_SUM), 0);
+  n = 4;
+  CHECK_EQ(strata_array_create(1, &n, STRATA_FLOAT64, &small), 0);
+  CHECK_EQ(strata_array_fill_identity(small, STRATA_PROD), 0);
+  char keep[256];
+  snprintf(keep, sizeof keep, "%s", check_path("keep.npy"));
+  CHECK_EQ(strata_npy_save(keep, small), 0);
+  struct stat before, after;
+  CHECK_EQ(stat(keep, &before), 0);
+  struct rlimit old, limit = {1 << 12, 1 << 12};
+  getrlimit(RLIMIT_FSIZE, &old);
+  signal(SIGXFSZ, SIG_IGN);
+  setrlimit(RLIMIT_FSIZE, &limit);
+  CHECK_EQ(strata_npy_save(keep, big), STRATA_EIO);
+  setrlimit(RLIMIT_FSIZE, &old);
+  CHECK(strstr(strata_error_message(), "File too large") != NULL);
+  CHECK(strstr(strata_error_message(), "previous file is unchanged") != NULL);
+  CHECK_EQ(stat(keep, &after), 0);
+  CHECK_EQ(after.st_size, before.st_size);
+  strata_array *back = NULL;
+  CHECK_EQ(strata_npy_load(keep, &back), 0);
+  CHECK_EQ(strata_array_nelems(back), 4);
+  strata_array_destroy(back);
+  DIR *d = opendir(check_scratch);
+  for (struct dirent *e; d && (e = readdir(d));)
+    CHECK(strncmp(e->d_name, ".keep.npy.", 10) != 0);
+  if (d)
+    closedir(d);
+  CHECK_EQ(strata_npy_save("/nonexistent/dir/x.npy", small), STRATA_EIO);
+  CHECK(strstr(strata_error_message(), "No such file or directory") != NULL);
+  strata_array_destroy(small);
+  strata_array_destroy(big);
+}
+
 int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
@@ -138,6 +184,7 @@ int main(int argc, char **argv)
   check_round_trip();
   check_big_endian_and_v2();
   check_bad_files();
+  check_atomic_save();
   strata_finalize();
   check_scratch_close();
   return check_status();
