@@ -121,6 +121,15 @@ damaged("field_shape", "dataset 'density' has 2 along axis 1, expected 4",
         replace("fields/density", np.ones((15, 2, 4, 4))))
 damaged("truncated", "HDF5 cannot open it", os.path.getsize(good) // 2)
 damaged("empty", "not an HDF5 file", 0)
+# A container whose attribute messages were mutated byte-wise: libhdf5 1.10
+# crashes parsing it, in amr-info's reader process, which is reported.
+container = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "hdf5",
+                         "damaged_container.h5")
+p = amr_info(container)
+check(p is not None and p.returncode == 1
+      and ("libhdf5 crashed reading it" in p.stderr or "AddressSanitizer" in p.stderr),
+      "a container libhdf5 crashes on: exit 1 with a message" + ("" if p is None else
+                                                                "\n" + p.stderr[-2000:]))
 p = amr_info(os.path.join(WORK, "absent.h5"))
 check(p is not None and p.returncode == 1 and "No such file or directory" in p.stderr,
       "a missing file says so")
