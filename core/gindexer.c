@@ -275,6 +275,11 @@ static int take_serial(MPI_Comm comm, int64_t *serial)
                       STRATA__GI_SERIALS);
 }
 
+static void release_serial(int64_t serial)
+{
+  serials_used[serial / 64] &= ~((uint64_t)1 << (serial % 64));
+}
+
 int strata_gmindexer_create(MPI_Comm comm, const int64_t *distrib, int n_lists,
                             const int64_t *const *idx, const int64_t *n_idx, strata_gindexer **out)
 {
@@ -323,6 +328,7 @@ int strata_gmindexer_create(MPI_Comm comm, const int64_t *distrib, int n_lists,
                           .serial = serial};
   if ((ret = build(gi, distrib, idx))) {
     free_maps(gi);
+    release_serial(serial);
     free(gi);
     return ret;
   }
@@ -345,7 +351,7 @@ int strata_gindexer_destroy(strata_gindexer *gi)
   strata__live_remove(&gi->live);
   strata__gi_reclaim(gi);
   free_maps(gi); /* unregistering waits for the tasks that read the maps */
-  serials_used[gi->serial / 64] &= ~((uint64_t)1 << (gi->serial % 64));
+  release_serial(gi->serial);
   free(gi);
   return 0;
 }

@@ -7,7 +7,9 @@
  * wait (StarPU-MPI's requests included; tests/sanitizers/lsan.supp), about
  * 200 bytes per exchange that Strata cannot free: on StarPU 1.3 the second
  * part prints its growth and holds it to no bound. The values taken are
- * checked, so the loop does real exchanges.
+ * checked, so the loop does real exchanges. First, 4200 indexers made and
+ * destroyed in turn: more than the 4096 tag serials, which are reused;
+ * then 4096 alive at once, and the next refused.
  *   test_gindexer_heap [exchanges]   (default 100000; failing: a tenth) */
 #include <malloc.h>
 #include <stdlib.h>
@@ -74,17 +76,55 @@ static double growth(struct bench *b, int (*step)(struct bench *), long total)
   return g;
 }
 
+/* More indexers over a run than tag serials (4096): each destroyed one's
+ * serial serves again, and the last still exchanges correctly. */
+static void check_serials_reused(const int64_t *distrib, const int64_t *idx)
+{
+  strata_gindexer *gi = NULL;
+  for (int k = 0; k < 4200; k++) {
+    if (strata_gindexer_create(strata_comm(), distrib, idx, NIDX, &gi) != 0) {
+      CHECK(!"an indexer created and destroyed in turn");
+      return;
+    }
+    if (k < 4199)
+      strata_gindexer_destroy(gi);
+  }
+  /* 4096 alive at once: the next one is refused rather than sharing tags. */
+  enum { SERIALS = 4096 };
+  strata_gindexer **live = malloc(SERIALS * sizeof *live);
+  int made = 1;
+  live[0] = gi;
+  while (made < SERIALS &&
+         strata_gindexer_create(strata_comm(), distrib, idx, NIDX, &live[made]) == 0)
+    made++;
+  CHECK_EQ(made, SERIALS);
+  strata_gindexer *extra = NULL;
+  CHECK_EQ(strata_gindexer_create(strata_comm(), distrib, idx, NIDX, &extra), STRATA_ENOMEM);
+  CHECK(extra == NULL && strstr(strata_error_message(), "4096 global indexers are alive"));
+  for (int k = 1; k < made; k++)
+    strata_gindexer_destroy(live[k]);
+  free(live);
+  strata_array *dist, *taken = NULL;
+  const int64_t dn = DN;
+  CHECK_EQ(strata_array_create(1, &dn, STRATA_INT64, &dist), 0);
+  int64_t *p;
+  CHECK_EQ(strata_array_acquire(dist, STRATA_WRITE, (void **)&p), 0);
+  for (int i = 0; i < DN; i++)
+    p[i] = strata_rank() * DN + i;
+  strata_array_release(dist);
+  CHECK_EQ(strata_gindexer_take(gi, dist, 1, &taken), 0);
+  CHECK_EQ(strata_array_acquire(taken, STRATA_READ, (void **)&p), 0);
+  for (int i = 0; i < NIDX; i++)
+    CHECK_EQ(p[i], idx[i]);
+  strata_array_release(taken);
+  strata_array_destroy(taken);
+  strata_array_destroy(dist);
+  strata_gindexer_destroy(gi);
+}
+
 int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
-  /* A sanitizer's or valgrind's allocator leaves glibc's counts at zero:
-   * nothing to measure (skip, as CTest's 77). */
-  if (heap_bytes() == 0) {
-    if (strata_rank() == 0)
-      printf("heap not measurable under this allocator: skipped\n");
-    strata_finalize();
-    return 77;
-  }
   long total = argc > 1 ? atol(argv[1]) : 100000;
   int rank = strata_rank(), size = strata_size();
   int64_t *distrib = malloc((size_t)(size + 1) * sizeof *distrib);
@@ -93,6 +133,16 @@ int main(int argc, char **argv)
   int64_t idx[NIDX];
   for (int i = 0; i < NIDX; i++) /* every rank's elements, some twice */
     idx[i] = (i * 37 + rank * 11) % ((int64_t)size * DN);
+  check_serials_reused(distrib, idx);
+  /* A sanitizer's or valgrind's allocator leaves glibc's counts at zero:
+   * nothing to measure (skip, as CTest's 77, once the serials are checked). */
+  if (heap_bytes() == 0) {
+    if (rank == 0)
+      printf("heap not measurable under this allocator: skipped\n");
+    free(distrib);
+    strata_finalize();
+    return check_failures ? 1 : 77;
+  }
   struct bench b = {0};
   CHECK_EQ(strata_gindexer_create(strata_comm(), distrib, idx, NIDX, &b.gi), 0);
   const int64_t dn = DN;
