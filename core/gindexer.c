@@ -350,6 +350,7 @@ int strata_gindexer_destroy(strata_gindexer *gi)
     return 0;
   strata__live_remove(&gi->live);
   strata__gi_reclaim(gi);
+  strata__gi_pool_clear(gi);
   free_maps(gi); /* unregistering waits for the tasks that read the maps */
   release_serial(gi->serial);
   free(gi);
@@ -443,6 +444,10 @@ int strata_gindexer_access_counts(const strata_gindexer *gi, int64_t *counts)
 
 void strata__gi_close(struct strata__gi_mailbox *m)
 {
+  if (m->pooled) {
+    memset(m, 0, sizeof *m);
+    return;
+  }
   if (m->whole)
     starpu_data_partition_clean(m->whole, (unsigned)m->nchildren, m->children);
   free(m->parts);
@@ -483,12 +488,117 @@ static int mailbox_open(strata_gindexer *gi, struct strata__gi_mailbox *m, const
   return 0;
 }
 
+/* The mailboxes of fixed exchanges (rows per peer: the protocol's send or
+ * receive counts) are kept per indexer and row size, their buffers and
+ * partition plans reused: no registration, plan or fresh pages per
+ * exchange (StarPU-MPI 1.3 also keeps ~120 B per message on the child of a
+ * plan made and cleaned around it). Exchanges that share one are ordered by
+ * its handle. At most POOL_SIZE are kept; the least recently used goes. */
+enum { POOL_SIZE = 8 };
+
+struct strata__gi_pooled {
+  const int64_t *rows; /* gi->send_counts or gi->recv_counts */
+  size_t row;
+  struct strata__gi_mailbox box;
+  struct strata__gi_buffer *buffer;
+  int64_t last_exchange; /* the exchange that used it last */
+  int settled;           /* that exchange is known complete */
+  struct strata__gi_pooled *next;
+};
+
+static void pooled_free(struct strata__gi_pooled *p)
+{
+  p->box.pooled = 0;
+  strata__gi_close(&p->box);
+  if (p->buffer) {
+    starpu_data_unregister(p->buffer->handle); /* waits for its tasks */
+    strata__host_free(p->buffer->mem, p->buffer->bytes);
+    free(p->buffer);
+  }
+  free(p);
+}
+
+void strata__gi_pool_clear(strata_gindexer *gi)
+{
+  while (gi->pool) {
+    struct strata__gi_pooled *p = gi->pool;
+    gi->pool = p->next;
+    pooled_free(p);
+  }
+}
+
+/* A kept mailbox of `rows`, made on first use. Its buffer is not on the
+ * pending list: it lives until the indexer does (or is evicted). */
+static int pooled_open(strata_gindexer *gi, struct strata__gi_mailbox *m, const int64_t *rows,
+                       int64_t total, size_t row)
+{
+  struct strata__gi_pooled **at = &gi->pool, **oldest = NULL, *p = NULL;
+  int count = 0;
+  for (; *at; at = &(*at)->next, count++) {
+    if ((*at)->rows == rows && (*at)->row == row) {
+      p = *at;
+      break;
+    }
+    if ((*at)->last_exchange < gi->exchanges &&
+        (!oldest || (*at)->last_exchange < (*oldest)->last_exchange))
+      oldest = at;
+  }
+  if (!p) {
+    if (count >= POOL_SIZE && oldest) {
+      struct strata__gi_pooled *gone = *oldest;
+      *oldest = gone->next;
+      pooled_free(gone);
+    }
+    if (!(p = calloc(1, sizeof *p)))
+      return STRATA_ENOMEM;
+    struct strata__gi_buffer *pending = gi->pending;
+    int ret = mailbox_open(gi, &p->box, rows, total, row);
+    if (ret) {
+      free(p);
+      return ret;
+    }
+    if (gi->pending != pending) { /* the buffer mailbox_open made: ours */
+      p->buffer = gi->pending;
+      gi->pending = p->buffer->next;
+    }
+    p->rows = rows;
+    p->row = row;
+    p->box.pooled = 1;
+    p->next = gi->pool;
+    gi->pool = p;
+  }
+  p->last_exchange = gi->exchanges;
+  p->settled = 0;
+  *m = p->box;
+  return 0;
+}
+
+/* Wait until the kept mailboxes last used by an exchange up to `exchange`
+ * are done with it (tag slot reuse, see next_tag). */
+static void pool_settle(strata_gindexer *gi, int64_t exchange)
+{
+  for (struct strata__gi_pooled *p = gi->pool; p; p = p->next)
+    if (!p->settled && p->last_exchange <= exchange) {
+      if (p->box.whole && starpu_data_acquire(p->box.whole, STARPU_W) == 0)
+        starpu_data_release(p->box.whole);
+      p->settled = 1;
+    }
+}
+
+static int box_open(strata_gindexer *gi, struct strata__gi_mailbox *m, const int64_t *rows,
+                    int64_t total, size_t row)
+{
+  if (total > 0 && (rows == gi->send_counts || rows == gi->recv_counts))
+    return pooled_open(gi, m, rows, total, row);
+  return mailbox_open(gi, m, rows, total, row);
+}
+
 int strata__gi_open(strata_gindexer *gi, const int64_t *out_rows, int64_t nout,
                     const int64_t *in_rows, int64_t nin, size_t row,
                     struct strata__gi_mailbox *outbox, struct strata__gi_mailbox *inbox)
 {
-  int ret = mailbox_open(gi, outbox, out_rows, nout, row);
-  if (!ret && (ret = mailbox_open(gi, inbox, in_rows, nin, row)))
+  int ret = box_open(gi, outbox, out_rows, nout, row);
+  if (!ret && (ret = box_open(gi, inbox, in_rows, nin, row)))
     strata__gi_close(outbox);
   return ret;
 }
@@ -514,8 +624,10 @@ static void mailbox_unpartition(struct strata__gi_mailbox *m)
 static int64_t next_tag(strata_gindexer *gi)
 {
   int64_t e = gi->exchanges++;
-  if (e >= STRATA__GI_TAG_SLOTS)
+  if (e >= STRATA__GI_TAG_SLOTS) {
     reclaim_if(gi, exchange_before, e - STRATA__GI_TAG_SLOTS);
+    pool_settle(gi, e - STRATA__GI_TAG_SLOTS);
+  }
   return ((int64_t)1 << 56) | (gi->serial << 40) | (e % STRATA__GI_TAG_SLOTS);
 }
 

@@ -11,6 +11,7 @@
 #include "internal.h"
 
 struct strata__gi_buffer;
+struct strata__gi_pooled;
 
 /* StarPU-MPI tags of the global indexer: bit 56, a 12-bit serial per live
  * indexer, and a slot among STRATA__GI_TAG_SLOTS used in turn. */
@@ -33,6 +34,7 @@ struct strata_gindexer {
   starpu_data_handle_t h_inverse;    /* single list only: the Put pack is one gather */
   starpu_data_handle_t *h_order;     /* [n_lists] each list's slice of order (NULL: empty) */
   struct strata__gi_buffer *pending; /* exchange buffers not yet freed */
+  struct strata__gi_pooled *pool;    /* the fixed exchanges' mailboxes, kept */
   strata__live live;
 };
 
@@ -43,6 +45,7 @@ struct strata__gi_mailbox {
   starpu_data_handle_t *parts; /* by rank; NULL for empty parts */
   starpu_data_handle_t *children;
   int nchildren;
+  int pooled; /* kept by the indexer: closing leaves it */
 };
 
 /* Host memory of n elements of `elem` bytes (n > 0) registered at home as
@@ -52,6 +55,9 @@ void *strata__gi_buffer(strata_gindexer *gi, int64_t n, size_t elem, starpu_data
 
 /* Unregister (waiting for their tasks) and free the exchange buffers. */
 void strata__gi_reclaim(strata_gindexer *gi);
+
+/* Free the kept mailboxes of the fixed exchanges (waits for their tasks). */
+void strata__gi_pool_clear(strata_gindexer *gi);
 
 /* Free the exchange buffers whose tasks are done, without waiting. Only
  * where the calling exchange submits no more tasks: at its start (the

@@ -286,14 +286,14 @@ static void put_v_segments(const strata_gindexer *gi, const struct put_v_plan *v
  * whose host reads them (nin int64 in *inlen, malloc'd). */
 static int put_v_send_counts(strata_gindexer *gi, strata_array *const *counts, int64_t **inlen)
 {
-  struct strata__gi_mailbox outbox, inbox;
+  struct strata__gi_mailbox outbox = {0}, inbox = {0};
   *inlen = malloc((size_t)(gi->nin + 1) * sizeof **inlen);
   int ret = *inlen ? strata__gi_open(gi, gi->send_counts, gi->n_idx, gi->recv_counts, gi->nin,
                                      sizeof(int64_t), &outbox, &inbox)
                    : STRATA_ENOMEM;
   if ((ret = strata__agree_on(gi->comm, ret, NULL, 0))) {
-    if (*inlen)
-      strata__gi_close(&outbox);
+    strata__gi_close(&outbox);
+    strata__gi_close(&inbox);
     free(*inlen);
     *inlen = NULL;
     return ret;
