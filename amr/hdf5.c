@@ -318,13 +318,10 @@ static int write_atomically(const strata_amr *amr, const struct tables *t, const
   if (ret)
     ret = strata__fail(ret, "amr_write_hdf5: HDF5 could not make the file for %s", path);
   else if (!(ret = strata_output_begin(path, &out))) {
-    FILE *f = fopen(strata_output_temp_path(out), "wb");
-    int err = f ? 0 : errno;
-    if (f && fwrite(image, 1, bytes, f) != bytes)
-      err = errno;
-    if (f && fclose(f) && !err)
-      err = errno;
-    ret = f && !err ? strata_output_commit(out) : strata_output_abandon(out, err);
+    FILE *f = strata_output_stream(out);
+    if (f)
+      fwrite(image, 1, bytes, f);
+    ret = strata_output_finish(out, f);
   }
   free(image);
   return ret;

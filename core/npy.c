@@ -1,7 +1,6 @@
 /* NumPy .npy files: header parsing with validation of every field, data in
  * host byte order, and writing (version 1.0, little-endian). */
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,22 +261,17 @@ int strata_npy_save(const char *path, strata_array *a)
   strata_output *out;
   if ((ret = strata_output_begin(path, &out)))
     return ret;
-  FILE *f = fopen(strata_output_temp_path(out), "wb");
-  if (!f)
-    return strata_output_abandon(out, errno);
-  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
-  pre[8] = (unsigned char)((padded - 10) & 0xff);
-  pre[9] = (unsigned char)((padded - 10) >> 8);
-  fwrite(pre, 1, 10, f);
-  fprintf(f, "%s%*s\n", dict, padded - total, "");
-  void *data;
-  strata_array_acquire(a, STRATA_READ, &data);
-  size_t n = fwrite(data, 1, (size_t)a->nbytes, f);
-  strata_array_release(a);
-  int err = n != (size_t)a->nbytes ? errno : 0;
-  if (fclose(f) != 0 && !err)
-    err = errno;
-  if (err || n != (size_t)a->nbytes)
-    return strata_output_abandon(out, err);
-  return strata_output_commit(out);
+  FILE *f = strata_output_stream(out);
+  if (f) {
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
+    pre[8] = (unsigned char)((padded - 10) & 0xff);
+    pre[9] = (unsigned char)((padded - 10) >> 8);
+    fwrite(pre, 1, 10, f);
+    fprintf(f, "%s%*s\n", dict, padded - total, "");
+    void *data;
+    strata_array_acquire(a, STRATA_READ, &data);
+    fwrite(data, 1, (size_t)a->nbytes, f);
+    strata_array_release(a);
+  }
+  return strata_output_finish(out, f);
 }

@@ -148,6 +148,27 @@ int strata_output_abandon(strata_output *o, int err)
   return ret;
 }
 
+FILE *strata_output_stream(strata_output *o)
+{
+  FILE *f = o ? fopen(o->temp, "wb") : NULL;
+  if (f)
+    errno = 0; /* what a failing write sets is what strata_output_finish reports */
+  return f;
+}
+
+int strata_output_finish(strata_output *o, FILE *f)
+{
+  if (!o) {
+    if (f)
+      fclose(f);
+    return STRATA_EINVAL;
+  }
+  int err = !f || ferror(f) ? (errno ? errno : EIO) : 0;
+  if (f && fclose(f) && !err)
+    err = errno ? errno : EIO;
+  return err ? strata_output_abandon(o, err) : strata_output_commit(o);
+}
+
 /* fsync a file or directory by name; 0 or the errno. */
 static int sync_path(const char *path, int flags)
 {

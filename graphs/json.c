@@ -2,7 +2,6 @@
  * in docs/deferred.md, and Graphviz DOT. Reading checks everything: a file
  * is untrusted input. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,14 +133,13 @@ int strata_graph_save(const strata_graph *g, const char *path)
     free(text);
     return ret;
   }
-  FILE *f = fopen(strata_output_temp_path(out), "w");
-  int err = f ? 0 : errno;
-  if (f && (fputs(text, f) < 0 || fputc('\n', f) == EOF))
-    err = errno;
-  if (f && fclose(f) && !err)
-    err = errno;
+  FILE *f = strata_output_stream(out);
+  if (f) {
+    fputs(text, f);
+    fputc('\n', f);
+  }
   free(text);
-  return f && !err ? strata_output_commit(out) : strata_output_abandon(out, err);
+  return strata_output_finish(out, f);
 }
 
 /* ---- reading ---- */

@@ -1,5 +1,4 @@
 /* `strata infer`: the inference main job. */
-#include <errno.h>
 #include <malloc.h>
 #include <math.h>
 #include <starpu.h>
@@ -232,18 +231,14 @@ static int write_bubbles(strata_infer *inf, const char *path)
   int ret = strata_infer_bubbles(inf, &b, &element, &n);
   strata_output *out = NULL;
   if (!ret && strata_rank() == 0 && !(ret = strata_output_begin(path, &out))) {
-    FILE *f = fopen(strata_output_temp_path(out), "w");
-    int err = f ? 0 : errno;
-    if (f && fprintf(f, "# element x y z radius mass peak cells\n") < 0)
-      err = errno;
-    for (int64_t i = 0; f && !err && i < n; i++)
-      if (fprintf(f, "%lld %.17g %.17g %.17g %.17g %.17g %.17g %lld\n", (long long)element[i],
-                  b[i].center[0], b[i].center[1], b[i].center[2], b[i].radius, b[i].mass, b[i].peak,
-                  (long long)b[i].cells) < 0)
-        err = errno;
-    if (f && fclose(f) && !err)
-      err = errno;
-    ret = f && !err ? strata_output_commit(out) : strata_output_abandon(out, err);
+    FILE *f = strata_output_stream(out);
+    if (f)
+      fprintf(f, "# element x y z radius mass peak cells\n");
+    for (int64_t i = 0; f && !ferror(f) && i < n; i++)
+      fprintf(f, "%lld %.17g %.17g %.17g %.17g %.17g %.17g %lld\n", (long long)element[i],
+              b[i].center[0], b[i].center[1], b[i].center[2], b[i].radius, b[i].mass, b[i].peak,
+              (long long)b[i].cells);
+    ret = strata_output_finish(out, f);
   }
   free(b);
   free(element);

@@ -5,6 +5,8 @@
 #ifndef STRATA_IO_H
 #define STRATA_IO_H
 
+#include <stdio.h>
+
 #include <strata/array.h>
 
 #ifdef __cplusplus
@@ -49,8 +51,20 @@ int strata_output_check(const char *path, uint64_t bytes_needed);
  *          STRATA_EINVAL. */
 int strata_output_begin(const char *path, strata_output **out);
 
-/** @brief Where to write the data of `o` (NULL for NULL). */
+/** @brief Where to write the data of `o` (NULL for NULL), for writers that
+ *  take a path (HDF5, cairo); stdio writers use strata_output_stream(). */
 const char *strata_output_temp_path(const strata_output *o);
+
+/** @brief The temporary file of `o` opened for writing as a binary stdio
+ *  stream; NULL (errno set) when it cannot be opened. Hand it, NULL
+ *  included, to strata_output_finish(). */
+FILE *strata_output_stream(strata_output *o);
+
+/** @brief Close `f` (from strata_output_stream(), or NULL when that failed)
+ *  and commit `o`, or abandon it when the open, a write (the stream's error
+ *  flag) or the close failed, naming that failure's errno. Frees `o`.
+ *  @return as strata_output_commit() / strata_output_abandon(). */
+int strata_output_finish(strata_output *o, FILE *f);
 
 /** @brief Flush the written temporary file to disk, rename it over the
  *  target and flush the directory. Frees `o` in every case.
