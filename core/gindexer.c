@@ -39,7 +39,8 @@ struct strata__gi_buffer {
   struct strata__gi_buffer *next;
 };
 
-void *strata__gi_buffer(strata_gindexer *gi, int64_t n, size_t elem, starpu_data_handle_t *h)
+/* A registered buffer of n elements for exchange gi->exchanges, on no list. */
+static struct strata__gi_buffer *buffer_new(strata_gindexer *gi, int64_t n, size_t elem)
 {
   struct strata__gi_buffer *b = malloc(sizeof *b);
   void *mem = NULL;
@@ -47,10 +48,33 @@ void *strata__gi_buffer(strata_gindexer *gi, int64_t n, size_t elem, starpu_data
     free(b);
     return NULL;
   }
-  starpu_vector_data_register(h, STARPU_MAIN_RAM, (uintptr_t)mem, (uint32_t)n, elem);
-  *b = (struct strata__gi_buffer){*h, mem, (size_t)n * elem, gi->exchanges, gi->pending};
+  *b = (struct strata__gi_buffer){NULL, mem, (size_t)n * elem, gi->exchanges, NULL};
+  starpu_vector_data_register(&b->handle, STARPU_MAIN_RAM, (uintptr_t)mem, (uint32_t)n, elem);
+  return b;
+}
+
+static void buffer_free(struct strata__gi_buffer *b)
+{
+  starpu_data_unregister(b->handle); /* waits for its tasks */
+  strata__host_free(b->mem, b->bytes);
+  free(b);
+}
+
+/* On the pending list: freed once its exchange is done (reclaim_if). */
+static void buffer_pend(strata_gindexer *gi, struct strata__gi_buffer *b)
+{
+  b->next = gi->pending;
   gi->pending = b;
-  return mem;
+}
+
+void *strata__gi_buffer(strata_gindexer *gi, int64_t n, size_t elem, starpu_data_handle_t *h)
+{
+  struct strata__gi_buffer *b = buffer_new(gi, n, elem);
+  if (!b)
+    return NULL;
+  buffer_pend(gi, b);
+  *h = b->handle;
+  return b->mem;
 }
 
 /* Free the buffers `done` says to: unregistering waits for their tasks. */
@@ -64,9 +88,7 @@ static void reclaim_if(strata_gindexer *gi, int (*done)(struct strata__gi_buffer
       continue;
     }
     *at = b->next;
-    starpu_data_unregister(b->handle);
-    strata__host_free(b->mem, b->bytes);
-    free(b);
+    buffer_free(b);
   }
 }
 
@@ -455,17 +477,18 @@ void strata__gi_close(struct strata__gi_mailbox *m)
   memset(m, 0, sizeof *m);
 }
 
+/* A mailbox over a new buffer: on the pending list, or in *kept (the
+ * caller's to free) when `kept` is not NULL. */
 static int mailbox_open(strata_gindexer *gi, struct strata__gi_mailbox *m, const int64_t *rows,
-                        int64_t total, size_t row)
+                        int64_t total, size_t row, struct strata__gi_buffer **kept)
 {
   int size = gi->size;
   memset(m, 0, sizeof *m);
   m->parts = calloc((size_t)size, sizeof *m->parts);
   m->children = malloc((size_t)size * sizeof *m->children);
   long *lengths = malloc((size_t)size * sizeof *lengths);
-  starpu_data_handle_t whole = NULL;
-  if (!m->parts || !m->children || !lengths ||
-      (total > 0 && !strata__gi_buffer(gi, total, row, &whole))) {
+  struct strata__gi_buffer *b = NULL;
+  if (!m->parts || !m->children || !lengths || (total > 0 && !(b = buffer_new(gi, total, row)))) {
     free(lengths);
     strata__gi_close(m);
     return STRATA_ENOMEM;
@@ -474,7 +497,11 @@ static int mailbox_open(strata_gindexer *gi, struct strata__gi_mailbox *m, const
     free(lengths);
     return 0;
   }
-  m->whole = whole;
+  if (kept)
+    *kept = b;
+  else
+    buffer_pend(gi, b);
+  m->whole = b->handle;
   for (int r = 0; r < size; r++)
     if (rows[r] > 0)
       lengths[m->nchildren++] = (long)rows[r];
@@ -510,11 +537,8 @@ static void pooled_free(struct strata__gi_pooled *p)
 {
   p->box.pooled = 0;
   strata__gi_close(&p->box);
-  if (p->buffer) {
-    starpu_data_unregister(p->buffer->handle); /* waits for its tasks */
-    strata__host_free(p->buffer->mem, p->buffer->bytes);
-    free(p->buffer);
-  }
+  if (p->buffer)
+    buffer_free(p->buffer);
   free(p);
 }
 
@@ -551,15 +575,10 @@ static int pooled_open(strata_gindexer *gi, struct strata__gi_mailbox *m, const 
     }
     if (!(p = calloc(1, sizeof *p)))
       return STRATA_ENOMEM;
-    struct strata__gi_buffer *pending = gi->pending;
-    int ret = mailbox_open(gi, &p->box, rows, total, row);
+    int ret = mailbox_open(gi, &p->box, rows, total, row, &p->buffer);
     if (ret) {
       free(p);
       return ret;
-    }
-    if (gi->pending != pending) { /* the buffer mailbox_open made: ours */
-      p->buffer = gi->pending;
-      gi->pending = p->buffer->next;
     }
     p->rows = rows;
     p->row = row;
@@ -590,7 +609,7 @@ static int box_open(strata_gindexer *gi, struct strata__gi_mailbox *m, const int
 {
   if (total > 0 && (rows == gi->send_counts || rows == gi->recv_counts))
     return pooled_open(gi, m, rows, total, row);
-  return mailbox_open(gi, m, rows, total, row);
+  return mailbox_open(gi, m, rows, total, row, NULL);
 }
 
 int strata__gi_open(strata_gindexer *gi, const int64_t *out_rows, int64_t nout,
