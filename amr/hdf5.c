@@ -528,6 +528,64 @@ static int read_geometry(hid_t file, struct summary *s)
   return 0;
 }
 
+/* A leaf as the range of finest cells it holds along the Morton curve of
+ * the whole domain: root block first, then the interleaved bits within it
+ * (up to 30 + 36 bits, hence 128-bit keys). */
+struct cell_range {
+  unsigned __int128 first, end;
+};
+
+static struct cell_range leaf_range(const struct summary *s, int64_t i)
+{
+  const int64_t l = s->level[i], shift = s->max_level - l, nb = s->root_blocks;
+  int64_t root = 0, code = 0;
+  for (int a = (int)s->dim - 1; a >= 0; a--)
+    root = root * nb + (s->index[3 * i + a] >> l);
+  for (int64_t bit = 0; bit < s->max_level; bit++)
+    for (int a = 0; a < s->dim; a++) {
+      int64_t local = (s->index[3 * i + a] & ((INT64_C(1) << l) - 1)) << shift;
+      code |= ((local >> bit) & 1) << (bit * s->dim + a);
+    }
+  const unsigned __int128 per_root = (unsigned __int128)1 << (s->dim * s->max_level);
+  struct cell_range c;
+  c.first = (unsigned __int128)root * per_root + (unsigned __int128)code;
+  c.end = c.first + ((unsigned __int128)1 << (s->dim * shift));
+  return c;
+}
+
+static int compare_ranges(const void *a, const void *b)
+{
+  const struct cell_range *x = a, *y = b;
+  return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* The leaves tile the domain: sorted along the curve, each starts where
+ * the previous ends, from the first cell to the last. */
+static int check_cover(const struct summary *s)
+{
+  struct cell_range *c = malloc((size_t)s->n * sizeof *c);
+  if (!c)
+    return STRATA_ENOMEM;
+  for (int64_t i = 0; i < s->n; i++)
+    c[i] = leaf_range(s, i);
+  qsort(c, (size_t)s->n, sizeof *c, compare_ranges);
+  unsigned __int128 at = 0, all = (unsigned __int128)1 << (s->dim * s->max_level);
+  for (int d = 0; d < s->dim; d++)
+    all *= (unsigned __int128)s->root_blocks;
+  int64_t bad = -1;
+  for (int64_t i = 0; i < s->n && bad < 0; i++) {
+    if (c[i].first != at)
+      bad = i;
+    at = c[i].end;
+  }
+  free(c);
+  if (bad >= 0 || at != all)
+    return strata__fail(STRATA_EIO, "%s: the leaves %s the domain (%lld leaves along the curve)",
+                        s->file, bad >= 0 ? "overlap or leave a gap in" : "do not reach the end of",
+                        (long long)(bad >= 0 ? bad : s->n));
+  return 0;
+}
+
 /* The leaf tables: their shapes agree, every leaf lies in the domain on its
  * level, and the leaves cover the domain's volume exactly once. */
 static int read_leaves(hid_t file, struct summary *s)
@@ -554,7 +612,6 @@ static int read_leaves(hid_t file, struct summary *s)
   if (!ret)
     ret = read_dataset(file, s->file, "index", H5T_INTEGER, H5T_NATIVE_INT64, 8, 2, n3,
                        (void **)&s->index);
-  long double volume = 0;
   for (int64_t i = 0; !ret && i < s->n; i++) {
     const int64_t l = s->level[i], r = s->rank[i];
     if (l < 0 || l > s->max_level)
@@ -572,12 +629,8 @@ static int read_leaves(hid_t file, struct summary *s)
                             "along axis %d on level %lld)",
                             s->file, (long long)i, (long long)x, a, (long long)l);
     }
-    volume += powl(1.0L / side, (long double)s->dim);
   }
-  if (!ret && fabsl(volume - 1) > 1e-9L)
-    ret = strata__fail(STRATA_EIO, "%s: the leaves cover %.9Lg of the domain, not all of it once",
-                       s->file, volume);
-  return ret;
+  return ret ? ret : check_cover(s);
 }
 
 static void print_geometry(const struct summary *s, FILE *out)

@@ -109,7 +109,10 @@ damaged("level_garbage", "leaf 3 has level 99", lambda f: f["level"].__setitem__
 damaged("rank_garbage", "leaf 2 has rank 7", lambda f: f["rank"].__setitem__(2, 7))
 damaged("outside", "leaf 0 lies outside the domain",
         lambda f: f["index"].__setitem__(0, [9, 0, 0]))
-damaged("overlap", "the leaves cover", lambda f: f["level"].__setitem__(14, 1))
+damaged("overlap", "the leaves overlap or leave a gap", lambda f: f["level"].__setitem__(14, 1))
+# Same volume, one cell covered twice and one not at all: a volume sum passes.
+damaged("shifted", "the leaves overlap or leave a gap",
+        lambda f: f["index"].__setitem__(0, [1, 0, 0]))
 damaged("short_rank", "dataset 'rank' has 14 along axis 0, expected 15",
         replace("rank", np.zeros(14, dtype=np.int32)))
 damaged("rank_as_float", "dataset 'rank' has the wrong element type",
@@ -128,8 +131,8 @@ container = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "hd
 p = amr_info(container)
 check(p is not None and p.returncode == 1
       and ("libhdf5 crashed reading it" in p.stderr or "AddressSanitizer" in p.stderr),
-      "a container libhdf5 crashes on: exit 1 with a message" + ("" if p is None else
-                                                                "\n" + p.stderr[-2000:]))
+      "a container libhdf5 crashes on: exit 1 with a message"
+      + ("" if p is None or p.returncode == 1 else "\n" + p.stderr[-2000:]))
 p = amr_info(os.path.join(WORK, "absent.h5"))
 check(p is not None and p.returncode == 1 and "No such file or directory" in p.stderr,
       "a missing file says so")
