@@ -46,6 +46,7 @@ int strata_output_check(const char *path, uint64_t bytes_needed)
     return STRATA_ENOMEM;
   int ret = 0;
   struct statvfs fs;
+  const int known = statvfs(dir, &fs) == 0; /* what the file system says, where it says */
   if (stat(dir, &st) != 0)
     ret = strata__fail(STRATA_EIO, "directory %s of %s: %s", dir, path, strerror(errno));
   else if (!S_ISDIR(st.st_mode))
@@ -53,10 +54,9 @@ int strata_output_check(const char *path, uint64_t bytes_needed)
   else if (access(dir, W_OK | X_OK) != 0)
     ret = strata__fail(STRATA_EIO, "directory %s of %s is not writable: %s", dir, path,
                        strerror(errno));
-  else if (statvfs(dir, &fs) == 0 && (fs.f_flag & ST_RDONLY))
+  else if (known && (fs.f_flag & ST_RDONLY))
     ret = strata__fail(STRATA_EIO, "directory %s of %s is on a read-only file system", dir, path);
-  else if (bytes_needed && statvfs(dir, &fs) == 0 &&
-           (uint64_t)fs.f_bavail * fs.f_frsize < bytes_needed)
+  else if (known && bytes_needed && (uint64_t)fs.f_bavail * fs.f_frsize < bytes_needed)
     ret = strata__fail(STRATA_EIO, "%s needs about %.1f MB, %.1f MB are free in %s", path,
                        (double)bytes_needed / 1e6, (double)fs.f_bavail * fs.f_frsize / 1e6, dir);
   free(dir);

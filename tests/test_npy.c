@@ -171,6 +171,12 @@ static void check_atomic_save(void)
     CHECK(strncmp(e->d_name, ".keep.npy.", 10) != 0);
   if (d)
     closedir(d);
+  /* The checks before a write: a directory, a missing directory, no room. */
+  CHECK_EQ(strata_output_check(check_scratch, 0), STRATA_EIO);
+  CHECK(strstr(strata_error_message(), "is a directory") != NULL);
+  CHECK_EQ(strata_output_check(keep, 0), 0);
+  CHECK_EQ(strata_output_check(keep, (uint64_t)1 << 62), STRATA_EIO);
+  CHECK(strstr(strata_error_message(), "MB are free in") != NULL);
   CHECK_EQ(strata_npy_save("/nonexistent/dir/x.npy", small), STRATA_EIO);
   CHECK(strstr(strata_error_message(), "No such file or directory") != NULL);
   strata_array_destroy(small);
