@@ -214,7 +214,6 @@ int strata_amr_create(const strata_amr_params *p, strata_amr **out)
   int ret = strata__check_ready();
   if (ret)
     return ret;
-  strata__clear_error();
   int local = out ? check_params(p) : STRATA_EINVAL;
   int64_t v[8] = {0};
   if (local == 0) {
@@ -635,7 +634,6 @@ int strata_amr_build(strata_amr *amr, const strata_amr_problem *problem,
   strata__clear_error();
   if (!amr)
     return STRATA_EINVAL;
-  strata__clear_error();
   int local = problem ? check_criterion(amr, criterion) : STRATA_EINVAL;
   if (!local)
     for (int64_t i = 0; i < amr->nleaves; i++)
@@ -707,7 +705,6 @@ int strata_amr_adapt(strata_amr *amr, const strata_amr_criterion *criterion, int
   strata__clear_error();
   if (!amr)
     return STRATA_EINVAL;
-  strata__clear_error();
   int8_t *flags = malloc((size_t)(amr->nleaves ? amr->nleaves : 1));
   int local = flags ? check_criterion(amr, criterion) : STRATA_ENOMEM;
   if (!local)

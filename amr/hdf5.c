@@ -333,7 +333,6 @@ int strata_amr_write_hdf5_annotated(strata_amr *amr, const char *path, const cha
   strata__clear_error();
   if (!amr)
     return STRATA_EINVAL;
-  strata__clear_error();
   /* Rank 0 writes the file, but a path that differs between ranks is a
    * mistake every rank should hear of. */
   int local = path && path[0] && n >= 0 && (n == 0 || (keys && values)) ? 0 : STRATA_EINVAL;

@@ -220,7 +220,6 @@ int strata_infer_create(strata_amr *amr, const strata_infer_params *params, stra
     return ret;
   if (!amr || !params || !out)
     return STRATA_EINVAL;
-  strata__clear_error();
   *out = NULL;
   strata_infer_params p = *params;
   int local = check_params(amr, &p);

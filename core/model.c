@@ -420,7 +420,6 @@ int strata_model_load(const char *json_path, strata_model **out)
   if (!json_path || !out)
     return STRATA_EINVAL;
   *out = NULL;
-  strata__clear_error();
   char *text = read_text(json_path, 1 << 24);
   if (!text)
     return strata__fail(STRATA_EIO, "%s: cannot read (missing, or over 16 MiB)", json_path);

@@ -194,7 +194,6 @@ int strata_npy_load(const char *path, strata_array **out)
     return ret;
   if (!path || !out)
     return STRATA_EINVAL;
-  strata__clear_error();
   *out = NULL;
   FILE *f;
   struct npy_header h;
@@ -246,7 +245,6 @@ int strata_npy_save(const char *path, strata_array *a)
     return ret;
   if (!path || !a)
     return STRATA_EINVAL;
-  strata__clear_error();
   static const char *const descr[STRATA_NDTYPES] = {"|b1", "|i1", "|u1", "<i4",
                                                     "<i8", "<f4", "<f8"};
   char dict[400];

@@ -223,7 +223,6 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
   strata__clear_error();
   if (rt.state == READY)
     return 0;
-  strata__clear_error();
   strata_config defaults;
   if (!cfg) {
     strata_config_init(&defaults);

@@ -798,7 +798,6 @@ int strata_launch_sharded(const strata_shard_op *op, const strata_sharding *shar
   int ret = strata__check_ready();
   if (ret)
     return ret;
-  strata__clear_error();
   int ranks = strata_size();
   strata_sharding chosen = {0};
   int local = strata_shard_op_check(op);

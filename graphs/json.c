@@ -394,7 +394,6 @@ int strata_graph_from_json(const char *json, size_t len, strata_graph **graph)
   if (!json || !graph)
     return STRATA_EINVAL;
   *graph = NULL;
-  strata__clear_error();
   cJSON *root = cJSON_ParseWithLength(json, len);
   if (!root)
     return strata__fail(STRATA_EIO, "malformed JSON");
