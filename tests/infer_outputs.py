@@ -151,8 +151,8 @@ try:
               "h5py opens the previous file after the kill")
         check(f["parameters"].attrs["seed"] in (b"2026", "2026"),
               "the file keeps the run's parameters")
-except ImportError:
-    print("h5py absent: the file's contents not read back")
+except ImportError:  # scripts/setup.sh installs python3-h5py: its absence is a failure
+    check(False, "h5py (python3-h5py) reads the previous file back")
 
 print(f"{len(failures)} failed" if failures else f"all output checks pass on {NRANKS} ranks")
 sys.exit(1 if failures else 0)
