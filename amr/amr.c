@@ -10,7 +10,7 @@
 #include <starpu_mpi.h>
 #include <strata/starpu.h>
 
-#include "../core/internal.h"
+#include "internal/runtime.h"
 #include "amr_internal.h"
 #include "codelets.h"
 #include "kernels/amr_kernels.h"
@@ -76,9 +76,13 @@ static int check_params(const strata_amr_params *p)
 
 /* ---- leaf handles ---- */
 
-static int64_t tag_of(const strata_amr *amr, const struct strata__amr_node *n, int f)
+/* The hierarchy's tags: its leaves' handles in the first half, one per
+ * halo exchange in the second. */
+static int tag_of(const strata_amr *amr, const struct strata__amr_node *n, int f, int64_t *tag)
 {
-  return amr->tag_base + n->serial * STRATA_AMR_MAX_FIELDS + f;
+  strata__tags handles;
+  strata__tags_part(&amr->tags, 0, 2, &handles);
+  return strata__tag(&handles, n->serial * STRATA_AMR_MAX_FIELDS + f, tag);
 }
 
 static int is_double(const strata_amr *amr) { return amr->p.dtype == STRATA_FLOAT64; }
@@ -115,8 +119,12 @@ static int make_leaf(strata_amr *amr, struct strata__amr_node *n, int rank)
 {
   size_t elem = is_double(amr) ? sizeof(double) : sizeof(float);
   for (int f = 0; f < amr->p.nfields; f++) {
+    int64_t tag;
+    int ret = tag_of(amr, n, f, &tag);
+    if (ret)
+      return ret;
     starpu_vector_data_register(&n->h[f], -1, 0, (uint32_t)strata__amr_block_size(amr), elem);
-    starpu_mpi_data_register_comm(n->h[f], tag_of(amr, n, f), rank, amr->comm);
+    starpu_mpi_data_register_comm(n->h[f], tag, rank, amr->comm);
   }
   n->is_leaf = 1;
   n->rank = rank;
@@ -255,8 +263,7 @@ int strata_amr_create(const strata_amr_params *p, strata_amr **out)
   amr->meta = strata__coll_comm();
   MPI_Comm_rank(amr->comm, &amr->rank);
   MPI_Comm_size(amr->comm, &amr->size);
-  /* Tags: bit 50 marks AMR handles, then the hierarchy's collective number. */
-  amr->tag_base = ((int64_t)1 << 50) | ((strata__next_collective() & 0x3fff) << 36);
+  local = strata__tags_take(amr->meta, "amr", &amr->tags);
   strata_amr_block b = {.level = 0};
   int64_t nz = p->dim == 3 ? p->root_blocks : 1;
   for (b.index[2] = 0; b.index[2] < nz && !local; b.index[2]++)
@@ -299,6 +306,7 @@ int strata_amr_destroy(strata_amr *amr)
       free(n);
     }
   starpu_task_wait_for_all();
+  strata__tags_release(&amr->tags);
   free(amr->buckets);
   free(amr->leaves);
   free(amr);
@@ -726,83 +734,60 @@ int strata_amr_adapt(strata_amr *amr, const strata_amr_criterion *criterion, int
  * small nodes. Both sides list the same leaves in the same order (Morton
  * positions), computed from the replicated tree. */
 struct exchange {
-  int64_t tag;
-  uint8_t *send, *recv;        /* [peer * nleaves + pos]: leaf goes to / comes from peer */
-  starpu_data_handle_t *inbox; /* per peer: the received buffer */
-  starpu_data_handle_t *outbox;
-  int64_t *slot; /* [pos]: place of a received leaf in its sender's message */
+  struct strata__mailbox mb;
+  uint8_t *send, *recv; /* [peer * nleaves + pos]: leaf goes to / comes from peer */
+  int64_t *offset;      /* [pos]: place of a received leaf in its sender's message */
 };
 
 static int exchange_open(strata_amr *amr, struct exchange *ex)
 {
   size_t n = (size_t)(amr->nleaves ? amr->nleaves : 1), size = (size_t)amr->size;
-  ex->tag = ((int64_t)1 << 51) | ((amr->exchanges++ & 0x7fffff) << 20);
+  *ex = (struct exchange){0};
+  int64_t tag;
+  strata__tags halos;
+  strata__tags_part(&amr->tags, 1, 2, &halos);
+  int ret = strata__tag(&halos, amr->exchanges++, &tag);
+  if (!ret)
+    ret = strata__mailbox_open(&ex->mb, amr->comm, tag, is_double(amr) ? sizeof(double) : sizeof(float));
   ex->send = calloc(n * size, 1);
   ex->recv = calloc(n * size, 1);
-  ex->inbox = calloc(size, sizeof *ex->inbox);
-  ex->outbox = calloc(size, sizeof *ex->outbox);
-  ex->slot = calloc(n, sizeof *ex->slot);
-  return ex->send && ex->recv && ex->inbox && ex->outbox && ex->slot ? 0 : STRATA_ENOMEM;
+  ex->offset = calloc(n, sizeof *ex->offset);
+  return ret ? ret : ex->send && ex->recv && ex->offset ? 0 : STRATA_ENOMEM;
 }
 
-static void exchange_close(strata_amr *amr, struct exchange *ex)
+static void exchange_close(struct exchange *ex)
 {
-  for (int r = 0; r < amr->size; r++) {
-    if (ex->inbox && ex->inbox[r])
-      starpu_data_unregister_submit(ex->inbox[r]);
-    if (ex->outbox && ex->outbox[r])
-      starpu_data_unregister_submit(ex->outbox[r]);
-  }
+  strata__mailbox_close(&ex->mb);
   free(ex->send);
   free(ex->recv);
-  free(ex->inbox);
-  free(ex->outbox);
-  free(ex->slot);
+  free(ex->offset);
 }
 
-/* Pack and send, or post the receive, for every peer. */
+/* Reserve each crossing leaf's fields in the messages, in Morton order on
+ * both sides, pack the outgoing ones and post the messages. */
 static int exchange_post(strata_amr *amr, struct exchange *ex)
 {
   const int64_t n = amr->nleaves, block = strata__amr_block_size(amr), side = strata__amr_side(amr);
   const int nf = amr->p.nfields;
-  const size_t es = is_double(amr) ? sizeof(double) : sizeof(float);
-  for (int r = 0; r < amr->size; r++) {
-    if (r == amr->rank)
-      continue;
-    int64_t nsend = 0, nrecv = 0;
-    for (int64_t i = 0; i < n; i++) {
+  for (int r = 0; r < amr->size; r++)
+    for (int64_t i = 0; i < n && r != amr->rank; i++) {
       if (ex->recv[r * n + i])
-        ex->slot[i] = nrecv++;
-      nsend += ex->send[r * n + i];
+        ex->offset[i] = strata__mailbox_reserve(&ex->mb, r, amr->rank, nf * block);
+      if (ex->send[r * n + i])
+        strata__mailbox_reserve(&ex->mb, amr->rank, r, nf * block);
     }
-    if (nrecv) {
-      starpu_vector_data_register(&ex->inbox[r], -1, 0, (uint32_t)(nrecv * nf * block), es);
-      if (starpu_mpi_irecv_detached(ex->inbox[r], r, ex->tag, amr->comm, NULL, NULL) != 0)
-        return STRATA_ESTARPU;
-    }
-    if (!nsend)
-      continue;
-    starpu_vector_data_register(&ex->outbox[r], -1, 0, (uint32_t)(nsend * nf * block), es);
-    /* A first write initialises the buffer for the packing tasks (RW). */
-    struct strata__amr_fill zero = {0};
-    int ret = strata__amr_fill_submit(MPI_COMM_NULL, ex->outbox[r], &zero);
-    if (ret)
-      return ret;
-    struct strata__amr_xfer x = {
-        .kind = STRATA__AMR_COPY, .dim = amr->p.dim, .factor = 1, .is_double = is_double(amr)};
-    for (int a = 0; a < 3; a++)
-      x.count[a] = x.dst_dims[a] = x.src_dims[a] = a < amr->p.dim ? side : 1;
-    for (int64_t i = 0, k = 0; i < n; i++)
-      for (int f = 0; ex->send[r * n + i] && f < nf; f++, k++) {
+  int ret = strata__mailbox_prepare(&ex->mb);
+  struct strata__amr_xfer x = {
+      .kind = STRATA__AMR_COPY, .dim = amr->p.dim, .factor = 1, .is_double = is_double(amr)};
+  for (int a = 0; a < 3; a++)
+    x.count[a] = x.dst_dims[a] = x.src_dims[a] = a < amr->p.dim ? side : 1;
+  for (int r = 0; r < amr->size && !ret; r++)
+    for (int64_t i = 0, k = 0; i < n && r != amr->rank && !ret; i++)
+      for (int f = 0; ex->send[r * n + i] && f < nf && !ret; f++, k++) {
         x.dst_offset = k * block;
-        ret = strata__amr_xfer_submit(MPI_COMM_NULL, amr->leaves[i]->h[f], ex->outbox[r], &x);
-        if (ret)
-          return ret;
+        ret = strata__amr_xfer_submit(MPI_COMM_NULL, amr->leaves[i]->h[f], ex->mb.outbox[r], &x);
       }
-    if (starpu_mpi_isend_detached(ex->outbox[r], r, ex->tag, amr->comm, NULL, NULL) != 0)
-      return STRATA_ESTARPU;
-  }
-  return 0;
+  return ret ? ret : strata__mailbox_post(&ex->mb, NULL);
 }
 
 /* A transfer into a leaf's ghost region from a source leaf. */
@@ -906,8 +891,8 @@ static starpu_data_handle_t part_source(const struct ghost_ctx *gc, const struct
   *offset = 0;
   if (p->src->rank == amr->rank)
     return p->src->h[f];
-  *offset = (gc->ex->slot[p->src->pos] * amr->p.nfields + f) * strata__amr_block_size(amr);
-  return gc->ex->inbox[p->src->rank];
+  *offset = gc->ex->offset[p->src->pos] + f * strata__amr_block_size(amr);
+  return gc->ex->mb.inbox[p->src->rank];
 }
 
 /* Field f of gc->dst: its ghost parts in order, then the extrapolation at
@@ -998,7 +983,7 @@ int strata_amr_fill_ghosts(strata_amr *amr)
     for (int64_t i = 0; i < amr->nleaves && !local; i++)
       if (amr->leaves[i]->b.level == level && amr->leaves[i]->rank == amr->rank)
         local = fill_leaf_ghosts(amr, &ex, amr->leaves[i], 0);
-    exchange_close(amr, &ex);
+    exchange_close(&ex);
   }
   return strata__agree(local, NULL, 0) ? (local ? local : STRATA_ESTARPU) : 0;
 }

@@ -6,8 +6,10 @@
 #include <starpu.h>
 
 #include <strata/amr.h>
+#include <strata/io.h>
 
-#include "../core/internal.h"
+#include "internal/exchange.h"
+#include "internal/runtime.h"
 
 /* A block of the tree. Non-leaves keep no data; all 2^dim children of a
  * non-leaf exist. */
@@ -35,8 +37,9 @@ struct strata_amr {
   MPI_Comm comm; /* StarPU-MPI communicator (strata_comm()) */
   MPI_Comm meta; /* Strata's own collectives on the tree */
   int rank, size;
-  int64_t tag_base, next_serial;
-  int64_t exchanges; /* halo exchanges so far: their tags */
+  strata__tags tags; /* StarPU-MPI tags: leaves' handles, halo exchanges */
+  int64_t next_serial;
+  int64_t exchanges;
   struct strata__amr_node **buckets;
   int64_t nbuckets, nnodes;
   struct strata__amr_node **leaves; /* Morton order */

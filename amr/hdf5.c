@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/internal.h"
+#include "internal/runtime.h"
 #include "amr_internal.h"
 
 #define NAME_LEN 64

@@ -16,7 +16,9 @@
 #include <strata/infer.h>
 #include <strata/starpu.h>
 
-#include "../core/internal.h"
+#include "internal/exchange.h"
+#include "internal/model.h"
+#include "internal/runtime.h"
 #include "amr_internal.h"
 #include "codelets.h"
 #include "kernels/amr_kernels.h"
@@ -65,7 +67,7 @@ struct strata_infer {
   strata_amr *amr;
   strata_infer_params p;
   int64_t n;   /* array cells per axis */
-  int64_t seq; /* tag space of this object */
+  strata__tags tags; /* StarPU-MPI tags: elements, masks, mailboxes */
   int64_t cycles;
   int64_t next_serial;
   struct element *el;
@@ -81,7 +83,6 @@ struct strata_infer {
   strata__live live;
 };
 
-static int64_t infer_objects; /* identical on every rank: creation is collective */
 
 const char *strata_infer_phase_name(int phase)
 {
@@ -230,12 +231,14 @@ int strata_infer_create(strata_amr *amr, const strata_infer_params *params, stra
   if (ret)
     return local ? local : ret;
   strata_infer *inf = calloc(1, sizeof *inf);
-  if (!inf)
-    return STRATA_ENOMEM;
+  if ((ret = strata__agree(inf ? 0 : STRATA_ENOMEM, NULL, 0)) ||
+      (ret = strata__tags_take(strata__coll_comm(), "infer", &inf->tags))) {
+    free(inf);
+    return ret;
+  }
   inf->amr = amr;
   inf->p = p;
   inf->n = (int64_t)amr->p.block_cells << (p.level_infer - p.level_array);
-  inf->seq = infer_objects++;
   inf->bubble_scratch = strata__scratch_register(strata__bubbles_scratch_bytes(inf->n));
   starpu_pthread_mutex_init(&inf->lock, NULL);
   strata__live_add(&strata__objects, &inf->live, "inference method", inf, destroy_live);
@@ -253,7 +256,8 @@ static void drop_element(struct element *e)
 static void drop_masks(strata_infer *inf)
 {
   for (int64_t i = 0; i < inf->nmasks; i++)
-    starpu_data_unregister_submit(inf->masks[i].h);
+    if (inf->masks[i].h) /* NULL: not registered, the cycle failed first */
+      starpu_data_unregister_submit(inf->masks[i].h);
   free(inf->masks);
   inf->masks = NULL;
   inf->nmasks = 0;
@@ -285,6 +289,7 @@ int strata_infer_destroy(strata_infer *inf)
   starpu_data_unregister_submit(inf->bubble_scratch);
   starpu_task_wait_for_all();
   starpu_pthread_mutex_destroy(&inf->lock);
+  strata__tags_release(&inf->tags);
   free(inf);
   return 0;
 }
@@ -414,20 +419,30 @@ static int plan_masks(strata_infer *inf)
   return 0;
 }
 
-static int64_t mask_tag(const strata_infer *inf, int64_t i)
+/* Mask i of this cycle's tag; at most 2^26 masks a cycle. */
+static int mask_tag(const strata_infer *inf, int64_t i, int64_t *tag)
 {
-  return ((int64_t)1 << 52) | ((inf->seq & 0xfff) << 40) | ((inf->cycles & 0xff) << 32) | i;
+  strata__tags masks;
+  strata__tags_part(&inf->tags, 1, 4, &masks);
+  if (i >= (INT64_C(1) << 26))
+    return strata__fail(STRATA_ENOMEM, "infer: more than 2^26 criterion masks");
+  return strata__tag(&masks, (inf->cycles << 26) + i, tag);
 }
 
 static int submit_evaluate(strata_infer *inf)
 {
   strata_amr *amr = inf->amr;
+  int64_t last_tag;
   int ret = plan_masks(inf);
+  if (!ret && inf->nmasks)
+    ret = mask_tag(inf, inf->nmasks - 1, &last_tag);
   for (int64_t i = 0; i < inf->nmasks && !ret; i++) {
     struct mask *m = &inf->masks[i];
     m->cells = mask_cells(inf, m->b.level);
+    int64_t tag;
+    mask_tag(inf, i, &tag); /* checked for the last mask below */
     starpu_vector_data_register(&m->h, -1, 0, (uint32_t)(m->cells * m->cells * m->cells), 1);
-    starpu_mpi_data_register(m->h, mask_tag(inf, i), m->rank);
+    starpu_mpi_data_register(m->h, tag, m->rank);
     struct strata__amr_node *node = strata__amr_find(amr, &m->b);
     if (node && node->is_leaf) {
       struct strata__infer_criterion c = {.is_double = is_double(inf),
@@ -556,20 +571,21 @@ static int gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n_out)
   return 0;
 }
 
-static int64_t element_tag(const strata_infer *inf, const struct element *e, int k)
-{
-  return ((int64_t)1 << 53) | ((inf->seq & 0xfff) << 40) | (e->serial * 4 + k);
-}
-
 static int register_element(strata_infer *inf, struct element *e)
 {
   const int64_t cells = inf->n * inf->n * inf->n;
+  strata__tags elements;
+  int64_t tag;
+  strata__tags_part(&inf->tags, 0, 4, &elements);
+  int ret = strata__tag(&elements, e->serial * 4 + 2, &tag);
+  if (ret)
+    return ret;
   starpu_vector_data_register(&e->in, -1, 0, (uint32_t)(cells * inf->p.n_fields), sizeof(float));
   starpu_vector_data_register(&e->out, -1, 0, (uint32_t)cells, sizeof(float));
   starpu_vector_data_register(&e->table, -1, 0, (uint32_t)table_len(inf), sizeof(double));
-  starpu_mpi_data_register(e->in, element_tag(inf, e, 0), e->rank);
-  starpu_mpi_data_register(e->out, element_tag(inf, e, 1), e->rank);
-  starpu_mpi_data_register(e->table, element_tag(inf, e, 2), e->rank);
+  starpu_mpi_data_register(e->in, tag - 2, e->rank);
+  starpu_mpi_data_register(e->out, tag - 1, e->rank);
+  starpu_mpi_data_register(e->table, tag, e->rank);
   if (e->rank != inf->amr->rank)
     return 0;
   /* A first write, so that the transfers may read-modify-write it. */
@@ -734,89 +750,17 @@ static int64_t piece_cells(const strata_infer *inf, const struct transfer *t)
   return box_n[0] * box_n[1] * box_n[2];
 }
 
-/* ---- messages: one per pair of ranks and phase ---- */
+/* ---- messages: one mailbox per pair of ranks and phase ---- */
 
-struct mailbox {
+/* The mailbox of this cycle's phase `which` (0: populate, 1: update). */
+static int open_mailbox(strata_infer *inf, struct strata__mailbox *mb, size_t elemsize, int which)
+{
+  strata__tags mail;
   int64_t tag;
-  size_t elemsize;
-  int64_t *send, *recv; /* per peer: values */
-  starpu_data_handle_t *outbox, *inbox;
-};
-
-static int mailbox_open(strata_infer *inf, struct mailbox *mb, size_t elemsize, int which)
-{
-  const int size = inf->amr->size;
-  *mb = (struct mailbox){.tag = ((int64_t)1 << 54) | ((inf->seq & 0xfff) << 40) |
-                                ((inf->cycles & 0xffffff) << 2) | which,
-                         .elemsize = elemsize};
-  mb->send = calloc((size_t)size, sizeof *mb->send);
-  mb->recv = calloc((size_t)size, sizeof *mb->recv);
-  mb->outbox = calloc((size_t)size, sizeof *mb->outbox);
-  mb->inbox = calloc((size_t)size, sizeof *mb->inbox);
-  return mb->send && mb->recv && mb->outbox && mb->inbox ? 0 : STRATA_ENOMEM;
-}
-
-/* Room for `values` from rank `from` to rank `to`: the offset in the
- * message, the same on both sides; -1 when this rank is neither. */
-static int64_t mailbox_reserve(const strata_infer *inf, struct mailbox *mb, int from, int to,
-                               int64_t values)
-{
-  int64_t at = -1;
-  if (from == inf->amr->rank) {
-    at = mb->send[to];
-    mb->send[to] += values;
-  } else if (to == inf->amr->rank) {
-    at = mb->recv[from];
-    mb->recv[from] += values;
-  }
-  return at;
-}
-
-/* Outboxes ready for packing tasks, inboxes registered. */
-static int mailbox_prepare(strata_infer *inf, struct mailbox *mb)
-{
-  for (int r = 0; r < inf->amr->size; r++) {
-    if (mb->recv[r])
-      starpu_vector_data_register(&mb->inbox[r], -1, 0, (uint32_t)mb->recv[r], mb->elemsize);
-    if (!mb->send[r])
-      continue;
-    starpu_vector_data_register(&mb->outbox[r], -1, 0, (uint32_t)mb->send[r], mb->elemsize);
-    struct strata__amr_fill zero = {0};
-    int ret = strata__amr_fill_submit(MPI_COMM_NULL, mb->outbox[r], &zero);
-    if (ret)
-      return ret;
-  }
-  return 0;
-}
-
-/* Send the packed outboxes (after their packing tasks), post the receives. */
-static int mailbox_post(strata_infer *inf, struct mailbox *mb, int64_t *messages)
-{
-  for (int r = 0; r < inf->amr->size; r++) {
-    if (mb->recv[r] &&
-        starpu_mpi_irecv_detached(mb->inbox[r], r, mb->tag, inf->amr->comm, NULL, NULL) != 0)
-      return STRATA_ESTARPU;
-    if (mb->send[r]) {
-      if (starpu_mpi_isend_detached(mb->outbox[r], r, mb->tag, inf->amr->comm, NULL, NULL) != 0)
-        return STRATA_ESTARPU;
-      ++*messages;
-    }
-  }
-  return 0;
-}
-
-static void mailbox_close(strata_infer *inf, struct mailbox *mb)
-{
-  for (int r = 0; r < inf->amr->size; r++) {
-    if (mb->inbox && mb->inbox[r])
-      starpu_data_unregister_submit(mb->inbox[r]);
-    if (mb->outbox && mb->outbox[r])
-      starpu_data_unregister_submit(mb->outbox[r]);
-  }
-  free(mb->send);
-  free(mb->recv);
-  free(mb->outbox);
-  free(mb->inbox);
+  memset(mb, 0, sizeof *mb);
+  strata__tags_part(&inf->tags, 2, 4, &mail);
+  int ret = strata__tag(&mail, inf->cycles * 4 + which, &tag);
+  return ret ? ret : strata__mailbox_open(mb, inf->amr->comm, tag, elemsize);
 }
 
 /* ---- placement ---- */
@@ -896,15 +840,15 @@ static int submit_populate(strata_infer *inf, struct transfer *t, int64_t nt,
   strata_amr *amr = inf->amr;
   const int me = amr->rank, nch = inf->p.n_fields;
   const int64_t cells = inf->n * inf->n * inf->n;
-  struct mailbox mb;
-  int ret = mailbox_open(inf, &mb, amr_elemsize(inf), 0);
+  struct strata__mailbox mb;
+  int ret = open_mailbox(inf, &mb, amr_elemsize(inf), 0);
   for (int64_t k = 0; k < nt && !ret; k++) {
     int from = t[k].leaf->rank, to = inf->el[t[k].element].rank;
     t[k].offset =
-        from == to ? -1 : mailbox_reserve(inf, &mb, from, to, nch * piece_cells(inf, &t[k]));
+        from == to ? -1 : strata__mailbox_reserve(&mb, from, to, nch * piece_cells(inf, &t[k]));
   }
   if (!ret)
-    ret = mailbox_prepare(inf, &mb);
+    ret = strata__mailbox_prepare(&mb);
   /* Pack: copies and restrictions of this rank's leaves, and the coarse
    * boxes that remote elements prolong from. */
   for (int64_t k = 0; k < nt && !ret; k++) {
@@ -935,7 +879,7 @@ static int submit_populate(strata_infer *inf, struct transfer *t, int64_t nt,
     }
   }
   if (!ret)
-    ret = mailbox_post(inf, &mb, &st->messages);
+    ret = strata__mailbox_post(&mb, &st->messages);
   /* Into this rank's elements: straight from local leaves, else from the
    * received pieces. */
   for (int64_t k = 0; k < nt && !ret; k++) {
@@ -968,7 +912,7 @@ static int submit_populate(strata_infer *inf, struct transfer *t, int64_t nt,
           &x);
     }
   }
-  mailbox_close(inf, &mb);
+  strata__mailbox_close(&mb);
   for (int64_t i = 0; i < inf->nel; i++)
     if (inf->el[i].rank == me)
       note_phase_end(inf, STRATA_INFER_POPULATE, inf->el[i].in);
@@ -1043,17 +987,16 @@ static int submit_update(strata_infer *inf, struct transfer *t, int64_t nt, stra
   const int me = amr->rank;
   const int64_t len = table_len(inf), m = amr->p.block_cells;
   int ret = make_lists(inf, t, nt);
-  struct mailbox mb;
-  if (!ret)
-    ret = mailbox_open(inf, &mb, sizeof(double), 1);
-  else
+  if (ret)
     return ret;
-  for (int64_t k = 0; k < nt; k++) {
+  struct strata__mailbox mb;
+  ret = open_mailbox(inf, &mb, sizeof(double), 1);
+  for (int64_t k = 0; k < nt && !ret; k++) {
     int from = inf->el[t[k].element].rank, to = t[k].leaf->rank;
-    t[k].offset = from == to ? -1 : mailbox_reserve(inf, &mb, from, to, len);
+    t[k].offset = from == to ? -1 : strata__mailbox_reserve(&mb, from, to, len);
   }
   if (!ret)
-    ret = mailbox_prepare(inf, &mb);
+    ret = strata__mailbox_prepare(&mb);
   struct strata__amr_xfer copy = {.kind = STRATA__AMR_COPY,
                                   .dim = 1,
                                   .factor = 1,
@@ -1069,7 +1012,7 @@ static int submit_update(strata_infer *inf, struct transfer *t, int64_t nt, stra
     ret = strata__amr_xfer_submit(MPI_COMM_NULL, e->table, mb.outbox[t[k].leaf->rank], &copy);
   }
   if (!ret)
-    ret = mailbox_post(inf, &mb, &st->messages);
+    ret = strata__mailbox_post(&mb, &st->messages);
   const double h_array = 1.0 / (double)strata__amr_blocks_at(amr, inf->p.level_array);
   for (int64_t k = 0; k < nt && !ret; k++) {
     const struct strata__amr_node *leaf = t[k].leaf;
@@ -1093,7 +1036,7 @@ static int submit_update(strata_infer *inf, struct transfer *t, int64_t nt, stra
         e->rank == me ? e->table : mb.inbox[e->rank], find_list(inf, &leaf->b)->h,
         inf->p.marker_field >= 0 ? leaf->h[inf->p.marker_field] : NULL, &mk);
   }
-  mailbox_close(inf, &mb);
+  strata__mailbox_close(&mb);
   for (int64_t i = 0; i < inf->nlists; i++)
     note_phase_end(inf, STRATA_INFER_UPDATE, inf->lists[i].h);
   return ret;

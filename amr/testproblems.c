@@ -8,7 +8,7 @@
 #include <strata/amr.h>
 #include <strata/error.h>
 
-#include "../core/internal.h"
+#include "internal/runtime.h"
 #include "amr_internal.h"
 
 void strata_cosmology_params_init(strata_cosmology_params *p)

@@ -6,7 +6,9 @@
 
 #include <strata/graph.h>
 
-#include "../core/internal.h"
+#include <strata/io.h>
+
+#include "internal/runtime.h"
 #include "codelets.h"
 #include "kernels/fused_kernels.h"
 

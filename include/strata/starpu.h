@@ -6,8 +6,11 @@
 
 #include <starpu.h>
 
-#include <strata/amr.h>
 #include <strata/array.h>
+
+/* Declared in strata/amr.h; only pointers are used here. */
+typedef struct strata_amr strata_amr;
+typedef struct strata_amr_block strata_amr_block;
 
 #ifdef __cplusplus
 extern "C" {

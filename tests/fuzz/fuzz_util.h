@@ -13,7 +13,7 @@
 
 #include <strata/strata.h>
 
-#include "../../core/internal.h"
+#include "../../core/internal/runtime.h"
 
 #define fuzz_fail(...)                                                                             \
   do {                                                                                             \

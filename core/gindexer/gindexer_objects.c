@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "gindexer_impl.h"
-#include "internal.h"
+#include "internal/runtime.h"
 
 /* How one kind of item is serialised. Built items go to temporary slots
  * first, so that an error anywhere leaves the caller's arrays untouched. */

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "codelets.h"
-#include "internal.h"
+#include "internal/runtime.h"
 
 static int float_arrays(strata_array *const *a, int n, const char *name)
 {

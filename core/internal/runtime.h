@@ -1,14 +1,18 @@
-/* Internal interfaces shared by core/ files (not installed). */
-#ifndef STRATA_CORE_INTERNAL_H
-#define STRATA_CORE_INTERNAL_H
+/* The runtime's internal interface, shared by core/, amr/ and graphs/ (not
+ * installed): live objects, errors, agreement across ranks, the array object. */
+#ifndef STRATA_INTERNAL_RUNTIME_H
+#define STRATA_INTERNAL_RUNTIME_H
 
 #include <pthread.h>
 #include <starpu.h>
 #include <stdint.h>
 
-#include <strata/io.h>
-#include <strata/model.h>
-#include <strata/strata.h>
+#include <mpi.h>
+
+#include <strata/array.h>
+#include <strata/merge.h>
+#include <strata/runtime.h>
+#include <strata/types.h>
 
 /* Live-object registries (live.c), so strata_finalize() can report the
  * objects the application did not destroy and destroy them: each object
@@ -138,24 +142,7 @@ void strata__array_unref(strata_array *a);
  * channel), or -1 when the array is not of that form. */
 int64_t strata__cube_extent(const strata_array *a, int channels);
 
-/* 0 when the model accepts arrays of extent n, else STRATA_EINVAL with
- * the reason. */
-int strata__model_check_extent(const strata_model *m, int64_t n);
-
-/* One model task on float32 vectors in [C n^3] (R) and out [K n^3] (W),
- * extent n already checked. */
-int strata__model_submit_handles(strata_model *m, int64_t n, starpu_data_handle_t in,
-                                 starpu_data_handle_t out);
-
-/* The stored rows of a bubble table (at most `capacity`) into `out`;
- * returns their number, *found (may be NULL) gets how many were found. */
-int64_t strata__bubble_rows(const double *table, int64_t capacity, strata_bubble *out,
-                            int64_t *found);
-
 /* A STARPU_SCRATCH handle of `bytes` bytes, without a home copy. */
 starpu_data_handle_t strata__scratch_register(uint64_t bytes);
-
-/* A float32 `.npy` file read whole: shape and malloc'd data (free it). */
-int strata__npy_read_f32(const char *path, int *ndim, int64_t *shape, float **data);
 
 #endif

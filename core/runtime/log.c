@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <strata/strata.h>
+#include <strata/runtime.h>
 
 static int threshold = -1;
 

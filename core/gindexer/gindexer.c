@@ -24,7 +24,7 @@
 
 #include "codelets.h"
 #include "gindexer_impl.h"
-#include "internal.h"
+#include "internal/runtime.h"
 #include "kernels/gindexer_kernels.h"
 
 /* Exchange buffers are host memory registered at home (partition plans
@@ -271,37 +271,6 @@ static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *con
 
 static int destroy_live(void *gi) { return strata_gindexer_destroy(gi); }
 
-/* Each live indexer's serial: its part of the StarPU-MPI tags. Serials of
- * destroyed indexers are used again; the lowest serial free on every rank
- * of `comm` is taken (ranks may create indexers on other communicators in
- * other orders), and running out is an error, never a wrap-around. */
-static uint64_t serials_used[STRATA__GI_SERIALS / 64];
-
-static int take_serial(MPI_Comm comm, int64_t *serial)
-{
-  uint64_t used[STRATA__GI_SERIALS / 64];
-  memcpy(used, serials_used, sizeof used);
-  if (MPI_Allreduce(MPI_IN_PLACE, used, STRATA__GI_SERIALS / 64, MPI_UINT64_T, MPI_BOR, comm) !=
-      MPI_SUCCESS)
-    return STRATA_EMPI;
-  for (int w = 0; w < STRATA__GI_SERIALS / 64; w++)
-    if (~used[w]) {
-      int bit = __builtin_ctzll(~used[w]);
-      *serial = 64 * w + bit;
-      serials_used[w] |= (uint64_t)1 << bit;
-      return 0;
-    }
-  return strata__fail(STRATA_ENOMEM,
-                      "gindexer: %d global indexers are alive, the most that "
-                      "StarPU-MPI's tags can tell apart",
-                      STRATA__GI_SERIALS);
-}
-
-static void release_serial(int64_t serial)
-{
-  serials_used[serial / 64] &= ~((uint64_t)1 << (serial % 64));
-}
-
 int strata_gmindexer_create(MPI_Comm comm, const int64_t *distrib, int n_lists,
                             const int64_t *const *idx, const int64_t *n_idx, strata_gindexer **out)
 {
@@ -335,8 +304,8 @@ int strata_gmindexer_create(MPI_Comm comm, const int64_t *distrib, int n_lists,
   }
   for (int l = 0; l < n_lists; l++)
     list_off[l + 1] = list_off[l] + n_idx[l];
-  int64_t serial;
-  if ((ret = take_serial(comm, &serial))) {
+  strata__tags tags;
+  if ((ret = strata__tags_take(comm, "gindexer", &tags))) {
     free(gi);
     free(list_off);
     return ret;
@@ -347,10 +316,10 @@ int strata_gmindexer_create(MPI_Comm comm, const int64_t *distrib, int n_lists,
                           .n_lists = n_lists,
                           .list_off = list_off,
                           .n_idx = list_off[n_lists],
-                          .serial = serial};
+                          .tags = tags};
   if ((ret = build(gi, distrib, idx))) {
     free_maps(gi);
-    release_serial(serial);
+    strata__tags_release(&tags);
     free(gi);
     return ret;
   }
@@ -374,7 +343,7 @@ int strata_gindexer_destroy(strata_gindexer *gi)
   strata__gi_reclaim(gi);
   strata__gi_pool_clear(gi);
   free_maps(gi); /* unregistering waits for the tasks that read the maps */
-  release_serial(gi->serial);
+  strata__tags_release(&gi->tags);
   free(gi);
   return 0;
 }
@@ -634,8 +603,8 @@ static void mailbox_unpartition(struct strata__gi_mailbox *m)
     starpu_data_unpartition_submit(m->whole, (unsigned)m->nchildren, m->children, -1);
 }
 
-/* The tag of the next exchange: the indexer's serial and one of
- * STRATA__GI_TAG_SLOTS slots, used in turn. A slot is used again only once
+/* The tag of the next exchange: one of the first STRATA__GI_TAG_SLOTS of
+ * the indexer's range, used in turn. A slot is used again only once
  * this rank's exchange that last had it is complete (its buffers'
  * tasks, the StarPU-MPI requests among them, are done), so two messages
  * from one rank with one tag are always sent and received in order, and
@@ -647,7 +616,7 @@ static int64_t next_tag(strata_gindexer *gi)
     reclaim_if(gi, exchange_before, e - STRATA__GI_TAG_SLOTS);
     pool_settle(gi, e - STRATA__GI_TAG_SLOTS);
   }
-  return ((int64_t)1 << 56) | (gi->serial << 40) | (e % STRATA__GI_TAG_SLOTS);
+  return gi->tags.base + e % STRATA__GI_TAG_SLOTS;
 }
 
 /* Send the non-empty parts of the outbox (rows by destination) and receive
@@ -656,23 +625,9 @@ int strata__gi_post(strata_gindexer *gi, struct strata__gi_mailbox *outbox, cons
                     struct strata__gi_mailbox *inbox, const int64_t *in_rows)
 {
   int64_t tag = next_tag(gi);
-  int ret = 0;
   mailbox_partition(outbox);
   mailbox_partition(inbox);
-  for (int r = 0; r < gi->size && !ret; r++) {
-    if (r == gi->rank) {
-      if (out_rows[r] > 0)
-        ret =
-            starpu_data_cpy(inbox->parts[r], outbox->parts[r], 1, NULL, NULL) ? STRATA_ESTARPU : 0;
-      continue;
-    }
-    if (out_rows[r] > 0 &&
-        starpu_mpi_isend_detached(outbox->parts[r], r, tag, gi->comm, NULL, NULL) != 0)
-      ret = STRATA_EMPI;
-    if (!ret && in_rows[r] > 0 &&
-        starpu_mpi_irecv_detached(inbox->parts[r], r, tag, gi->comm, NULL, NULL) != 0)
-      ret = STRATA_EMPI;
-  }
+  int ret = strata__exchange_post(gi->comm, tag, out_rows, outbox->parts, in_rows, inbox->parts, NULL);
   mailbox_unpartition(outbox);
   mailbox_unpartition(inbox);
   strata__gi_close(outbox);

@@ -8,20 +8,21 @@
 
 #include <strata/gindexer.h>
 
-#include "internal.h"
+#include "internal/exchange.h"
+#include "internal/runtime.h"
 
 struct strata__gi_buffer;
 struct strata__gi_pooled;
 
-/* StarPU-MPI tags of the global indexer: bit 56, a 12-bit serial per live
- * indexer, and a slot among STRATA__GI_TAG_SLOTS used in turn. */
-#define STRATA__GI_SERIALS   4096
+/* An exchange's StarPU-MPI tag: one of the first STRATA__GI_TAG_SLOTS of
+ * the indexer's range, used in turn. */
 #define STRATA__GI_TAG_SLOTS 1024
 
 struct strata_gindexer {
   MPI_Comm comm;
   int rank, size, n_lists;
-  int64_t serial, exchanges;
+  strata__tags tags;
+  int64_t exchanges;
   int64_t dn, n_idx, nin, max_requests;
   int64_t *list_off;    /* [n_lists + 1] first request of each list */
   int64_t *send_counts; /* [size] requests this rank sends to each owner */

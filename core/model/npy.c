@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include <strata/io.h>
+
+#include "internal/model.h"
+#include "internal/runtime.h"
 
 struct npy_header {
   strata_dtype dtype;

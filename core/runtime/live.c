@@ -2,7 +2,7 @@
  * application did not destroy and destroys them, newest first, so an object
  * goes before the objects it was built on. Arrays have their own registry
  * and go last, after everything that may hold them. */
-#include "internal.h"
+#include "internal/runtime.h"
 
 strata__registry strata__objects = {PTHREAD_MUTEX_INITIALIZER, NULL};
 strata__registry strata__arrays = {PTHREAD_MUTEX_INITIALIZER, NULL};

@@ -3,7 +3,8 @@
 #include <starpu_mpi.h>
 
 #include "codelets.h"
-#include "internal.h"
+#include "internal/exchange.h"
+#include "internal/runtime.h"
 #include "kernels/merge_kernels.h"
 
 int strata_merge_result_dtype(strata_op op, strata_dtype in, strata_dtype *out)
@@ -110,16 +111,23 @@ int strata_array_fill_identity(strata_array *a, strata_op op)
   return strata__fill_identity_submit(a->handle, op, a->dtype);
 }
 
-/* Detached StarPU-MPI transfers of a handle on strata_comm(): 0 or
- * STRATA_EMPI. */
+/* Detached StarPU-MPI transfers of a handle on strata_comm(). */
 static int send_handle(starpu_data_handle_t h, int to, int64_t tag)
 {
-  return starpu_mpi_isend_detached(h, to, tag, strata_comm(), NULL, NULL) ? STRATA_EMPI : 0;
+  return strata__transfer(strata_comm(), tag, strata_rank(), to, h);
 }
 
 static int recv_handle(starpu_data_handle_t h, int from, int64_t tag)
 {
-  return starpu_mpi_irecv_detached(h, from, tag, strata_comm(), NULL, NULL) ? STRATA_EMPI : 0;
+  return strata__transfer(strata_comm(), tag, from, strata_rank(), h);
+}
+
+/* Tag `step` of the collective call numbered `seq`. */
+static int call_tag(int64_t seq, int64_t step, int64_t *tag)
+{
+  strata__tags tags;
+  int ret = strata__tags_of_call(seq, &tags);
+  return ret ? ret : strata__tag(&tags, step, tag);
 }
 
 /* Receive a peer's partial into a temporary handle and merge it into `a`;
@@ -164,7 +172,9 @@ int strata_array_reduce(strata_array *a, strata_op op, int root)
    * r + 2^k when it exists. Tags are unique per collective and step. */
   int rel = (rank - root + size) % size;
   for (int step = 0, mask = 1; mask < size; step++, mask <<= 1) {
-    int64_t tag = (seq << 6) | step;
+    int64_t tag;
+    if ((ret = call_tag(seq, step, &tag)))
+      return ret;
     if (rel & mask) {
       int to = (rel - mask + root) % size;
       if ((ret = send_handle(a->handle, to, tag)))
@@ -240,8 +250,10 @@ static int merge_tree(int n, const int *owner, strata_array **local, strata_op o
   int *src = malloc((size_t)n * sizeof *src), *dst = malloc((size_t)n * sizeof *dst);
   int ret = src && dst ? 0 : STRATA_ENOMEM, npairs = ret ? 0 : strata_merge_tree_pairs(n, src, dst);
   for (int k = 0; k < npairs && !ret; k++) {
-    int64_t tag = strata__next_collective() << 6;
-    ret = merge_pair(local[src[k]], local[dst[k]], owner[src[k]], owner[dst[k]], op, tag);
+    int64_t tag;
+    ret = call_tag(strata__next_collective(), 0, &tag);
+    if (!ret)
+      ret = merge_pair(local[src[k]], local[dst[k]], owner[src[k]], owner[dst[k]], op, tag);
   }
   free(src);
   free(dst);
@@ -303,7 +315,9 @@ int strata_merge_versions(strata_array **versions, int nlocal, strata_op op,
   /* broadcast: replica 0 to the first version of every other rank, then
    * locally to the rest */
   for (int r = 0; !ret && r < size; r++) {
-    int64_t tag = strata__next_collective() << 6;
+    int64_t tag;
+    if ((ret = call_tag(strata__next_collective(), 0, &tag)))
+      break;
     if (r == first || all[4 * r + 1] == 0)
       continue;
     if (me == first)

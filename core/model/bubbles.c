@@ -2,7 +2,8 @@
 #include <stdlib.h>
 
 #include "codelets.h"
-#include "internal.h"
+#include "internal/model.h"
+#include "internal/runtime.h"
 #include "kernels/bubble_kernels.h"
 
 _Static_assert(STRATA_BUBBLE_TABLE_COLUMNS == STRATA__BUBBLE_FIELDS, "bubble table layout");

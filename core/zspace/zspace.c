@@ -10,7 +10,7 @@
 #include <strata/error.h>
 #include <strata/zspace.h>
 
-#include "internal.h"
+#include "internal/runtime.h"
 
 static int valid(const strata_zrange *r)
 {

@@ -8,8 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <strata/version.h>
+
 #include "codelets.h"
-#include "internal.h"
+#include "internal/runtime.h"
 
 enum { UNINITIALIZED, READY, FINALIZED };
 

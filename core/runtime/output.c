@@ -12,7 +12,9 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include <strata/io.h>
+
+#include "internal/runtime.h"
 
 struct strata_output {
   char *path, *temp;

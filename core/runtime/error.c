@@ -2,7 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "internal.h"
+#include "internal/runtime.h"
 
 static _Thread_local char details[512];
 

@@ -19,7 +19,8 @@
 #include <strata/starpu.h>
 
 #include "codelets.h"
-#include "internal.h"
+#include "internal/exchange.h"
+#include "internal/runtime.h"
 
 enum path { PATH_WHOLE, PATH_PARTITION, PATH_HALO };
 
@@ -474,7 +475,8 @@ struct launch {
   const strata_shard_op *op;
   struct plan p;
   int me, root;
-  int64_t tag;                 /* next message tag, same sequence everywhere */
+  strata__tags tags;            /* the launch's StarPU-MPI tags */
+  int64_t messages;             /* so far: the next one's tag, same everywhere */
   starpu_data_handle_t *temps; /* buffers to unregister at the end */
   int ntemps, cap_temps;
   starpu_data_handle_t *buf[STRATA_SHARD_MAX_TENSORS]; /* [ranks * ngroups] local buffers */
@@ -591,12 +593,9 @@ static int move_submit(struct launch *l, int t, int g, int scatter, starpu_data_
 
 static int send_or_recv(struct launch *l, int from, int to, starpu_data_handle_t h)
 {
-  int64_t tag = l->tag++;
-  if (l->me == from)
-    return starpu_mpi_isend_detached(h, to, tag, strata_comm(), NULL, NULL) ? STRATA_EMPI : 0;
-  if (l->me == to)
-    return starpu_mpi_irecv_detached(h, from, tag, strata_comm(), NULL, NULL) ? STRATA_EMPI : 0;
-  return 0;
+  int64_t tag;
+  int ret = strata__tag(&l->tags, l->messages++, &tag);
+  return ret ? ret : strata__transfer(strata_comm(), tag, from, to, h);
 }
 
 static int partition(struct launch *l, int t)
@@ -822,7 +821,10 @@ int strata_launch_sharded(const strata_shard_op *op, const strata_sharding *shar
       plan_free(&l.p);
     return ret;
   }
-  l.tag = ((int64_t)1 << 55) | ((seq & 0xffff) << 36);
+  if ((ret = strata__tags_of_call(seq, &l.tags))) {
+    plan_free(&l.p);
+    return ret;
+  }
   for (int t = 0; t < op->ntensors && !ret && l.p.shards; t++)
     ret = prepare(&l, t);
   for (int64_t s = 0; s < l.p.shards && !ret; s++)

@@ -15,7 +15,7 @@
 
 #include "codelets.h"
 #include "gindexer_impl.h"
-#include "internal.h"
+#include "internal/runtime.h"
 
 /* Checks a counts array of n int64 entries, each >= 0, describing `data`,
  * and returns their prefix sums in *displ (n + 1 entries); local result. */

@@ -4,7 +4,7 @@
 
 #include <strata/starpu.h>
 
-#include "internal.h"
+#include "internal/runtime.h"
 
 /* Unregister (waiting for the tasks using it), free the storage and the
  * object. */

@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "codelets.h"
-#include "internal.h"
+#include "internal/model.h"
+#include "internal/runtime.h"
 #include "kernels/cnn_kernels.h"
 #include "strata_build_config.h"
 
