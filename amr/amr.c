@@ -10,9 +10,9 @@
 #include <starpu_mpi.h>
 #include <strata/starpu.h>
 
-#include "internal/runtime.h"
 #include "amr_internal.h"
 #include "codelets.h"
+#include "internal/runtime.h"
 #include "kernels/amr_kernels.h"
 
 void strata_amr_params_init(strata_amr_params *p)
@@ -748,7 +748,8 @@ static int exchange_open(strata_amr *amr, struct exchange *ex)
   strata__tags_part(&amr->tags, 1, 2, &halos);
   int ret = strata__tag(&halos, amr->exchanges++, &tag);
   if (!ret)
-    ret = strata__mailbox_open(&ex->mb, amr->comm, tag, is_double(amr) ? sizeof(double) : sizeof(float));
+    ret = strata__mailbox_open(&ex->mb, amr->comm, tag,
+                               is_double(amr) ? sizeof(double) : sizeof(float));
   ex->send = calloc(n * size, 1);
   ex->recv = calloc(n * size, 1);
   ex->offset = calloc(n, sizeof *ex->offset);

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal/runtime.h"
 #include "amr_internal.h"
+#include "internal/runtime.h"
 
 #define NAME_LEN 64
 

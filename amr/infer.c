@@ -16,11 +16,11 @@
 #include <strata/infer.h>
 #include <strata/starpu.h>
 
+#include "amr_internal.h"
+#include "codelets.h"
 #include "internal/exchange.h"
 #include "internal/model.h"
 #include "internal/runtime.h"
-#include "amr_internal.h"
-#include "codelets.h"
 #include "kernels/amr_kernels.h"
 #include "kernels/bubble_kernels.h"
 #include "kernels/infer_kernels.h"
@@ -66,7 +66,7 @@ struct transfer {
 struct strata_infer {
   strata_amr *amr;
   strata_infer_params p;
-  int64_t n;   /* array cells per axis */
+  int64_t n;         /* array cells per axis */
   strata__tags tags; /* StarPU-MPI tags: elements, masks, mailboxes */
   int64_t cycles;
   int64_t next_serial;
@@ -82,7 +82,6 @@ struct strata_infer {
   starpu_pthread_mutex_t lock; /* phase_end, written from callbacks */
   strata__live live;
 };
-
 
 const char *strata_infer_phase_name(int phase)
 {

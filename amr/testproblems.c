@@ -8,8 +8,8 @@
 #include <strata/amr.h>
 #include <strata/error.h>
 
-#include "internal/runtime.h"
 #include "amr_internal.h"
+#include "internal/runtime.h"
 
 void strata_cosmology_params_init(strata_cosmology_params *p)
 {

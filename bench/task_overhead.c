@@ -55,9 +55,9 @@ static struct timing batch(struct path p, int chained, int n, strata_array *a)
     if (p.strata_insert)
       ret = strata__submit(&strata__noop_cl, NULL, 0, chained, &h, &rw);
     else if (chained)
-      ret = starpu_task_insert(&strata__noop_cl, STARPU_RW, h, 0);
+      ret = starpu_task_insert(&strata__noop_cl.cl, STARPU_RW, h, 0);
     else
-      ret = starpu_task_insert(&strata__noop_cl, 0);
+      ret = starpu_task_insert(&strata__noop_cl.cl, 0);
     if (ret) {
       fprintf(stderr, "task_overhead: submission failed (%d)\n", ret);
       exit(1);
@@ -135,7 +135,7 @@ static void handle_sweep(const char *sched, int rounds, cJSON *rows)
       for (int i = 0; i < ntasks; i++) {
         for (int j = 0; j < k; j++)
           d[j] = (struct starpu_data_descr){h[(i * k + j) % MOST], j ? STARPU_R : STARPU_RW};
-        if (starpu_task_insert(&strata__noop_cl, STARPU_DATA_MODE_ARRAY, d, k, 0) != 0) {
+        if (starpu_task_insert(&strata__noop_cl.cl, STARPU_DATA_MODE_ARRAY, d, k, 0) != 0) {
           fprintf(stderr, "task_overhead: submission failed\n");
           exit(1);
         }

@@ -133,84 +133,38 @@ static uint32_t block_footprint(struct starpu_task *task)
   return starpu_hash_crc32c_be((uint32_t)n, (uint32_t)(n >> 32));
 }
 
-static struct starpu_perfmodel copy_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_copy", .footprint = xfer_footprint};
-static struct starpu_perfmodel restrict_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_restrict", .footprint = xfer_footprint};
-static struct starpu_perfmodel prolong_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_prolong", .footprint = xfer_footprint};
-static struct starpu_perfmodel restrict_family_model = {.type = STARPU_HISTORY_BASED,
-                                                        .symbol = "strata_amr_restrict_family",
-                                                        .footprint = family_footprint};
-static struct starpu_perfmodel prolong_family_model = {.type = STARPU_HISTORY_BASED,
-                                                       .symbol = "strata_amr_prolong_family",
-                                                       .footprint = family_footprint};
-static struct starpu_perfmodel ghosts_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_ghosts", .footprint = ghosts_footprint};
-static struct starpu_perfmodel fill_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_amr_fill", .footprint = block_footprint};
-
-#if STRATA__USE_CUDA
-#define XFER_CUDA   .cuda_funcs = {xfer_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC},
-#define FAMILY_CUDA .cuda_funcs = {family_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC},
-#else
-#define XFER_CUDA
-#define FAMILY_CUDA
-#endif
-#define XFER_CODELET(kind_name, perf, trace_color)                                                 \
-  {                                                                                                \
-    .name = kind_name, .cpu_funcs = {xfer_cpu}, XFER_CUDA.nbuffers = 2,                            \
-    .modes = {STARPU_R, STARPU_RW}, .model = &perf, .color = trace_color                           \
-  }
-
-/* Indexed by enum strata__amr_kind. */
-static struct starpu_codelet xfer_cl[] = {
-    XFER_CODELET("strata_amr_copy", copy_model, 0x74c476),
-    XFER_CODELET("strata_amr_restrict", restrict_model, 0x238b45),
-    XFER_CODELET("strata_amr_prolong", prolong_model, 0x00441b),
-};
+/* Copy, restriction and prolongation, indexed by enum strata__amr_kind. */
+STRATA__CODELET(copy_cl, "strata_amr_copy", 0x74c476, xfer_cpu, xfer_cuda, xfer_footprint, NULL,
+                .nbuffers = 2, .modes = {STARPU_R, STARPU_RW});
+STRATA__CODELET(restrict_cl, "strata_amr_restrict", 0x238b45, xfer_cpu, xfer_cuda, xfer_footprint,
+                NULL, .nbuffers = 2, .modes = {STARPU_R, STARPU_RW});
+STRATA__CODELET(prolong_cl, "strata_amr_prolong", 0x00441b, xfer_cpu, xfer_cuda, xfer_footprint,
+                NULL, .nbuffers = 2, .modes = {STARPU_R, STARPU_RW});
+static struct strata__codelet *const xfer_cl[] = {&copy_cl, &restrict_cl, &prolong_cl};
 
 /* Restriction and prolongation families; modes per task. */
-#define FAMILY_CODELET(kind_name, perf, trace_color)                                               \
-  {                                                                                                \
-    .name = kind_name, .cpu_funcs = {family_cpu}, FAMILY_CUDA.nbuffers = STARPU_VARIABLE_NBUFFERS, \
-    .model = &perf, .color = trace_color                                                           \
-  }
-static struct starpu_codelet family_cl[] = {
-    FAMILY_CODELET("strata_amr_restrict_family", restrict_family_model, 0x238b45),
-    FAMILY_CODELET("strata_amr_prolong_family", prolong_family_model, 0x00441b),
-};
+STRATA__CODELET(restrict_family_cl, "strata_amr_restrict_family", 0x238b45, family_cpu, family_cuda,
+                family_footprint, NULL, .nbuffers = STARPU_VARIABLE_NBUFFERS);
+STRATA__CODELET(prolong_family_cl, "strata_amr_prolong_family", 0x00441b, family_cpu, family_cuda,
+                family_footprint, NULL, .nbuffers = STARPU_VARIABLE_NBUFFERS);
+static struct strata__codelet *const family_cl[] = {&restrict_family_cl, &prolong_family_cl};
 
-static struct starpu_codelet ghosts_cl = {
-    .name = "strata_amr_ghosts",
-    .color = 0x41ab5d,
-    .cpu_funcs = {ghosts_cpu},
-#if STRATA__USE_CUDA
-    .cuda_funcs = {ghosts_cuda},
-    .cuda_flags = {STARPU_CUDA_ASYNC},
-#endif
-    .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .model = &ghosts_model,
-};
+STRATA__CODELET(ghosts_cl, "strata_amr_ghosts", 0x41ab5d, ghosts_cpu, ghosts_cuda, ghosts_footprint,
+                NULL, .nbuffers = STARPU_VARIABLE_NBUFFERS);
 
-static struct starpu_codelet fill_cl = {
-    .name = "strata_amr_fill",
-    .color = 0xc7e9c0,
-    .cpu_funcs = {fill_cpu},
-    .nbuffers = 1,
-    .modes = {STARPU_W},
-    .model = &fill_model,
-};
+STRATA__CODELET(fill_cl, "strata_amr_fill", 0xc7e9c0, fill_cpu, NULL, block_footprint, NULL,
+                .nbuffers = 1, .modes = {STARPU_W});
 
 /* Local or StarPU-MPI insertion, with the codelet's own modes unless
  * `modes` is given. */
-static int submit(MPI_Comm comm, struct starpu_codelet *cl, const void *arg, size_t size,
+static int submit(MPI_Comm comm, struct strata__codelet *cl, const void *arg, size_t size,
                   int nbuffers, const starpu_data_handle_t *h,
                   const enum starpu_data_access_mode *modes)
 {
   if (comm == MPI_COMM_NULL)
     return strata__submit_copy_arg(cl, arg, size, nbuffers, h, modes);
-  return strata__mpi_submit_copy_arg(comm, cl, arg, size, nbuffers, h, modes ? modes : cl->modes);
+  return strata__mpi_submit_copy_arg(comm, cl, arg, size, nbuffers, h,
+                                     modes ? modes : cl->cl.modes);
 }
 
 int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data_handle_t dst,
@@ -219,7 +173,7 @@ int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data
   if (x->kind < STRATA__AMR_COPY || x->kind > STRATA__AMR_PROLONG)
     return STRATA_EINVAL;
   starpu_data_handle_t h[2] = {src, dst};
-  return submit(comm, &xfer_cl[x->kind], x, sizeof *x, 2, h, NULL);
+  return submit(comm, xfer_cl[x->kind], x, sizeof *x, 2, h, NULL);
 }
 
 int strata__amr_family_submit(MPI_Comm comm, starpu_data_handle_t parent,
@@ -240,7 +194,7 @@ int strata__amr_family_submit(MPI_Comm comm, starpu_data_handle_t parent,
   }
   /* only the used transfers travel with the task */
   const size_t size = offsetof(struct strata__amr_family, x) + (size_t)n * sizeof f->x[0];
-  return submit(comm, &family_cl[restricting ? 0 : 1], f, size, n + 1, h, modes);
+  return submit(comm, family_cl[restricting ? 0 : 1], f, size, n + 1, h, modes);
 }
 
 int strata__amr_ghosts_submit(starpu_data_handle_t leaf, const starpu_data_handle_t *sources,

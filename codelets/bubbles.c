@@ -28,21 +28,9 @@ static uint32_t bubbles_footprint(struct starpu_task *task)
   return starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 0));
 }
 
-static struct starpu_perfmodel bubbles_perf = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_bubbles", .footprint = bubbles_footprint};
-
-static struct starpu_codelet bubbles_cl = {
-    .name = "strata_bubbles",
-    .color = 0xfc8d59,
-    .cpu_funcs = {bubbles_cpu},
-#if STRATA__USE_CUDA
-    .cuda_funcs = {bubbles_cuda},
-    .cuda_flags = {STARPU_CUDA_ASYNC},
-#endif
-    .nbuffers = 3,
-    .modes = {STARPU_R, STARPU_W, STARPU_SCRATCH},
-    .model = &bubbles_perf,
-};
+STRATA__CODELET(bubbles_cl, "strata_bubbles", 0xfc8d59, bubbles_cpu, bubbles_cuda,
+                bubbles_footprint, NULL, .nbuffers = 3,
+                .modes = {STARPU_R, STARPU_W, STARPU_SCRATCH});
 
 uint64_t strata__bubbles_scratch_bytes(int64_t n)
 {

@@ -37,6 +37,57 @@ static inline int64_t strata__cube_root(uint64_t v)
   return n;
 }
 
+/* One operation's codelet, declared in one place by STRATA__CODELET: the
+ * StarPU codelet, its history-based performance model (symbol = the
+ * codelet's name) and, where it is known, the flop count of a task from its
+ * argument, which the insert path gives the task (STARPU_FLOPS: StarPU's
+ * GFlop/s statistics). */
+struct strata__codelet {
+  struct starpu_codelet cl;
+  struct starpu_perfmodel model;
+  double (*flops)(const void *arg); /* NULL: not known */
+};
+
+/* A CUDA implementation `fn` (asynchronous on the worker's stream) in a
+ * codelet initializer, or nothing without CUDA (NULL: CPU only). */
+#if STRATA__USE_CUDA
+#define STRATA__CUDA_IMPL(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define STRATA__CUDA_IMPL(fn)
+#endif
+
+/* A history-based performance model: StarPU files its measurements under
+ * `symbol`, keyed on `footprint` (NULL: StarPU's, the data sizes). */
+#define STRATA__HISTORY_MODEL(symbol_, footprint_)                                                 \
+  {                                                                                                \
+    .type = STARPU_HISTORY_BASED, .symbol = symbol_, .footprint = footprint_                       \
+  }
+
+/* A codelet initializer: name, trace colour, CPU and CUDA implementations
+ * (cuda NULL: CPU only), performance model (NULL: none), then the buffers
+ * and anything else of the codelet (.nbuffers, .modes, .can_execute, ...). */
+#define STRATA__CODELET_INIT(name_, color_, cpu, cuda, model_, ...)                                \
+  {                                                                                                \
+    .name = name_, .color = color_, .cpu_funcs = {cpu}, STRATA__CUDA_IMPL(cuda).model = model_,    \
+    __VA_ARGS__                                                                                    \
+  }
+
+/* The codelet `var` named `name` with its own history-based model keyed on
+ * `footprint` (NULL: StarPU's, the data sizes) and the flop count `flops`
+ * (NULL: unknown); the other arguments as STRATA__CODELET_INIT's. */
+#define STRATA__CODELET(var, name_, color_, cpu, cuda, footprint_, flops_, ...)                    \
+  static struct strata__codelet var = {                                                            \
+      .cl = STRATA__CODELET_INIT(name_, color_, cpu, cuda, &var.model, __VA_ARGS__),               \
+      .model = STRATA__HISTORY_MODEL(name_, footprint_),                                           \
+      .flops = flops_}
+
+/* A codelet measured in the model of another (`owner`: a STRATA__CODELET
+ * of the same work with other modes or buffers). */
+#define STRATA__CODELET_SHARING(var, owner, name_, color_, cpu, cuda, flops_, ...)                 \
+  static struct strata__codelet var = {                                                            \
+      .cl = STRATA__CODELET_INIT(name_, color_, cpu, cuda, &owner.model, __VA_ARGS__),             \
+      .flops = flops_}
+
 /* Start the codelet layer after starpu_init() (codelet tables, OpenBLAS
  * single-threaded inside workers, cuBLAS on CUDA workers); stop it before
  * StarPU shuts down. */
@@ -55,17 +106,17 @@ void strata__merge_codelets_init(void);
  * codelet's modes (or `modes` when non-NULL, required for
  * STARPU_VARIABLE_NBUFFERS codelets). `cl_arg` is not copied: it must
  * outlive the task (static tables, long-lived objects). */
-int strata__submit(struct starpu_codelet *cl, const void *cl_arg, size_t cl_arg_size, int nbuffers,
+int strata__submit(struct strata__codelet *cl, const void *cl_arg, size_t cl_arg_size, int nbuffers,
                    const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes);
 
 /* Same, with a copy of `arg` (size bytes) that the task owns and frees. */
-int strata__submit_copy_arg(struct starpu_codelet *cl, const void *arg, size_t size, int nbuffers,
+int strata__submit_copy_arg(struct strata__codelet *cl, const void *arg, size_t size, int nbuffers,
                             const starpu_data_handle_t *handles,
                             const enum starpu_data_access_mode *modes);
 
 /* Same, handing over `arg` (malloc'ed, size bytes): the task frees it,
  * on error too. */
-int strata__submit_owned_arg(struct starpu_codelet *cl, void *arg, size_t size, int nbuffers,
+int strata__submit_owned_arg(struct strata__codelet *cl, void *arg, size_t size, int nbuffers,
                              const starpu_data_handle_t *handles,
                              const enum starpu_data_access_mode *modes);
 
@@ -75,7 +126,7 @@ int strata__submit_owned_arg(struct starpu_codelet *cl, void *arg, size_t size, 
  * calling their implementations in order. The executor of graphs uses it
  * for nodes in the Local memory mode (graphs/). */
 struct strata__captured {
-  struct starpu_codelet *cl;
+  struct strata__codelet *cl;
   void *arg;
   size_t arg_size;
   int owned; /* arg is the capture's to free */
@@ -91,7 +142,7 @@ void strata__capture_begin(struct strata__capture *c);
 void strata__capture_end(void);
 /* Called by the insert path: 1 when the task was recorded (arg copied or,
  * with free_arg, taken over), 0 when no capture is active, or an error. */
-int strata__capture_task(struct starpu_codelet *cl, void *arg, size_t arg_size, int free_arg,
+int strata__capture_task(struct strata__codelet *cl, void *arg, size_t arg_size, int free_arg,
                          int nbuffers, const starpu_data_handle_t *handles,
                          const enum starpu_data_access_mode *modes);
 /* Submit what `c` recorded (after strata__capture_end) and empty it:
@@ -108,7 +159,7 @@ void strata__capture_discard(struct strata__capture *c);
 /* StarPU-MPI version for handles registered with StarPU-MPI: called on
  * every rank of `comm` with the same arguments; the task runs on the owner
  * of the first written handle, StarPU-MPI moves the data. */
-int strata__mpi_submit_copy_arg(MPI_Comm comm, struct starpu_codelet *cl, const void *arg,
+int strata__mpi_submit_copy_arg(MPI_Comm comm, struct strata__codelet *cl, const void *arg,
                                 size_t size, int nbuffers, const starpu_data_handle_t *handles,
                                 const enum starpu_data_access_mode *modes);
 
@@ -117,7 +168,7 @@ int strata__from_starpu(int starpu_ret);
 
 /* An empty codelet with a variable number of buffers: synchronisation
  * points, and the reference task of the overhead benchmark. */
-extern struct starpu_codelet strata__noop_cl;
+extern struct strata__codelet strata__noop_cl;
 
 /* dst = dst op src (vectors; dst of the result type of (op, src_dtype)). */
 int strata__merge_submit(starpu_data_handle_t dst, starpu_data_handle_t src, strata_op op,
@@ -145,6 +196,7 @@ struct strata__model_call {
   void *model;
   uint32_t id; /* identity of the model in the performance model's footprint */
   int in_channels;
+  double flops; /* of the task being submitted (0: unknown), read at its submission */
 };
 
 /* One task: out [K, n^3] = model(in [C, n^3]); weights (R) is a float
@@ -306,14 +358,6 @@ struct strata__put_apply {
 int strata__gindexer_apply_submit(starpu_data_handle_t dist, starpu_data_handle_t inbox,
                                   starpu_data_handle_t csr, starpu_data_handle_t req,
                                   const struct strata__put_apply *a);
-
-/* Declares a CUDA implementation `fn` (asynchronous on the worker's
- * stream) in a codelet initializer, or nothing without CUDA. */
-#if STRATA__USE_CUDA
-#define STRATA__CUDA_IMPL(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
-#else
-#define STRATA__CUDA_IMPL(fn)
-#endif
 
 /* Perf-model footprint of tasks whose cost is determined by their argument
  * structure (shapes, types, function): a hash of its bytes. */

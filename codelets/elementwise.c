@@ -32,16 +32,8 @@ static uint32_t ew_footprint(struct starpu_task *task)
   return starpu_hash_crc32c_be_n(&a, sizeof a, 0);
 }
 
-static struct starpu_perfmodel ew_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_elementwise", .footprint = ew_footprint};
-
-static struct starpu_codelet ew_cl = {
-    .name = "strata_elementwise",
-    .color = 0x4292c6,
-    .cpu_funcs = {ew_cpu},
-    STRATA__CUDA_IMPL(ew_cuda).nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .model = &ew_model,
-};
+STRATA__CODELET(ew_cl, "strata_elementwise", 0x4292c6, ew_cpu, ew_cuda, ew_footprint, NULL,
+                .nbuffers = STARPU_VARIABLE_NBUFFERS);
 
 int strata__ew_submit(const struct strata__ew_args *a, const starpu_data_handle_t *operands,
                       starpu_data_handle_t out)

@@ -23,17 +23,8 @@ static uint32_t fill_footprint(struct starpu_task *task)
   return starpu_hash_crc32c_be_n(&a, sizeof a, 0);
 }
 
-static struct starpu_perfmodel fill_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_fill", .footprint = fill_footprint};
-
-static struct starpu_codelet fill_cl = {
-    .name = "strata_fill",
-    .color = 0x9ecae1,
-    .cpu_funcs = {fill_cpu},
-    STRATA__CUDA_IMPL(fill_cuda).nbuffers = 1,
-    .modes = {STARPU_W},
-    .model = &fill_model,
-};
+STRATA__CODELET(fill_cl, "strata_fill", 0x9ecae1, fill_cpu, fill_cuda, fill_footprint, NULL,
+                .nbuffers = 1, .modes = {STARPU_W});
 
 int strata__affine_fill_submit(const struct strata__affine_fill_args *a, starpu_data_handle_t out)
 {

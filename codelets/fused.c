@@ -48,16 +48,8 @@ static uint32_t fused_footprint(struct starpu_task *task)
   return starpu_hash_crc32c_be(group, starpu_task_data_footprint(task));
 }
 
-static struct starpu_perfmodel fused_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_fused", .footprint = fused_footprint};
-
-static struct starpu_codelet fused_cl = {
-    .name = "strata_fused",
-    .color = 0x08519c,
-    .cpu_funcs = {fused_cpu},
-    STRATA__CUDA_IMPL(fused_cuda).nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .model = &fused_model,
-};
+STRATA__CODELET(fused_cl, "strata_fused", 0x08519c, fused_cpu, fused_cuda, fused_footprint, NULL,
+                .nbuffers = STARPU_VARIABLE_NBUFFERS);
 
 int strata__fused_submit(strata__fused_fn fn, uint64_t id,
                          const struct strata__fused_program *program,

@@ -97,9 +97,6 @@ static void apply_cuda(void *buffers[], void *cl_arg)
     strata__merge_cuda(a->op, a->dtype, dist, scratch, n, s);
   }
 }
-#define GI_CUDA(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
-#else
-#define GI_CUDA(fn)
 #endif
 
 /* Keyed on the size of the destination. */
@@ -109,44 +106,29 @@ static uint32_t first_buffer_footprint(struct starpu_task *task)
   return starpu_hash_crc32c_be((uint32_t)starpu_vector_get_nx(h), 0);
 }
 
-static struct starpu_perfmodel gather_model = {.type = STARPU_HISTORY_BASED,
-                                               .symbol = "strata_gindexer_gather",
-                                               .footprint = first_buffer_footprint};
-static struct starpu_perfmodel scatter_model = {.type = STARPU_HISTORY_BASED,
-                                                .symbol = "strata_gindexer_scatter",
-                                                .footprint = first_buffer_footprint};
-static struct starpu_perfmodel segments_model = {.type = STARPU_HISTORY_BASED,
-                                                 .symbol = "strata_gindexer_segments",
-                                                 .footprint = first_buffer_footprint};
-static struct starpu_perfmodel apply_model = {.type = STARPU_HISTORY_BASED,
-                                              .symbol = "strata_gindexer_apply",
-                                              .footprint = first_buffer_footprint};
-
-/* Codelet `op`: CPU and CUDA implementations op_cpu and op_cuda, the
- * history model op_model, `n` buffers in the modes that follow. */
-#define GI_CODELET(op, trace_color, n, ...)                                                        \
-  {                                                                                                \
-    .name = "strata_gindexer_" #op, .color = trace_color, .cpu_funcs = {op##_cpu},                 \
-    GI_CUDA(op##_cuda).nbuffers = n, .modes = {__VA_ARGS__}, .model = &op##_model                  \
-  }
-
-static struct starpu_codelet gather_cl =
-    GI_CODELET(gather, 0xd95f02, 3, STARPU_R, STARPU_R, STARPU_W);
-static struct starpu_codelet scatter_cl =
-    GI_CODELET(scatter, 0xfdae6b, 3, STARPU_R, STARPU_R, STARPU_RW);
+STRATA__CODELET(gather_cl, "strata_gindexer_gather", 0xd95f02, gather_cpu, gather_cuda,
+                first_buffer_footprint, NULL, .nbuffers = 3,
+                .modes = {STARPU_R, STARPU_R, STARPU_W});
+STRATA__CODELET(scatter_cl, "strata_gindexer_scatter", 0xfdae6b, scatter_cpu, scatter_cuda,
+                first_buffer_footprint, NULL, .nbuffers = 3,
+                .modes = {STARPU_R, STARPU_R, STARPU_RW});
 
 /* Two modes: W when the segments cover the destination, RW when several
  * tasks fill parts of it. */
-static struct starpu_codelet segments_cl[2] = {
-    GI_CODELET(segments, 0xe6550d, 3, STARPU_R, STARPU_R, STARPU_W),
-    GI_CODELET(segments, 0xe6550d, 3, STARPU_R, STARPU_R, STARPU_RW),
-};
+STRATA__CODELET(segments_cl, "strata_gindexer_segments", 0xe6550d, segments_cpu, segments_cuda,
+                first_buffer_footprint, NULL, .nbuffers = 3,
+                .modes = {STARPU_R, STARPU_R, STARPU_W});
+STRATA__CODELET_SHARING(segments_partial_cl, segments_cl, "strata_gindexer_segments", 0xe6550d,
+                        segments_cpu, segments_cuda, NULL, .nbuffers = 3,
+                        .modes = {STARPU_R, STARPU_R, STARPU_RW});
 
 /* Copy rules, and reductions: those need a scratch buffer on CUDA. */
-static struct starpu_codelet apply_cl[2] = {
-    GI_CODELET(apply, 0xa63603, 4, STARPU_RW, STARPU_R, STARPU_R, STARPU_R),
-    GI_CODELET(apply, 0xa63603, 5, STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_SCRATCH),
-};
+STRATA__CODELET(apply_cl, "strata_gindexer_apply", 0xa63603, apply_cpu, apply_cuda,
+                first_buffer_footprint, NULL, .nbuffers = 4,
+                .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R});
+STRATA__CODELET_SHARING(apply_reduce_cl, apply_cl, "strata_gindexer_apply", 0xa63603, apply_cpu,
+                        apply_cuda, NULL, .nbuffers = 5,
+                        .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_SCRATCH});
 
 int strata__gindexer_gather_submit(starpu_data_handle_t src, starpu_data_handle_t map,
                                    starpu_data_handle_t dst, size_t row)
@@ -166,7 +148,8 @@ int strata__gindexer_segments_submit(starpu_data_handle_t src, starpu_data_handl
                                      starpu_data_handle_t dst, size_t item, int partial)
 {
   starpu_data_handle_t h[3] = {src, segments, dst};
-  return strata__submit_copy_arg(&segments_cl[partial != 0], &item, sizeof item, 3, h, NULL);
+  return strata__submit_copy_arg(partial ? &segments_partial_cl : &segments_cl, &item, sizeof item,
+                                 3, h, NULL);
 }
 
 int strata__gindexer_apply_submit(starpu_data_handle_t dist, starpu_data_handle_t inbox,
@@ -178,7 +161,8 @@ int strata__gindexer_apply_submit(starpu_data_handle_t dist, starpu_data_handle_
   if (reduce) /* dist's shape, allocated where the task runs */
     starpu_vector_data_register(&h[4], -1, 0, starpu_vector_get_nx(dist),
                                 starpu_vector_get_elemsize(dist));
-  int ret = strata__submit_copy_arg(&apply_cl[reduce], a, sizeof *a, 4 + reduce, h, NULL);
+  int ret = strata__submit_copy_arg(reduce ? &apply_reduce_cl : &apply_cl, a, sizeof *a, 4 + reduce,
+                                    h, NULL);
   if (reduce)
     starpu_data_unregister_submit(h[4]);
   return ret;

@@ -51,9 +51,6 @@ static void mark_cuda(void *buffers[], void *cl_arg)
       STARPU_TASK_GET_NBUFFERS(task) > 2 ? (void *)STARPU_VECTOR_GET_PTR(buffers[2]) : NULL,
       starpu_cuda_get_local_stream());
 }
-#define INFER_CUDA(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
-#else
-#define INFER_CUDA(fn)
 #endif
 
 /* Perf models keyed on the size of the last buffer (mask, parent mask, leaf). */
@@ -64,55 +61,29 @@ static uint32_t last_buffer_footprint(struct starpu_task *task)
                                (uint32_t)STARPU_TASK_GET_NBUFFERS(task));
 }
 
-static struct starpu_perfmodel criterion_model = {.type = STARPU_HISTORY_BASED,
-                                                  .symbol = "strata_infer_criterion",
-                                                  .footprint = last_buffer_footprint};
-static struct starpu_perfmodel merge_model = {.type = STARPU_HISTORY_BASED,
-                                              .symbol = "strata_infer_merge",
-                                              .footprint = last_buffer_footprint};
-static struct starpu_perfmodel mark_model = {.type = STARPU_HISTORY_BASED,
-                                             .symbol = "strata_infer_mark",
-                                             .footprint = last_buffer_footprint};
+STRATA__CODELET(criterion_cl, "strata_infer_criterion", 0xe7298a, criterion_cpu, criterion_cuda,
+                last_buffer_footprint, NULL, .nbuffers = 2, .modes = {STARPU_R, STARPU_W});
 
-static struct starpu_codelet criterion_cl = {
-    .name = "strata_infer_criterion",
-    .color = 0xe7298a,
-    .cpu_funcs = {criterion_cpu},
-    INFER_CUDA(criterion_cuda).nbuffers = 2,
-    .modes = {STARPU_R, STARPU_W},
-    .model = &criterion_model,
-};
+STRATA__CODELET(merge_cl, "strata_infer_merge", 0xc994c7, merge_cpu, merge_cuda,
+                last_buffer_footprint, NULL, .nbuffers = 2, .modes = {STARPU_R, STARPU_RW});
 
-static struct starpu_codelet merge_cl = {
-    .name = "strata_infer_merge",
-    .color = 0xc994c7,
-    .cpu_funcs = {merge_cpu},
-    INFER_CUDA(merge_cuda).nbuffers = 2,
-    .modes = {STARPU_R, STARPU_RW},
-    .model = &merge_model,
-};
-
-static struct starpu_codelet mark_cl = {
-    .name = "strata_infer_mark",
-    .color = 0xce1256,
-    .cpu_funcs = {mark_cpu},
-    INFER_CUDA(mark_cuda).nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .model = &mark_model,
-};
+STRATA__CODELET(mark_cl, "strata_infer_mark", 0xce1256, mark_cpu, mark_cuda, last_buffer_footprint,
+                NULL, .nbuffers = STARPU_VARIABLE_NBUFFERS);
 
 int strata__infer_criterion_submit(MPI_Comm comm, starpu_data_handle_t field,
                                    starpu_data_handle_t mask,
                                    const struct strata__infer_criterion *c)
 {
   starpu_data_handle_t h[2] = {field, mask};
-  return strata__mpi_submit_copy_arg(comm, &criterion_cl, c, sizeof *c, 2, h, criterion_cl.modes);
+  return strata__mpi_submit_copy_arg(comm, &criterion_cl, c, sizeof *c, 2, h,
+                                     criterion_cl.cl.modes);
 }
 
 int strata__infer_merge_submit(MPI_Comm comm, starpu_data_handle_t child,
                                starpu_data_handle_t parent, const struct strata__infer_merge *m)
 {
   starpu_data_handle_t h[2] = {child, parent};
-  return strata__mpi_submit_copy_arg(comm, &merge_cl, m, sizeof *m, 2, h, merge_cl.modes);
+  return strata__mpi_submit_copy_arg(comm, &merge_cl, m, sizeof *m, 2, h, merge_cl.cl.modes);
 }
 
 int strata__infer_mark_submit(starpu_data_handle_t table, starpu_data_handle_t list,

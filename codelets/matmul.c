@@ -23,17 +23,16 @@ static void matmul_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
-static struct starpu_perfmodel matmul_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_matmul", .footprint = strata__arg_footprint};
+/* A multiply and an add per term of each product. */
+static double matmul_flops(const void *arg)
+{
+  const struct strata__matmul_args *a = arg;
+  return 2.0 * (double)a->m * (double)a->k * (double)a->n * (double)a->batch;
+}
 
-static struct starpu_codelet matmul_cl = {
-    .name = "strata_matmul",
-    .color = 0x084594,
-    .cpu_funcs = {matmul_cpu},
-    STRATA__CUDA_IMPL(matmul_cuda).nbuffers = 3,
-    .modes = {STARPU_R, STARPU_R, STARPU_W},
-    .model = &matmul_model,
-};
+STRATA__CODELET(matmul_cl, "strata_matmul", 0x084594, matmul_cpu, matmul_cuda,
+                strata__arg_footprint, matmul_flops, .nbuffers = 3,
+                .modes = {STARPU_R, STARPU_R, STARPU_W});
 
 int strata__matmul_submit(const struct strata__matmul_args *a, starpu_data_handle_t x,
                           starpu_data_handle_t y, starpu_data_handle_t out)

@@ -61,37 +61,12 @@ static uint32_t merge_footprint(struct starpu_task *task)
   return with_length(starpu_hash_crc32c_be((uint32_t)a->dtype, h), task);
 }
 
-static struct starpu_perfmodel merge_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_merge", .footprint = merge_footprint};
-static struct starpu_perfmodel fill_identity_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_fill_identity", .footprint = merge_footprint};
-
-static struct starpu_codelet merge_cl = {
-    .name = "strata_merge",
-    .color = 0x6a51a3,
-    .cpu_funcs = {merge_cpu},
-    .nbuffers = 2,
-    .modes = {STARPU_RW, STARPU_R},
-    .model = &merge_model,
-};
-
-static struct starpu_codelet accumulate_cl = {
-    .name = "strata_accumulate",
-    .color = 0x9e9ac8,
-    .cpu_funcs = {merge_cpu},
-    .nbuffers = 2,
-    .modes = {STARPU_REDUX, STARPU_R},
-    .model = &merge_model,
-};
-
-static struct starpu_codelet fill_identity_cl = {
-    .name = "strata_fill_identity",
-    .color = 0xcbc9e2,
-    .cpu_funcs = {fill_identity_cpu},
-    .nbuffers = 1,
-    .modes = {STARPU_W},
-    .model = &fill_identity_model,
-};
+STRATA__CODELET(merge_cl, "strata_merge", 0x6a51a3, merge_cpu, merge_cuda, merge_footprint, NULL,
+                .nbuffers = 2, .modes = {STARPU_RW, STARPU_R});
+STRATA__CODELET_SHARING(accumulate_cl, merge_cl, "strata_accumulate", 0x9e9ac8, merge_cpu,
+                        merge_cuda, NULL, .nbuffers = 2, .modes = {STARPU_REDUX, STARPU_R});
+STRATA__CODELET(fill_identity_cl, "strata_fill_identity", 0xcbc9e2, fill_identity_cpu,
+                fill_identity_cuda, merge_footprint, NULL, .nbuffers = 1, .modes = {STARPU_W});
 
 /* Reduction methods of STARPU_REDUX receive no argument in StarPU 1.3 (and
  * the init method is not even run as a task), so each (op, dtype) pair gets
@@ -160,10 +135,9 @@ static uint32_t redux_footprint(struct starpu_task *task)
                  : (cl - (uintptr_t)redux_init_cls) / sizeof *redux_init_cls;
   return with_length(starpu_hash_crc32c_be((uint32_t)k, 0), task);
 }
-static struct starpu_perfmodel redux_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_redux", .footprint = redux_footprint};
-static struct starpu_perfmodel redux_init_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_redux_init", .footprint = redux_footprint};
+static struct starpu_perfmodel redux_model = STRATA__HISTORY_MODEL("strata_redux", redux_footprint);
+static struct starpu_perfmodel redux_init_model =
+    STRATA__HISTORY_MODEL("strata_redux_init", redux_footprint);
 
 #if STRATA__USE_CUDA
 /* Register a CUDA implementation (asynchronous on the worker's stream). */
@@ -176,11 +150,6 @@ static void set_cuda(struct starpu_codelet *cl, starpu_cuda_func_t fn)
 
 void strata__merge_codelets_init(void)
 {
-#if STRATA__USE_CUDA
-  set_cuda(&merge_cl, merge_cuda);
-  set_cuda(&accumulate_cl, merge_cuda);
-  set_cuda(&fill_identity_cl, fill_identity_cuda);
-#endif
   for (int op = 0; op < STRATA_NOPS; op++)
     for (int t = 0; t < STRATA_NDTYPES; t++) {
       merge_args_table[op][t] = (struct merge_args){(strata_op)op, (strata_dtype)t};

@@ -45,22 +45,14 @@ static uint32_t model_footprint(struct starpu_task *task)
   return starpu_hash_crc32c_be(nx, call->id);
 }
 
-static struct starpu_perfmodel model_perf = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_model", .footprint = model_footprint};
+static double model_flops(const void *arg)
+{
+  return ((const struct strata__model_call *)arg)->flops;
+}
 
-static struct starpu_codelet model_cl = {
-    .name = "strata_model",
-    .color = 0xd7301f,
-    .cpu_funcs = {model_cpu},
-#if STRATA__USE_CUDA
-    .cuda_funcs = {model_cuda},
-    .cuda_flags = {STARPU_CUDA_ASYNC},
-#endif
-    .can_execute = model_can_execute,
-    .nbuffers = 4,
-    .modes = {STARPU_R, STARPU_R, STARPU_W, STARPU_SCRATCH},
-    .model = &model_perf,
-};
+STRATA__CODELET(model_cl, "strata_model", 0xd7301f, model_cpu, model_cuda, model_footprint,
+                model_flops, .can_execute = model_can_execute, .nbuffers = 4,
+                .modes = {STARPU_R, STARPU_R, STARPU_W, STARPU_SCRATCH});
 
 int strata__model_submit(const struct strata__model_call *call, starpu_data_handle_t weights,
                          starpu_data_handle_t in, starpu_data_handle_t out,

@@ -43,33 +43,14 @@ static void list_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
-static struct starpu_perfmodel count_model = {.type = STARPU_HISTORY_BASED,
-                                              .symbol = "strata_count_nonzero",
-                                              .footprint = strata__arg_footprint};
-static struct starpu_perfmodel list_model = {.type = STARPU_HISTORY_BASED,
-                                             .symbol = "strata_flatnonzero",
-                                             .footprint = strata__arg_footprint};
+STRATA__CODELET(count_cl, "strata_count_nonzero", 0x74a9cf, count_cpu, count_cuda,
+                strata__arg_footprint, NULL, .nbuffers = 2, .modes = {STARPU_R, STARPU_W});
 
-static struct starpu_codelet count_cl = {
-    .name = "strata_count_nonzero",
-    .color = 0x74a9cf,
-    .cpu_funcs = {count_cpu},
-    STRATA__CUDA_IMPL(count_cuda).nbuffers = 2,
-    .modes = {STARPU_R, STARPU_W},
-    .model = &count_model,
-};
+STRATA__CODELET(list_cl, "strata_flatnonzero", 0x0570b0, list_cpu, list_cuda, strata__arg_footprint,
+                NULL, .nbuffers = 2, .modes = {STARPU_R, STARPU_W});
 
-static struct starpu_codelet list_cl = {
-    .name = "strata_flatnonzero",
-    .color = 0x0570b0,
-    .cpu_funcs = {list_cpu},
-    STRATA__CUDA_IMPL(list_cuda).nbuffers = 2,
-    .modes = {STARPU_R, STARPU_W},
-    .model = &list_model,
-};
-
-static int submit(struct starpu_codelet *cl, strata_dtype dtype, int64_t n, starpu_data_handle_t in,
-                  starpu_data_handle_t out)
+static int submit(struct strata__codelet *cl, strata_dtype dtype, int64_t n,
+                  starpu_data_handle_t in, starpu_data_handle_t out)
 {
   struct nonzero_args a = {.dtype = dtype, .pad = 0, .n = n};
   starpu_data_handle_t h[2] = {in, out};

@@ -9,10 +9,7 @@ static void noop_cpu(void *buffers[], void *cl_arg)
 
 /* No performance model on purpose: it does no work, and its history would
  * only add bookkeeping to every synchronisation point. */
-struct starpu_codelet strata__noop_cl = {
-    .name = "strata_noop",
-    .color = 0x969696,
-    .cpu_funcs = {noop_cpu},
-    .cpu_funcs_name = {"noop_cpu"},
-    .nbuffers = STARPU_VARIABLE_NBUFFERS,
-};
+struct strata__codelet strata__noop_cl = {
+    .cl =
+        STRATA__CODELET_INIT("strata_noop", 0x969696, noop_cpu, NULL, NULL,
+                             .cpu_funcs_name = {"noop_cpu"}, .nbuffers = STARPU_VARIABLE_NBUFFERS)};

@@ -16,17 +16,8 @@ static void reduce_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
-static struct starpu_perfmodel reduce_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_reduce", .footprint = strata__arg_footprint};
-
-static struct starpu_codelet reduce_cl = {
-    .name = "strata_reduce",
-    .color = 0x6baed6,
-    .cpu_funcs = {reduce_cpu},
-    STRATA__CUDA_IMPL(reduce_cuda).nbuffers = 2,
-    .modes = {STARPU_R, STARPU_W},
-    .model = &reduce_model,
-};
+STRATA__CODELET(reduce_cl, "strata_reduce", 0x6baed6, reduce_cpu, reduce_cuda,
+                strata__arg_footprint, NULL, .nbuffers = 2, .modes = {STARPU_R, STARPU_W});
 
 int strata__reduce_submit(const struct strata__reduce_args *a, starpu_data_handle_t in,
                           starpu_data_handle_t out)

@@ -20,14 +20,14 @@ void strata__capture_begin(struct strata__capture *c)
 
 void strata__capture_end(void) { capturing = NULL; }
 
-int strata__capture_task(struct starpu_codelet *cl, void *arg, size_t arg_size, int free_arg,
+int strata__capture_task(struct strata__codelet *cl, void *arg, size_t arg_size, int free_arg,
                          int nbuffers, const starpu_data_handle_t *handles,
                          const enum starpu_data_access_mode *modes)
 {
   struct strata__capture *c = capturing;
   if (!c)
     return 0;
-  int ret = nbuffers > STARPU_NMAXBUFS || !cl->cpu_funcs[0] ? STRATA_EINVAL : 0;
+  int ret = nbuffers > STARPU_NMAXBUFS || !cl->cl.cpu_funcs[0] ? STRATA_EINVAL : 0;
   if (!ret && c->n == c->cap) {
     int cap = c->cap ? 2 * c->cap : 8;
     struct strata__captured *t = realloc(c->tasks, (size_t)cap * sizeof *t);
@@ -58,7 +58,7 @@ int strata__capture_task(struct starpu_codelet *cl, void *arg, size_t arg_size, 
                                  .nbuffers = nbuffers};
   for (int k = 0; k < nbuffers; k++) {
     t->handles[k] = handles[k];
-    t->modes[k] = modes ? modes[k] : cl->modes[k];
+    t->modes[k] = modes ? modes[k] : cl->cl.modes[k];
   }
   return 1;
 }
@@ -75,7 +75,7 @@ void strata__capture_discard(struct strata__capture *c)
 /* The sequence's argument: a header, one stage per captured task, then the
  * stages' own arguments, each aligned for any type. */
 struct stage {
-  struct starpu_codelet *cl;
+  struct strata__codelet *cl;
   void *shared_arg; /* an argument without size, used in place */
   size_t arg_offset, arg_size;
   int nbuffers;
@@ -103,9 +103,9 @@ static void run_stages(void *buffers[], void *cl_arg, int cuda)
       own[k] = buffers[st->buffer[k]];
     void *arg = st->arg_size ? (char *)cl_arg + st->arg_offset : st->shared_arg;
     if (cuda)
-      st->cl->cuda_funcs[0](own, arg);
+      st->cl->cl.cuda_funcs[0](own, arg);
     else
-      st->cl->cpu_funcs[0](own, arg);
+      st->cl->cl.cpu_funcs[0](own, arg);
   }
 }
 
@@ -123,32 +123,28 @@ static uint32_t sequence_footprint(struct starpu_task *task)
   const struct sequence *q = task->cl_arg;
   uint32_t key = starpu_task_data_footprint(task);
   for (int s = 0; s < q->nstages; s++)
-    key = starpu_hash_crc32c_string(q->stages[s].cl->name, key);
+    key = starpu_hash_crc32c_string(q->stages[s].cl->cl.name, key);
   return key;
 }
 
-static struct starpu_perfmodel sequence_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_sequence", .footprint = sequence_footprint};
+/* The stages' flops, where each is known. */
+static double sequence_flops(const void *arg)
+{
+  const struct sequence *q = arg;
+  double flops = 0;
+  for (int s = 0; s < q->nstages; s++) {
+    const struct stage *st = &q->stages[s];
+    if (st->cl->flops)
+      flops += st->cl->flops(st->arg_size ? (const char *)arg + st->arg_offset : st->shared_arg);
+  }
+  return flops;
+}
 
-static struct starpu_codelet sequence_cpu_cl = {
-    .name = "strata_sequence",
-    .color = 0x6baed6,
-    .cpu_funcs = {sequence_cpu},
-    .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .model = &sequence_model,
-};
-
-#if STRATA__USE_CUDA
-static struct starpu_codelet sequence_any_cl = {
-    .name = "strata_sequence",
-    .color = 0x6baed6,
-    .cpu_funcs = {sequence_cpu},
-    .cuda_funcs = {sequence_cuda},
-    .cuda_flags = {STARPU_CUDA_ASYNC},
-    .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .model = &sequence_model,
-};
-#endif
+STRATA__CODELET(sequence_cpu_cl, "strata_sequence", 0x6baed6, sequence_cpu, NULL,
+                sequence_footprint, sequence_flops, .nbuffers = STARPU_VARIABLE_NBUFFERS);
+/* On CUDA workers too, when every stage has a CUDA implementation. */
+STRATA__CODELET_SHARING(sequence_any_cl, sequence_cpu_cl, "strata_sequence", 0x6baed6, sequence_cpu,
+                        sequence_cuda, sequence_flops, .nbuffers = STARPU_VARIABLE_NBUFFERS);
 
 /* Index of handle h among the sequence's buffers, added with mode 0 when
  * new; -1 when there is no room. */
@@ -242,7 +238,7 @@ int strata__capture_submit(struct strata__capture *c, int nscratch,
     if (t->arg_size)
       memcpy((char *)q + offset, t->arg, t->arg_size);
     offset += aligned(t->arg_size);
-    cuda &= t->cl->cuda_funcs[0] != NULL;
+    cuda &= t->cl->cl.cuda_funcs[0] != NULL;
   }
   starpu_data_handle_t handles[STARPU_NMAXBUFS];
   enum starpu_data_access_mode modes[STARPU_NMAXBUFS];
@@ -251,13 +247,7 @@ int strata__capture_submit(struct strata__capture *c, int nscratch,
     free(q);
     return submit_each(c);
   }
-  struct starpu_codelet *cl = &sequence_cpu_cl;
-#if STRATA__USE_CUDA
-  if (cuda)
-    cl = &sequence_any_cl;
-#else
-  (void)cuda;
-#endif
+  struct strata__codelet *cl = cuda ? &sequence_any_cl : &sequence_cpu_cl;
   strata__capture_discard(c);
   return strata__submit_owned_arg(cl, q, size, n, handles, modes);
 }

@@ -28,9 +28,6 @@ static void shard_cuda(void *buffers[], void *cl_arg)
   call->cuda(&call->shard, ptr, call->arg, starpu_cuda_get_local_stream(),
              starpu_cublas_get_local_handle());
 }
-#define SHARD_CUDA(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
-#else
-#define SHARD_CUDA(fn)
 #endif
 
 /* CUDA workers only for operations that have a CUDA kernel. */
@@ -51,17 +48,8 @@ static uint32_t shard_footprint(struct starpu_task *task)
   return key;
 }
 
-static struct starpu_perfmodel shard_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_shard", .footprint = shard_footprint};
-
-static struct starpu_codelet shard_cl = {
-    .name = "strata_shard",
-    .color = 0x8c6d31,
-    .cpu_funcs = {shard_cpu},
-    SHARD_CUDA(shard_cuda).can_execute = shard_can_execute,
-    .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .model = &shard_model,
-};
+STRATA__CODELET(shard_cl, "strata_shard", 0x8c6d31, shard_cpu, shard_cuda, shard_footprint, NULL,
+                .can_execute = shard_can_execute, .nbuffers = STARPU_VARIABLE_NBUFFERS);
 
 int strata__shard_submit(const struct strata__shard_call *call, size_t size,
                          const starpu_data_handle_t *handles,
@@ -157,28 +145,11 @@ static uint32_t region_footprint(struct starpu_task *task)
   return starpu_hash_crc32c_be(starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 1)), 0);
 }
 
-static struct starpu_perfmodel gather_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_region_gather", .footprint = region_footprint};
-static struct starpu_perfmodel scatter_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_region_scatter", .footprint = region_footprint};
+STRATA__CODELET(gather_cl, "strata_region_gather", 0xbd9e39, gather_cpu, gather_cuda,
+                region_footprint, NULL, .nbuffers = 2, .modes = {STARPU_R, STARPU_W});
 
-static struct starpu_codelet gather_cl = {
-    .name = "strata_region_gather",
-    .color = 0xbd9e39,
-    .cpu_funcs = {gather_cpu},
-    SHARD_CUDA(gather_cuda).nbuffers = 2,
-    .modes = {STARPU_R, STARPU_W},
-    .model = &gather_model,
-};
-
-static struct starpu_codelet scatter_cl = {
-    .name = "strata_region_scatter",
-    .color = 0xe7ba52,
-    .cpu_funcs = {scatter_cpu},
-    SHARD_CUDA(scatter_cuda).nbuffers = 2,
-    .modes = {STARPU_RW, STARPU_R},
-    .model = &scatter_model,
-};
+STRATA__CODELET(scatter_cl, "strata_region_scatter", 0xe7ba52, scatter_cpu, scatter_cuda,
+                region_footprint, NULL, .nbuffers = 2, .modes = {STARPU_RW, STARPU_R});
 
 static size_t move_size(const struct strata__region_move *m)
 {

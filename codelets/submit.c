@@ -15,12 +15,12 @@ int strata__from_starpu(int starpu_ret)
   return starpu_ret == -ENODEV ? STRATA_ENODEV : STRATA_ESTARPU;
 }
 
-static int submit(struct starpu_codelet *cl, void *cl_arg, size_t cl_arg_size, int free_arg,
+static int submit(struct strata__codelet *cl, void *cl_arg, size_t cl_arg_size, int free_arg,
                   int nbuffers, const starpu_data_handle_t *handles,
                   const enum starpu_data_access_mode *modes)
 {
   int bad = nbuffers < 0 || nbuffers > STRATA__MAX_BUFFERS ||
-            (nbuffers > STARPU_NMAXBUFS && (!modes || cl->nbuffers != STARPU_VARIABLE_NBUFFERS));
+            (nbuffers > STARPU_NMAXBUFS && (!modes || cl->cl.nbuffers != STARPU_VARIABLE_NBUFFERS));
   int captured =
       bad ? 0 : strata__capture_task(cl, cl_arg, cl_arg_size, free_arg, nbuffers, handles, modes);
   if (captured)
@@ -31,7 +31,8 @@ static int submit(struct starpu_codelet *cl, void *cl_arg, size_t cl_arg_size, i
       free(cl_arg);
     return bad ? STRATA_EINVAL : STRATA_ENOMEM;
   }
-  task->cl = cl;
+  task->cl = &cl->cl;
+  task->flops = cl->flops ? cl->flops(cl_arg) : 0.0;
   task->cl_arg = cl_arg;
   task->cl_arg_size = cl_arg_size;
   task->cl_arg_free = free_arg;
@@ -60,20 +61,20 @@ static int submit(struct starpu_codelet *cl, void *cl_arg, size_t cl_arg_size, i
   return strata__from_starpu(ret);
 }
 
-int strata__submit(struct starpu_codelet *cl, const void *cl_arg, size_t cl_arg_size, int nbuffers,
+int strata__submit(struct strata__codelet *cl, const void *cl_arg, size_t cl_arg_size, int nbuffers,
                    const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes)
 {
   return submit(cl, (void *)cl_arg, cl_arg_size, 0, nbuffers, handles, modes);
 }
 
-int strata__submit_owned_arg(struct starpu_codelet *cl, void *arg, size_t size, int nbuffers,
+int strata__submit_owned_arg(struct strata__codelet *cl, void *arg, size_t size, int nbuffers,
                              const starpu_data_handle_t *handles,
                              const enum starpu_data_access_mode *modes)
 {
   return submit(cl, arg, size, 1, nbuffers, handles, modes);
 }
 
-int strata__submit_copy_arg(struct starpu_codelet *cl, const void *arg, size_t size, int nbuffers,
+int strata__submit_copy_arg(struct strata__codelet *cl, const void *arg, size_t size, int nbuffers,
                             const starpu_data_handle_t *handles,
                             const enum starpu_data_access_mode *modes)
 {
@@ -84,7 +85,7 @@ int strata__submit_copy_arg(struct starpu_codelet *cl, const void *arg, size_t s
   return submit(cl, copy, size, 1, nbuffers, handles, modes);
 }
 
-int strata__mpi_submit_copy_arg(MPI_Comm comm, struct starpu_codelet *cl, const void *arg,
+int strata__mpi_submit_copy_arg(MPI_Comm comm, struct strata__codelet *cl, const void *arg,
                                 size_t size, int nbuffers, const starpu_data_handle_t *handles,
                                 const enum starpu_data_access_mode *modes)
 {
@@ -102,13 +103,14 @@ int strata__mpi_submit_copy_arg(MPI_Comm comm, struct starpu_codelet *cl, const 
    * STARPU_CL_ARGS on the ranks that merely take part in the transfers. */
   if (me != exec_rank)
     return strata__from_starpu(
-        starpu_mpi_task_insert(comm, cl, STARPU_DATA_MODE_ARRAY, descr, nbuffers, 0));
+        starpu_mpi_task_insert(comm, &cl->cl, STARPU_DATA_MODE_ARRAY, descr, nbuffers, 0));
   void *copy = malloc(size);
   if (!copy)
     return STRATA_ENOMEM;
   memcpy(copy, arg, size);
-  return strata__from_starpu(starpu_mpi_task_insert(comm, cl, STARPU_DATA_MODE_ARRAY, descr,
-                                                    nbuffers, STARPU_CL_ARGS, copy, size, 0));
+  return strata__from_starpu(
+      starpu_mpi_task_insert(comm, &cl->cl, STARPU_DATA_MODE_ARRAY, descr, nbuffers, STARPU_CL_ARGS,
+                             copy, size, STARPU_FLOPS, cl->flops ? cl->flops(arg) : 0.0, 0));
 }
 
 uint32_t strata__arg_footprint(struct starpu_task *task)

@@ -18,17 +18,8 @@ static void take_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
-static struct starpu_perfmodel take_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_take", .footprint = strata__arg_footprint};
-
-static struct starpu_codelet take_cl = {
-    .name = "strata_take",
-    .color = 0x2171b5,
-    .cpu_funcs = {take_cpu},
-    STRATA__CUDA_IMPL(take_cuda).nbuffers = 3,
-    .modes = {STARPU_R, STARPU_R, STARPU_W},
-    .model = &take_model,
-};
+STRATA__CODELET(take_cl, "strata_take", 0x2171b5, take_cpu, take_cuda, strata__arg_footprint, NULL,
+                .nbuffers = 3, .modes = {STARPU_R, STARPU_R, STARPU_W});
 
 int strata__take_submit(const struct strata__take_args *a, starpu_data_handle_t in,
                         starpu_data_handle_t idx, starpu_data_handle_t out)

@@ -15,17 +15,8 @@ static void tri_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
-static struct starpu_perfmodel tri_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_tri", .footprint = strata__arg_footprint};
-
-static struct starpu_codelet tri_cl = {
-    .name = "strata_tri",
-    .color = 0x3182bd,
-    .cpu_funcs = {tri_cpu},
-    STRATA__CUDA_IMPL(tri_cuda).nbuffers = 2,
-    .modes = {STARPU_R, STARPU_W},
-    .model = &tri_model,
-};
+STRATA__CODELET(tri_cl, "strata_tri", 0x3182bd, tri_cpu, tri_cuda, strata__arg_footprint, NULL,
+                .nbuffers = 2, .modes = {STARPU_R, STARPU_W});
 
 int strata__tri_submit(const struct strata__tri_args *a, starpu_data_handle_t in,
                        starpu_data_handle_t out)

@@ -27,27 +27,15 @@ static uint32_t view_footprint(struct starpu_task *task)
   return starpu_hash_crc32c_be_n(&a, sizeof a, 0);
 }
 
-static struct starpu_perfmodel view_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "strata_view", .footprint = view_footprint};
-
-static struct starpu_codelet view_cl[2] = {
-    {.name = "strata_view",
-     .color = 0xc6dbef,
-     .cpu_funcs = {view_cpu},
-     STRATA__CUDA_IMPL(view_cuda).nbuffers = 2,
-     .modes = {STARPU_R, STARPU_W},
-     .model = &view_model},
-    {.name = "strata_view",
-     .color = 0xc6dbef,
-     .cpu_funcs = {view_cpu},
-     STRATA__CUDA_IMPL(view_cuda).nbuffers = 2,
-     .modes = {STARPU_R, STARPU_RW},
-     .model = &view_model},
-};
+STRATA__CODELET(view_cl, "strata_view", 0xc6dbef, view_cpu, view_cuda, view_footprint, NULL,
+                .nbuffers = 2, .modes = {STARPU_R, STARPU_W});
+/* Into part of the destination (RW). */
+STRATA__CODELET_SHARING(view_partial_cl, view_cl, "strata_view", 0xc6dbef, view_cpu, view_cuda,
+                        NULL, .nbuffers = 2, .modes = {STARPU_R, STARPU_RW});
 
 int strata__view_submit(const struct strata__view_args *a, starpu_data_handle_t src,
                         starpu_data_handle_t dst, int partial)
 {
   starpu_data_handle_t h[2] = {src, dst};
-  return strata__submit_copy_arg(&view_cl[partial != 0], a, sizeof *a, 2, h, NULL);
+  return strata__submit_copy_arg(partial ? &view_partial_cl : &view_cl, a, sizeof *a, 2, h, NULL);
 }

@@ -8,8 +8,8 @@
 
 #include <strata/io.h>
 
-#include "internal/runtime.h"
 #include "codelets.h"
+#include "internal/runtime.h"
 #include "kernels/fused_kernels.h"
 
 enum strata__opcode {

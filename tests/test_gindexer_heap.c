@@ -100,7 +100,8 @@ static void check_serials_reused(const int64_t *distrib, const int64_t *idx)
   CHECK_EQ(made, SERIALS);
   strata_gindexer *extra = NULL;
   CHECK_EQ(strata_gindexer_create(strata_comm(), distrib, idx, NIDX, &extra), STRATA_ENOMEM);
-  CHECK(extra == NULL && strstr(strata_error_message(), "4096 objects holding StarPU-MPI tags are alive"));
+  CHECK(extra == NULL &&
+        strstr(strata_error_message(), "4096 objects holding StarPU-MPI tags are alive"));
   for (int k = 1; k < made; k++)
     strata_gindexer_destroy(live[k]);
   free(live);

@@ -627,7 +627,8 @@ int strata__gi_post(strata_gindexer *gi, struct strata__gi_mailbox *outbox, cons
   int64_t tag = next_tag(gi);
   mailbox_partition(outbox);
   mailbox_partition(inbox);
-  int ret = strata__exchange_post(gi->comm, tag, out_rows, outbox->parts, in_rows, inbox->parts, NULL);
+  int ret =
+      strata__exchange_post(gi->comm, tag, out_rows, outbox->parts, in_rows, inbox->parts, NULL);
   mailbox_unpartition(outbox);
   mailbox_unpartition(inbox);
   strata__gi_close(outbox);

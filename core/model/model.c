@@ -555,5 +555,6 @@ int strata__model_submit_handles(strata_model *m, int64_t n, starpu_data_handle_
     m->scratch = strata__scratch_register(bytes);
     m->scratch_n = n;
   }
+  m->call.flops = m->layers ? strata__cnn_flops(&m->net, n) : 0;
   return strata__model_submit(&m->call, m->weights_handle, in, out, m->scratch);
 }

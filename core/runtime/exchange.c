@@ -11,11 +11,11 @@
 
 /* Tag layout: bit 62 Strata's; bit 61 set: an object's range (12-bit slot,
  * 48-bit offset); clear: a collective call's (41-bit number, 20-bit offset). */
-#define STRATA_TAG    ((int64_t)1 << 62)
-#define OBJECT_TAG    ((int64_t)1 << 61)
-#define OBJECT_BITS   48
-#define CALL_BITS     20
-#define CALL_NUMBERS  ((int64_t)1 << 41)
+#define STRATA_TAG   ((int64_t)1 << 62)
+#define OBJECT_TAG   ((int64_t)1 << 61)
+#define OBJECT_BITS  48
+#define CALL_BITS    20
+#define CALL_NUMBERS ((int64_t)1 << 41)
 
 _Static_assert(STRATA__TAG_SLOTS <= ((int64_t)1 << (61 - OBJECT_BITS)), "slots overflow bit 61");
 
@@ -61,11 +61,12 @@ void strata__tags_release(strata__tags *t)
 int strata__tags_of_call(int64_t seq, strata__tags *t)
 {
   if (seq < 0 || seq >= CALL_NUMBERS)
-    return strata__fail(STRATA_ENOMEM, "exchange: %lld collective calls, more than StarPU-MPI's "
-                                       "tags can tell apart", (long long)seq);
-  *t = (strata__tags){.base = STRATA_TAG | (seq << CALL_BITS),
-                      .count = (int64_t)1 << CALL_BITS,
-                      .slot = -1};
+    return strata__fail(STRATA_ENOMEM,
+                        "exchange: %lld collective calls, more than StarPU-MPI's "
+                        "tags can tell apart",
+                        (long long)seq);
+  *t = (strata__tags){
+      .base = STRATA_TAG | (seq << CALL_BITS), .count = (int64_t)1 << CALL_BITS, .slot = -1};
   return 0;
 }
 

@@ -475,8 +475,8 @@ struct launch {
   const strata_shard_op *op;
   struct plan p;
   int me, root;
-  strata__tags tags;            /* the launch's StarPU-MPI tags */
-  int64_t messages;             /* so far: the next one's tag, same everywhere */
+  strata__tags tags;           /* the launch's StarPU-MPI tags */
+  int64_t messages;            /* so far: the next one's tag, same everywhere */
   starpu_data_handle_t *temps; /* buffers to unregister at the end */
   int ntemps, cap_temps;
   starpu_data_handle_t *buf[STRATA_SHARD_MAX_TENSORS]; /* [ranks * ngroups] local buffers */
