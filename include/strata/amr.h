@@ -26,6 +26,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The library exports what its public headers declare, and nothing else. */
+#pragma GCC visibility push(default)
 
 /** Most fields per block. */
 #define STRATA_AMR_MAX_FIELDS 8
@@ -279,6 +281,7 @@ void strata_cosmology_params_init(strata_cosmology_params *p);
  *  @return 0; STRATA_EINVAL; STRATA_ENOMEM. Needs no strata_init(). */
 int strata_cosmology_density(int64_t n, const strata_cosmology_params *p, double *rho);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

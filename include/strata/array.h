@@ -10,6 +10,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The library exports what its public headers declare, and nothing else. */
+#pragma GCC visibility push(default)
 
 /** Maximum number of dimensions of an array. */
 #define STRATA_MAX_DIMS 8
@@ -69,6 +71,7 @@ int64_t strata_array_nelems(const strata_array *a);
 /** @brief Size of the data in bytes, or STRATA_EINVAL. */
 int64_t strata_array_nbytes(const strata_array *a);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

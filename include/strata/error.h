@@ -7,6 +7,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The library exports what its public headers declare, and nothing else. */
+#pragma GCC visibility push(default)
 
 /** Error codes returned (negated) by Strata functions. */
 enum strata_error {
@@ -38,6 +40,7 @@ const char *strata_strerror(int code);
  *  when that call gave none. Valid until the next Strata call on the thread. */
 const char *strata_error_message(void);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

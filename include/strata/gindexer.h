@@ -29,6 +29,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The library exports what its public headers declare, and nothing else. */
+#pragma GCC visibility push(default)
 
 /** A global indexer (protocol object). */
 typedef struct strata_gindexer strata_gindexer;
@@ -261,6 +263,7 @@ int strata_gindexer_take_objects(strata_gindexer *gi, void *const *dist, const s
 int strata_gindexer_put_objects(strata_gindexer *gi, void *const *values, strata_put_rule rule,
                                 const strata_codec *codec, void **dist);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -37,6 +37,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The library exports what its public headers declare, and nothing else. */
+#pragma GCC visibility push(default)
 
 /** A recording context: its recording flag and the history it recorded. */
 typedef struct strata_context strata_context;
@@ -378,6 +380,7 @@ int strata_graph_ntasks(strata_graph *g);
  * STRATA_EINVAL for other modes, STRATA_ESTATE before the first run. */
 int strata_graph_node_value(strata_graph *g, const char *node, strata_array **value);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

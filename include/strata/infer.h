@@ -51,6 +51,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The library exports what its public headers declare, and nothing else. */
+#pragma GCC visibility push(default)
 
 /** The inference method on one hierarchy (opaque). */
 typedef struct strata_infer strata_infer;
@@ -200,6 +202,7 @@ int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **elem
 int strata_infer_leaf_bubbles(strata_infer *inf, const strata_amr_block *b, strata_bubble **list,
                               int64_t *n, int64_t *found);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The library exports what its public headers declare, and nothing else. */
+#pragma GCC visibility push(default)
 
 /** @brief Load a `.npy` file into a new array. Accepted element types:
  *  `b1 i1 u1 i4 i8 f4 f8`, little- or big-endian (converted to the host's
@@ -79,6 +81,7 @@ int strata_output_commit(strata_output *o);
  *  @return STRATA_EIO (STRATA_EINVAL for NULL). */
 int strata_output_abandon(strata_output *o, int err);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

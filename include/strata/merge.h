@@ -17,6 +17,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The library exports what its public headers declare, and nothing else. */
+#pragma GCC visibility push(default)
 
 /** @brief Type of the result of merging values of type @p in with @p op.
  *  @return 0 and *@p out; STRATA_ETYPE for a forbidden pair; STRATA_EINVAL
@@ -89,6 +91,7 @@ int strata_merge_tree_pairs(int n, int *src, int *dst);
 int strata_merge_versions(strata_array **versions, int nlocal, strata_op op,
                           strata_merge_method method);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -37,6 +37,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The library exports what its public headers declare, and nothing else. */
+#pragma GCC visibility push(default)
 
 /** A model: a loaded network or an application's plug-in. */
 typedef struct strata_model strata_model;
@@ -139,6 +141,7 @@ int strata_bubbles_submit(strata_array *prob, const strata_bubble_params *p, str
  *  *@p n; *@p found (may be NULL) receives how many were found in all. */
 int strata_bubbles_read(strata_array *table, strata_bubble **list, int64_t *n, int64_t *found);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

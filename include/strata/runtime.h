@@ -10,6 +10,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The library exports what its public headers declare, and nothing else. */
+#pragma GCC visibility push(default)
 
 /** Runtime configuration. Fill it with strata_config_init() and change only
  *  the fields you need. StarPU environment variables (STARPU_NCPU,
@@ -103,6 +105,7 @@ strata_log_level strata_log_threshold(void);
  *  at or below the threshold. printf-style. */
 void strata_log(strata_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

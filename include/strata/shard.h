@@ -19,6 +19,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The library exports what its public headers declare, and nothing else. */
+#pragma GCC visibility push(default)
 
 /** Most tensors an operation can have (StarPU's buffer limit). */
 #define STRATA_SHARD_MAX_TENSORS 8
@@ -186,6 +188,7 @@ int strata_shard_op_axial_sum(strata_array *x, int axis, strata_array *y, strata
 int strata_shard_op_broadcast_add(strata_array *x, strata_array *v, strata_array *y,
                                   strata_shard_op *op);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,8 @@ typedef struct strata_amr_block strata_amr_block;
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The library exports what its public headers declare, and nothing else. */
+#pragma GCC visibility push(default)
 
 /** @brief The StarPU handle of @p a (a vector of nelems elements of the
  *  array's type), or NULL for a NULL array. Strata keeps ownership: do not
@@ -28,6 +30,7 @@ starpu_data_handle_t strata_array_handle(const strata_array *a);
 starpu_data_handle_t strata_amr_field_handle(const strata_amr *amr, const strata_amr_block *b,
                                              int field);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

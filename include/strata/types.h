@@ -11,6 +11,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The library exports what its public headers declare, and nothing else. */
+#pragma GCC visibility push(default)
 
 /** Element types. Booleans are stored as one byte holding 0 or 1. */
 typedef enum strata_dtype {
@@ -101,6 +103,7 @@ const char *strata_dtype_name(strata_dtype dtype);
 /** @brief Name of an operator ("sum", ...), "invalid" when out of range. */
 const char *strata_op_name(strata_op op);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -11,6 +11,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The library exports what its public headers declare, and nothing else. */
+#pragma GCC visibility push(default)
 
 /** Maximum number of dimensions of a range or map. */
 #define STRATA_ZMAX_DIMS 8
@@ -186,6 +188,7 @@ int strata_zregion_gather(const void *tensor, const int64_t *shape, size_t elem_
                           const strata_zrange *region, strata_oob_policy policy, const void *fill,
                           void *out);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif
