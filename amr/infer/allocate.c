@@ -1,0 +1,219 @@
+/* Phase 2, allocate: the level array's elements, created once, and their
+ * placement on the ranks. */
+#include "infer_impl.h"
+
+/* ---- phase 2: allocate ---- */
+
+static int element_cmp(const void *x, const void *y)
+{
+  const struct element *a = x, *b = y;
+  return (a->key > b->key) - (a->key < b->key);
+}
+
+struct element *strata__infer_find_element(const strata_infer *inf, const int64_t idx[3])
+{
+  struct element key = {.key = morton(idx)};
+  return bsearch(&key, inf->el, (size_t)inf->nel, sizeof *inf->el, element_cmp);
+}
+
+/* Every rank's `n` 8-byte values of `type` concatenated in rank order, on
+ * every rank: *all (malloc'd) and *total. Collective; errors agreed. */
+int strata__infer_allgather_values(const strata_amr *amr, const void *mine, int64_t n,
+                                   MPI_Datatype type, void **all, int64_t *total)
+{
+  int *counts = calloc((size_t)amr->size, sizeof *counts);
+  int *displs = calloc((size_t)amr->size, sizeof *displs);
+  int ret = strata__agree(counts && displs ? 0 : STRATA_ENOMEM, NULL, 0);
+  *all = NULL;
+  *total = 0;
+  if (!ret) {
+    int mine_count = (int)n;
+    MPI_Allgather(&mine_count, 1, MPI_INT, counts, 1, MPI_INT, amr->meta);
+    for (int r = 0; r < amr->size; r++) {
+      displs[r] = (int)*total;
+      *total += counts[r];
+    }
+    *all = malloc((size_t)(*total + 1) * 8);
+    ret = strata__agree(*all ? 0 : STRATA_ENOMEM, NULL, 0);
+  }
+  if (!ret)
+    MPI_Allgatherv(mine, (int)n, type, *all, counts, displs, type, amr->meta);
+  else {
+    free(*all);
+    *all = NULL;
+  }
+  free(counts);
+  free(displs);
+  return ret;
+}
+
+/* The elements marked in this rank's level_base masks, gathered on every
+ * rank, sorted and unique. */
+int strata__infer_gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n_out)
+{
+  strata_amr *amr = inf->amr;
+  int64_t cap = 0, n = 0;
+  for (int64_t i = 0; i < inf->nmasks; i++)
+    if (inf->masks[i].b.level == inf->p.level_base && inf->masks[i].rank == amr->rank)
+      cap += inf->masks[i].cells * inf->masks[i].cells * inf->masks[i].cells;
+  int64_t *mine = malloc((size_t)(3 * cap + 1) * sizeof *mine);
+  int ret = mine ? 0 : STRATA_ENOMEM;
+  for (int64_t i = 0; i < inf->nmasks && !ret; i++) {
+    struct mask *m = &inf->masks[i];
+    if (m->b.level != inf->p.level_base || m->rank != amr->rank)
+      continue;
+    if (strata__acquire(m->h, STARPU_R) != 0) {
+      ret = STRATA_ESTARPU;
+      break;
+    }
+    const uint8_t *bits = (const void *)starpu_vector_get_local_ptr(m->h);
+    for (int64_t c = 0; c < m->cells * m->cells * m->cells; c++)
+      if (bits[c]) {
+        int64_t cell[3] = {c % m->cells, c / m->cells % m->cells, c / (m->cells * m->cells)};
+        for (int a = 0; a < 3; a++)
+          mine[3 * n + a] = m->b.index[a] * m->cells + cell[a];
+        n++;
+      }
+    starpu_data_release(m->h);
+  }
+  int err = strata__agree(ret, NULL, 0);
+  void *all = NULL;
+  int64_t total = 0;
+  if (!err)
+    err = strata__infer_allgather_values(amr, mine, 3 * n, MPI_INT64_T, &all, &total);
+  free(mine);
+  if (err)
+    return ret ? ret : err;
+  *idx_out = all;
+  *n_out = total / 3;
+  return 0;
+}
+
+static int register_element(strata_infer *inf, struct element *e)
+{
+  const int64_t cells = inf->n * inf->n * inf->n;
+  strata__tags elements;
+  int64_t tag;
+  strata__tags_part(&inf->tags, 0, 4, &elements);
+  int ret = strata__tag(&elements, e->serial * 4 + 2, &tag);
+  if (ret)
+    return ret;
+  starpu_vector_data_register(&e->in, -1, 0, (uint32_t)(cells * inf->p.n_fields), sizeof(float));
+  starpu_vector_data_register(&e->out, -1, 0, (uint32_t)cells, sizeof(float));
+  starpu_vector_data_register(&e->table, -1, 0, (uint32_t)table_len(inf), sizeof(double));
+  starpu_mpi_data_register(e->in, tag - 2, e->rank);
+  starpu_mpi_data_register(e->out, tag - 1, e->rank);
+  starpu_mpi_data_register(e->table, tag, e->rank);
+  if (e->rank != inf->amr->rank)
+    return 0;
+  /* A first write, so that the transfers may read-modify-write it. */
+  struct strata__amr_fill zero = {0};
+  return strata__amr_fill_submit(MPI_COMM_NULL, e->in, &zero);
+}
+
+/* Merge the needed elements into the level array: kept elements keep their
+ * handles, new ones are marked (serial -1) for placement, gone ones are
+ * unregistered. */
+int strata__infer_update_level_array(strata_infer *inf, const int64_t *idx, int64_t n,
+                                     strata_infer_stats *st)
+{
+  struct element *next = calloc((size_t)(n ? n : 1), sizeof *next);
+  if (!next)
+    return STRATA_ENOMEM;
+  for (int64_t i = 0; i < n; i++) {
+    memcpy(next[i].idx, idx + 3 * i, sizeof next[i].idx);
+    next[i].key = morton(next[i].idx);
+    next[i].serial = -1;
+  }
+  qsort(next, (size_t)n, sizeof *next, element_cmp);
+  int64_t u = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (!u || next[u - 1].key != next[i].key)
+      next[u++] = next[i];
+  n = u;
+  int64_t i = 0, j = 0;
+  for (; i < n; i++) {
+    while (j < inf->nel && inf->el[j].key < next[i].key)
+      strata__infer_drop_element(&inf->el[j++]), st->removed++;
+    if (j < inf->nel && inf->el[j].key == next[i].key)
+      next[i] = inf->el[j++];
+    else
+      st->created++;
+  }
+  for (; j < inf->nel; j++)
+    strata__infer_drop_element(&inf->el[j]), st->removed++;
+  free(inf->el);
+  inf->el = next;
+  inf->nel = n;
+  return 0;
+}
+
+/* ---- placement ---- */
+
+static int cost_cmp(const void *x, const void *y)
+{
+  const struct element *const *a = x, *const *b = y;
+  if ((*a)->cost != (*b)->cost)
+    return (*a)->cost < (*b)->cost ? 1 : -1;
+  return ((*a)->key > (*b)->key) - ((*a)->key < (*b)->key);
+}
+
+/* New owner ranks into `ranks` (one per element). */
+int strata__infer_place_elements(strata_infer *inf, const struct transfer *t, int64_t nt,
+                                 int *ranks)
+{
+  const int size = inf->amr->size;
+  if (inf->p.placement == STRATA_INFER_PLACE_CURVE) {
+    for (int64_t i = 0; i < inf->nel; i++)
+      ranks[i] = (int)(i * size / inf->nel);
+    return 0;
+  }
+  for (int64_t i = 0; i < inf->nel; i++)
+    inf->el[i].cost = (double)(inf->n * inf->n * inf->n);
+  for (int64_t k = 0; k < nt; k++)
+    inf->el[t[k].element].cost += (double)strata__infer_piece_cells(inf, &t[k]);
+  struct element **order = malloc((size_t)inf->nel * sizeof *order);
+  double *load = calloc((size_t)size, sizeof *load);
+  if (!order || !load) {
+    free(order);
+    free(load);
+    return STRATA_ENOMEM;
+  }
+  for (int64_t i = 0; i < inf->nel; i++)
+    order[i] = &inf->el[i];
+  qsort(order, (size_t)inf->nel, sizeof *order, cost_cmp);
+  for (int64_t i = 0; i < inf->nel; i++) {
+    int best = 0;
+    for (int r = 1; r < size; r++)
+      if (load[r] < load[best])
+        best = r;
+    load[best] += order[i]->cost;
+    ranks[order[i] - inf->el] = best;
+  }
+  free(order);
+  free(load);
+  return 0;
+}
+
+/* Kept elements move to their new rank; new ones are registered there. */
+int strata__infer_apply_placement(strata_infer *inf, const int *ranks, strata_infer_stats *st)
+{
+  int ret = 0;
+  for (int64_t i = 0; i < inf->nel && !ret; i++) {
+    struct element *e = &inf->el[i];
+    if (e->serial < 0) {
+      e->serial = inf->next_serial++;
+      e->rank = ranks[i];
+      ret = register_element(inf, e);
+      continue;
+    }
+    if (e->rank == ranks[i])
+      continue;
+    e->rank = ranks[i];
+    st->migrated++;
+    starpu_data_handle_t hs[3] = {e->in, e->out, e->table};
+    for (int k = 0; k < 3; k++)
+      starpu_mpi_data_migrate(inf->amr->comm, hs[k], e->rank);
+  }
+  return ret;
+}

@@ -1,0 +1,374 @@
+/* The inference method: parameters, creation and destruction, queries. */
+#include "infer_impl.h"
+
+const char *strata_infer_phase_name(int phase)
+{
+  static const char *const names[STRATA_INFER_PHASES] = {"evaluate", "allocate", "populate",
+                                                         "apply", "update"};
+  return phase >= 0 && phase < STRATA_INFER_PHASES ? names[phase] : "";
+}
+
+void strata_infer_params_init(strata_infer_params *p)
+{
+  if (!p)
+    return;
+  *p = (strata_infer_params){.level_base = 2,
+                             .level_array = 4,
+                             .level_infer = 5,
+                             .overdensity_threshold = 32,
+                             .reference_value = 1,
+                             .bubble_threshold = 0.5f,
+                             .bubble_min_cells = 1,
+                             .bubble_capacity = 64,
+                             .marker_field = -1};
+}
+
+/* ---- creation ---- */
+
+int strata_infer_check_geometry(const strata_amr_params *a, const strata_infer_params *p)
+{
+  strata__clear_error();
+  if (!a || !p)
+    return STRATA_EINVAL;
+  if (a->dim != 3)
+    return strata__fail(STRATA_EINVAL, "inference arrays need a 3-D hierarchy");
+  if (a->max_level < 0 || a->max_level > STRATA_AMR_MAX_LEVEL || a->block_cells < 1)
+    return strata__fail(STRATA_EINVAL, "max_level %d or block_cells %d out of range", a->max_level,
+                        a->block_cells);
+  if (p->level_base < 0 || p->level_base > p->level_array || p->level_array > p->level_infer ||
+      p->level_infer > a->max_level)
+    return strata__fail(STRATA_EINVAL,
+                        "need 0 <= level_base (%d) <= level_array (%d) <= level_infer (%d) <= "
+                        "max_level (%d)",
+                        p->level_base, p->level_array, p->level_infer, a->max_level);
+  if (((int64_t)1 << (p->level_array - p->level_base)) > a->block_cells ||
+      a->block_cells % (1 << (p->level_array - p->level_base)))
+    return strata__fail(STRATA_EINVAL,
+                        "a level_base block holds 2^(level_array - level_base) = %d elements per "
+                        "axis, more than its %d cells",
+                        1 << (p->level_array - p->level_base), a->block_cells);
+  if (a->block_cells % (1 << (a->max_level - p->level_infer)))
+    return strata__fail(STRATA_EINVAL,
+                        "leaves of level %d do not restrict to whole cells of level_infer %d "
+                        "(block_cells %d)",
+                        a->max_level, p->level_infer, a->block_cells);
+  if (((int64_t)a->block_cells << (p->level_infer - p->level_array)) > 1024)
+    return strata__fail(STRATA_EINVAL, "inference arrays of more than 1024 cells per axis");
+  return 0;
+}
+
+static int check_params(const strata_amr *amr, strata_infer_params *p)
+{
+  const strata_amr_params *a = &amr->p;
+  int ret = strata_infer_check_geometry(a, p);
+  if (ret)
+    return ret;
+  if (!p->model)
+    return strata__fail(STRATA_EINVAL, "no model");
+  int in_ch = 0, out_ch = 0;
+  strata_model_output kind;
+  strata_model_describe(p->model, &in_ch, &out_ch, &kind);
+  if (out_ch != 1 || kind != STRATA_MODEL_PROBABILITY)
+    return strata__fail(STRATA_EINVAL, "model '%s' must output one probability channel",
+                        strata_model_name(p->model));
+  if (p->n_fields == 0) {
+    /* The model's named fields, else field 0. */
+    p->n_fields = in_ch;
+    for (int c = 0; c < in_ch; c++) {
+      const char *name = strata_model_input_field(p->model, c);
+      p->fields[c] = name || in_ch > 1 ? -1 : 0;
+      for (int f = 0; name && f < a->nfields; f++)
+        if (!strcmp(name, amr->names[f]))
+          p->fields[c] = f;
+      if (p->fields[c] < 0)
+        return strata__fail(STRATA_EINVAL, "model input '%s' is not a field of the hierarchy",
+                            name ? name : "(unnamed)");
+    }
+  }
+  if (p->n_fields != in_ch || p->n_fields > STRATA_AMR_MAX_FIELDS)
+    return strata__fail(STRATA_EINVAL, "%d fields for a model of %d input channels", p->n_fields,
+                        in_ch);
+  for (int c = 0; c < p->n_fields; c++)
+    if (p->fields[c] < 0 || p->fields[c] >= a->nfields || p->fields[c] == p->marker_field)
+      return strata__fail(STRATA_EINVAL, "transferred field %d out of range or the marker",
+                          p->fields[c]);
+  if (p->criterion_field < 0 || p->criterion_field >= a->nfields ||
+      p->criterion_field == p->marker_field)
+    return strata__fail(STRATA_EINVAL, "criterion field %d out of range or the marker",
+                        p->criterion_field);
+  if (p->marker_field < -1 || p->marker_field >= a->nfields)
+    return strata__fail(STRATA_EINVAL, "marker field %d out of range", p->marker_field);
+  if (!(p->overdensity_threshold > 0) || !isfinite(p->overdensity_threshold) ||
+      (p->reference == STRATA_INFER_FIXED && !isfinite(p->reference_value)) ||
+      (p->reference != STRATA_INFER_BLOCK_MEAN && p->reference != STRATA_INFER_FIXED))
+    return strata__fail(STRATA_EINVAL, "bad criterion threshold or reference");
+  if (p->bubble_capacity < 1 || p->bubble_capacity > 65536 || p->bubble_min_cells < 1 ||
+      !(p->bubble_threshold >= 0 && p->bubble_threshold < 1))
+    return strata__fail(STRATA_EINVAL, "bad bubble parameters");
+  if (p->placement != STRATA_INFER_PLACE_CURVE && p->placement != STRATA_INFER_PLACE_GREEDY)
+    return strata__fail(STRATA_EINVAL, "unknown placement policy");
+  return strata__model_check_extent(p->model,
+                                    (int64_t)a->block_cells << (p->level_infer - p->level_array));
+}
+
+static int destroy_live(void *inf) { return strata_infer_destroy(inf); }
+
+int strata_infer_create(strata_amr *amr, const strata_infer_params *params, strata_infer **out)
+{
+  strata__clear_error();
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!amr || !params || !out)
+    return STRATA_EINVAL;
+  *out = NULL;
+  strata_infer_params p = *params;
+  int local = check_params(amr, &p);
+  int64_t same[] = {p.level_base,      p.level_array,     p.level_infer,     p.n_fields,
+                    p.criterion_field, p.reference,       p.bubble_capacity, p.marker_field,
+                    p.placement,       p.bulk_synchronous};
+  ret = strata__agree(local, same, (int)(sizeof same / sizeof *same));
+  if (ret)
+    return local ? local : ret;
+  strata_infer *inf = calloc(1, sizeof *inf);
+  if ((ret = strata__agree(inf ? 0 : STRATA_ENOMEM, NULL, 0)) ||
+      (ret = strata__tags_take(strata__coll_comm(), "infer", &inf->tags))) {
+    free(inf);
+    return ret;
+  }
+  inf->amr = amr;
+  inf->p = p;
+  inf->n = (int64_t)amr->p.block_cells << (p.level_infer - p.level_array);
+  inf->bubble_scratch = strata__scratch_register(strata__bubbles_scratch_bytes(inf->n));
+  starpu_pthread_mutex_init(&inf->lock, NULL);
+  strata__live_add(&strata__objects, &inf->live, "inference method", inf, destroy_live);
+  *out = inf;
+  return 0;
+}
+
+void strata__infer_drop_element(struct element *e)
+{
+  starpu_data_unregister_submit(e->in);
+  starpu_data_unregister_submit(e->out);
+  starpu_data_unregister_submit(e->table);
+}
+
+void strata__infer_drop_masks(strata_infer *inf)
+{
+  for (int64_t i = 0; i < inf->nmasks; i++)
+    if (inf->masks[i].h) /* NULL: not registered, the cycle failed first */
+      starpu_data_unregister_submit(inf->masks[i].h);
+  free(inf->masks);
+  inf->masks = NULL;
+  inf->nmasks = 0;
+}
+
+void strata__infer_drop_lists(strata_infer *inf)
+{
+  for (int64_t i = 0; i < inf->nlists; i++)
+    starpu_data_unregister_submit(inf->lists[i].h);
+  free(inf->lists);
+  inf->lists = NULL;
+  inf->nlists = 0;
+}
+
+int strata_infer_destroy(strata_infer *inf)
+{
+  if (!inf)
+    return 0;
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  strata__live_remove(&inf->live);
+  starpu_task_wait_for_all();
+  for (int64_t i = 0; i < inf->nel; i++)
+    strata__infer_drop_element(&inf->el[i]);
+  free(inf->el);
+  strata__infer_drop_masks(inf);
+  strata__infer_drop_lists(inf);
+  starpu_data_unregister_submit(inf->bubble_scratch);
+  starpu_task_wait_for_all();
+  starpu_pthread_mutex_destroy(&inf->lock);
+  strata__tags_release(&inf->tags);
+  free(inf);
+  return 0;
+}
+
+int64_t strata_infer_array_cells(const strata_infer *inf) { return inf ? inf->n : 0; }
+
+const strata_infer_params *strata_infer_get_params(const strata_infer *inf)
+{
+  return inf ? &inf->p : NULL;
+}
+
+/* ---- queries ---- */
+
+int strata_infer_elements(const strata_infer *inf, int64_t (*idx)[3], int *ranks, int64_t cap,
+                          int64_t *n)
+{
+  strata__clear_error();
+  if (!inf || !n || cap < 0 || (cap && !idx && !ranks))
+    return STRATA_EINVAL;
+  for (int64_t i = 0; i < inf->nel && i < cap; i++) {
+    if (idx)
+      memcpy(idx[i], inf->el[i].idx, sizeof idx[i]);
+    if (ranks)
+      ranks[i] = inf->el[i].rank;
+  }
+  *n = inf->nel;
+  return 0;
+}
+
+int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel, float *out)
+{
+  strata__clear_error();
+  if (!inf || !idx || !out || channel < 0 || channel >= inf->p.n_fields)
+    return STRATA_EINVAL;
+  struct element *e = strata__infer_find_element(inf, idx);
+  if (!e)
+    return STRATA_ERANGE;
+  if (e->rank != inf->amr->rank)
+    return STRATA_EINVAL;
+  if (strata__acquire(e->in, STARPU_R) != 0)
+    return STRATA_ESTARPU;
+  const int64_t cells = inf->n * inf->n * inf->n;
+  memcpy(out, (const float *)(const void *)starpu_vector_get_local_ptr(e->in) + channel * cells,
+         (size_t)cells * sizeof *out);
+  starpu_data_release(e->in);
+  return 0;
+}
+
+int strata_infer_read_mask(strata_infer *inf, const strata_amr_block *b, uint8_t *out, int64_t *m)
+{
+  strata__clear_error();
+  if (!inf || !b || !out || !m)
+    return STRATA_EINVAL;
+  struct mask *mk = strata__infer_find_mask(inf, b);
+  if (!mk)
+    return STRATA_ERANGE;
+  if (mk->rank != inf->amr->rank)
+    return STRATA_EINVAL;
+  if (strata__acquire(mk->h, STARPU_R) != 0)
+    return STRATA_ESTARPU;
+  memcpy(out, (const void *)starpu_vector_get_local_ptr(mk->h),
+         (size_t)(mk->cells * mk->cells * mk->cells));
+  starpu_data_release(mk->h);
+  *m = mk->cells;
+  return 0;
+}
+
+int strata_infer_leaf_bubbles(strata_infer *inf, const strata_amr_block *b, strata_bubble **list,
+                              int64_t *n, int64_t *found)
+{
+  strata__clear_error();
+  if (!inf || !b || !list || !n)
+    return STRATA_EINVAL;
+  struct strata__amr_node *node = strata__amr_find(inf->amr, b);
+  if (!node || !node->is_leaf || node->rank != inf->amr->rank)
+    return STRATA_EINVAL;
+  *list = malloc((size_t)inf->p.bubble_capacity * sizeof **list);
+  if (!*list)
+    return STRATA_ENOMEM;
+  struct leaf_list *l = strata__infer_find_list(inf, b);
+  if (!l) {
+    *n = 0;
+    if (found)
+      *found = 0;
+    return 0;
+  }
+  if (strata__acquire(l->h, STARPU_R) != 0) {
+    free(*list);
+    *list = NULL;
+    return STRATA_ESTARPU;
+  }
+  *n = strata__bubble_rows((const void *)starpu_vector_get_local_ptr(l->h), inf->p.bubble_capacity,
+                           *list, found);
+  starpu_data_release(l->h);
+  return 0;
+}
+
+/* A gathered bubble row: its element and its place among the rows. */
+struct gathered {
+  int64_t element, row;
+};
+
+static int gathered_cmp(const void *x, const void *y)
+{
+  const struct gathered *a = x, *b = y;
+  if (a->element != b->element)
+    return a->element < b->element ? -1 : 1;
+  return (a->row > b->row) - (a->row < b->row);
+}
+
+int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **element, int64_t *n)
+{
+  strata__clear_error();
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!inf || !list || !n)
+    return STRATA_EINVAL;
+  strata_amr *amr = inf->amr;
+  /* Per bubble: element position, then the bubble's fields. */
+  enum { ROW = 1 + sizeof(strata_bubble) / sizeof(double) };
+  _Static_assert(sizeof(strata_bubble) % sizeof(double) == 0, "bubble is a row of 8-byte fields");
+  int64_t cap = 0;
+  for (int64_t i = 0; i < inf->nel; i++)
+    cap += inf->el[i].rank == amr->rank ? inf->p.bubble_capacity : 0;
+  double *mine = malloc((size_t)(cap * ROW + 1) * sizeof *mine);
+  strata_bubble *rows = malloc((size_t)(inf->p.bubble_capacity) * sizeof *rows);
+  int local = mine && rows ? 0 : STRATA_ENOMEM;
+  int64_t k = 0;
+  for (int64_t i = 0; i < inf->nel && !local; i++) {
+    if (inf->el[i].rank != amr->rank)
+      continue;
+    if (strata__acquire(inf->el[i].table, STARPU_R) != 0) {
+      local = STRATA_ESTARPU;
+      break;
+    }
+    int64_t got = strata__bubble_rows((const void *)starpu_vector_get_local_ptr(inf->el[i].table),
+                                      inf->p.bubble_capacity, rows, NULL);
+    starpu_data_release(inf->el[i].table);
+    for (int64_t b = 0; b < got; b++, k++) {
+      mine[k * ROW] = (double)i;
+      memcpy(mine + k * ROW + 1, &rows[b], sizeof rows[b]);
+    }
+  }
+  free(rows);
+  ret = strata__agree(local, NULL, 0);
+  void *gathered_rows = NULL;
+  int64_t total = 0;
+  if (!ret)
+    ret = strata__infer_allgather_values(amr, mine, k * ROW, MPI_DOUBLE, &gathered_rows, &total);
+  const double *all = gathered_rows;
+  if (!ret) {
+    *n = total / ROW;
+    *list = malloc((size_t)(*n + 1) * sizeof **list);
+    int64_t *pos = element ? malloc((size_t)(*n + 1) * sizeof *pos) : NULL;
+    struct gathered *order = malloc((size_t)(*n + 1) * sizeof *order);
+    ret = strata__agree(*list && order && (!element || pos) ? 0 : STRATA_ENOMEM, NULL, 0);
+    if (!ret) {
+      /* Ranks own contiguous runs of elements only under the curve
+       * policy: order by element, then by place in the gathered rows (an
+       * element's rows are contiguous, in table order). */
+      for (int64_t b = 0; b < *n; b++)
+        order[b] = (struct gathered){(int64_t)all[b * ROW], b};
+      qsort(order, (size_t)*n, sizeof *order, gathered_cmp);
+      for (int64_t b = 0; b < *n; b++) {
+        memcpy(&(*list)[b], all + order[b].row * ROW + 1, sizeof **list);
+        if (pos)
+          pos[b] = order[b].element;
+      }
+      if (element)
+        *element = pos;
+    } else {
+      free(*list);
+      *list = NULL;
+      free(pos);
+    }
+    free(order);
+  }
+  free(gathered_rows);
+  free(mine);
+  return ret;
+}

@@ -1,0 +1,163 @@
+/* The inference method's private interface (amr/infer/ alone includes it):
+ * its objects and the functions its phases share. The phases are one file
+ * each: evaluate.c, allocate.c (with placement), populate.c, update.c
+ * (apply and update); cycle.c runs a cycle, infer.c holds creation and
+ * queries.
+ *
+ * Every rank knows the whole tree, so every rank computes the same plan:
+ * which masks exist and who owns them, which elements exist, which leaf
+ * sends what to which element and at which offset of which message. Data
+ * only moves where it is needed: masks through StarPU-MPI tasks, leaf
+ * parts and bubble tables in one packed message per pair of ranks (the
+ * per-message cost of StarPU-MPI dominates small transfers). */
+#ifndef STRATA_AMR_INFER_IMPL_H
+#define STRATA_AMR_INFER_IMPL_H
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <starpu_mpi.h>
+#include <strata/infer.h>
+#include <strata/starpu.h>
+
+#include "../amr_internal.h"
+#include "codelets.h"
+#include "internal/exchange.h"
+#include "internal/model.h"
+#include "internal/runtime.h"
+#include "kernels/amr_kernels.h"
+#include "kernels/bubble_kernels.h"
+#include "kernels/infer_kernels.h"
+
+enum { TABLE_COLUMNS = STRATA__BUBBLE_FIELDS };
+
+/* One element of the level array. */
+struct element {
+  int64_t idx[3];
+  uint64_t key; /* Morton key of idx: the order of the level array */
+  int rank;
+  int64_t serial;                      /* StarPU-MPI tags of its handles */
+  starpu_data_handle_t in, out, table; /* [C N^3] f32, [N^3] f32, bubble table */
+  double cost;                         /* placement estimate */
+};
+
+/* The mask of one block at level >= level_base. */
+struct mask {
+  strata_amr_block b;
+  uint64_t key;
+  int64_t cells; /* per axis */
+  int64_t first; /* Morton position of its first leaf (owner: that leaf's rank) */
+  int rank;
+  starpu_data_handle_t h;
+};
+
+/* A leaf's bubble list, on its owner. */
+struct leaf_list {
+  strata_amr_block b;
+  uint64_t key;
+  starpu_data_handle_t h;
+};
+
+/* One leaf-to-element transfer, overlap in cells of level_infer. */
+struct transfer {
+  int64_t element;
+  struct strata__amr_node *leaf;
+  int kind; /* enum strata__amr_kind */
+  int64_t lo[3], hi[3];
+  int64_t offset; /* in the message between the two ranks, when they differ */
+};
+
+struct strata_infer {
+  strata_amr *amr;
+  strata_infer_params p;
+  int64_t n;         /* array cells per axis */
+  strata__tags tags; /* StarPU-MPI tags: elements, masks, mailboxes */
+  int64_t cycles;
+  int64_t next_serial;
+  struct element *el;
+  int64_t nel;
+  struct mask *masks;
+  int64_t nmasks;
+  struct leaf_list *lists;
+  int64_t nlists;
+  starpu_data_handle_t bubble_scratch;
+  double phase_end[STRATA_INFER_PHASES]; /* seconds after the cycle's start, this rank */
+  double t0;
+  starpu_pthread_mutex_t lock; /* phase_end, written from callbacks */
+  strata__live live;
+};
+
+/* Interleave the low 21 bits of x, y, z. */
+static inline uint64_t morton(const int64_t idx[3])
+{
+  uint64_t key = 0;
+  for (int bit = 20; bit >= 0; bit--)
+    for (int a = 2; a >= 0; a--)
+      key = key << 1 | (((uint64_t)idx[a] >> bit) & 1);
+  return key;
+}
+
+static inline int is_double(const strata_infer *inf) { return inf->amr->p.dtype == STRATA_FLOAT64; }
+static inline size_t amr_elemsize(const strata_infer *inf) { return is_double(inf) ? 8 : 4; }
+static inline int64_t table_len(const strata_infer *inf)
+{
+  return (1 + (int64_t)inf->p.bubble_capacity) * TABLE_COLUMNS;
+}
+
+/* infer.c */
+void strata__infer_drop_element(struct element *e);
+void strata__infer_drop_masks(strata_infer *inf);
+void strata__infer_drop_lists(strata_infer *inf);
+
+/* cycle.c */
+/* Record when the last writer of `h` so far finishes, without waiting. */
+void strata__infer_note_phase_end(strata_infer *inf, int phase, starpu_data_handle_t h);
+
+/* evaluate.c */
+int strata__infer_block_cmp(const strata_amr_block *a, uint64_t ka, const strata_amr_block *b,
+                            uint64_t kb);
+struct mask *strata__infer_find_mask(const strata_infer *inf, const strata_amr_block *b);
+int strata__infer_submit_evaluate(strata_infer *inf);
+
+/* allocate.c */
+struct element *strata__infer_find_element(const strata_infer *inf, const int64_t idx[3]);
+/* Every rank's `n` 8-byte values of `type` concatenated in rank order, on
+ * every rank: *all (malloc'd) and *total. Collective; errors agreed. */
+int strata__infer_allgather_values(const strata_amr *amr, const void *mine, int64_t n,
+                                   MPI_Datatype type, void **all, int64_t *total);
+/* The elements marked in this rank's level_base masks, gathered on every
+ * rank, sorted and unique. */
+int strata__infer_gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n_out);
+/* Merge the needed elements into the level array: kept elements keep their
+ * handles, new ones are marked (serial -1) for placement, gone ones are
+ * unregistered. */
+int strata__infer_update_level_array(strata_infer *inf, const int64_t *idx, int64_t n,
+                                     strata_infer_stats *st);
+/* New owner ranks into `ranks` (one per element). */
+int strata__infer_place_elements(strata_infer *inf, const struct transfer *t, int64_t nt,
+                                 int *ranks);
+/* Kept elements move to their new rank; new ones are registered there. */
+int strata__infer_apply_placement(strata_infer *inf, const int *ranks, strata_infer_stats *st);
+
+/* populate.c */
+int64_t strata__infer_element_lo(const strata_infer *inf, const struct element *e, int a);
+/* Every (element, leaf) pair, elements in Morton order, leaves in tree
+ * order: the same list on every rank. */
+int strata__infer_plan_transfers(strata_infer *inf, struct transfer **out, int64_t *n);
+int64_t strata__infer_cells_of(const int64_t lo[3], const int64_t hi[3]);
+/* Values per channel of a transfer's piece in a message. */
+int64_t strata__infer_piece_cells(const strata_infer *inf, const struct transfer *t);
+/* The mailbox of this cycle's phase `which` (0: populate, 1: update). */
+int strata__infer_open_mailbox(strata_infer *inf, struct strata__mailbox *mb, size_t elemsize,
+                               int which);
+int strata__infer_submit_populate(strata_infer *inf, struct transfer *t, int64_t nt,
+                                  strata_infer_stats *st);
+
+/* update.c */
+int strata__infer_submit_apply(strata_infer *inf);
+struct leaf_list *strata__infer_find_list(const strata_infer *inf, const strata_amr_block *b);
+int strata__infer_submit_update(strata_infer *inf, struct transfer *t, int64_t nt,
+                                strata_infer_stats *st);
+
+#endif
