@@ -10,6 +10,7 @@
 #include <starpu_mpi.h>
 #include <strata/starpu.h>
 
+#include "amr.h"
 #include "amr_internal.h"
 #include "codelets.h"
 #include "internal/runtime.h"

@@ -11,6 +11,7 @@
 
 #include <strata/strata.h>
 
+#include "amr.h"
 #include "bench_util.h"
 #include "codelets.h"
 #include "kernels/amr_kernels.h"

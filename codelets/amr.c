@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "codelets.h"
+#include "amr.h"
 #include "kernels/amr_kernels.h"
 
 static void xfer_cpu(void *buffers[], void *cl_arg)

@@ -1,6 +1,6 @@
 /* The bubble-extraction codelet: probability map (R) -> bubble table (W),
  * with scratch for the component labels. CPU and CUDA. */
-#include "codelets.h"
+#include "bubbles.h"
 #include "kernels/bubble_kernels.h"
 
 static void bubbles_cpu(void *buffers[], void *cl_arg)

@@ -1,6 +1,6 @@
 /* Elementwise functions with broadcasting: result (W), then the array
  * operands (R), one to three of them. */
-#include "codelets.h"
+#include "elementwise.h"
 
 static int narrays(const struct strata__ew_args *a) { return a->nops - (a->scalar_at >= 0); }
 

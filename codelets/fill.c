@@ -1,5 +1,5 @@
 /* Fills: arange, zeros, ones, full (result W). */
-#include "codelets.h"
+#include "fill.h"
 
 static void fill_cpu(void *buffers[], void *cl_arg)
 {

@@ -2,7 +2,7 @@
  * leaves (R). On CPUs it runs the group's generated kernel (graphs/jit.c),
  * or its program when no kernel could be generated; on GPUs its program
  * (kernels/fused_kernels.h). */
-#include "codelets.h"
+#include "fused.h"
 #include "kernels/fused_kernels.h"
 
 _Static_assert(STARPU_NMAXBUFS - 1 <= STRATA__FUSED_MAXLEAVES, "a fused task's leaves fit");

@@ -2,7 +2,7 @@
  * exchange buffers through an index map, the segment copy of variable-size
  * items, and the owner-side application of put requests (last writer,
  * first writer or a reduction, in writer order). */
-#include "codelets.h"
+#include "gindexer.h"
 #include "kernels/gindexer_kernels.h"
 #include "kernels/merge_kernels.h"
 

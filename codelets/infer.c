@@ -2,7 +2,7 @@
  * its mask), the merge of a child's mask into its parent's, and the
  * marking of an inference array's bubbles into a leaf (its bubble list
  * and, optionally, a marker field). */
-#include "codelets.h"
+#include "infer.h"
 #include "kernels/infer_kernels.h"
 
 static void criterion_cpu(void *buffers[], void *cl_arg)

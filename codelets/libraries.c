@@ -2,7 +2,7 @@
  * libraries the codelets call. */
 #include <cblas.h>
 
-#include "codelets.h"
+#include "merge.h"
 
 #if STRATA__USE_CUDA
 #include <starpu_cublas_v2.h>

@@ -1,6 +1,6 @@
 /* Matrix products (OpenBLAS on CPU, cuBLAS on CUDA): x (R), y (R),
  * result (W). */
-#include "codelets.h"
+#include "matmul.h"
 
 #if STRATA__USE_CUDA
 #include <starpu_cublas_v2.h>

@@ -1,7 +1,7 @@
 /* The merge codelet: dst = dst op src on vectors, in RW or REDUX mode, and
  * the identity fill, with CPU and CUDA implementations and a history-based
  * performance model keyed on (op, dtype, n). */
-#include "codelets.h"
+#include "merge.h"
 #include "kernels/merge_kernels.h"
 
 /* Task arguments point into this table: no allocation per task. For the

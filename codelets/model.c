@@ -1,7 +1,7 @@
 /* The model codelet: one model invocation per task, on a CPU worker or, when
  * the model has a CUDA implementation, a CUDA worker (cuBLAS handle of the
  * worker, its stream). History-based perf model keyed on (model, n). */
-#include "codelets.h"
+#include "model.h"
 
 #if STRATA__USE_CUDA
 #include <starpu_cublas_v2.h>

@@ -2,7 +2,7 @@
  * count the nonzero elements (input R, one int64 W), then, once the caller
  * has read the count and sized the result, list their positions (input R,
  * int64 positions W). */
-#include "codelets.h"
+#include "nonzero.h"
 
 /* No implicit padding: the perf-model footprint hashes these bytes. */
 struct nonzero_args {

@@ -1,5 +1,5 @@
 /* Reductions over axes (sum, prod, min, max, mean): input (R), result (W). */
-#include "codelets.h"
+#include "reduce.h"
 
 static void reduce_cpu(void *buffers[], void *cl_arg)
 {

@@ -4,8 +4,9 @@
  * buffer (gather with padding, scatter, scatter-merge for reductions). */
 #include <string.h>
 
-#include "codelets.h"
 #include "kernels/box_kernels.h"
+#include "shard.h"
+#include "shard_ops.h"
 
 static void shard_cpu(void *buffers[], void *cl_arg)
 {

@@ -1,7 +1,7 @@
 /* Kernels of the example sharded operations: strata_shard_cpu_fn /
  * strata_shard_cuda_fn wrappers that read the shard's regions and call the
  * pure kernels of kernels/shard_ops_kernels.h. */
-#include "codelets.h"
+#include "shard_ops.h"
 #include "kernels/shard_ops_kernels.h"
 
 static int64_t extent(const strata_shard *s, int t, int d)

@@ -1,5 +1,5 @@
 /* Take along an axis: input (R), indices (R, int32 or int64), result (W). */
-#include "codelets.h"
+#include "take.h"
 
 static void take_cpu(void *buffers[], void *cl_arg)
 {

@@ -1,5 +1,5 @@
 /* Lower and upper triangles (tril, triu): input (R), result (W). */
-#include "codelets.h"
+#include "tri.h"
 
 static void tri_cpu(void *buffers[], void *cl_arg)
 {

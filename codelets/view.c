@@ -1,7 +1,7 @@
 /* Strided copies (reshape, slicing, indexing, transpose, broadcast,
  * concatenation pieces, split): source (R), destination (W, or RW when
  * several tasks fill parts of it). */
-#include "codelets.h"
+#include "view.h"
 
 static void view_cpu(void *buffers[], void *cl_arg)
 {

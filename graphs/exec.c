@@ -4,7 +4,9 @@
  * frees once their last reader has run. */
 #include <stdlib.h>
 
+#include "fused.h"
 #include "graph_impl.h"
+#include "nonzero.h"
 
 /* flatnonzero's result size: count on the workers, wait, read. */
 static int count_nonzero(const strata__meta *in, starpu_data_handle_t h, int64_t *count)

@@ -9,6 +9,7 @@
 #include <strata/io.h>
 
 #include "codelets.h"
+#include "fused.h"
 #include "internal/runtime.h"
 #include "kernels/fused_kernels.h"
 

@@ -3,7 +3,14 @@
 #include <math.h>
 #include <string.h>
 
+#include "elementwise.h"
+#include "fill.h"
 #include "graph_impl.h"
+#include "matmul.h"
+#include "reduce.h"
+#include "take.h"
+#include "tri.h"
+#include "view.h"
 
 static int is_float(strata_dtype t) { return t == STRATA_FLOAT32 || t == STRATA_FLOAT64; }
 

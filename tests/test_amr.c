@@ -9,6 +9,7 @@
 
 #include <strata/amr.h>
 
+#include "amr.h"
 #include "amr_check.h"
 #include "codelets.h"
 

@@ -1,5 +1,6 @@
 /* Phase 2, allocate: the level array's elements, created once, and their
  * placement on the ranks. */
+#include "amr.h"
 #include "infer_impl.h"
 
 /* ---- phase 2: allocate ---- */

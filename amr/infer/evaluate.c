@@ -1,4 +1,6 @@
 /* Phase 1, evaluate: criterion masks of the leaves, merged up the tree. */
+#include "amr.h"
+#include "infer.h"
 #include "infer_impl.h"
 
 /* ---- phase 1: evaluate ---- */

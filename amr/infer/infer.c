@@ -1,4 +1,5 @@
 /* The inference method: parameters, creation and destruction, queries. */
+#include "bubbles.h"
 #include "infer_impl.h"
 
 const char *strata_infer_phase_name(int phase)

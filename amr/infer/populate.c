@@ -1,5 +1,6 @@
 /* Phase 3, populate: the leaf-to-element transfers, packed into one message
  * per pair of ranks. */
+#include "amr.h"
 #include "infer_impl.h"
 
 /* ---- transfers between leaves and elements ---- */

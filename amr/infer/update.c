@@ -1,5 +1,8 @@
 /* Phases 4 and 5: the model and bubble extraction on each element, then the
  * bubbles back to the leaves. */
+#include "amr.h"
+#include "bubbles.h"
+#include "infer.h"
 #include "infer_impl.h"
 
 /* ---- phase 4: apply inference ---- */

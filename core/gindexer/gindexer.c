@@ -23,6 +23,7 @@
 #include <strata/starpu.h>
 
 #include "codelets.h"
+#include "gindexer.h"
 #include "gindexer_impl.h"
 #include "internal/runtime.h"
 #include "kernels/gindexer_kernels.h"

@@ -14,6 +14,7 @@
 #include <strata/starpu.h>
 
 #include "codelets.h"
+#include "gindexer.h"
 #include "gindexer_impl.h"
 #include "internal/runtime.h"
 

@@ -6,6 +6,7 @@
 #include "internal/exchange.h"
 #include "internal/runtime.h"
 #include "kernels/merge_kernels.h"
+#include "merge.h"
 
 int strata_merge_result_dtype(strata_op op, strata_dtype in, strata_dtype *out)
 {

@@ -1,6 +1,7 @@
 /* Bubble extraction API over the bubble codelet. */
 #include <stdlib.h>
 
+#include "bubbles.h"
 #include "codelets.h"
 #include "internal/model.h"
 #include "internal/runtime.h"

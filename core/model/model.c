@@ -12,6 +12,7 @@
 #include "internal/model.h"
 #include "internal/runtime.h"
 #include "kernels/cnn_kernels.h"
+#include "model.h"
 #include "strata_build_config.h"
 
 #define MAX_KERNEL 31

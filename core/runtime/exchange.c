@@ -5,6 +5,7 @@
 
 #include <starpu_mpi.h>
 
+#include "amr.h"
 #include "codelets.h"
 #include "internal/exchange.h"
 #include "internal/runtime.h"

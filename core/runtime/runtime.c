@@ -12,6 +12,7 @@
 
 #include "codelets.h"
 #include "internal/runtime.h"
+#include "merge.h"
 
 enum { UNINITIALIZED, READY, FINALIZED };
 

@@ -21,6 +21,9 @@
 #include "codelets.h"
 #include "internal/exchange.h"
 #include "internal/runtime.h"
+#include "merge.h"
+#include "shard.h"
+#include "shard_ops.h"
 
 enum path { PATH_WHOLE, PATH_PARTITION, PATH_HALO };
 

@@ -5,6 +5,7 @@
 
 #include "codelets.h"
 #include "internal/runtime.h"
+#include "shard_ops.h"
 
 static int float_arrays(strata_array *const *a, int n, const char *name)
 {
