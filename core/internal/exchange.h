@@ -10,7 +10,13 @@
  *   sequence of collective calls. Running out is an error, never a wrap.
  * - Mailboxes: one packed message per pair of ranks and phase, as a task
  *   graph: pack tasks write the outboxes, StarPU-MPI moves each outbox after
- *   its pack tasks, unpack tasks read the inboxes.
+ *   its pack tasks, unpack tasks read the inboxes. The AMR halo exchange and
+ *   the inference populate and update use strata__mailbox: one vector per
+ *   peer and direction, for one exchange. The global indexer posts through
+ *   strata__exchange_post too. It keeps its own buffers, one per direction
+ *   and split per peer by a partition plan, because it reuses them across
+ *   exchanges: StarPU-MPI 1.3 keeps ~120 B per message on the child of a
+ *   plan that is made and cleaned around the message (docs/gindexer.md).
  * - One error mapping: a StarPU-MPI send or receive that cannot be posted
  *   is STRATA_EMPI; a StarPU call, strata__from_starpu(). */
 #ifndef STRATA_INTERNAL_EXCHANGE_H
