@@ -157,9 +157,13 @@ static int check_starpu_environment(void)
 static int start_starpu_per_node(MPI_Comm comm, struct starpu_conf *conf, int *node_ranks)
 {
   *node_ranks = 1;
-  /* What starpu_mpi_init_conf() would set: a core for the progress thread
-   * unless the worker count is given, and MPI-aware traces. */
-  if (conf->ncpus == -1 && conf->reserve_ncpus == -1)
+  /* What starpu_mpi_init_conf() would set, MPI-aware traces and a core for
+   * the progress thread unless the worker count is given; but only where
+   * there is a peer to talk to: alone, the progress thread has nothing to
+   * progress, and keeping it a core left half of a 2-core node idle. */
+  int ranks;
+  MPI_Comm_size(comm, &ranks);
+  if (conf->ncpus == -1 && conf->reserve_ncpus == -1 && ranks > 1)
     conf->reserve_ncpus = 1;
   conf->will_use_mpi = 1;
   MPI_Comm node;
