@@ -53,6 +53,28 @@ struct strata__codelet {
 #define STRATA__CUDA_IMPL(fn)
 #endif
 
+/* The CPU and CUDA wrappers `op_cpu` and `op_cuda` of an operation on
+ * buffers (in R, out W or RW) whose kernels are strata__op_cpu(arg, out,
+ * in) and strata__op_cuda(arg, out, in, stream). */
+#define STRATA__IN_OUT_CPU(op)                                                                     \
+  static void op##_cpu(void *buffers[], void *cl_arg)                                              \
+  {                                                                                                \
+    strata__##op##_cpu(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),                          \
+                       (const void *)STARPU_VECTOR_GET_PTR(buffers[0]));                           \
+  }
+#if STRATA__USE_CUDA
+#define STRATA__IN_OUT_CUDA(op)                                                                    \
+  static void op##_cuda(void *buffers[], void *cl_arg)                                             \
+  {                                                                                                \
+    strata__##op##_cuda(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),                         \
+                        (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),                           \
+                        starpu_cuda_get_local_stream());                                           \
+  }
+#else
+#define STRATA__IN_OUT_CUDA(op)
+#endif
+#define STRATA__IN_OUT_WRAPPERS(op) STRATA__IN_OUT_CPU(op) STRATA__IN_OUT_CUDA(op)
+
 /* A history-based performance model: StarPU files its measurements under
  * `symbol`, keyed on `footprint` (NULL: StarPU's, the data sizes). */
 #define STRATA__HISTORY_MODEL(symbol_, footprint_)                                                 \

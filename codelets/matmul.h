@@ -6,6 +6,8 @@
 #include "codelets.h"
 #include "kernels/ndarray_kernels.h"
 
+/* One task: out (W) = x (R) times y (R), stacks of matrices as `a` says;
+ * OpenBLAS on CPUs, cuBLAS on CUDA workers. */
 int strata__matmul_submit(const struct strata__matmul_args *a, starpu_data_handle_t x,
                           starpu_data_handle_t y, starpu_data_handle_t out);
 

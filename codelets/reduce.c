@@ -1,20 +1,7 @@
 /* Reductions over axes (sum, prod, min, max, mean): input (R), result (W). */
 #include "reduce.h"
 
-static void reduce_cpu(void *buffers[], void *cl_arg)
-{
-  strata__reduce_cpu(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
-                     (const void *)STARPU_VECTOR_GET_PTR(buffers[0]));
-}
-
-#if STRATA__USE_CUDA
-static void reduce_cuda(void *buffers[], void *cl_arg)
-{
-  strata__reduce_cuda(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
-                      (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
-                      starpu_cuda_get_local_stream());
-}
-#endif
+STRATA__IN_OUT_WRAPPERS(reduce)
 
 STRATA__CODELET(reduce_cl, "strata_reduce", 0x6baed6, reduce_cpu, reduce_cuda,
                 strata__arg_footprint, NULL, .nbuffers = 2, .modes = {STARPU_R, STARPU_W});

@@ -6,6 +6,7 @@
 #include "codelets.h"
 #include "kernels/ndarray_kernels.h"
 
+/* One task: out (W) = in (R) reduced over the axes `a` names. */
 int strata__reduce_submit(const struct strata__reduce_args *a, starpu_data_handle_t in,
                           starpu_data_handle_t out);
 

@@ -6,6 +6,7 @@
 #include "codelets.h"
 #include "kernels/ndarray_kernels.h"
 
+/* One task: out (W) = the lower or upper triangle of in (R), as `a` says. */
 int strata__tri_submit(const struct strata__tri_args *a, starpu_data_handle_t in,
                        starpu_data_handle_t out);
 

@@ -3,20 +3,7 @@
  * several tasks fill parts of it). */
 #include "view.h"
 
-static void view_cpu(void *buffers[], void *cl_arg)
-{
-  strata__view_cpu(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
-                   (const void *)STARPU_VECTOR_GET_PTR(buffers[0]));
-}
-
-#if STRATA__USE_CUDA
-static void view_cuda(void *buffers[], void *cl_arg)
-{
-  strata__view_cuda(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
-                    (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
-                    starpu_cuda_get_local_stream());
-}
-#endif
+STRATA__IN_OUT_WRAPPERS(view)
 
 /* Shape and strides drive the cost, not where the view starts. */
 static uint32_t view_footprint(struct starpu_task *task)
