@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Run every benchmark N times and print one table: each figure a benchmark
+# reports as a ratio or speed-up, as the median and range over the runs.
+#   bench/compare.sh [--runs N] [--quick] [--build DIR] [--out DIR]
+# Each benchmark runs as its documented command (bench_infer and
+# bench_gindexer on 2 ranks, bench_amr with one worker); the JSON of every
+# run stays in the output directory (default: DIR/bench-compare).
+# Medians of >= 5 runs are what to quote: these machines are noisy.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+runs=5 quick=() build=$root/build out=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --runs) runs=${2:?--runs needs a number}; shift 2 ;;
+    --quick) quick=(--quick); shift ;;
+    --build) build=${2:?--build needs a directory}; shift 2 ;;
+    --out) out=${2:?--out needs a directory}; shift 2 ;;
+    *) echo "usage: bench/compare.sh [--runs N] [--quick] [--build DIR] [--out DIR]" >&2; exit 2 ;;
+  esac
+done
+out=${out:-$build/bench-compare}
+mkdir -p "$out"
+source "$root/scripts/env.sh" >/dev/null
+export STARPU_HOME=${STARPU_HOME:-$out/starpu-home} STRATA_JIT_CACHE=${STRATA_JIT_CACHE:-$out/jit}
+mpi=(mpiexec -n 2)
+for ((i = 1; i <= runs; i++)); do
+  for b in task_overhead model sharded deferred fusion amr gindexer infer; do
+    exe=$build/bench/bench_$b
+    [ -x "$exe" ] || { echo "compare: no $exe (build first)" >&2; exit 1; }
+    args=("${quick[@]}")
+    if [ $b = task_overhead ]; then
+      args=()
+      [ ${#quick[@]} -gt 0 ] && args=(--tasks 200 --rounds 1)
+    fi
+    case $b in
+      gindexer | infer) STARPU_NCPU=1 "${mpi[@]}" "$exe" "${args[@]}" >"$out/$b-$i.json" ;;
+      amr) STARPU_NCPU=1 "$exe" "${args[@]}" >"$out/$b-$i.json" ;;
+      *) STARPU_NCPU=2 "$exe" "${args[@]}" >"$out/$b-$i.json" ;;
+    esac
+  done
+  echo "compare: run $i of $runs done" >&2
+done
+python3 "$root/bench/compare_table.py" "$out"
