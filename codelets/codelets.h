@@ -37,12 +37,13 @@ static inline int64_t strata__cube_root(uint64_t v)
 /* One operation's codelet, declared in one place by STRATA__CODELET: the
  * StarPU codelet, its history-based performance model (symbol = the
  * codelet's name) and, where it is known, the flop count of a task from its
- * argument, which the insert path gives the task (STARPU_FLOPS: StarPU's
+ * argument and handles, which the insert path gives the task (STARPU_FLOPS: StarPU's
  * GFlop/s statistics). */
 struct strata__codelet {
   struct starpu_codelet cl;
   struct starpu_perfmodel model;
-  double (*flops)(const void *arg); /* NULL: not known */
+  /* From the task's argument and handles (NULL: not known). */
+  double (*flops)(const void *arg, const starpu_data_handle_t *handles);
 };
 
 /* A CUDA implementation `fn` (asynchronous on the worker's stream) in a

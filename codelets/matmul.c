@@ -24,8 +24,9 @@ static void matmul_cuda(void *buffers[], void *cl_arg)
 #endif
 
 /* A multiply and an add per term of each product. */
-static double matmul_flops(const void *arg)
+static double matmul_flops(const void *arg, const starpu_data_handle_t *handles)
 {
+  (void)handles;
   const struct strata__matmul_args *a = arg;
   return 2.0 * (double)a->m * (double)a->k * (double)a->n * (double)a->batch;
 }

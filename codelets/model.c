@@ -45,9 +45,14 @@ static uint32_t model_footprint(struct starpu_task *task)
   return starpu_hash_crc32c_be(nx, call->id);
 }
 
-static double model_flops(const void *arg)
+/* The model's count at the extent of the task's input. */
+static double model_flops(const void *arg, const starpu_data_handle_t *handles)
 {
-  return ((const struct strata__model_call *)arg)->flops;
+  const struct strata__model_call *call = arg;
+  if (!call->flops)
+    return 0;
+  return call->flops(call->model,
+                     strata__cube_root(starpu_vector_get_nx(handles[1]) / call->in_channels));
 }
 
 STRATA__CODELET(model_cl, "strata_model", 0xd7301f, model_cpu, model_cuda, model_footprint,

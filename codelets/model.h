@@ -15,7 +15,7 @@ struct strata__model_call {
   void *model;
   uint32_t id; /* identity of the model in the performance model's footprint */
   int in_channels;
-  double flops; /* of the task being submitted (0: unknown), read at its submission */
+  double (*flops)(void *model, int64_t n); /* per inference at extent n; NULL: unknown */
 };
 
 /* One task: out [K, n^3] = model(in [C, n^3]); weights (R) is a float

@@ -127,15 +127,19 @@ static uint32_t sequence_footprint(struct starpu_task *task)
   return key;
 }
 
-/* The stages' flops, where each is known. */
-static double sequence_flops(const void *arg)
+/* The stages' flops, where each is known, each on its own handles. */
+static double sequence_flops(const void *arg, const starpu_data_handle_t *handles)
 {
   const struct sequence *q = arg;
   double flops = 0;
   for (int s = 0; s < q->nstages; s++) {
     const struct stage *st = &q->stages[s];
-    if (st->cl->flops)
-      flops += st->cl->flops(st->arg_size ? (const char *)arg + st->arg_offset : st->shared_arg);
+    if (!st->cl->flops)
+      continue;
+    starpu_data_handle_t own[STARPU_NMAXBUFS];
+    for (int k = 0; k < st->nbuffers; k++)
+      own[k] = handles[st->buffer[k]];
+    flops += st->cl->flops(st->arg_size ? (const char *)arg + st->arg_offset : st->shared_arg, own);
   }
   return flops;
 }

@@ -32,7 +32,7 @@ static int submit(struct strata__codelet *cl, void *cl_arg, size_t cl_arg_size, 
     return bad ? STRATA_EINVAL : STRATA_ENOMEM;
   }
   task->cl = &cl->cl;
-  task->flops = cl->flops ? cl->flops(cl_arg) : 0.0;
+  task->flops = cl->flops ? cl->flops(cl_arg, handles) : 0.0;
   task->cl_arg = cl_arg;
   task->cl_arg_size = cl_arg_size;
   task->cl_arg_free = free_arg;
@@ -108,9 +108,9 @@ int strata__mpi_submit_copy_arg(MPI_Comm comm, struct strata__codelet *cl, const
   if (!copy)
     return STRATA_ENOMEM;
   memcpy(copy, arg, size);
-  return strata__from_starpu(
-      starpu_mpi_task_insert(comm, &cl->cl, STARPU_DATA_MODE_ARRAY, descr, nbuffers, STARPU_CL_ARGS,
-                             copy, size, STARPU_FLOPS, cl->flops ? cl->flops(arg) : 0.0, 0));
+  return strata__from_starpu(starpu_mpi_task_insert(
+      comm, &cl->cl, STARPU_DATA_MODE_ARRAY, descr, nbuffers, STARPU_CL_ARGS, copy, size,
+      STARPU_FLOPS, cl->flops ? cl->flops(arg, handles) : 0.0, 0));
 }
 
 uint32_t strata__arg_footprint(struct starpu_task *task)

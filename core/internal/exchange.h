@@ -42,7 +42,8 @@ typedef struct strata__tags {
  * STRATA_EMPI when the agreement fails. */
 int strata__tags_take(MPI_Comm comm, const char *owner, strata__tags *t);
 
-/* Give an object's range back (its messages are complete); idempotent. */
+/* Give an object's range back (its messages are complete); idempotent,
+ * and a zeroed range (never taken: count 0) is ignored. */
 void strata__tags_release(strata__tags *t);
 
 /* The range of the collective call numbered `seq` (strata__next_collective,

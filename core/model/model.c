@@ -44,6 +44,11 @@ static void network_cpu(void *model, const float *weights, const float *in, floa
   strata__cnn_forward_cpu(&((strata_model *)model)->net, weights, in, n, out, scratch);
 }
 
+static double network_flops(void *model, int64_t n)
+{
+  return strata__cnn_flops(&((strata_model *)model)->net, n);
+}
+
 #if STRATA_HAVE_CUDA_KERNELS
 static int network_cuda(void *model, const float *weights, const float *in, float *out, int64_t n,
                         void *scratch, void *cublas, void *stream)
@@ -407,6 +412,7 @@ static int parse_model(struct loader *ld, const cJSON *root)
       }
   m->net = (struct strata__network){m->layers, nl, m->in_channels};
   m->call.cpu = network_cpu;
+  m->call.flops = network_flops;
 #if STRATA_HAVE_CUDA_KERNELS
   m->call.cuda = network_cuda;
 #endif
@@ -556,6 +562,5 @@ int strata__model_submit_handles(strata_model *m, int64_t n, starpu_data_handle_
     m->scratch = strata__scratch_register(bytes);
     m->scratch_n = n;
   }
-  m->call.flops = m->layers ? strata__cnn_flops(&m->net, n) : 0;
   return strata__model_submit(&m->call, m->weights_handle, in, out, m->scratch);
 }
