@@ -17,8 +17,6 @@ struct element *strata__infer_find_element(const strata_infer *inf, const int64_
   return bsearch(&key, inf->el, (size_t)inf->nel, sizeof *inf->el, element_cmp);
 }
 
-/* Every rank's `n` 8-byte values of `type` concatenated in rank order, on
- * every rank: *all (malloc'd) and *total. Collective; errors agreed. */
 int strata__infer_allgather_values(const strata_amr *amr, const void *mine, int64_t n,
                                    MPI_Datatype type, void **all, int64_t *total)
 {
@@ -48,8 +46,6 @@ int strata__infer_allgather_values(const strata_amr *amr, const void *mine, int6
   return ret;
 }
 
-/* The elements marked in this rank's level_base masks, gathered on every
- * rank, sorted and unique. */
 int strata__infer_gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n_out)
 {
   strata_amr *amr = inf->amr;
@@ -112,9 +108,6 @@ static int register_element(strata_infer *inf, struct element *e)
   return strata__amr_fill_submit(MPI_COMM_NULL, e->in, &zero);
 }
 
-/* Merge the needed elements into the level array: kept elements keep their
- * handles, new ones are marked (serial -1) for placement, gone ones are
- * unregistered. */
 int strata__infer_update_level_array(strata_infer *inf, const int64_t *idx, int64_t n,
                                      strata_infer_stats *st)
 {
@@ -159,7 +152,6 @@ static int cost_cmp(const void *x, const void *y)
   return ((*a)->key > (*b)->key) - ((*a)->key < (*b)->key);
 }
 
-/* New owner ranks into `ranks` (one per element). */
 int strata__infer_place_elements(strata_infer *inf, const struct transfer *t, int64_t nt,
                                  int *ranks)
 {
@@ -196,7 +188,6 @@ int strata__infer_place_elements(strata_infer *inf, const struct transfer *t, in
   return 0;
 }
 
-/* Kept elements move to their new rank; new ones are registered there. */
 int strata__infer_apply_placement(strata_infer *inf, const int *ranks, strata_infer_stats *st)
 {
   int ret = 0;

@@ -22,7 +22,6 @@ static void phase_reached(void *arg)
   free(pm);
 }
 
-/* Record when the last writer of `h` so far finishes, without waiting. */
 void strata__infer_note_phase_end(strata_infer *inf, int phase, starpu_data_handle_t h)
 {
   struct phase_mark *pm = malloc(sizeof *pm);

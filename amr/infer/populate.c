@@ -49,8 +49,6 @@ static int add_transfer(void *ctx, struct strata__amr_node *leaf)
   return 0;
 }
 
-/* Every (element, leaf) pair, elements in Morton order, leaves in tree
- * order: the same list on every rank. */
 int strata__infer_plan_transfers(strata_infer *inf, struct transfer **out, int64_t *n)
 {
   struct plan pl = {.inf = inf};
@@ -114,7 +112,6 @@ static void leaf_xfer(const strata_infer *inf, const struct transfer *t, struct 
   }
 }
 
-/* Values per channel of a transfer's piece in a message. */
 int64_t strata__infer_piece_cells(const strata_infer *inf, const struct transfer *t)
 {
   struct strata__amr_xfer x;
@@ -125,7 +122,6 @@ int64_t strata__infer_piece_cells(const strata_infer *inf, const struct transfer
 
 /* ---- messages: one mailbox per pair of ranks and phase ---- */
 
-/* The mailbox of this cycle's phase `which` (0: populate, 1: update). */
 int strata__infer_open_mailbox(strata_infer *inf, struct strata__mailbox *mb, size_t elemsize,
                                int which)
 {
