@@ -93,7 +93,7 @@ if p is not None:
     check("parameters:" in p.stdout and "  seed         2026" in p.stdout,
           "the effective parameters are echoed")
 with open(os.path.join(WORK, "old.txt")) as f:
-    check(f.readline() == "# element x y z radius mass peak cells\n", "bubbles header line")
+    check(f.readline() == "# id element x y z radius mass peak cells parts\n", "bubbles header line")
 old_h5 = digest(os.path.join(WORK, "old.h5"))
 
 

@@ -365,12 +365,12 @@ static void check_leaf_delivery(void *ctx, const strata_amr_block *leaf,
   }
 }
 
-/* The marker field and the leaf lists against the global bubble list. */
+/* The marker field and the leaf lists against the global list of parts. */
 static void check_delivery(strata_amr *amr, strata_infer *inf, const strata_infer_stats *st)
 {
   struct delivery d = {.inf = inf, .p = strata_amr_get_params(amr)};
-  CHECK_EQ(strata_infer_bubbles(inf, &d.bubbles, &d.element, &d.nb), 0);
-  CHECK_EQ(d.nb, st->bubbles);
+  CHECK_EQ(strata_infer_bubble_parts(inf, &d.bubbles, &d.element, &d.nb), 0);
+  CHECK_EQ(d.nb, st->parts);
   CHECK(d.nb > 0);
   int64_t ne;
   strata_infer_elements(inf, NULL, NULL, 0, &ne);

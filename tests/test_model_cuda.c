@@ -1,9 +1,11 @@
 /* CUDA network runner and bubble extraction against the CPU kernels: the
- * U-Net of cnn_reference.h at two extents (1e-4 relative), and bubble
- * tables of planted spheres (same bubbles, same order). Exit 77 without a
- * GPU. */
+ * U-Net of cnn_reference.h at two extents (1e-4 relative), bubble tables
+ * of planted spheres (same bubbles, same order), their border faces and
+ * the links between two maps in every direction (equal). Exit 77 without
+ * a GPU. */
 #include <cublas_v2.h>
 #include <math.h>
+#include <string.h>
 
 #include "cnn_reference.h"
 #include "cuda_check.h"
@@ -47,12 +49,34 @@ static void check_bubbles(void)
   size_t tbytes = (size_t)(1 + cap) * STRATA__BUBBLE_FIELDS * sizeof(double);
   double *want = calloc(1, tbytes), *got = calloc(1, tbytes);
   int32_t *labels = malloc((size_t)v * 4);
-  strata__bubbles_cpu(prob, n, &p, labels, want, cap);
+  size_t fbytes = (size_t)(6 * n * n) * sizeof(int32_t);
+  int32_t *faces = malloc(fbytes), *gfaces = malloc(fbytes);
+  strata__bubbles_cpu(prob, n, &p, labels, want, cap, faces);
   float *dprob = check_device_copy(prob, (size_t)v * 4);
   void *dscratch = check_device_copy(NULL, strata__bubbles_cuda_scratch_bytes(n));
   double *dtable = check_device_copy(NULL, tbytes);
-  CHECK_EQ(strata__bubbles_cuda(dprob, n, &p, dscratch, dtable, cap, NULL), 0);
+  int32_t *dfaces = check_device_copy(NULL, fbytes);
+  CHECK_EQ(strata__bubbles_cuda(dprob, n, &p, dscratch, dtable, cap, dfaces, NULL), 0);
   CHECK_EQ(cudaMemcpy(got, dtable, tbytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  CHECK_EQ(cudaMemcpy(gfaces, dfaces, fbytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  CHECK(memcmp(faces, gfaces, fbytes) == 0);
+  /* The map linked with itself as every neighbour, some directions absent. */
+  struct strata__bubble_links_params lp = {.n = n};
+  const int32_t *nb[STRATA__BUBBLE_DIRECTIONS], *dnb[STRATA__BUBBLE_DIRECTIONS];
+  int present = 0;
+  for (int k = 0; k < STRATA__BUBBLE_DIRECTIONS; k++)
+    if ((lp.present[k] = k % 4 != 2)) {
+      nb[present] = faces;
+      dnb[present++] = dfaces;
+    }
+  size_t lbytes = (size_t)(2 * strata__bubble_link_slots(n)) * sizeof(int32_t);
+  int32_t *links = malloc(lbytes), *glinks = malloc(lbytes), *dlinks = check_device_copy(NULL, lbytes);
+  strata__bubble_links_cpu(&lp, faces, nb, links);
+  CHECK_EQ(strata__bubble_links_cuda(&lp, dfaces, dnb, dlinks, NULL), 0);
+  CHECK_EQ(cudaMemcpy(glinks, dlinks, lbytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  CHECK(memcmp(links, glinks, lbytes) == 0);
+  cudaFree(dfaces), cudaFree(dlinks);
+  free(faces), free(gfaces), free(links), free(glinks);
   CHECK_EQ(got[0], want[0]);
   CHECK(want[0] == 2); /* isolated single cells are below min_cells */
   for (int64_t i = STRATA__BUBBLE_FIELDS; i < (int64_t)(1 + want[0]) * STRATA__BUBBLE_FIELDS; i++)

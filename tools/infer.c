@@ -92,19 +92,20 @@ static double heap_mib(void)
 #endif
 }
 
-/* Per-rank elements and bubbles of the last cycle, printed by rank 0. */
+/* Per-rank elements, bubble parts and particles of the last cycle,
+ * printed by rank 0. */
 static void per_rank(const strata_infer_stats *st)
 {
   int size = strata_size();
-  int64_t mine[2] = {st->elements_local, st->bubbles_local};
-  int64_t *all = malloc((size_t)(2 * size) * sizeof *all);
+  int64_t mine[3] = {st->elements_local, st->parts_local, st->particles_local};
+  int64_t *all = malloc((size_t)(3 * size) * sizeof *all);
   if (!all)
     return;
-  MPI_Gather(mine, 2, MPI_INT64_T, all, 2, MPI_INT64_T, 0, strata_comm());
+  MPI_Gather(mine, 3, MPI_INT64_T, all, 3, MPI_INT64_T, 0, strata_comm());
   if (strata_rank() == 0)
     for (int r = 0; r < size; r++)
-      printf("  rank %d: %lld elements, %lld bubbles\n", r, (long long)all[2 * r],
-             (long long)all[2 * r + 1]);
+      printf("  rank %d: %lld elements, %lld bubble parts, %lld particles\n", r,
+             (long long)all[3 * r], (long long)all[3 * r + 1], (long long)all[3 * r + 2]);
   free(all);
 }
 
@@ -233,11 +234,11 @@ static int write_bubbles(strata_infer *inf, const char *path)
   if (!ret && strata_rank() == 0 && !(ret = strata_output_begin(path, &out))) {
     FILE *f = strata_output_stream(out);
     if (f)
-      fprintf(f, "# element x y z radius mass peak cells\n");
+      fprintf(f, "# id element x y z radius mass peak cells parts\n");
     for (int64_t i = 0; f && !ferror(f) && i < n; i++)
-      fprintf(f, "%lld %.17g %.17g %.17g %.17g %.17g %.17g %lld\n", (long long)element[i],
-              b[i].center[0], b[i].center[1], b[i].center[2], b[i].radius, b[i].mass, b[i].peak,
-              (long long)b[i].cells);
+      fprintf(f, "%lld %lld %.17g %.17g %.17g %.17g %.17g %.17g %lld %lld\n", (long long)b[i].id,
+              (long long)element[i], b[i].center[0], b[i].center[1], b[i].center[2], b[i].radius,
+              b[i].mass, b[i].peak, (long long)b[i].cells, (long long)b[i].parts);
     ret = strata_output_finish(out, f);
   }
   free(b);
@@ -351,11 +352,15 @@ static int run(const struct infer_options *o)
            o->bulk ? "bulk-synchronous" : "task graph", strata_size());
     for (int k = 0; k < STRATA_INFER_PHASES; k++)
       printf("  %-9s %8.4f s\n", strata_infer_phase_name(k), sums[k] / o->cycles);
-    printf("  %-9s %8.4f s\nlast cycle: %lld elements (max %lld per rank), %lld bubbles, "
-           "%lld leaf deliveries, covered volume %.6f to %.6f\n",
+    printf("  %-9s %8.4f s\nlast cycle: %lld elements (max %lld per rank), %lld bubbles "
+           "joined from %lld parts, %lld leaf deliveries, covered volume %.6f to %.6f\n",
            "total", sums[STRATA_INFER_PHASES] / o->cycles, (long long)st.elements,
-           (long long)st.elements_max, (long long)st.bubbles, (long long)st.leaf_bubbles,
-           st.volume_min, st.volume_max);
+           (long long)st.elements_max, (long long)st.bubbles, (long long)st.parts,
+           (long long)st.leaf_bubbles, st.volume_min, st.volume_max);
+    if (st.parts_lost)
+      printf("warning: %lld bubble parts did not fit their array's table and are missing from "
+             "the bubbles (raise bubble_capacity)\n",
+             (long long)st.parts_lost);
   }
   if (!ret)
     per_rank(&st);

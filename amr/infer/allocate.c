@@ -86,21 +86,27 @@ int strata__infer_gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n
   return 0;
 }
 
+/* Per element: its input, output, bubble table, border faces and links. */
+enum { ELEMENT_HANDLES = 5 };
+
 static int register_element(strata_infer *inf, struct element *e)
 {
   const int64_t cells = inf->n * inf->n * inf->n;
   strata__tags elements;
   int64_t tag;
   strata__tags_part(&inf->tags, 0, 4, &elements);
-  int ret = strata__tag(&elements, e->serial * 4 + 2, &tag);
+  int ret = strata__tag(&elements, e->serial * 8 + ELEMENT_HANDLES - 1, &tag);
   if (ret)
     return ret;
   starpu_vector_data_register(&e->in, -1, 0, (uint32_t)(cells * inf->p.n_fields), sizeof(float));
   starpu_vector_data_register(&e->out, -1, 0, (uint32_t)cells, sizeof(float));
   starpu_vector_data_register(&e->table, -1, 0, (uint32_t)table_len(inf), sizeof(double));
-  starpu_mpi_data_register(e->in, tag - 2, e->rank);
-  starpu_mpi_data_register(e->out, tag - 1, e->rank);
-  starpu_mpi_data_register(e->table, tag, e->rank);
+  starpu_vector_data_register(&e->faces, -1, 0, (uint32_t)(6 * inf->n * inf->n), sizeof(int32_t));
+  starpu_vector_data_register(&e->links, -1, 0, (uint32_t)(2 * strata__bubble_link_slots(inf->n)),
+                              sizeof(int32_t));
+  starpu_data_handle_t hs[ELEMENT_HANDLES] = {e->in, e->out, e->table, e->faces, e->links};
+  for (int k = 0; k < ELEMENT_HANDLES; k++)
+    starpu_mpi_data_register(hs[k], tag - (ELEMENT_HANDLES - 1) + k, e->rank);
   if (e->rank != inf->amr->rank)
     return 0;
   /* A first write, so that the transfers may read-modify-write it. */
@@ -203,8 +209,8 @@ int strata__infer_apply_placement(strata_infer *inf, const int *ranks, strata_in
       continue;
     e->rank = ranks[i];
     st->migrated++;
-    starpu_data_handle_t hs[3] = {e->in, e->out, e->table};
-    for (int k = 0; k < 3; k++)
+    starpu_data_handle_t hs[ELEMENT_HANDLES] = {e->in, e->out, e->table, e->faces, e->links};
+    for (int k = 0; k < ELEMENT_HANDLES; k++)
       starpu_mpi_data_migrate(inf->amr->comm, hs[k], e->rank);
   }
   return ret;

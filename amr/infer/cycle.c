@@ -74,19 +74,18 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
     st->volume_max = fmax(st->volume_max, v);
     if (inf->el[i].rank == amr->rank) {
       st->elements_local++;
-      st->bubbles_local += table_found(inf->el[i].table);
+      st->parts_local += table_found(inf->el[i].table);
     }
   }
   free(volume);
   int64_t leaf_bubbles = 0;
   for (int64_t i = 0; i < inf->nlists; i++)
     leaf_bubbles += table_found(inf->lists[i].h);
-  int64_t sums[4] = {st->bubbles_local, leaf_bubbles, st->messages, st->transfers};
-  MPI_Allreduce(MPI_IN_PLACE, sums, 4, MPI_INT64_T, MPI_SUM, amr->meta);
-  st->bubbles = sums[0];
-  st->leaf_bubbles = sums[1];
-  st->messages = sums[2];
-  st->transfers = sums[3];
+  int64_t sums[3] = {leaf_bubbles, st->messages, st->transfers};
+  MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_INT64_T, MPI_SUM, amr->meta);
+  st->leaf_bubbles = sums[0];
+  st->messages = sums[1];
+  st->transfers = sums[2];
   MPI_Allreduce(MPI_IN_PLACE, st->transfers_by_kind, 3, MPI_INT64_T, MPI_SUM, amr->meta);
   MPI_Allreduce(&st->elements_local, &st->elements_max, 1, MPI_INT64_T, MPI_MAX, amr->meta);
   double ends[STRATA_INFER_PHASES + 1];
@@ -160,6 +159,10 @@ int strata_infer_run(strata_infer *inf, strata_infer_stats *stats)
   }
   starpu_task_wait_for_all();
   ret = strata__agree(local, NULL, 0);
+  if (!ret)
+    ret = strata__infer_join_bubbles(inf, &st);
+  else
+    strata__infer_drop_bubbles(inf);
   if (!ret) {
     finish_stats(inf, t, nt, &st);
     if (stats)

@@ -152,6 +152,8 @@ void strata__infer_drop_element(struct element *e)
   starpu_data_unregister_submit(e->in);
   starpu_data_unregister_submit(e->out);
   starpu_data_unregister_submit(e->table);
+  starpu_data_unregister_submit(e->faces);
+  starpu_data_unregister_submit(e->links);
 }
 
 void strata__infer_drop_masks(strata_infer *inf)
@@ -187,6 +189,7 @@ int strata_infer_destroy(strata_infer *inf)
   free(inf->el);
   strata__infer_drop_masks(inf);
   strata__infer_drop_lists(inf);
+  strata__infer_drop_bubbles(inf);
   starpu_data_unregister_submit(inf->bubble_scratch);
   starpu_task_wait_for_all();
   starpu_pthread_mutex_destroy(&inf->lock);
@@ -220,7 +223,9 @@ int strata_infer_elements(const strata_infer *inf, int64_t (*idx)[3], int *ranks
   return 0;
 }
 
-int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel, float *out)
+/* Channel `channel` of element idx's input, or its model output. */
+static int read_element(strata_infer *inf, const int64_t idx[3], int output, int channel,
+                        float *out)
 {
   strata__clear_error();
   if (!inf || !idx || !out || channel < 0 || channel >= inf->p.n_fields)
@@ -230,13 +235,24 @@ int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel
     return STRATA_ERANGE;
   if (e->rank != inf->amr->rank)
     return STRATA_EINVAL;
-  if (strata__acquire(e->in, STARPU_R) != 0)
+  starpu_data_handle_t h = output ? e->out : e->in;
+  if (strata__acquire(h, STARPU_R) != 0)
     return STRATA_ESTARPU;
   const int64_t cells = inf->n * inf->n * inf->n;
-  memcpy(out, (const float *)(const void *)starpu_vector_get_local_ptr(e->in) + channel * cells,
+  memcpy(out, (const float *)(const void *)starpu_vector_get_local_ptr(h) + channel * cells,
          (size_t)cells * sizeof *out);
-  starpu_data_release(e->in);
+  starpu_data_release(h);
   return 0;
+}
+
+int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel, float *out)
+{
+  return read_element(inf, idx, 0, channel, out);
+}
+
+int strata_infer_read_probability(strata_infer *inf, const int64_t idx[3], float *out)
+{
+  return read_element(inf, idx, 1, 0, out);
 }
 
 int strata_infer_read_mask(strata_infer *inf, const strata_amr_block *b, uint8_t *out, int64_t *m)
@@ -301,7 +317,8 @@ static int gathered_cmp(const void *x, const void *y)
   return (a->row > b->row) - (a->row < b->row);
 }
 
-int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **element, int64_t *n)
+int strata_infer_bubble_parts(strata_infer *inf, strata_bubble **list, int64_t **element,
+                              int64_t *n)
 {
   strata__clear_error();
   int ret = strata__check_ready();

@@ -39,6 +39,7 @@ struct element {
   int rank;
   int64_t serial;                      /* StarPU-MPI tags of its handles */
   starpu_data_handle_t in, out, table; /* [C N^3] f32, [N^3] f32, bubble table */
+  starpu_data_handle_t faces, links;   /* border faces, links with the neighbours */
   double cost;                         /* placement estimate */
 };
 
@@ -68,6 +69,13 @@ struct transfer {
   int64_t offset; /* in the message between the two ranks, when they differ */
 };
 
+/* A joined bubble delivered to the local leaf that holds its centre. */
+struct particle {
+  strata_amr_block leaf;
+  uint64_t key;
+  int64_t bubble; /* index in strata_infer::bubbles */
+};
+
 struct strata_infer {
   strata_amr *amr;
   strata_infer_params p;
@@ -82,6 +90,11 @@ struct strata_infer {
   struct leaf_list *lists;
   int64_t nlists;
   starpu_data_handle_t bubble_scratch;
+  strata_bubble *bubbles; /* joined bubbles of the last cycle, by id, on every rank */
+  int64_t *bubble_element; /* per bubble, the element of its first cell */
+  int64_t nbubbles;
+  struct particle *particles; /* on local leaves, in leaf order */
+  int64_t nparticles;
   double phase_end[STRATA_INFER_PHASES]; /* seconds after the cycle's start, this rank */
   double t0;
   starpu_pthread_mutex_t lock; /* phase_end, written from callbacks */
@@ -159,5 +172,18 @@ int strata__infer_submit_apply(strata_infer *inf);
 struct leaf_list *strata__infer_find_list(const strata_infer *inf, const strata_amr_block *b);
 int strata__infer_submit_update(strata_infer *inf, struct transfer *t, int64_t nt,
                                 strata_infer_stats *st);
+
+/* bubbles.c */
+/* The element next to `e` in direction d (periodic domains wrap), NULL
+ * when there is none. */
+struct element *strata__infer_neighbour(const strata_infer *inf, const struct element *e,
+                                        const int d[3]);
+/* Link tasks of every element with its forward neighbours (after the
+ * extraction tasks). */
+int strata__infer_submit_links(strata_infer *inf);
+/* After the cycle's tasks: the parts of every array joined across borders
+ * and ranks into bubbles, delivered as particles. Collective. */
+int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st);
+void strata__infer_drop_bubbles(strata_infer *inf);
 
 #endif

@@ -17,15 +17,16 @@ int strata__infer_submit_apply(strata_infer *inf)
     if (e->rank != amr->rank)
       continue;
     ret = strata__model_submit_handles(inf->p.model, inf->n, e->in, e->out);
+    /* Every part is kept: bubble_min_cells applies to the joined bubbles. */
     struct strata__bubble_params bp = {
-        .threshold = inf->p.bubble_threshold, .min_cells = inf->p.bubble_min_cells, .cell_size = h};
+        .threshold = inf->p.bubble_threshold, .min_cells = 1, .cell_size = h};
     for (int a = 0; a < 3; a++)
       bp.origin[a] = (double)strata__infer_element_lo(inf, e, a) * h;
     if (!ret)
-      ret = strata__bubbles_submit(e->out, e->table, inf->bubble_scratch, &bp);
+      ret = strata__bubbles_submit(e->out, e->table, inf->bubble_scratch, e->faces, &bp);
     strata__infer_note_phase_end(inf, STRATA_INFER_APPLY, e->table);
   }
-  return ret;
+  return ret ? ret : strata__infer_submit_links(inf);
 }
 
 /* ---- phase 5: update blocks ---- */

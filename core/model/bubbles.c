@@ -35,7 +35,7 @@ int strata_bubbles_submit(strata_array *prob, const strata_bubble_params *p, str
   struct strata__bubble_params kp = {
       p->threshold, p->min_cells, {p->origin[0], p->origin[1], p->origin[2]}, p->cell_size};
   starpu_data_handle_t scratch = strata__scratch_register(strata__bubbles_scratch_bytes(n));
-  ret = strata__bubbles_submit(prob->handle, table->handle, scratch, &kp);
+  ret = strata__bubbles_submit(prob->handle, table->handle, scratch, NULL, &kp);
   starpu_data_unregister_submit(scratch);
   return ret;
 }
@@ -50,7 +50,9 @@ int64_t strata__bubble_rows(const double *table, int64_t capacity, strata_bubble
                              row[STRATA__BUBBLE_RADIUS],
                              row[STRATA__BUBBLE_MASS],
                              row[STRATA__BUBBLE_PEAK],
-                             (int64_t)row[STRATA__BUBBLE_CELLS]};
+                             (int64_t)row[STRATA__BUBBLE_CELLS],
+                             (int64_t)row[STRATA__BUBBLE_FIRST],
+                             1};
   }
   if (found)
     *found = total;

@@ -29,6 +29,10 @@
  *  5. Update blocks: every leaf intersecting an element receives its
  *     bubbles: a per-leaf bubble list and, optionally, a marker field set
  *     to 1 at cells inside bubbles (0 elsewhere).
+ *  Then the bubbles of neighbouring arrays that touch across their shared
+ *  border, on any rank, are joined into one bubble per region (union-find
+ *  over the links that tasks find between the arrays' border faces), and
+ *  each joined bubble goes as a particle to the leaf holding its centre.
  *
  *  Differences from Enzo-E, on purpose: the criterion runs on every leaf at
  *  level >= level_base (Enzo-E: only leaves finer than level_array), its
@@ -98,8 +102,8 @@ typedef struct strata_infer_params {
   double reference_value;       /**< reference of STRATA_INFER_FIXED (default 1) */
   strata_model *model;          /**< required; must outlive the method */
   float bubble_threshold;       /**< probability above which cells are in bubbles (0.5) */
-  int64_t bubble_min_cells;     /**< smaller bubbles are dropped (default 1) */
-  int bubble_capacity;          /**< bubbles kept per array and per leaf list (default 64) */
+  int64_t bubble_min_cells;     /**< smaller joined bubbles are dropped (default 1) */
+  int bubble_capacity;          /**< parts kept per array and per leaf list (default 64) */
   int marker_field;             /**< field set to 1 inside bubbles, -1: none (default) */
   strata_infer_placement placement; /**< default STRATA_INFER_PLACE_CURVE */
   /** Run the phases separated by global barriers (all tasks of a phase
@@ -127,8 +131,13 @@ typedef struct strata_infer_stats {
   int64_t transfers;            /**< leaf-to-element transfers (copy, restrict, prolong) */
   int64_t transfers_by_kind[3]; /**< ... copies, restrictions, prolongations */
   int64_t messages;             /**< point-to-point messages of populate and update */
-  int64_t bubbles;              /**< bubbles found over all arrays */
-  int64_t bubbles_local;        /**< ... in arrays on this rank */
+  int64_t bubbles;              /**< bubbles: regions joined across arrays and ranks */
+  int64_t parts;                /**< components found in the arrays (a bubble's share of one) */
+  int64_t parts_local;          /**< ... in arrays on this rank */
+  /** Parts that did not fit their array's table (bubble_capacity) and
+   *  are missing from the bubbles: raise bubble_capacity when not 0. */
+  int64_t parts_lost;
+  int64_t particles_local; /**< bubbles delivered to leaves of this rank */
   int64_t leaf_bubbles;         /**< (leaf, bubble) pairs delivered to leaves */
   double volume_min;            /**< least covered volume of an element (1 when exact) */
   double volume_max;            /**< largest covered volume of an element */
@@ -182,6 +191,11 @@ int strata_infer_elements(const strata_infer *inf, int64_t (*idx)[3], int *ranks
  *  STRATA_EINVAL); STRATA_ERANGE when there is no such element. */
 int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel, float *out);
 
+/** @brief The model's probability map of element @p idx (N^3 floats, x
+ *  fastest) computed by the last cycle; the owner only, as
+ *  strata_infer_read_array(). */
+int strata_infer_read_probability(strata_infer *inf, const int64_t idx[3], float *out);
+
 /** @brief The mask of block @p b computed by the last cycle's evaluation:
  *  m^3 bytes (m = max(1, 2^(level_array - level))), m into @p m. Only on
  *  the mask's owner (the leaf's owner; for non-leaves the owner of their
@@ -189,14 +203,34 @@ int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel
  *  block without mask. @p out holds at least 4096 bytes. Not collective. */
 int strata_infer_read_mask(strata_infer *inf, const strata_amr_block *b, uint8_t *out, int64_t *m);
 
-/** @brief All bubbles of the last cycle, on every rank: in the Morton order
- *  of their elements, then in their table's order; malloc'd (free()).
- *  @p element (may be NULL) gets, per bubble, its element's position in
- *  strata_infer_elements() order (malloc'd). */
+/** @brief The bubbles of the last cycle, on every rank (not collective):
+ *  one per region above bubble_threshold, joined across arrays and ranks,
+ *  of at least bubble_min_cells cells, in the order of their id (the first
+ *  cell in scan order z, y, x over the level_infer grid); malloc'd (free()).
+ *  Each has its summed mass and cells, probability-weighted centre
+ *  (periodic domains: inside the domain), equivalent radius, peak and the
+ *  number of arrays it spans. @p element (may be NULL) gets, per bubble,
+ *  the position in strata_infer_elements() order of the element holding
+ *  its first cell (malloc'd). The same on any rank count and scheduler. */
 int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **element, int64_t *n);
 
-/** @brief The bubbles delivered to leaf @p b by the last cycle (those whose
- *  sphere, clipped to their array, reaches the leaf): malloc'd list (free())
+/** @brief The parts of the last cycle's bubbles: every array's components
+ *  on its own (ids over the array), in the Morton order of their elements,
+ *  then in their table's order; malloc'd (free()). @p element (may be NULL)
+ *  gets, per part, its element's position in strata_infer_elements()
+ *  order (malloc'd). Collective. */
+int strata_infer_bubble_parts(strata_infer *inf, strata_bubble **list, int64_t **element,
+                              int64_t *n);
+
+/** @brief The particles of leaf @p b: the bubbles of strata_infer_bubbles()
+ *  whose centre lies in the leaf (each bubble is delivered to exactly one
+ *  leaf), in id order; malloc'd (free()), their number in @p n. Only on the
+ *  leaf's owner (else STRATA_EINVAL). Not collective. */
+int strata_infer_leaf_particles(strata_infer *inf, const strata_amr_block *b, strata_bubble **list,
+                                int64_t *n);
+
+/** @brief The bubble parts delivered to leaf @p b by the last cycle (those
+ *  whose sphere, clipped to their array, reaches the leaf): malloc'd list (free())
  *  of at most bubble_capacity entries, their number in @p n, and how many
  *  reached the leaf in @p found (may be NULL). Only on the leaf's owner. */
 int strata_infer_leaf_bubbles(strata_infer *inf, const strata_amr_block *b, strata_bubble **list,

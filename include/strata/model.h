@@ -123,16 +123,22 @@ typedef struct strata_bubble {
   double mass;      /**< sum of the probabilities of its cells */
   double peak;      /**< largest probability */
   int64_t cells;    /**< number of cells */
+  /** Stable name: the index of its first cell in scan order (z, y, x) over
+   *  its array; for the inference method's bubbles, over the whole grid of
+   *  level_infer cells (strata_infer_bubbles()). */
+  int64_t id;
+  int64_t parts; /**< arrays it spans (1 for one array's bubbles) */
 } strata_bubble;
 
 /** Row width of a bubble table array. */
-#define STRATA_BUBBLE_TABLE_COLUMNS 7
+#define STRATA_BUBBLE_TABLE_COLUMNS 8
 
 /** @brief Submit one task extracting the bubbles of @p prob (float32
  *  [N, N, N] or [1, N, N, N]) into @p table, a float64 array
  *  [1 + capacity, STRATA_BUBBLE_TABLE_COLUMNS]: row 0 holds the number
  *  found, the next rows the first `capacity` bubbles (x, y, z, radius,
- *  mass, peak, cells) in the scan order (z, y, x) of their first cell.
+ *  mass, peak, cells, first cell) in the scan order (z, y, x) of their
+ *  first cell.
  *  Read it with strata_bubbles_read(). */
 int strata_bubbles_submit(strata_array *prob, const strata_bubble_params *p, strata_array *table);
 

@@ -1,6 +1,7 @@
 /* Bubble extraction on the CPU: union-find over the cells above threshold,
  * linking each to its 13 already-visited neighbours; the root of a
- * component is its first cell in scan order, which fixes the output order. */
+ * component is its first cell in scan order, which fixes the output order.
+ * Then the links between neighbouring maps' border faces. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +32,26 @@ static void unite(int32_t *parent, int32_t a, int32_t b)
 /* Per component accumulators. */
 struct component {
   double mass, px, py, pz, peak;
-  int64_t cells;
+  int64_t cells, first;
 };
 
+/* The six border faces of the root labels. */
+static void write_faces(const int32_t *labels, int64_t n, int32_t *faces)
+{
+  for (int axis = 0; axis < 3; axis++)
+    for (int side = 0; side < 2; side++)
+      for (int64_t v = 0; v < n; v++)
+        for (int64_t u = 0; u < n; u++) {
+          int64_t c[3];
+          c[axis] = side ? n - 1 : 0;
+          c[axis == 0 ? 1 : 0] = u;
+          c[axis == 2 ? 1 : 2] = v;
+          faces[strata__bubble_face_cell(n, axis, side, u, v)] = labels[(c[2] * n + c[1]) * n + c[0]];
+        }
+}
+
 void strata__bubbles_cpu(const float *prob, int64_t n, const struct strata__bubble_params *p,
-                         int32_t *labels, double *table, int64_t capacity)
+                         int32_t *labels, double *table, int64_t capacity, int32_t *faces)
 {
   int64_t vol = n * n * n;
   for (int64_t i = 0; i < vol; i++)
@@ -63,6 +79,8 @@ void strata__bubbles_cpu(const float *prob, int64_t n, const struct strata__bubb
   for (int64_t i = 0; i < vol; i++) /* every cell now points at its root */
     if (labels[i] >= 0)
       labels[i] = find(labels, (int32_t)i);
+  if (faces)
+    write_faces(labels, n, faces);
   /* Number the components in scan order (a root comes before its cells):
    * a root's label becomes -(id + 2), its cells then find the id there. */
   struct component *comp = NULL;
@@ -78,6 +96,7 @@ void strata__bubbles_cpu(const float *prob, int64_t n, const struct strata__bubb
       }
       id = ncomp++;
       memset(&comp[id], 0, sizeof comp[id]);
+      comp[id].first = i;
       labels[i] = (int32_t)(-(id + 2));
     } else {
       id = -(int64_t)labels[labels[i]] - 2;
@@ -106,10 +125,31 @@ void strata__bubbles_cpu(const float *prob, int64_t n, const struct strata__bubb
       row[STRATA__BUBBLE_MASS] = c->mass;
       row[STRATA__BUBBLE_PEAK] = c->peak;
       row[STRATA__BUBBLE_CELLS] = (double)c->cells;
+      row[STRATA__BUBBLE_FIRST] = (double)c->first;
     }
     kept++;
   }
   memset(table, 0, STRATA__BUBBLE_FIELDS * sizeof *table);
   table[0] = (double)kept;
   free(comp);
+}
+
+void strata__bubble_links_cpu(const struct strata__bubble_links_params *p, const int32_t *a,
+                              const int32_t *const *b, int32_t *links)
+{
+  int present = 0;
+  for (int k = 0; k < STRATA__BUBBLE_DIRECTIONS; k++) {
+    int d[3];
+    strata__bubble_direction(k, d);
+    int64_t offset = strata__bubble_link_offset(p->n, k);
+    int64_t slots = strata__bubble_direction_slots(p->n, d);
+    const int32_t *faces = p->present[k] ? b[present++] : NULL;
+    for (int64_t s = 0; s < slots; s++) {
+      int32_t *pair = links + 2 * (offset + s);
+      if (faces)
+        strata__bubble_link_slot(p->n, d, s, a, faces, pair);
+      else
+        pair[0] = pair[1] = -1;
+    }
+  }
 }

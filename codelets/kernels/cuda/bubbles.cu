@@ -1,7 +1,8 @@
 // Bubble extraction on the GPU, with the CPU kernel's results and order:
 // labels converge to the smallest cell index of each 26-connected component
 // (min-label propagation with pointer jumping), per-root sums by atomics,
-// and an ordered compaction of the roots in one block.
+// and an ordered compaction of the roots in one block. Then the links
+// between neighbouring maps' border faces, one thread per slot.
 #include <cuda_runtime.h>
 
 #include "launch.cuh"
@@ -112,6 +113,45 @@ __global__ void accumulate_kernel(const float *prob, int64_t n, Scratch s)
   }
 }
 
+// The six border faces of the root labels, one thread per face cell.
+__global__ void faces_kernel(int64_t n, Scratch s, int32_t *faces)
+{
+  STRATA_GRID_LOOP(f, 6 * n * n)
+  {
+    int64_t u = f % n, v = f / n % n;
+    int axis = (int)(f / (2 * n * n)), side = (int)(f / (n * n) % 2);
+    int64_t c[3];
+    c[axis] = side ? n - 1 : 0;
+    c[axis == 0 ? 1 : 0] = u;
+    c[axis == 2 ? 1 : 2] = v;
+    faces[f] = s.label[(c[2] * n + c[1]) * n + c[0]];
+  }
+}
+
+// Faces of the present neighbours, by direction (NULL: absent).
+struct Neighbours {
+  const int32_t *faces[STRATA__BUBBLE_DIRECTIONS];
+  int64_t offset[STRATA__BUBBLE_DIRECTIONS + 1];
+};
+
+__global__ void links_kernel(int64_t n, const int32_t *a, Neighbours nb, int32_t *links)
+{
+  STRATA_GRID_LOOP(slot, nb.offset[STRATA__BUBBLE_DIRECTIONS])
+  {
+    int k = 0;
+    while (slot >= nb.offset[k + 1])
+      k++;
+    int32_t *pair = links + 2 * slot;
+    if (!nb.faces[k]) {
+      pair[0] = pair[1] = -1;
+      continue;
+    }
+    int d[3];
+    strata__bubble_direction(k, d);
+    strata__bubble_link_slot(n, d, slot - nb.offset[k], a, nb.faces[k], pair);
+  }
+}
+
 // One block: scan the cells in order and write the kept roots' rows.
 __global__ void __launch_bounds__(kScanThreads)
     compact_kernel(int64_t vol, struct strata__bubble_params p, Scratch s, double *table,
@@ -144,6 +184,7 @@ __global__ void __launch_bounds__(kScanThreads)
       row[STRATA__BUBBLE_MASS] = s.mass[i];
       row[STRATA__BUBBLE_PEAK] = (double)__int_as_float(s.peak[i]);
       row[STRATA__BUBBLE_CELLS] = cells;
+      row[STRATA__BUBBLE_FIRST] = (double)i;
     }
     __syncthreads();
     if (threadIdx.x == kScanThreads - 1)
@@ -165,7 +206,8 @@ extern "C" uint64_t strata__bubbles_cuda_scratch_bytes(int64_t n)
 
 extern "C" int strata__bubbles_cuda(const float *prob, int64_t n,
                                     const struct strata__bubble_params *p, void *scratch,
-                                    double *table, int64_t capacity, void *stream)
+                                    double *table, int64_t capacity, int32_t *faces,
+                                    void *stream)
 {
   cudaStream_t st = static_cast<cudaStream_t>(stream);
   int64_t vol = n * n * n;
@@ -183,7 +225,25 @@ extern "C" int strata__bubbles_cuda(const float *prob, int64_t n,
     if (!changed)
       break;
   }
+  if (faces)
+    STRATA_LAUNCH(blocks_for(6 * n * n), kThreads, st, faces_kernel)(n, s, faces);
   STRATA_LAUNCH(blocks_for(vol), kThreads, st, accumulate_kernel)(prob, n, s);
   STRATA_LAUNCH(1, kScanThreads, st, compact_kernel)(vol, *p, s, table, capacity);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int strata__bubble_links_cuda(const struct strata__bubble_links_params *p,
+                                         const int32_t *a, const int32_t *const *b,
+                                         int32_t *links, void *stream)
+{
+  Neighbours nb;
+  int present = 0;
+  for (int k = 0; k <= STRATA__BUBBLE_DIRECTIONS; k++)
+    nb.offset[k] = strata__bubble_link_offset(p->n, k);
+  for (int k = 0; k < STRATA__BUBBLE_DIRECTIONS; k++)
+    nb.faces[k] = p->present[k] ? b[present++] : nullptr;
+  int64_t slots = nb.offset[STRATA__BUBBLE_DIRECTIONS];
+  STRATA_LAUNCH(blocks_for(slots), kThreads, static_cast<cudaStream_t>(stream),
+                links_kernel)(p->n, a, nb, links);
   return (int)cudaGetLastError();
 }

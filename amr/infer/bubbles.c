@@ -1,0 +1,451 @@
+/* Bubbles that straddle arrays: each array's components ("parts") are
+ * joined with those of its neighbours across the shared borders, on any
+ * rank, into one bubble per region, delivered as a particle to the leaf
+ * that holds its centre.
+ *
+ * Link tasks compare each element's border faces with those of its 13
+ * forward neighbours (StarPU-MPI brings a remote neighbour's faces). After
+ * the cycle, every rank gathers the parts (a few numbers each) and the
+ * distinct links, and runs the same union-find over them in the same
+ * order, so the bubbles are bitwise the same on any rank count and under
+ * any scheduler. */
+#include "amr.h"
+#include "bubbles.h"
+#include "infer_impl.h"
+#include "internal/model.h"
+
+struct element *strata__infer_neighbour(const strata_infer *inf, const struct element *e,
+                                        const int d[3])
+{
+  const int64_t blocks = strata__amr_blocks_at(inf->amr, inf->p.level_array);
+  const int periodic = inf->amr->p.boundary == STRATA_AMR_PERIODIC;
+  int64_t idx[3];
+  for (int a = 0; a < 3; a++) {
+    idx[a] = e->idx[a] + d[a];
+    if (idx[a] < 0 || idx[a] >= blocks) {
+      if (!periodic)
+        return NULL;
+      idx[a] = (idx[a] + blocks) % blocks;
+    }
+  }
+  return strata__infer_find_element(inf, idx);
+}
+
+int strata__infer_submit_links(strata_infer *inf)
+{
+  int ret = 0;
+  for (int64_t i = 0; i < inf->nel && !ret; i++) {
+    struct element *e = &inf->el[i];
+    struct strata__bubble_links_params lp = {.n = inf->n};
+    starpu_data_handle_t faces[STRATA__BUBBLE_DIRECTIONS];
+    for (int k = 0; k < STRATA__BUBBLE_DIRECTIONS; k++) {
+      int d[3];
+      strata__bubble_direction(k, d);
+      const struct element *nb = strata__infer_neighbour(inf, e, d);
+      lp.present[k] = nb != NULL;
+      faces[k] = nb ? nb->faces : NULL;
+    }
+    ret = strata__bubble_links_submit(inf->amr->comm, e->links, e->faces, faces, &lp);
+  }
+  return ret;
+}
+
+/* ---- joining ---- */
+
+/* A part as gathered: its element, its first cell, then its figures. */
+enum { P_ELEMENT, P_FIRST, P_X, P_Y, P_Z, P_MASS, P_PEAK, P_CELLS, PART_VALUES };
+/* A link as gathered: element and first cell of each side. */
+enum { LINK_VALUES = 4 };
+
+static int part_cmp(const void *x, const void *y)
+{
+  const double *a = x, *b = y;
+  for (int k = P_ELEMENT; k <= P_FIRST; k++)
+    if (a[k] != b[k])
+      return a[k] < b[k] ? -1 : 1;
+  return 0;
+}
+
+static int link_cmp(const void *x, const void *y)
+{
+  const int64_t *a = x, *b = y;
+  for (int k = 0; k < LINK_VALUES; k++)
+    if (a[k] != b[k])
+      return a[k] < b[k] ? -1 : 1;
+  return 0;
+}
+
+/* Sort `n` records of `size` bytes and drop repeats; the new count. */
+static int64_t sort_unique(void *base, int64_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+  qsort(base, (size_t)n, size, cmp);
+  char *b = base;
+  int64_t u = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (!u || cmp(b + (u - 1) * size, b + i * size))
+      memmove(b + u++ * size, b + i * size, size);
+  return u;
+}
+
+/* Append element i's distinct links (from its link array `l`) to *links
+ * (*nl of *capacity records, grown as needed). */
+static int append_links(strata_infer *inf, int64_t i, const int32_t *l, int64_t **links,
+                        int64_t *nl, int64_t *capacity)
+{
+  const struct element *e = &inf->el[i];
+  int64_t first = *nl;
+  for (int k = 0; k < STRATA__BUBBLE_DIRECTIONS; k++) {
+    int d[3];
+    strata__bubble_direction(k, d);
+    const struct element *nb = strata__infer_neighbour(inf, e, d);
+    int64_t end = strata__bubble_link_offset(inf->n, k + 1);
+    for (int64_t s = strata__bubble_link_offset(inf->n, k); nb && s < end; s++) {
+      if (l[2 * s] < 0)
+        continue;
+      if (*nl == *capacity) {
+        int64_t grown = 2 * *capacity + 64;
+        int64_t *more = realloc(*links, (size_t)grown * LINK_VALUES * sizeof *more);
+        if (!more)
+          return STRATA_ENOMEM;
+        *links = more, *capacity = grown;
+      }
+      int64_t *q = *links + *nl * LINK_VALUES;
+      q[0] = i, q[1] = l[2 * s], q[2] = nb - inf->el, q[3] = l[2 * s + 1];
+      /* Neighbouring slots mostly repeat a pair: skip it at once. */
+      if (*nl == first || link_cmp(q - LINK_VALUES, q))
+        (*nl)++;
+    }
+  }
+  *nl = first + sort_unique(*links + first * LINK_VALUES, *nl - first,
+                            LINK_VALUES * sizeof **links, link_cmp);
+  return 0;
+}
+
+/* This rank's parts (from its tables) and distinct links (from its link
+ * arrays), malloc'd; the parts that did not fit a table into *lost. */
+static int local_parts(strata_infer *inf, double **parts, int64_t *np, int64_t **links,
+                       int64_t *nl, int64_t *lost)
+{
+  const int64_t cap = inf->p.bubble_capacity;
+  int64_t mine = 0, link_capacity = 0;
+  for (int64_t i = 0; i < inf->nel; i++)
+    mine += inf->el[i].rank == inf->amr->rank;
+  *parts = malloc((size_t)(mine * cap + 1) * PART_VALUES * sizeof **parts);
+  *links = NULL;
+  *np = *nl = *lost = 0;
+  if (!*parts)
+    return STRATA_ENOMEM;
+  int ret = 0;
+  for (int64_t i = 0; i < inf->nel && !ret; i++) {
+    struct element *e = &inf->el[i];
+    if (e->rank != inf->amr->rank)
+      continue;
+    if (strata__acquire(e->table, STARPU_R) != 0)
+      return STRATA_ESTARPU;
+    const double *t = (const void *)starpu_vector_get_local_ptr(e->table);
+    int64_t found = (int64_t)t[0], stored = found < cap ? found : cap;
+    *lost += found - stored;
+    for (int64_t r = 0; r < stored; r++) {
+      const double *row = t + (1 + r) * TABLE_COLUMNS;
+      double *p = *parts + *np * PART_VALUES;
+      p[P_ELEMENT] = (double)i;
+      p[P_FIRST] = row[STRATA__BUBBLE_FIRST];
+      p[P_X] = row[STRATA__BUBBLE_X];
+      p[P_Y] = row[STRATA__BUBBLE_Y];
+      p[P_Z] = row[STRATA__BUBBLE_Z];
+      p[P_MASS] = row[STRATA__BUBBLE_MASS];
+      p[P_PEAK] = row[STRATA__BUBBLE_PEAK];
+      p[P_CELLS] = row[STRATA__BUBBLE_CELLS];
+      (*np)++;
+    }
+    starpu_data_release(e->table);
+    if (strata__acquire(e->links, STARPU_R) != 0)
+      return STRATA_ESTARPU;
+    ret = append_links(inf, i, (const void *)starpu_vector_get_local_ptr(e->links), links, nl,
+                       &link_capacity);
+    starpu_data_release(e->links);
+  }
+  return ret;
+}
+
+static int64_t find_root(int64_t *parent, int64_t i)
+{
+  while (parent[i] != i) {
+    parent[i] = parent[parent[i]];
+    i = parent[i];
+  }
+  return i;
+}
+
+static int64_t find_part(const double *parts, int64_t np, int64_t element, int64_t first)
+{
+  double key[PART_VALUES] = {(double)element, (double)first};
+  const double *hit = bsearch(key, parts, (size_t)np, PART_VALUES * sizeof *parts, part_cmp);
+  return hit ? (hit - parts) / PART_VALUES : -1;
+}
+
+/* Index of a part's first cell in the scan order of the whole level_infer grid. */
+static int64_t global_cell(const strata_infer *inf, const double *part)
+{
+  const int64_t n = inf->n, side = strata__amr_blocks_at(inf->amr, inf->p.level_array) * n;
+  const struct element *e = &inf->el[(int64_t)part[P_ELEMENT]];
+  int64_t f = (int64_t)part[P_FIRST], local[3] = {f % n, f / n % n, f / (n * n)}, g[3];
+  for (int a = 0; a < 3; a++)
+    g[a] = e->idx[a] * n + local[a];
+  return (g[2] * side + g[1]) * side + g[0];
+}
+
+struct ranked {
+  strata_bubble b;
+  int64_t element;
+};
+
+static int ranked_cmp(const void *x, const void *y)
+{
+  const struct ranked *a = x, *b = y;
+  return (a->b.id > b->b.id) - (a->b.id < b->b.id);
+}
+
+/* The bubbles of the union-find forest `parent` over the sorted parts:
+ * sums in part order, centres as the nearest periodic image of the root
+ * part's, then wrapped into the domain. */
+static int build_bubbles(strata_infer *inf, const double *parts, int64_t np, int64_t *parent)
+{
+  const int periodic = inf->amr->p.boundary == STRATA_AMR_PERIODIC;
+  const double h = 1.0 / (double)(strata__amr_blocks_at(inf->amr, inf->p.level_array) * inf->n);
+  int64_t *slot = malloc((size_t)(np + 1) * sizeof *slot);
+  strata_bubble *b = calloc((size_t)(np + 1), sizeof *b);
+  int64_t *element = malloc((size_t)(np + 1) * sizeof *element);
+  if (!slot || !b || !element) {
+    free(slot), free(b), free(element);
+    return STRATA_ENOMEM;
+  }
+  int64_t nb = 0;
+  for (int64_t i = 0; i < np; i++) {
+    const double *p = parts + i * PART_VALUES;
+    int64_t root = find_root(parent, i);
+    const double *r = parts + root * PART_VALUES;
+    if (root == i) {
+      slot[i] = nb;
+      b[nb] = (strata_bubble){.id = INT64_MAX};
+      element[nb++] = -1;
+    }
+    strata_bubble *x = &b[slot[root]];
+    for (int a = 0; a < 3; a++) {
+      double c = p[P_X + a];
+      if (periodic) /* the image nearest the root part's centre */
+        c += round(r[P_X + a] - c);
+      x->center[a] += p[P_MASS] * c;
+    }
+    x->mass += p[P_MASS];
+    x->peak = fmax(x->peak, p[P_PEAK]);
+    x->cells += (int64_t)p[P_CELLS];
+    x->parts++;
+    int64_t id = global_cell(inf, p);
+    if (id < x->id) {
+      x->id = id;
+      element[slot[root]] = (int64_t)p[P_ELEMENT];
+    }
+  }
+  int64_t kept = 0;
+  for (int64_t k = 0; k < nb; k++) {
+    strata_bubble *x = &b[k];
+    if (x->cells < inf->p.bubble_min_cells)
+      continue;
+    for (int a = 0; a < 3; a++) {
+      x->center[a] /= x->mass;
+      if (periodic) { /* into [0, 1): a tiny negative would round to 1 */
+        x->center[a] -= floor(x->center[a]);
+        x->center[a] = x->center[a] < 1.0 ? x->center[a] : 0.0;
+      }
+    }
+    x->radius = cbrt(3.0 * (double)x->cells / (4.0 * 3.14159265358979323846)) * h;
+    b[kept] = *x;
+    element[kept++] = element[k];
+  }
+  /* By id: the order of their first cells over the whole grid. */
+  struct ranked *order = malloc((size_t)(kept + 1) * sizeof *order);
+  if (!order) {
+    free(slot), free(b), free(element);
+    return STRATA_ENOMEM;
+  }
+  for (int64_t k = 0; k < kept; k++)
+    order[k] = (struct ranked){b[k], element[k]};
+  qsort(order, (size_t)kept, sizeof *order, ranked_cmp);
+  for (int64_t k = 0; k < kept; k++)
+    b[k] = order[k].b, element[k] = order[k].element;
+  free(order);
+  free(slot);
+  inf->bubbles = b;
+  inf->bubble_element = element;
+  inf->nbubbles = kept;
+  return 0;
+}
+
+/* ---- particles ---- */
+
+static int particle_cmp(const void *x, const void *y)
+{
+  const struct particle *a = x, *b = y;
+  int c = strata__infer_block_cmp(&a->leaf, a->key, &b->leaf, b->key);
+  return c ? c : (a->bubble > b->bubble) - (a->bubble < b->bubble);
+}
+
+struct leaf_hit {
+  struct strata__amr_node *leaf;
+};
+
+static int hit_leaf(void *ctx, struct strata__amr_node *leaf)
+{
+  ((struct leaf_hit *)ctx)->leaf = leaf;
+  return 1;
+}
+
+/* Each bubble to the leaf holding its centre, kept where that leaf is local. */
+static int deliver_particles(strata_infer *inf)
+{
+  const strata_amr *amr = inf->amr;
+  const int level = amr->p.max_level;
+  const int64_t cells = strata__amr_blocks_at(amr, level) * amr->p.block_cells;
+  inf->particles = malloc((size_t)(inf->nbubbles + 1) * sizeof *inf->particles);
+  if (!inf->particles)
+    return STRATA_ENOMEM;
+  for (int64_t k = 0; k < inf->nbubbles; k++) {
+    int64_t lo[3], hi[3];
+    for (int a = 0; a < 3; a++) {
+      lo[a] = (int64_t)floor(inf->bubbles[k].center[a] * (double)cells);
+      lo[a] = lo[a] < 0 ? 0 : lo[a] >= cells ? cells - 1 : lo[a];
+      hi[a] = lo[a] + 1;
+    }
+    struct leaf_hit hit = {NULL};
+    strata__amr_visit_box(amr, level, lo, hi, hit_leaf, &hit);
+    if (hit.leaf && hit.leaf->rank == amr->rank)
+      inf->particles[inf->nparticles++] =
+          (struct particle){hit.leaf->b, morton(hit.leaf->b.index), k};
+  }
+  qsort(inf->particles, (size_t)inf->nparticles, sizeof *inf->particles, particle_cmp);
+  return 0;
+}
+
+void strata__infer_drop_bubbles(strata_infer *inf)
+{
+  free(inf->bubbles);
+  free(inf->bubble_element);
+  free(inf->particles);
+  inf->bubbles = NULL;
+  inf->bubble_element = NULL;
+  inf->particles = NULL;
+  inf->nbubbles = inf->nparticles = 0;
+}
+
+int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
+{
+  strata_amr *amr = inf->amr;
+  strata__infer_drop_bubbles(inf);
+  double *mine = NULL;
+  int64_t *mine_links = NULL, np = 0, nl = 0, lost = 0;
+  int ret = strata__agree(local_parts(inf, &mine, &np, &mine_links, &nl, &lost), NULL, 0);
+  void *all_parts = NULL, *all_links = NULL;
+  int64_t total_parts = 0, total_links = 0;
+  if (!ret)
+    ret = strata__infer_allgather_values(amr, mine, np * PART_VALUES, MPI_DOUBLE, &all_parts,
+                                         &total_parts);
+  if (!ret)
+    ret = strata__infer_allgather_values(amr, mine_links, nl * LINK_VALUES, MPI_INT64_T,
+                                         &all_links, &total_links);
+  free(mine);
+  free(mine_links);
+  double *parts = all_parts;
+  int64_t *links = all_links, *parent = NULL;
+  np = total_parts / PART_VALUES;
+  nl = total_links / LINK_VALUES;
+  if (!ret) {
+    parent = malloc((size_t)(np + 1) * sizeof *parent);
+    ret = strata__agree(parent ? 0 : STRATA_ENOMEM, NULL, 0);
+  }
+  if (!ret) {
+    /* The same order on every rank whatever the ranks' shares. */
+    qsort(parts, (size_t)np, PART_VALUES * sizeof *parts, part_cmp);
+    for (int64_t i = 0; i < np; i++)
+      parent[i] = i;
+    for (int64_t k = 0; k < nl; k++) {
+      const int64_t *l = links + k * LINK_VALUES;
+      int64_t a = find_part(parts, np, l[0], l[1]), b = find_part(parts, np, l[2], l[3]);
+      if (a < 0 || b < 0) /* a part beyond its table's capacity */
+        continue;
+      a = find_root(parent, a);
+      b = find_root(parent, b);
+      if (a != b) /* the smaller index stays the root */
+        parent[a > b ? a : b] = a < b ? a : b;
+    }
+    ret = strata__agree(build_bubbles(inf, parts, np, parent), NULL, 0);
+  }
+  if (!ret)
+    ret = strata__agree(deliver_particles(inf), NULL, 0);
+  if (!ret) {
+    MPI_Allreduce(MPI_IN_PLACE, &lost, 1, MPI_INT64_T, MPI_SUM, amr->meta);
+    st->bubbles = inf->nbubbles;
+    st->parts = np;
+    st->parts_lost = lost;
+    st->particles_local = inf->nparticles;
+  }
+  free(parent);
+  free(all_parts);
+  free(all_links);
+  return ret;
+}
+
+/* ---- queries ---- */
+
+int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **element, int64_t *n)
+{
+  strata__clear_error();
+  if (!inf || !list || !n)
+    return STRATA_EINVAL;
+  *list = malloc((size_t)(inf->nbubbles + 1) * sizeof **list);
+  int64_t *pos = element ? malloc((size_t)(inf->nbubbles + 1) * sizeof *pos) : NULL;
+  if (!*list || (element && !pos)) {
+    free(*list);
+    free(pos);
+    *list = NULL;
+    return STRATA_ENOMEM;
+  }
+  memcpy(*list, inf->bubbles, (size_t)inf->nbubbles * sizeof **list);
+  if (pos)
+    memcpy(pos, inf->bubble_element, (size_t)inf->nbubbles * sizeof *pos);
+  if (element)
+    *element = pos;
+  *n = inf->nbubbles;
+  return 0;
+}
+
+int strata_infer_leaf_particles(strata_infer *inf, const strata_amr_block *b, strata_bubble **list,
+                                int64_t *n)
+{
+  strata__clear_error();
+  if (!inf || !b || !list || !n)
+    return STRATA_EINVAL;
+  struct strata__amr_node *node = strata__amr_find(inf->amr, b);
+  if (!node || !node->is_leaf || node->rank != inf->amr->rank)
+    return STRATA_EINVAL;
+  struct particle key = {.leaf = *b, .key = morton(b->index), .bubble = -1};
+  int64_t lo = 0, hi = inf->nparticles;
+  while (lo < hi) { /* the first particle at or after (leaf, -1) */
+    int64_t mid = (lo + hi) / 2;
+    if (particle_cmp(&inf->particles[mid], &key) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  int64_t end = lo;
+  while (end < inf->nparticles &&
+         !strata__infer_block_cmp(&inf->particles[end].leaf, inf->particles[end].key, b, key.key))
+    end++;
+  *list = malloc((size_t)(end - lo + 1) * sizeof **list);
+  if (!*list)
+    return STRATA_ENOMEM;
+  for (int64_t k = lo; k < end; k++)
+    (*list)[k - lo] = inf->bubbles[inf->particles[k].bubble];
+  *n = end - lo;
+  return 0;
+}
