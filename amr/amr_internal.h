@@ -7,6 +7,7 @@
 
 #include <strata/amr.h>
 #include <strata/io.h>
+#include <strata/model.h>
 
 #include "internal/exchange.h"
 #include "internal/runtime.h"
@@ -80,5 +81,20 @@ int strata__amr_visit_box(const strata_amr *amr, int level, const int64_t lo[3],
 int strata__amr_neighbor_region(const strata_amr *amr, const strata_amr_block *b,
                                 const int delta[3], int64_t thickness, int64_t lo[3], int64_t hi[3],
                                 int64_t shift[3]);
+
+/* Particles written with a hierarchy: the bubbles and, per bubble, the
+ * leaf that holds it. */
+struct strata__amr_particles {
+  int64_t n;
+  const strata_bubble *bubbles;
+  const strata_amr_block *leaves;
+};
+
+/* strata_amr_write_hdf5_annotated() plus, when `particles` is not NULL, a
+ * compound table "particles" (layout in docs/infer.md). Collective;
+ * `particles` is read on rank 0. */
+int strata__amr_write_hdf5(strata_amr *amr, const char *path, const char *const *keys,
+                           const char *const *values, int n,
+                           const struct strata__amr_particles *particles);
 
 #endif

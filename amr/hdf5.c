@@ -53,6 +53,67 @@ static int write_str_attr(hid_t obj, const char *name, const char *value)
   return w < 0 ? STRATA_EIO : 0;
 }
 
+/* One row of the particles table. */
+struct particle_row {
+  int64_t id;
+  double x, y, z, radius, mass, peak;
+  int64_t cells, parts;
+  int32_t leaf_level;
+  int64_t leaf_index[3];
+};
+
+/* The particles as a compound table that h5py reads as a structured array. */
+static int write_particles(hid_t file, const struct strata__amr_particles *p)
+{
+  struct particle_row *rows = calloc((size_t)(p->n + 1), sizeof *rows);
+  if (!rows)
+    return STRATA_ENOMEM;
+  for (int64_t k = 0; k < p->n; k++) {
+    const strata_bubble *b = &p->bubbles[k];
+    rows[k] = (struct particle_row){.id = b->id,
+                                    .x = b->center[0],
+                                    .y = b->center[1],
+                                    .z = b->center[2],
+                                    .radius = b->radius,
+                                    .mass = b->mass,
+                                    .peak = b->peak,
+                                    .cells = b->cells,
+                                    .parts = b->parts,
+                                    .leaf_level = p->leaves[k].level};
+    memcpy(rows[k].leaf_index, p->leaves[k].index, sizeof rows[k].leaf_index);
+  }
+  hsize_t three = 3, n = (hsize_t)p->n;
+  hid_t index = H5Tarray_create2(H5T_NATIVE_INT64, 1, &three);
+  hid_t type = H5Tcreate(H5T_COMPOUND, sizeof(struct particle_row));
+  struct {
+    const char *name;
+    size_t offset;
+    hid_t type;
+  } fields[] = {{"id", HOFFSET(struct particle_row, id), H5T_NATIVE_INT64},
+                {"x", HOFFSET(struct particle_row, x), H5T_NATIVE_DOUBLE},
+                {"y", HOFFSET(struct particle_row, y), H5T_NATIVE_DOUBLE},
+                {"z", HOFFSET(struct particle_row, z), H5T_NATIVE_DOUBLE},
+                {"radius", HOFFSET(struct particle_row, radius), H5T_NATIVE_DOUBLE},
+                {"mass", HOFFSET(struct particle_row, mass), H5T_NATIVE_DOUBLE},
+                {"peak", HOFFSET(struct particle_row, peak), H5T_NATIVE_DOUBLE},
+                {"cells", HOFFSET(struct particle_row, cells), H5T_NATIVE_INT64},
+                {"parts", HOFFSET(struct particle_row, parts), H5T_NATIVE_INT64},
+                {"leaf_level", HOFFSET(struct particle_row, leaf_level), H5T_NATIVE_INT32},
+                {"leaf_index", HOFFSET(struct particle_row, leaf_index), index}};
+  int ret = index < 0 || type < 0 ? STRATA_EIO : 0;
+  for (size_t k = 0; k < sizeof fields / sizeof *fields && !ret; k++)
+    if (H5Tinsert(type, fields[k].name, fields[k].offset, fields[k].type) < 0)
+      ret = STRATA_EIO;
+  if (!ret)
+    ret = write_dataset(file, "particles", type, 1, &n, rows);
+  if (type >= 0)
+    H5Tclose(type);
+  if (index >= 0)
+    H5Tclose(index);
+  free(rows);
+  return ret;
+}
+
 /* Block tables and field data of the hierarchy, on rank 0. */
 struct tables {
   int64_t n, cells;
@@ -237,7 +298,7 @@ static int write_parameters(hid_t file, const struct annotations *a)
  * bytes (malloc'd). Disk errors then meet a plain write of those bytes;
  * HDF5 1.10 crashes at exit after a failed H5Fclose of a disk file. */
 static int write_image(const strata_amr *amr, const struct tables *t, const struct annotations *a,
-                       void **image, size_t *bytes)
+                       const struct strata__amr_particles *particles, void **image, size_t *bytes)
 {
   const strata_amr_params *p = &amr->p;
   struct hdf5_printing printing = hdf5_quiet();
@@ -293,6 +354,8 @@ static int write_image(const strata_amr *amr, const struct tables *t, const stru
                         (const char *)t->fields + (size_t)f * n * (size_t)t->cells * es);
   if (group >= 0)
     H5Gclose(group);
+  if (!ret && particles)
+    ret = write_particles(file, particles);
   ssize_t size =
       ret || H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 ? -1 : H5Fget_file_image(file, NULL, 0);
   *image = size > 0 ? malloc((size_t)size) : NULL;
@@ -309,11 +372,12 @@ static int write_image(const strata_amr *amr, const struct tables *t, const stru
 
 /* Rank 0's part: the image written beside `path` and renamed over it. */
 static int write_atomically(const strata_amr *amr, const struct tables *t, const char *path,
-                            const struct annotations *a)
+                            const struct annotations *a,
+                            const struct strata__amr_particles *particles)
 {
   void *image = NULL;
   size_t bytes = 0;
-  int ret = write_image(amr, t, a, &image, &bytes);
+  int ret = write_image(amr, t, a, particles, &image, &bytes);
   strata_output *out = NULL;
   if (ret)
     ret = strata__fail(ret, "amr_write_hdf5: HDF5 could not make the file for %s", path);
@@ -329,6 +393,13 @@ static int write_atomically(const strata_amr *amr, const struct tables *t, const
 
 int strata_amr_write_hdf5_annotated(strata_amr *amr, const char *path, const char *const *keys,
                                     const char *const *values, int n)
+{
+  return strata__amr_write_hdf5(amr, path, keys, values, n, NULL);
+}
+
+int strata__amr_write_hdf5(strata_amr *amr, const char *path, const char *const *keys,
+                           const char *const *values, int n,
+                           const struct strata__amr_particles *particles)
 {
   strata__clear_error();
   if (!amr)
@@ -352,7 +423,7 @@ int strata_amr_write_hdf5_annotated(strata_amr *amr, const char *path, const cha
   }
   struct annotations a = {keys, values, n};
   if (amr->rank == 0)
-    local = write_atomically(amr, &t, path, &a);
+    local = write_atomically(amr, &t, path, &a, particles);
   free_tables(&t);
   /* Rank 0's message, for the ranks that did not write. */
   return strata__agree(local, NULL, 0) ? (local ? local : STRATA_EIO) : 0;

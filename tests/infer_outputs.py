@@ -151,6 +151,23 @@ try:
               "h5py opens the previous file after the kill")
         check(f["parameters"].attrs["seed"] in (b"2026", "2026"),
               "the file keeps the run's parameters")
+        # The particles table holds the bubbles of the text list, each in a
+        # leaf of the file whose box contains its centre.
+        table = f["particles"][:]
+        with open(os.path.join(WORK, "old.txt")) as t:
+            rows = [line.split() for line in t if not line.startswith("#")]
+        check(len(table) == len(rows) > 0 and
+              all(int(r[0]) == p["id"] and float(r[6]) == p["mass"] and int(r[9]) == p["parts"]
+                  for r, p in zip(rows, table)),
+              "the particles table holds the bubbles of --bubbles")
+        leaves = {(int(l), tuple(int(v) for v in i)): (lo, hi) for l, i, lo, hi in
+                  zip(f["level"][:], f["index"][:], f["lower"][:], f["upper"][:])}
+        inside = 0
+        for p in table:
+            box = leaves.get((int(p["leaf_level"]), tuple(int(v) for v in p["leaf_index"])))
+            inside += box is not None and all(box[0][a] <= p[c] < box[1][a]
+                                              for a, c in enumerate("xyz"))
+        check(inside == len(table), "each particle lies in the leaf it names")
 except ImportError:  # scripts/setup.sh installs python3-h5py: its absence is a failure
     check(False, "h5py (python3-h5py) reads the previous file back")
 

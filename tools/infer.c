@@ -246,7 +246,7 @@ static int write_bubbles(strata_infer *inf, const char *path)
   return agreed(ret);
 }
 
-static int write_hdf5(const struct infer_options *o, strata_amr *amr,
+static int write_hdf5(const struct infer_options *o, strata_infer *inf,
                       const struct infer_params_text *t)
 {
   const char *keys[INFER_PARAMS_MAX + 2], *values[INFER_PARAMS_MAX + 2];
@@ -261,7 +261,7 @@ static int write_hdf5(const struct infer_options *o, strata_amr *amr,
   values[n++] = ranks;
   keys[n] = "strata_version";
   values[n++] = strata_version();
-  return strata_amr_write_hdf5_annotated(amr, o->hdf5, keys, values, n);
+  return strata_infer_write_hdf5(inf, o->hdf5, keys, values, n);
 }
 
 /* Every output, each whatever became of the others; the first failure. */
@@ -281,7 +281,7 @@ static int write_outputs(const struct infer_options *o, struct infer_run *job, s
     first = first ? first : ret;
   }
   if (o->hdf5) {
-    ret = output_failed(write_hdf5(o, job->amr, t), "--hdf5", o->hdf5);
+    ret = output_failed(write_hdf5(o, inf, t), "--hdf5", o->hdf5);
     if (!ret && strata_rank() == 0)
       printf("wrote %s\n", o->hdf5);
     first = first ? first : ret;

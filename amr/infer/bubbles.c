@@ -301,27 +301,33 @@ static int hit_leaf(void *ctx, struct strata__amr_node *leaf)
   return 1;
 }
 
+/* The leaf holding point x of the domain (clamped inside). */
+static struct strata__amr_node *leaf_at(const strata_amr *amr, const double x[3])
+{
+  const int level = amr->p.max_level;
+  const int64_t cells = strata__amr_blocks_at(amr, level) * amr->p.block_cells;
+  int64_t lo[3], hi[3];
+  for (int a = 0; a < 3; a++) {
+    lo[a] = (int64_t)floor(x[a] * (double)cells);
+    lo[a] = lo[a] < 0 ? 0 : lo[a] >= cells ? cells - 1 : lo[a];
+    hi[a] = lo[a] + 1;
+  }
+  struct leaf_hit hit = {NULL};
+  strata__amr_visit_box(amr, level, lo, hi, hit_leaf, &hit);
+  return hit.leaf;
+}
+
 /* Each bubble to the leaf holding its centre, kept where that leaf is local. */
 static int deliver_particles(strata_infer *inf)
 {
   const strata_amr *amr = inf->amr;
-  const int level = amr->p.max_level;
-  const int64_t cells = strata__amr_blocks_at(amr, level) * amr->p.block_cells;
   inf->particles = malloc((size_t)(inf->nbubbles + 1) * sizeof *inf->particles);
   if (!inf->particles)
     return STRATA_ENOMEM;
   for (int64_t k = 0; k < inf->nbubbles; k++) {
-    int64_t lo[3], hi[3];
-    for (int a = 0; a < 3; a++) {
-      lo[a] = (int64_t)floor(inf->bubbles[k].center[a] * (double)cells);
-      lo[a] = lo[a] < 0 ? 0 : lo[a] >= cells ? cells - 1 : lo[a];
-      hi[a] = lo[a] + 1;
-    }
-    struct leaf_hit hit = {NULL};
-    strata__amr_visit_box(amr, level, lo, hi, hit_leaf, &hit);
-    if (hit.leaf && hit.leaf->rank == amr->rank)
-      inf->particles[inf->nparticles++] =
-          (struct particle){hit.leaf->b, morton(hit.leaf->b.index), k};
+    struct strata__amr_node *leaf = leaf_at(amr, inf->bubbles[k].center);
+    if (leaf && leaf->rank == amr->rank)
+      inf->particles[inf->nparticles++] = (struct particle){leaf->b, morton(leaf->b.index), k};
   }
   qsort(inf->particles, (size_t)inf->nparticles, sizeof *inf->particles, particle_cmp);
   return 0;
@@ -448,4 +454,26 @@ int strata_infer_leaf_particles(strata_infer *inf, const strata_amr_block *b, st
     (*list)[k - lo] = inf->bubbles[inf->particles[k].bubble];
   *n = end - lo;
   return 0;
+}
+
+int strata_infer_write_hdf5(strata_infer *inf, const char *path, const char *const *keys,
+                            const char *const *values, int n)
+{
+  strata__clear_error();
+  if (!inf)
+    return STRATA_EINVAL;
+  strata_amr_block *leaves = malloc((size_t)(inf->nbubbles + 1) * sizeof *leaves);
+  int ret = strata__agree(leaves ? 0 : STRATA_ENOMEM, NULL, 0);
+  if (ret) {
+    free(leaves);
+    return ret;
+  }
+  for (int64_t k = 0; k < inf->nbubbles; k++) {
+    const struct strata__amr_node *leaf = leaf_at(inf->amr, inf->bubbles[k].center);
+    leaves[k] = leaf ? leaf->b : (strata_amr_block){.level = -1};
+  }
+  struct strata__amr_particles particles = {inf->nbubbles, inf->bubbles, leaves};
+  ret = strata__amr_write_hdf5(inf->amr, path, keys, values, n, &particles);
+  free(leaves);
+  return ret;
 }

@@ -236,6 +236,14 @@ int strata_infer_leaf_particles(strata_infer *inf, const strata_amr_block *b, st
 int strata_infer_leaf_bubbles(strata_infer *inf, const strata_amr_block *b, strata_bubble **list,
                               int64_t *n, int64_t *found);
 
+/** @brief strata_amr_write_hdf5_annotated() of the method's hierarchy,
+ *  plus the last cycle's bubbles as a table "particles" (one record per
+ *  bubble: id, x, y, z, radius, mass, peak, cells, parts, and the level and
+ *  index of the leaf holding it; layout in docs/infer.md). Collective; rank
+ *  0 writes the file. */
+int strata_infer_write_hdf5(strata_infer *inf, const char *path, const char *const *keys,
+                            const char *const *values, int n);
+
 #pragma GCC visibility pop
 #ifdef __cplusplus
 }
