@@ -48,8 +48,8 @@ static uint32_t bubbles_footprint(struct starpu_task *task)
 STRATA__CODELET(bubbles_cl, "strata_bubbles", 0xfc8d59, bubbles_cpu, bubbles_cuda,
                 bubbles_footprint, NULL, .nbuffers = 3,
                 .modes = {STARPU_R, STARPU_W, STARPU_SCRATCH});
-STRATA__CODELET_SHARING(bubbles_faces_cl, bubbles_cl, "strata_bubbles", 0xfc8d59,
-                        bubbles_faces_cpu, bubbles_faces_cuda, NULL, .nbuffers = 4,
+STRATA__CODELET_SHARING(bubbles_faces_cl, bubbles_cl, "strata_bubbles", 0xfc8d59, bubbles_faces_cpu,
+                        bubbles_faces_cuda, NULL, .nbuffers = 4,
                         .modes = {STARPU_R, STARPU_W, STARPU_SCRATCH, STARPU_W});
 
 uint64_t strata__bubbles_scratch_bytes(int64_t n)

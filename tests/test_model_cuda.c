@@ -70,7 +70,8 @@ static void check_bubbles(void)
       dnb[present++] = dfaces;
     }
   size_t lbytes = (size_t)(2 * strata__bubble_link_slots(n)) * sizeof(int32_t);
-  int32_t *links = malloc(lbytes), *glinks = malloc(lbytes), *dlinks = check_device_copy(NULL, lbytes);
+  int32_t *links = malloc(lbytes), *glinks = malloc(lbytes),
+          *dlinks = check_device_copy(NULL, lbytes);
   strata__bubble_links_cpu(&lp, faces, nb, links);
   CHECK_EQ(strata__bubble_links_cuda(&lp, dfaces, dnb, dlinks, NULL), 0);
   CHECK_EQ(cudaMemcpy(glinks, dlinks, lbytes, cudaMemcpyDeviceToHost), cudaSuccess);

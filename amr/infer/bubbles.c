@@ -9,8 +9,8 @@
  * distinct links, and runs the same union-find over them in the same
  * order, so the bubbles are bitwise the same on any rank count and under
  * any scheduler. */
-#include "amr.h"
 #include "bubbles.h"
+#include "amr.h"
 #include "infer_impl.h"
 #include "internal/model.h"
 
@@ -76,7 +76,8 @@ static int link_cmp(const void *x, const void *y)
 }
 
 /* Sort `n` records of `size` bytes and drop repeats; the new count. */
-static int64_t sort_unique(void *base, int64_t n, size_t size, int (*cmp)(const void *, const void *))
+static int64_t sort_unique(void *base, int64_t n, size_t size,
+                           int (*cmp)(const void *, const void *))
 {
   qsort(base, (size_t)n, size, cmp);
   char *b = base;
@@ -116,15 +117,15 @@ static int append_links(strata_infer *inf, int64_t i, const int32_t *l, int64_t 
         (*nl)++;
     }
   }
-  *nl = first + sort_unique(*links + first * LINK_VALUES, *nl - first,
-                            LINK_VALUES * sizeof **links, link_cmp);
+  *nl = first + sort_unique(*links + first * LINK_VALUES, *nl - first, LINK_VALUES * sizeof **links,
+                            link_cmp);
   return 0;
 }
 
 /* This rank's parts (from its tables) and distinct links (from its link
  * arrays), malloc'd; the parts that did not fit a table into *lost. */
-static int local_parts(strata_infer *inf, double **parts, int64_t *np, int64_t **links,
-                       int64_t *nl, int64_t *lost)
+static int local_parts(strata_infer *inf, double **parts, int64_t *np, int64_t **links, int64_t *nl,
+                       int64_t *lost)
 {
   const int64_t cap = inf->p.bubble_capacity;
   int64_t mine = 0, link_capacity = 0;
@@ -357,8 +358,8 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
     ret = strata__infer_allgather_values(amr, mine, np * PART_VALUES, MPI_DOUBLE, &all_parts,
                                          &total_parts);
   if (!ret)
-    ret = strata__infer_allgather_values(amr, mine_links, nl * LINK_VALUES, MPI_INT64_T,
-                                         &all_links, &total_links);
+    ret = strata__infer_allgather_values(amr, mine_links, nl * LINK_VALUES, MPI_INT64_T, &all_links,
+                                         &total_links);
   free(mine);
   free(mine_links);
   double *parts = all_parts;

@@ -90,7 +90,7 @@ struct strata_infer {
   struct leaf_list *lists;
   int64_t nlists;
   starpu_data_handle_t bubble_scratch;
-  strata_bubble *bubbles; /* joined bubbles of the last cycle, by id, on every rank */
+  strata_bubble *bubbles;  /* joined bubbles of the last cycle, by id, on every rank */
   int64_t *bubble_element; /* per bubble, the element of its first cell */
   int64_t nbubbles;
   struct particle *particles; /* on local leaves, in leaf order */

@@ -49,7 +49,8 @@ enum {
  * is at u + n v, u along the lower of the two other axes, v the higher.
  * A cell holds the first-cell index of its component, -1 below threshold,
  * whether or not the component is kept. */
-static inline STRATA__BUBBLE_HD int64_t strata__bubble_face_cell(int64_t n, int axis, int side, int64_t u, int64_t v)
+static inline STRATA__BUBBLE_HD int64_t strata__bubble_face_cell(int64_t n, int axis, int side,
+                                                                 int64_t u, int64_t v)
 {
   return ((int64_t)(2 * axis + side) * n + v) * n + u;
 }

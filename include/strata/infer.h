@@ -138,9 +138,9 @@ typedef struct strata_infer_stats {
    *  are missing from the bubbles: raise bubble_capacity when not 0. */
   int64_t parts_lost;
   int64_t particles_local; /**< bubbles delivered to leaves of this rank */
-  int64_t leaf_bubbles;         /**< (leaf, bubble) pairs delivered to leaves */
-  double volume_min;            /**< least covered volume of an element (1 when exact) */
-  double volume_max;            /**< largest covered volume of an element */
+  int64_t leaf_bubbles;    /**< (leaf, bubble) pairs delivered to leaves */
+  double volume_min;       /**< least covered volume of an element (1 when exact) */
+  double volume_max;       /**< largest covered volume of an element */
   /** Time at which each phase completed on the slowest rank, minus the
    *  completion of the previous phase (seconds). In the task-graph mode
    *  phases overlap, so this is each phase's share of the critical path. */

@@ -46,7 +46,8 @@ static void write_faces(const int32_t *labels, int64_t n, int32_t *faces)
           c[axis] = side ? n - 1 : 0;
           c[axis == 0 ? 1 : 0] = u;
           c[axis == 2 ? 1 : 2] = v;
-          faces[strata__bubble_face_cell(n, axis, side, u, v)] = labels[(c[2] * n + c[1]) * n + c[0]];
+          faces[strata__bubble_face_cell(n, axis, side, u, v)] =
+              labels[(c[2] * n + c[1]) * n + c[0]];
         }
 }
 

@@ -206,8 +206,7 @@ extern "C" uint64_t strata__bubbles_cuda_scratch_bytes(int64_t n)
 
 extern "C" int strata__bubbles_cuda(const float *prob, int64_t n,
                                     const struct strata__bubble_params *p, void *scratch,
-                                    double *table, int64_t capacity, int32_t *faces,
-                                    void *stream)
+                                    double *table, int64_t capacity, int32_t *faces, void *stream)
 {
   cudaStream_t st = static_cast<cudaStream_t>(stream);
   int64_t vol = n * n * n;
@@ -233,8 +232,8 @@ extern "C" int strata__bubbles_cuda(const float *prob, int64_t n,
 }
 
 extern "C" int strata__bubble_links_cuda(const struct strata__bubble_links_params *p,
-                                         const int32_t *a, const int32_t *const *b,
-                                         int32_t *links, void *stream)
+                                         const int32_t *a, const int32_t *const *b, int32_t *links,
+                                         void *stream)
 {
   Neighbours nb;
   int present = 0;
@@ -243,7 +242,7 @@ extern "C" int strata__bubble_links_cuda(const struct strata__bubble_links_param
   for (int k = 0; k < STRATA__BUBBLE_DIRECTIONS; k++)
     nb.faces[k] = p->present[k] ? b[present++] : nullptr;
   int64_t slots = nb.offset[STRATA__BUBBLE_DIRECTIONS];
-  STRATA_LAUNCH(blocks_for(slots), kThreads, static_cast<cudaStream_t>(stream),
-                links_kernel)(p->n, a, nb, links);
+  STRATA_LAUNCH(blocks_for(slots), kThreads, static_cast<cudaStream_t>(stream), links_kernel)
+  (p->n, a, nb, links);
   return (int)cudaGetLastError();
 }
