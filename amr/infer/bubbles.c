@@ -79,6 +79,8 @@ static int link_cmp(const void *x, const void *y)
 static int64_t sort_unique(void *base, int64_t n, size_t size,
                            int (*cmp)(const void *, const void *))
 {
+  if (n == 0) /* base may be NULL: no links yet */
+    return 0;
   qsort(base, (size_t)n, size, cmp);
   char *b = base;
   int64_t u = 0;
