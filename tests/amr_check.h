@@ -1,5 +1,5 @@
-/* Helpers of the AMR tests: this rank, and a visit of the leaves it owns
- * with one field read as doubles. */
+/* Helpers of the AMR tests: this rank, the number of ranks, and a visit
+ * of the leaves it owns with one field read as doubles. */
 #ifndef STRATA_TEST_AMR_CHECK_H
 #define STRATA_TEST_AMR_CHECK_H
 
@@ -13,6 +13,13 @@ static inline int my_rank(void)
 {
   int r;
   MPI_Comm_rank(strata_comm(), &r);
+  return r;
+}
+
+static inline int num_ranks(void)
+{
+  int r;
+  MPI_Comm_size(strata_comm(), &r);
   return r;
 }
 

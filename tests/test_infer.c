@@ -12,38 +12,7 @@
 #include <strata/infer.h>
 
 #include "amr_check.h"
-
-static int num_ranks(void)
-{
-  int r;
-  MPI_Comm_size(strata_comm(), &r);
-  return r;
-}
-
-/* A plug-in model: probability 1 where the value exceeds `level`. */
-static const float step_level = 2.0f;
-static void step_cpu(void *user, const float *in, float *out, int64_t n, void *scratch)
-{
-  (void)user;
-  (void)scratch;
-  for (int64_t i = 0; i < n * n * n; i++)
-    out[i] = in[i] > step_level ? 1.0f : 0.0f;
-}
-
-static strata_model *step_model(void)
-{
-  static const char *const fields[] = {"density"};
-  strata_model_ops ops = {.name = "step",
-                          .in_channels = 1,
-                          .out_channels = 1,
-                          .input_fields = fields,
-                          .n_input_fields = 1,
-                          .output = STRATA_MODEL_PROBABILITY,
-                          .cpu = step_cpu};
-  strata_model *m = NULL;
-  CHECK_EQ(strata_model_create(&ops, &m), 0);
-  return m;
-}
+#include "step_model.h"
 
 /* density = c0 + c1 x + c2 y + c3 z; field 1 ("stars") is the marker. */
 static double coef[4] = {0.25, 1.5, -2.0, 0.75};

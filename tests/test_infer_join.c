@@ -13,37 +13,7 @@
 
 #include "amr_check.h"
 #include "infer_job.h"
-
-static int num_ranks(void)
-{
-  int r;
-  MPI_Comm_size(strata_comm(), &r);
-  return r;
-}
-
-/* Probability 1 where the density exceeds 2. */
-static void step_cpu(void *user, const float *in, float *out, int64_t n, void *scratch)
-{
-  (void)user;
-  (void)scratch;
-  for (int64_t i = 0; i < n * n * n; i++)
-    out[i] = in[i] > 2.0f ? 1.0f : 0.0f;
-}
-
-static strata_model *step_model(void)
-{
-  static const char *const fields[] = {"density"};
-  strata_model_ops ops = {.name = "step",
-                          .in_channels = 1,
-                          .out_channels = 1,
-                          .input_fields = fields,
-                          .n_input_fields = 1,
-                          .output = STRATA_MODEL_PROBABILITY,
-                          .cpu = step_cpu};
-  strata_model *m = NULL;
-  CHECK_EQ(strata_model_create(&ops, &m), 0);
-  return m;
-}
+#include "step_model.h"
 
 /* 8^3 leaves of 8^3 cells (level 2); the arrays are the leaves. */
 static strata_amr *blob_hierarchy(int nblobs, const double *centres)
@@ -121,7 +91,7 @@ static void check_blobs(strata_model *model, int nblobs, const double *centres, 
     }
     CHECK(sqrt(best) < 1.0 / 64); /* within half a cell of the blob's centre */
     CHECK_EQ(b[i].parts, parts[k]);
-    /* The parts nearer this blob than any other sum to the bubble. */
+    /* The parts within 0.15 of this blob (the others are > 0.7 away) sum to the bubble. */
     double mass = 0;
     int64_t cells = 0;
     for (int64_t j = 0; j < np; j++) {

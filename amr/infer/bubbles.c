@@ -10,9 +10,7 @@
  * order, so the bubbles are bitwise the same on any rank count and under
  * any scheduler. */
 #include "bubbles.h"
-#include "amr.h"
 #include "infer_impl.h"
-#include "internal/model.h"
 
 struct element *strata__infer_neighbour(const strata_infer *inf, const struct element *e,
                                         const int d[3])
@@ -124,10 +122,11 @@ static int append_links(strata_infer *inf, int64_t i, const int32_t *l, int64_t 
   return 0;
 }
 
-/* This rank's parts (from its tables) and distinct links (from its link
- * arrays), malloc'd; the parts that did not fit a table into *lost. */
+/* This rank's stored parts (from its tables) and distinct links (from its
+ * link arrays), malloc'd; counts[0] gets the parts found, counts[1] those
+ * that did not fit a table. */
 static int local_parts(strata_infer *inf, double **parts, int64_t *np, int64_t **links, int64_t *nl,
-                       int64_t *lost)
+                       int64_t counts[2])
 {
   const int64_t cap = inf->p.bubble_capacity;
   int64_t mine = 0, link_capacity = 0;
@@ -135,7 +134,7 @@ static int local_parts(strata_infer *inf, double **parts, int64_t *np, int64_t *
     mine += inf->el[i].rank == inf->amr->rank;
   *parts = malloc((size_t)(mine * cap + 1) * PART_VALUES * sizeof **parts);
   *links = NULL;
-  *np = *nl = *lost = 0;
+  *np = *nl = counts[0] = counts[1] = 0;
   if (!*parts)
     return STRATA_ENOMEM;
   int ret = 0;
@@ -147,7 +146,8 @@ static int local_parts(strata_infer *inf, double **parts, int64_t *np, int64_t *
       return STRATA_ESTARPU;
     const double *t = (const void *)starpu_vector_get_local_ptr(e->table);
     int64_t found = (int64_t)t[0], stored = found < cap ? found : cap;
-    *lost += found - stored;
+    counts[0] += found;
+    counts[1] += found - stored;
     for (int64_t r = 0; r < stored; r++) {
       const double *row = t + (1 + r) * TABLE_COLUMNS;
       double *p = *parts + *np * PART_VALUES;
@@ -262,7 +262,7 @@ static int build_bubbles(strata_infer *inf, const double *parts, int64_t np, int
         x->center[a] = x->center[a] < 1.0 ? x->center[a] : 0.0;
       }
     }
-    x->radius = cbrt(3.0 * (double)x->cells / (4.0 * 3.14159265358979323846)) * h;
+    x->radius = strata__bubble_radius((double)x->cells, h);
     b[kept] = *x;
     element[kept++] = element[k];
   }
@@ -352,8 +352,9 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
   strata_amr *amr = inf->amr;
   strata__infer_drop_bubbles(inf);
   double *mine = NULL;
-  int64_t *mine_links = NULL, np = 0, nl = 0, lost = 0;
-  int ret = strata__agree(local_parts(inf, &mine, &np, &mine_links, &nl, &lost), NULL, 0);
+  int64_t *mine_links = NULL, np = 0, nl = 0, counts[2] = {0, 0};
+  int ret = strata__agree(local_parts(inf, &mine, &np, &mine_links, &nl, counts), NULL, 0);
+  st->parts_local = counts[0];
   void *all_parts = NULL, *all_links = NULL;
   int64_t total_parts = 0, total_links = 0;
   if (!ret)
@@ -392,10 +393,10 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
   if (!ret)
     ret = strata__agree(deliver_particles(inf), NULL, 0);
   if (!ret) {
-    MPI_Allreduce(MPI_IN_PLACE, &lost, 1, MPI_INT64_T, MPI_SUM, amr->meta);
+    MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT64_T, MPI_SUM, amr->meta);
     st->bubbles = inf->nbubbles;
-    st->parts = np;
-    st->parts_lost = lost;
+    st->parts = counts[0];
+    st->parts_lost = counts[1];
     st->particles_local = inf->nparticles;
   }
   free(parent);
@@ -432,10 +433,7 @@ int strata_infer_leaf_particles(strata_infer *inf, const strata_amr_block *b, st
                                 int64_t *n)
 {
   strata__clear_error();
-  if (!inf || !b || !list || !n)
-    return STRATA_EINVAL;
-  struct strata__amr_node *node = strata__amr_find(inf->amr, b);
-  if (!node || !node->is_leaf || node->rank != inf->amr->rank)
+  if (!inf || !b || !list || !n || !strata__infer_is_local_leaf(inf, b))
     return STRATA_EINVAL;
   struct particle key = {.leaf = *b, .key = morton(b->index), .bubble = -1};
   int64_t lo = 0, hi = inf->nparticles;

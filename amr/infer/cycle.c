@@ -72,10 +72,7 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
     double v = volume ? volume[i] / (double)(inf->n * inf->n * inf->n) : NAN;
     st->volume_min = fmin(st->volume_min, v);
     st->volume_max = fmax(st->volume_max, v);
-    if (inf->el[i].rank == amr->rank) {
-      st->elements_local++;
-      st->parts_local += table_found(inf->el[i].table);
-    }
+    st->elements_local += inf->el[i].rank == amr->rank;
   }
   free(volume);
   int64_t leaf_bubbles = 0;

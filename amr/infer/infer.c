@@ -156,6 +156,12 @@ void strata__infer_drop_element(struct element *e)
   starpu_data_unregister_submit(e->links);
 }
 
+int strata__infer_is_local_leaf(const strata_infer *inf, const strata_amr_block *b)
+{
+  const struct strata__amr_node *node = strata__amr_find(inf->amr, b);
+  return node && node->is_leaf && node->rank == inf->amr->rank;
+}
+
 void strata__infer_drop_masks(strata_infer *inf)
 {
   for (int64_t i = 0; i < inf->nmasks; i++)
@@ -278,10 +284,7 @@ int strata_infer_leaf_bubbles(strata_infer *inf, const strata_amr_block *b, stra
                               int64_t *n, int64_t *found)
 {
   strata__clear_error();
-  if (!inf || !b || !list || !n)
-    return STRATA_EINVAL;
-  struct strata__amr_node *node = strata__amr_find(inf->amr, b);
-  if (!node || !node->is_leaf || node->rank != inf->amr->rank)
+  if (!inf || !b || !list || !n || !strata__infer_is_local_leaf(inf, b))
     return STRATA_EINVAL;
   *list = malloc((size_t)inf->p.bubble_capacity * sizeof **list);
   if (!*list)

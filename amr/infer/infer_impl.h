@@ -119,6 +119,8 @@ static inline int64_t table_len(const strata_infer *inf)
 }
 
 /* infer.c */
+/* Is b a leaf of this rank? (the leaf queries' condition) */
+int strata__infer_is_local_leaf(const strata_infer *inf, const strata_amr_block *b);
 void strata__infer_drop_element(struct element *e);
 void strata__infer_drop_masks(strata_infer *inf);
 void strata__infer_drop_lists(strata_infer *inf);

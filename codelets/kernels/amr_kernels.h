@@ -23,14 +23,10 @@
 
 #include <stdint.h>
 
+#include "host_device.h"
+
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-#ifdef __CUDACC__
-#define STRATA__AMR_HOST_DEVICE __host__ __device__
-#else
-#define STRATA__AMR_HOST_DEVICE
 #endif
 
 enum strata__amr_kind { STRATA__AMR_COPY, STRATA__AMR_RESTRICT, STRATA__AMR_PROLONG };
@@ -38,7 +34,7 @@ enum strata__amr_kind { STRATA__AMR_COPY, STRATA__AMR_RESTRICT, STRATA__AMR_PROL
 /* Prolongation: fine offset q (see below) lies between coarse cells c and
  * c + 1 with c = floor((2q + 1 - factor) / (2 factor)); shared by the
  * kernels and by callers that need the coarse cells a transfer reads. */
-STRATA__AMR_HOST_DEVICE static inline int64_t strata__amr_prolong_cell(int64_t q, int factor)
+STRATA__HOST_DEVICE static inline int64_t strata__amr_prolong_cell(int64_t q, int factor)
 {
   if (factor == 2) /* the common case, without a division: floor((q - 1) / 2) */
     return (q - 1) >> 1;

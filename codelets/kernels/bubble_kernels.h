@@ -6,16 +6,13 @@
 #ifndef STRATA_BUBBLE_KERNELS_H
 #define STRATA_BUBBLE_KERNELS_H
 
+#include <math.h>
 #include <stdint.h>
+
+#include "host_device.h"
 
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-#ifdef __CUDACC__
-#define STRATA__BUBBLE_HD __host__ __device__
-#else
-#define STRATA__BUBBLE_HD
 #endif
 
 struct strata__bubble_params {
@@ -44,15 +41,32 @@ enum {
  * holds the number of bubbles found, rows 1.. the first `capacity` of them
  * in the order of their first cell (z, y, x scan order). */
 
+/* Radius of the sphere of `cells` cells of edge `cell_size`. */
+STRATA__HOST_DEVICE static inline double strata__bubble_radius(double cells, double cell_size)
+{
+  return cbrt(3.0 * cells / (4.0 * 3.14159265358979323846)) * cell_size;
+}
+
 /* Border faces of a map, 6 n^2 int32 (NULL: not written): face 2a + s is
  * the low (s = 0) or high (s = 1) side of axis a (x, y, z); its cell (u, v)
  * is at u + n v, u along the lower of the two other axes, v the higher.
  * A cell holds the first-cell index of its component, -1 below threshold,
  * whether or not the component is kept. */
-static inline STRATA__BUBBLE_HD int64_t strata__bubble_face_cell(int64_t n, int axis, int side,
-                                                                 int64_t u, int64_t v)
+STRATA__HOST_DEVICE static inline int64_t strata__bubble_face_cell(int64_t n, int axis, int side,
+                                                                   int64_t u, int64_t v)
 {
   return ((int64_t)(2 * axis + side) * n + v) * n + u;
+}
+
+/* The map's cell (z, y, x scan index) at (u, v) of face 2 axis + side. */
+STRATA__HOST_DEVICE static inline int64_t strata__bubble_face_to_map(int64_t n, int axis, int side,
+                                                                     int64_t u, int64_t v)
+{
+  int64_t c[3];
+  c[axis] = side ? n - 1 : 0;
+  c[axis == 0 ? 1 : 0] = u;
+  c[axis == 2 ? 1 : 2] = v;
+  return (c[2] * n + c[1]) * n + c[0];
 }
 
 /* CPU extraction; `labels` is scratch of n^3 int32. */
@@ -67,7 +81,7 @@ void strata__bubbles_cpu(const float *prob, int64_t n, const struct strata__bubb
  * k-th in the order dz, dy, dx = -1..1. */
 enum { STRATA__BUBBLE_DIRECTIONS = 13 };
 
-static inline STRATA__BUBBLE_HD void strata__bubble_direction(int k, int d[3])
+STRATA__HOST_DEVICE static inline void strata__bubble_direction(int k, int d[3])
 {
   d[0] = d[1] = d[2] = 0;
   for (int dz = -1; dz <= 1; dz++)
@@ -85,7 +99,7 @@ static inline STRATA__BUBBLE_HD void strata__bubble_direction(int k, int d[3])
  * either is below threshold. A direction with one nonzero component has
  * n^2 cells x 9 candidates, two: n x 3, three: 1 x 1. The slots of the 13
  * directions follow each other in direction order. */
-static inline STRATA__BUBBLE_HD int64_t strata__bubble_direction_slots(int64_t n, const int d[3])
+STRATA__HOST_DEVICE static inline int64_t strata__bubble_direction_slots(int64_t n, const int d[3])
 {
   int64_t slots = 1;
   for (int a = 0; a < 3; a++)
@@ -93,7 +107,7 @@ static inline STRATA__BUBBLE_HD int64_t strata__bubble_direction_slots(int64_t n
   return slots;
 }
 
-static inline STRATA__BUBBLE_HD int64_t strata__bubble_link_offset(int64_t n, int direction)
+STRATA__HOST_DEVICE static inline int64_t strata__bubble_link_offset(int64_t n, int direction)
 {
   int64_t offset = 0;
   for (int k = 0; k < direction; k++) {
@@ -104,7 +118,7 @@ static inline STRATA__BUBBLE_HD int64_t strata__bubble_link_offset(int64_t n, in
   return offset;
 }
 
-static inline STRATA__BUBBLE_HD int64_t strata__bubble_link_slots(int64_t n)
+STRATA__HOST_DEVICE static inline int64_t strata__bubble_link_slots(int64_t n)
 {
   return strata__bubble_link_offset(n, STRATA__BUBBLE_DIRECTIONS);
 }
@@ -114,9 +128,9 @@ static inline STRATA__BUBBLE_HD int64_t strata__bubble_link_slots(int64_t n)
  * on which d moves; along the two other axes, a cell of that face meets
  * the candidates -1, 0, +1 of B where d is 0 there, else only the cell at
  * the shared edge. */
-static inline STRATA__BUBBLE_HD void strata__bubble_link_slot(int64_t n, const int d[3], int64_t s,
-                                                              const int32_t *a, const int32_t *b,
-                                                              int32_t out[2])
+STRATA__HOST_DEVICE static inline void strata__bubble_link_slot(int64_t n, const int d[3],
+                                                                int64_t s, const int32_t *a,
+                                                                const int32_t *b, int32_t out[2])
 {
   int axis = d[0] ? 0 : d[1] ? 1 : 2;
   int other[2] = {axis == 0 ? 1 : 0, axis == 2 ? 1 : 2};

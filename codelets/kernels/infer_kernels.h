@@ -11,11 +11,7 @@
 
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define STRATA__HOST_DEVICE __host__ __device__
-#else
-#define STRATA__HOST_DEVICE
-#endif
+#include "host_device.h"
 
 #ifdef __cplusplus
 extern "C" {

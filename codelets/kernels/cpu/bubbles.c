@@ -8,8 +8,6 @@
 
 #include "../bubble_kernels.h"
 
-static const double PI = 3.14159265358979323846;
-
 static int32_t find(int32_t *parent, int32_t i)
 {
   while (parent[i] != i) {
@@ -122,7 +120,7 @@ void strata__bubbles_cpu(const float *prob, int64_t n, const struct strata__bubb
       row[STRATA__BUBBLE_X] = p->origin[0] + c->px / c->mass * p->cell_size;
       row[STRATA__BUBBLE_Y] = p->origin[1] + c->py / c->mass * p->cell_size;
       row[STRATA__BUBBLE_Z] = p->origin[2] + c->pz / c->mass * p->cell_size;
-      row[STRATA__BUBBLE_RADIUS] = cbrt(3.0 * (double)c->cells / (4.0 * PI)) * p->cell_size;
+      row[STRATA__BUBBLE_RADIUS] = strata__bubble_radius((double)c->cells, p->cell_size);
       row[STRATA__BUBBLE_MASS] = c->mass;
       row[STRATA__BUBBLE_PEAK] = c->peak;
       row[STRATA__BUBBLE_CELLS] = (double)c->cells;

@@ -120,11 +120,7 @@ __global__ void faces_kernel(int64_t n, Scratch s, int32_t *faces)
   {
     int64_t u = f % n, v = f / n % n;
     int axis = (int)(f / (2 * n * n)), side = (int)(f / (n * n) % 2);
-    int64_t c[3];
-    c[axis] = side ? n - 1 : 0;
-    c[axis == 0 ? 1 : 0] = u;
-    c[axis == 2 ? 1 : 2] = v;
-    faces[f] = s.label[(c[2] * n + c[1]) * n + c[0]];
+    faces[f] = s.label[strata__bubble_face_to_map(n, axis, side, u, v)];
   }
 }
 
@@ -180,7 +176,7 @@ __global__ void __launch_bounds__(kScanThreads)
       row[STRATA__BUBBLE_X] = p.origin[0] + s.px[i] / s.mass[i] * p.cell_size;
       row[STRATA__BUBBLE_Y] = p.origin[1] + s.py[i] / s.mass[i] * p.cell_size;
       row[STRATA__BUBBLE_Z] = p.origin[2] + s.pz[i] / s.mass[i] * p.cell_size;
-      row[STRATA__BUBBLE_RADIUS] = cbrt(3.0 * cells / (4.0 * 3.14159265358979323846)) * p.cell_size;
+      row[STRATA__BUBBLE_RADIUS] = strata__bubble_radius(cells, p.cell_size);
       row[STRATA__BUBBLE_MASS] = s.mass[i];
       row[STRATA__BUBBLE_PEAK] = (double)__int_as_float(s.peak[i]);
       row[STRATA__BUBBLE_CELLS] = cells;
