@@ -135,17 +135,20 @@ static void free_tables(struct tables *t)
   free(t->fields);
 }
 
-/* The interior of a block array (fields' type), x fastest. */
-static void copy_interior(const strata_amr *amr, const char *src, char *dst)
+/* The interior of a block array (fields' type), x fastest: out of the
+ * ghosted array into `interior`, or back into it when `into_block`. */
+static void copy_interior(const strata_amr *amr, char *block, char *interior, int into_block)
 {
   const strata_amr_params *p = &amr->p;
   const int64_t m = p->block_cells, g = p->ghost_depth, side = m + 2 * g;
   const size_t es = p->dtype == STRATA_FLOAT64 ? 8 : 4;
   const int64_t nz = p->dim == 3 ? m : 1, gz = p->dim == 3 ? g : 0;
   for (int64_t z = 0; z < nz; z++)
-    for (int64_t y = 0; y < m; y++)
-      memcpy(dst + (size_t)((z * m + y) * m) * es,
-             src + (size_t)(((z + gz) * side + y + g) * side + g) * es, (size_t)m * es);
+    for (int64_t y = 0; y < m; y++) {
+      char *row = interior + (size_t)((z * m + y) * m) * es;
+      char *ghosted = block + (size_t)(((z + gz) * side + y + g) * side + g) * es;
+      memcpy(into_block ? ghosted : row, into_block ? row : ghosted, (size_t)m * es);
+    }
 }
 
 /* Interiors of the leaves owned here, in Morton order, field after field. */
@@ -163,7 +166,7 @@ static int pack_owned(strata_amr *amr, size_t block_bytes, char **out, size_t *b
     for (int f = 0; x->rank == amr->rank && f < amr->p.nfields; f++) {
       if (strata__acquire(x->h[f], STARPU_R) != 0)
         return STRATA_ESTARPU;
-      copy_interior(amr, (const char *)starpu_vector_get_local_ptr(x->h[f]), buf);
+      copy_interior(amr, (char *)starpu_vector_get_local_ptr(x->h[f]), buf, 0);
       starpu_data_release(x->h[f]);
       buf += block_bytes;
     }
@@ -349,9 +352,15 @@ static int write_image(const strata_amr *amr, const struct tables *t, const stru
   hsize_t dims[4] = {n, m, m, m};
   hid_t type = p->dtype == STRATA_FLOAT64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT;
   size_t es = p->dtype == STRATA_FLOAT64 ? 8 : 4;
-  for (int f = 0; f < p->nfields && !ret; f++)
+  for (int f = 0; f < p->nfields && !ret; f++) {
     ret = write_dataset(group, p->field_names[f], type, p->dim + 1, dims,
                         (const char *)t->fields + (size_t)f * n * (size_t)t->cells * es);
+    hid_t set = ret ? -1 : H5Dopen2(group, p->field_names[f], H5P_DEFAULT);
+    if (!ret) /* the field's number: names alone would order fields alphabetically */
+      ret = set < 0 ? STRATA_EIO : write_int_attr(set, "index", f);
+    if (set >= 0)
+      H5Dclose(set);
+  }
   if (group >= 0)
     H5Gclose(group);
   if (!ret && particles)
@@ -476,13 +485,13 @@ static int read_int_attr(hid_t obj, const char *file, const char *name, int64_t 
   return ret;
 }
 
-/* The string attribute `format` says "strata-amr": fixed-length, with or
- * without its terminating zero (Strata writes one, h5py's np.bytes_ none),
- * or variable-length (h5py's str). */
-static int check_format(hid_t obj, const char *file)
+/* A scalar string attribute into text (size bytes, zero-terminated):
+ * fixed-length, with or without its terminating zero (Strata writes one,
+ * h5py's np.bytes_ none), or variable-length (h5py's str). 0 when read. */
+static int read_str_attr(hid_t obj, const char *name, char *text, size_t size)
 {
-  char text[16] = {0};
-  hid_t attr = H5Aopen(obj, "format", H5P_DEFAULT);
+  memset(text, 0, size);
+  hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
   hid_t type = attr < 0 ? -1 : H5Aget_type(attr);
   hid_t space = attr < 0 ? -1 : H5Aget_space(attr);
   int ok = type >= 0 && space >= 0 && H5Tget_class(type) == H5T_STRING &&
@@ -491,23 +500,33 @@ static int check_format(hid_t obj, const char *file)
     char *vtext = NULL;
     hid_t mem = H5Tcopy(H5T_C_S1);
     H5Tset_size(mem, H5T_VARIABLE);
-    ok = H5Aread(attr, mem, &vtext) >= 0 && vtext && !strcmp(vtext, "strata-amr");
+    ok = H5Aread(attr, mem, &vtext) >= 0 && vtext && strlen(vtext) < size;
+    if (ok)
+      strcpy(text, vtext);
     H5free_memory(vtext);
     H5Tclose(mem);
   } else if (ok) {
-    size_t size = H5Tget_size(type);
-    ok = size > 0 && size + 1 < sizeof text;
+    size_t length = H5Tget_size(type);
+    ok = length > 0 && length + 1 < size;
     hid_t mem = H5Tcopy(H5T_C_S1); /* zero-terminated: one more byte than a padded file's */
-    if (ok && H5Tset_size(mem, size + 1) >= 0)
-      ok = H5Aread(attr, mem, text) >= 0 && !strcmp(text, "strata-amr");
+    if (ok && H5Tset_size(mem, length + 1) >= 0)
+      ok = H5Aread(attr, mem, text) >= 0;
     H5Tclose(mem);
   }
   close_with(attr, H5Aclose, space, type);
-  return ok ? 0
-            : strata__fail(STRATA_EIO,
-                           "%s: not a Strata AMR file (no attribute format = "
-                           "\"strata-amr\")",
-                           file);
+  return ok ? 0 : -1;
+}
+
+/* The string attribute `format` says "strata-amr". */
+static int check_format(hid_t obj, const char *file)
+{
+  char text[16];
+  return read_str_attr(obj, "format", text, sizeof text) == 0 && !strcmp(text, "strata-amr")
+             ? 0
+             : strata__fail(STRATA_EIO,
+                            "%s: not a Strata AMR file (no attribute format = "
+                            "\"strata-amr\")",
+                            file);
 }
 
 /* A dataset of class `cls` and exactly the shape `dims` (`rank` axes), read
@@ -805,6 +824,20 @@ static int has_hdf5_signature(const char *path)
   return found;
 }
 
+/* Open a Strata AMR file and read its geometry and leaves, checked. */
+static int open_hierarchy(const char *path, hid_t *file, struct summary *s)
+{
+  *file = -1;
+  if (access(path, R_OK) != 0)
+    return strata__fail(STRATA_EIO, "%s: %s", path, strerror(errno));
+  if (!has_hdf5_signature(path))
+    return strata__fail(STRATA_EIO, "%s: not an HDF5 file, or a truncated one", path);
+  if ((*file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0)
+    return strata__fail(STRATA_EIO, "%s: HDF5 cannot open it (truncated or damaged?)", path);
+  int ret = read_geometry(*file, s);
+  return ret ? ret : read_leaves(*file, s);
+}
+
 int strata_amr_hdf5_summary(const char *path, FILE *out)
 {
   strata__clear_error();
@@ -812,18 +845,8 @@ int strata_amr_hdf5_summary(const char *path, FILE *out)
     return STRATA_EINVAL;
   struct hdf5_printing printing = hdf5_quiet(); /* a wrong file is an error code */
   struct summary s = {.file = path};
-  int ret = 0;
   hid_t file = -1;
-  if (access(path, R_OK) != 0)
-    ret = strata__fail(STRATA_EIO, "%s: %s", path, strerror(errno));
-  else if (!has_hdf5_signature(path))
-    ret = strata__fail(STRATA_EIO, "%s: not an HDF5 file, or a truncated one", path);
-  else if ((file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0)
-    ret = strata__fail(STRATA_EIO, "%s: HDF5 cannot open it (truncated or damaged?)", path);
-  if (!ret)
-    ret = read_geometry(file, &s);
-  if (!ret)
-    ret = read_leaves(file, &s);
+  int ret = open_hierarchy(path, &file, &s);
   /* The summary goes out whole or not at all. */
   char *text = NULL;
   size_t length = 0;
@@ -845,5 +868,302 @@ int strata_amr_hdf5_summary(const char *path, FILE *out)
   if (file >= 0)
     H5Fclose(file);
   hdf5_restore(printing);
+  return ret;
+}
+
+/* ---- loading a hierarchy back ---- */
+
+/* A block of the file by level and index, and its row. */
+struct named_block {
+  int64_t level, index[3], row;
+};
+
+static int named_cmp(const void *x, const void *y)
+{
+  const struct named_block *a = x, *b = y;
+  if (a->level != b->level)
+    return a->level < b->level ? -1 : 1;
+  for (int k = 2; k >= 0; k--)
+    if (a->index[k] != b->index[k])
+      return a->index[k] < b->index[k] ? -1 : 1;
+  return 0;
+}
+
+/* The file's leaves (row >= 0) and their ancestors (row -1), sorted. */
+static struct named_block *name_blocks(const struct summary *s, int64_t *count)
+{
+  struct named_block *all = malloc((size_t)(s->n * (s->max_level + 1)) * sizeof *all);
+  if (!all)
+    return NULL;
+  int64_t n = 0;
+  for (int64_t i = 0; i < s->n; i++)
+    for (int64_t l = s->level[i], up = 0; l >= 0; l--, up++) {
+      struct named_block *b = &all[n++];
+      b->level = l;
+      b->row = up ? -1 : i;
+      for (int a = 0; a < 3; a++)
+        b->index[a] = s->index[3 * i + a] >> up;
+    }
+  qsort(all, (size_t)n, sizeof *all, named_cmp);
+  int64_t u = 0; /* one entry per block; a leaf's own entry sorts like its ancestors' */
+  for (int64_t i = 0; i < n; i++) {
+    if (u && !named_cmp(&all[u - 1], &all[i])) {
+      all[u - 1].row = all[u - 1].row >= 0 ? all[u - 1].row : all[i].row;
+      continue;
+    }
+    all[u++] = all[i];
+  }
+  *count = u;
+  return all;
+}
+
+static const struct named_block *find_named(const struct named_block *all, int64_t n,
+                                            const strata_amr_block *b)
+{
+  struct named_block key = {.level = b->level, .index = {b->index[0], b->index[1], b->index[2]}};
+  return bsearch(&key, all, (size_t)n, sizeof *all, named_cmp);
+}
+
+/* Whether obj has attribute `name` (H5Aopen: see read_int_attr). */
+static int has_attr(hid_t obj, const char *name)
+{
+  hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+  if (attr >= 0)
+    H5Aclose(attr);
+  return attr >= 0;
+}
+
+/* The fields' names in their numbered order and their type. */
+static int read_field_names(hid_t file, const struct summary *s, char names[][64],
+                            strata_dtype *dtype)
+{
+  hid_t group =
+      H5Lexists(file, "fields", H5P_DEFAULT) > 0 ? H5Gopen2(file, "fields", H5P_DEFAULT) : -1;
+  H5G_info_t info;
+  int ret = 0;
+  if (group < 0 || H5Gget_info(group, &info) < 0)
+    ret = strata__fail(STRATA_EIO, "%s: group 'fields' is missing", s->file);
+  else if ((int64_t)info.nlinks > s->nfields)
+    ret = strata__fail(STRATA_EIO, "%s: 'fields' holds %llu fields, attribute nfields says %lld",
+                       s->file, (unsigned long long)info.nlinks, (long long)s->nfields);
+  for (int f = 0; !ret && f < s->nfields; f++)
+    names[f][0] = 0;
+  for (hsize_t k = 0; !ret && k < info.nlinks; k++) {
+    char name[64];
+    ssize_t len = H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, k, name, sizeof name,
+                                     H5P_DEFAULT);
+    if (len <= 0 || len >= (ssize_t)sizeof name) {
+      ret = strata__fail(STRATA_EIO, "%s: field %llu has no name of 1 to 63 bytes", s->file,
+                         (unsigned long long)k);
+      break;
+    }
+    hid_t set = H5Dopen2(group, name, H5P_DEFAULT);
+    hid_t type = set < 0 ? -1 : H5Dget_type(set);
+    int64_t index = (int64_t)k; /* files without numbers: by name */
+    if (type < 0 || H5Tget_class(type) != H5T_FLOAT)
+      ret =
+          strata__fail(STRATA_EIO, "%s: field '%s' is not a floating-point dataset", s->file, name);
+    else if (has_attr(set, "index"))
+      ret = read_int_attr(set, s->file, "index", 0, s->nfields - 1, &index);
+    if (!ret && names[index][0])
+      ret = strata__fail(STRATA_EIO, "%s: two fields have number %lld", s->file, (long long)index);
+    if (!ret) {
+      strcpy(names[index], name);
+      strata_dtype t = H5Tget_size(type) == 8 ? STRATA_FLOAT64 : STRATA_FLOAT32;
+      if (k > 0 && t != *dtype)
+        ret = strata__fail(STRATA_EIO, "%s: the fields have different types", s->file);
+      *dtype = t;
+    }
+    close_with(set, H5Dclose, -1, type);
+  }
+  for (int f = 0; !ret && f < s->nfields; f++)
+    if (!names[f][0])
+      ret = strata__fail(STRATA_EIO, "%s: field number %d of %lld is missing from 'fields'",
+                         s->file, f, (long long)s->nfields);
+  if (group >= 0)
+    H5Gclose(group);
+  return ret;
+}
+
+/* Refine the root grid until its leaves are the file's. */
+static int rebuild_tree(strata_amr *amr, const struct named_block *all, int64_t nall,
+                        const struct summary *s)
+{
+  int ret = 0;
+  for (int step = 0; step <= s->max_level && !ret; step++) {
+    int64_t n = strata_amr_num_leaves(amr), refine = 0;
+    strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
+    int8_t *flags = malloc((size_t)n);
+    if (!leaves || !flags)
+      ret = STRATA_ENOMEM;
+    if (!ret)
+      ret = strata_amr_leaves(amr, leaves, n, &n);
+    for (int64_t i = 0; !ret && i < n; i++) {
+      const struct named_block *b = find_named(all, nall, &leaves[i]);
+      flags[i] = b && b->row < 0; /* an ancestor of the file's leaves */
+      refine += flags[i];
+    }
+    if (!ret && refine)
+      ret = strata_amr_adapt_flags(amr, flags, NULL);
+    free(leaves);
+    free(flags);
+    if (!refine)
+      break;
+  }
+  if (!ret && strata_amr_num_leaves(amr) != s->n)
+    ret = strata__fail(STRATA_EIO,
+                       "%s: its %lld leaves are not a 2:1-balanced tree (rebuilt: %lld leaves)",
+                       s->file, (long long)s->n, (long long)strata_amr_num_leaves(amr));
+  return ret;
+}
+
+/* A leaf of this rank and its row in the file. */
+struct owned_row {
+  int64_t row;
+  struct strata__amr_node *leaf;
+};
+
+static int owned_cmp(const void *x, const void *y)
+{
+  const struct owned_row *a = x, *b = y;
+  return (a->row > b->row) - (a->row < b->row);
+}
+
+/* Each rank reads the rows of its own leaves, field after field, into them. */
+static int read_owned_fields(strata_amr *amr, hid_t file, const struct summary *s,
+                             const struct named_block *all, int64_t nall)
+{
+  const size_t es = amr->p.dtype == STRATA_FLOAT64 ? 8 : 4;
+  const hid_t memtype = amr->p.dtype == STRATA_FLOAT64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT;
+  struct owned_row *mine = malloc((size_t)(amr->nleaves + 1) * sizeof *mine);
+  int64_t k = 0;
+  char *data = NULL;
+  int ret = mine ? 0 : STRATA_ENOMEM;
+  for (int64_t i = 0; !ret && i < amr->nleaves; i++) {
+    if (amr->leaves[i]->rank != amr->rank)
+      continue;
+    const struct named_block *b = find_named(all, nall, &amr->leaves[i]->b);
+    if (!b || b->row < 0)
+      ret = strata__fail(STRATA_EIO, "%s: a leaf of the rebuilt tree is not in the file", s->file);
+    else
+      mine[k++] = (struct owned_row){b->row, amr->leaves[i]};
+  }
+  if (!ret) /* a selection is read in file order */
+    qsort(mine, (size_t)k, sizeof *mine, owned_cmp);
+  if (!ret && !(data = malloc((size_t)(k ? k : 1) * (size_t)s->cells * es)))
+    ret = STRATA_ENOMEM;
+  hid_t group = ret ? -1 : H5Gopen2(file, "fields", H5P_DEFAULT);
+  if (!ret && group < 0)
+    ret = strata__fail(STRATA_EIO, "%s: group 'fields' cannot be opened", s->file);
+  const hsize_t m = (hsize_t)s->block_cells;
+  const hsize_t dims[4] = {(hsize_t)s->n, m, m, m}, mem_dims[2] = {(hsize_t)k, (hsize_t)s->cells};
+  for (int f = 0; !ret && f < amr->p.nfields; f++) {
+    const char *name = amr->p.field_names[f];
+    hid_t set = H5Dopen2(group, name, H5P_DEFAULT);
+    hid_t space = set < 0 ? -1 : H5Dget_space(set);
+    hsize_t have[4] = {0};
+    int rank = space < 0 ? -1 : H5Sget_simple_extent_dims(space, have, NULL);
+    int ok = rank == (int)s->dim + 1;
+    for (int a = 0; ok && a < rank; a++)
+      ok = have[a] == dims[a];
+    if (!ok)
+      ret =
+          strata__fail(STRATA_EIO, "%s: field '%s' is not [%lld leaves, %lld^%lld cells]", s->file,
+                       name, (long long)s->n, (long long)s->block_cells, (long long)s->dim);
+    /* This rank's rows, one hyperslab each, read in one call. */
+    if (!ret)
+      H5Sselect_none(space);
+    for (int64_t j = 0; !ret && j < k; j++) {
+      hsize_t start[4] = {(hsize_t)mine[j].row, 0, 0, 0}, count[4] = {1, m, m, m};
+      if (H5Sselect_hyperslab(space, H5S_SELECT_OR, start, NULL, count, NULL) < 0)
+        ret = STRATA_EIO;
+    }
+    hid_t memspace = ret ? -1 : H5Screate_simple(2, mem_dims, NULL);
+    if (!ret && k && H5Dread(set, memtype, memspace, space, H5P_DEFAULT, data) < 0)
+      ret = strata__fail(STRATA_EIO, "%s: field '%s' cannot be read (truncated file?)", s->file,
+                         name);
+    if (memspace >= 0)
+      H5Sclose(memspace);
+    close_with(set, H5Dclose, space, -1);
+    for (int64_t j = 0; !ret && j < k; j++) {
+      starpu_data_handle_t h = mine[j].leaf->h[f];
+      if (strata__acquire(h, STARPU_W) != 0) {
+        ret = STRATA_ESTARPU;
+        break;
+      }
+      copy_interior(amr, (char *)starpu_vector_get_local_ptr(h),
+                    data + (size_t)j * (size_t)s->cells * es, 1);
+      starpu_data_release(h);
+    }
+  }
+  if (group >= 0)
+    H5Gclose(group);
+  free(mine);
+  free(data);
+  return ret;
+}
+
+int strata_amr_read_hdf5(const char *path, strata_amr **out)
+{
+  strata__clear_error();
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!out)
+    return STRATA_EINVAL;
+  *out = NULL;
+  int local = path && path[0] ? 0 : STRATA_EINVAL;
+  int64_t same_path = local ? 0 : (int64_t)starpu_hash_crc32c_string(path, 0);
+  if ((ret = strata__agree(local, &same_path, 1)))
+    return strata__fail(ret, "amr_read_hdf5: no path, or ranks passed different paths");
+  /* Every rank reads the small tables; the fields, each its own leaves. */
+  struct hdf5_printing printing = hdf5_quiet();
+  struct summary s = {.file = path};
+  hid_t file = -1;
+  char names[STRATA_AMR_MAX_FIELDS][64], boundary[32] = "";
+  strata_amr_params p;
+  strata_amr_params_init(&p);
+  local = open_hierarchy(path, &file, &s);
+  if (!local)
+    local = read_field_names(file, &s, names, &p.dtype);
+  if (!local && (read_str_attr(file, "boundary", boundary, sizeof boundary) != 0 ||
+                 (strcmp(boundary, "periodic") && strcmp(boundary, "extrapolate"))))
+    local =
+        strata__fail(STRATA_EIO, "%s: attribute 'boundary' is not periodic or extrapolate", path);
+  int64_t nall = 0;
+  struct named_block *all = local ? NULL : name_blocks(&s, &nall);
+  if (!local && !all)
+    local = STRATA_ENOMEM;
+  ret = strata__agree(local, NULL, 0);
+  strata_amr *amr = NULL;
+  if (!ret) {
+    p.dim = (int)s.dim;
+    p.root_blocks = (int)s.root_blocks;
+    p.block_cells = (int)s.block_cells;
+    p.ghost_depth = (int)s.ghost_depth;
+    p.max_level = (int)s.max_level;
+    p.nfields = (int)s.nfields;
+    p.boundary = strcmp(boundary, "periodic") ? STRATA_AMR_EXTRAPOLATE : STRATA_AMR_PERIODIC;
+    for (int f = 0; f < p.nfields; f++)
+      p.field_names[f] = names[f];
+    ret = strata_amr_create(&p, &amr);
+  }
+  if (!ret)
+    ret = strata__agree(rebuild_tree(amr, all, nall, &s), NULL, 0);
+  if (!ret)
+    ret = strata__agree(read_owned_fields(amr, file, &s, all, nall), NULL, 0);
+  if (!ret)
+    ret = strata_amr_fill_ghosts(amr);
+  free(all);
+  free(s.level);
+  free(s.rank);
+  free(s.index);
+  if (file >= 0)
+    H5Fclose(file);
+  hdf5_restore(printing);
+  if (ret)
+    strata_amr_destroy(amr);
+  else
+    *out = amr;
   return ret;
 }

@@ -71,6 +71,8 @@ int infer_job_setup(const struct infer_job *job, struct infer_run *run)
   strata_amr_problem *problem = NULL;
   int ret = job->model_path ? strata_model_load(job->model_path, &run->model)
                             : strata_model_load_default(&run->model);
+  if (!ret && job->input)
+    return strata_amr_read_hdf5(job->input, &run->amr);
   if (!ret)
     ret = strata_amr_create(&p, &run->amr);
   if (!ret)

@@ -18,6 +18,7 @@ struct infer_job {
   int period;             /* > 0: the evolution restarts every `period` cycles */
   double threshold;       /* criterion: density > threshold * block mean */
   const char *model_path; /* NULL: the default model */
+  const char *input;      /* NULL: the cosmology problem; else a saved hierarchy */
   strata_infer_placement placement;
 };
 
@@ -39,10 +40,11 @@ enum { INFER_DENSITY, INFER_STARS };
  * anything is built (strata_infer_check_geometry): 0 or STRATA_EINVAL. */
 int infer_job_check(const struct infer_job *job);
 
-/* Build the hierarchy for cycle 0 (collective). */
+/* Build the hierarchy for cycle 0, or load job->input (collective). */
 int infer_job_setup(const struct infer_job *job, struct infer_run *run);
 
-/* Evolve the field to `cycle` (> 0) and adapt the hierarchy (collective). */
+/* Evolve the field to `cycle` (> 0) and adapt the hierarchy (collective;
+ * not for a loaded hierarchy). */
 int infer_job_evolve(struct infer_run *run, int cycle);
 
 /* An inference method on the run's hierarchy (bulk-synchronous or not). */

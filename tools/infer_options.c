@@ -139,6 +139,8 @@ static int set_valued(struct infer_options *o, const char *a, const char *v, FIL
     o->job.placement = strcmp(v, "curve") ? STRATA_INFER_PLACE_GREEDY : STRATA_INFER_PLACE_CURVE;
   } else if (!strcmp(a, "--model"))
     o->job.model_path = v;
+  else if (!strcmp(a, "--input"))
+    o->job.input = v;
   else if (!strcmp(a, "--png"))
     o->png = strcmp(v, "none") ? v : NULL;
   else if (!strcmp(a, "--hdf5"))
@@ -154,7 +156,8 @@ static int set_valued(struct infer_options *o, const char *a, const char *v, FIL
 
 int infer_options_parse(int argc, char **argv, struct infer_options *o, FILE *err)
 {
-  *o = (struct infer_options){.cycles = 3, .slice = -1, .png = "infer.png", .hdf5 = "infer.h5"};
+  /* cycles 0 until given: its default depends on --input */
+  *o = (struct infer_options){.slice = -1, .png = "infer.png", .hdf5 = "infer.h5"};
   infer_job_defaults(&o->job);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -174,8 +177,15 @@ int infer_options_parse(int argc, char **argv, struct infer_options *o, FILE *er
     if (ret > 0)
       return fprintf(err, "strata infer: unknown option '%s' (see --help)\n", a), 2;
   }
-  /* The method's geometry, before the hierarchy is built for nothing. */
-  if (infer_job_check(&o->job))
+  if (o->job.input && o->cycles > 1)
+    return fprintf(err, "strata infer: --input runs one cycle on the saved hierarchy (no "
+                        "evolution): --cycles must be 1\n"),
+           2;
+  if (!o->cycles)
+    o->cycles = o->job.input ? 1 : 3;
+  /* The method's geometry, before the hierarchy is built for nothing (a
+   * loaded hierarchy's comes from its file: the method checks it then). */
+  if (!o->job.input && infer_job_check(&o->job))
     return fprintf(err, "strata infer: %s\n", strata_error_message()), 2;
   return 0;
 }
@@ -198,6 +208,7 @@ void infer_options_describe(const struct infer_options *o, struct infer_params_t
 {
   const struct infer_job *j = &o->job;
   t->n = 0;
+  add_param(t, "input", "%s", j->input ? j->input : "none (the cosmology problem)");
   add_param(t, "root_blocks", "%d", j->root_blocks);
   add_param(t, "block_cells", "%d", j->block_cells);
   add_param(t, "max_level", "%d", j->max_level);

@@ -253,6 +253,17 @@ int strata_amr_write_hdf5(strata_amr *amr, const char *path);
 int strata_amr_write_hdf5_annotated(strata_amr *amr, const char *path, const char *const *keys,
                                     const char *const *values, int n);
 
+/** @brief Load a hierarchy from a file of strata_amr_write_hdf5()'s layout
+ *  (docs/amr.md): its geometry, boundary, fields (names, numbers, type) and
+ *  leaves, the tree refined from the root grid to those leaves and the
+ *  leaves spread over the ranks of strata_comm() by Strata's own
+ *  distribution; each rank reads the field rows of its own leaves, then the
+ *  ghost layers are filled. Collective. A file of another layout, a
+ *  truncated or damaged file, a field that is missing or of the wrong shape
+ *  gives STRATA_EIO with the file and the cause in strata_error_message(),
+ *  on every rank. */
+int strata_amr_read_hdf5(const char *path, strata_amr **amr);
+
 /** @brief Print a summary of an HDF5 file written by strata_amr_write_hdf5()
  *  (blocks per level and rank, field ranges, mass) to @p out. Needs no
  *  strata_init(). @return 0; STRATA_EIO when the file is not such a file. */
