@@ -45,6 +45,11 @@ int strata__infer_submit_links(strata_infer *inf)
     }
     ret = strata__bubble_links_submit(inf->amr->comm, e->links, e->faces, faces, &lp);
   }
+  /* A rank that received a neighbour's faces keeps them in StarPU-MPI's
+   * cache, and the owner's next extraction (a task of its own, not a
+   * StarPU-MPI one) does not invalidate them there: drop them now. */
+  for (int64_t i = 0; i < inf->nel && !ret; i++)
+    starpu_mpi_cache_flush(inf->amr->comm, inf->el[i].faces);
   return ret;
 }
 
