@@ -16,6 +16,7 @@ struct strata__model_call {
   uint32_t id; /* identity of the model in the performance model's footprint */
   int in_channels;
   double (*flops)(void *model, int64_t n); /* per inference at extent n; NULL: unknown */
+  int64_t *cpu_ns; /* CPU time of the CPU tasks, added atomically (NULL: not counted) */
 };
 
 /* One task: out [K, n^3] = model(in [C, n^3]); weights (R) is a float
@@ -23,5 +24,11 @@ struct strata__model_call {
 int strata__model_submit(const struct strata__model_call *call, starpu_data_handle_t weights,
                          starpu_data_handle_t in, starpu_data_handle_t out,
                          starpu_data_handle_t scratch);
+
+/* What StarPU's history says one task of `call` at extent n takes on
+ * worker `workerid` (seconds; the footprint the codelet uses); NAN when it
+ * has no measurement, INFINITY when the worker cannot run the model. */
+double strata__model_expected_seconds(const struct strata__model_call *call, int64_t n,
+                                      int workerid);
 
 #endif

@@ -27,12 +27,12 @@ def number(text):
 
 
 rss, heap = {}, {}
-table = False
+table = 0
 for line in out.stdout.splitlines():
     cols = line.split()
     if cols[:1] == ["cycle"] and cols[-2:] == ["heap", "MiB"]:
-        table = True
-    elif table and len(cols) == 12 and cols[0].isdigit() and all(map(number, cols)):
+        table = len(cols) - 3  # figures per row: "total s", "rss MiB", "heap MiB" are one each
+    elif table and len(cols) == table and cols[0].isdigit() and all(map(number, cols)):
         rss[int(cols[0])], heap[int(cols[0])] = float(cols[-2]), float(cols[-1])
 cycles = max(heap) + 1 if heap else 0
 if cycles < 4 * period or min(heap.values()) < 0:

@@ -416,6 +416,57 @@ static void check_linear(strata_model *model)
   CHECK_EQ(strata_amr_destroy(amr), 0);
 }
 
+/* One method with `policy` on the linear hierarchy through a change of
+ * field (2.5 times the elements, grown on one side): the second cycle's
+ * figures. */
+static strata_infer_stats field_change(strata_model *model, strata_infer_placement policy)
+{
+  strata_amr *amr = linear_hierarchy();
+  double keep = coef[1];
+  coef[1] = 1.5;
+  fill_linear(amr);
+  strata_infer_params ip;
+  infer_params(&ip, model);
+  ip.placement = policy;
+  strata_infer *inf;
+  CHECK_EQ(strata_infer_create(amr, &ip, &inf), 0);
+  strata_infer_stats st;
+  CHECK_EQ(strata_infer_run(inf, &st), 0);
+  CHECK_EQ(st.kept, 0);
+  coef[1] = 3.0;
+  fill_linear(amr);
+  CHECK_EQ(strata_infer_run(inf, &st), 0);
+  check_alignment(inf); /* moved elements, re-registered, hold the field exactly */
+  coef[1] = keep;
+  CHECK_EQ(strata_infer_destroy(inf), 0);
+  CHECK_EQ(strata_amr_destroy(amr), 0);
+  return st;
+}
+
+/* The measured policy keeps the ranks' shares within 2 % (plus one
+ * element) and moves no more kept elements than the curve: at most 10 %
+ * of them on 1 to 3 ranks. On 4 this field, which adds 1.5 times the
+ * elements on one side of the curve, leaves no balanced cut that keeps
+ * them (both policies move 29 of 117). */
+static void check_measured_placement(strata_model *model)
+{
+  strata_infer_stats curve = field_change(model, STRATA_INFER_PLACE_CURVE);
+  strata_infer_stats st = field_change(model, STRATA_INFER_PLACE_MEASURED);
+  double mean = (double)st.elements / num_ranks();
+  if (my_rank() == 0)
+    printf("measured placement: %lld elements (%lld kept, %lld moved; curve moves %lld), max %lld "
+           "per rank (mean %.1f), predicted max/mean %.3f\n",
+           (long long)st.elements, (long long)st.kept, (long long)st.migrated,
+           (long long)curve.migrated, (long long)st.elements_max, mean,
+           st.predicted_max / st.predicted_mean);
+  CHECK(st.created > 0 && st.kept > 0);
+  CHECK(st.migrated <= curve.migrated);
+  if (num_ranks() <= 3)
+    CHECK(st.migrated * 10 <= st.kept);
+  CHECK(st.elements_max <= 1.02 * mean + 1);
+  CHECK(st.predicted_max <= (1.02 + 1 / mean) * st.predicted_mean);
+}
+
 /* Clustered arrays: blobs in one corner of the domain. */
 static void check_balance(strata_model *model)
 {
@@ -435,7 +486,8 @@ static void check_balance(strata_model *model)
   c.min_refine = 3;
   CHECK_EQ(strata_amr_build(amr, problem, &c), 0);
   strata_amr_problem_destroy(problem);
-  for (int policy = 0; policy < 2; policy++) {
+  static const char *const names[] = {"curve", "greedy", "measured"};
+  for (int policy = 0; policy < 3; policy++) {
     strata_infer_params ip;
     strata_infer_params_init(&ip);
     ip.level_base = 1;
@@ -444,16 +496,15 @@ static void check_balance(strata_model *model)
     ip.model = model;
     ip.reference = STRATA_INFER_FIXED;
     ip.overdensity_threshold = 2.5;
-    ip.placement = policy ? STRATA_INFER_PLACE_GREEDY : STRATA_INFER_PLACE_CURVE;
+    ip.placement = (strata_infer_placement)policy;
     strata_infer *inf;
     CHECK_EQ(strata_infer_create(amr, &ip, &inf), 0);
     strata_infer_stats st;
     CHECK_EQ(strata_infer_run(inf, &st), 0);
     double mean = (double)st.elements / num_ranks();
     if (my_rank() == 0)
-      printf("balance (%s): %lld elements, max %lld per rank, max/mean %.3f\n",
-             policy ? "greedy" : "curve", (long long)st.elements, (long long)st.elements_max,
-             st.elements_max / mean);
+      printf("balance (%s): %lld elements, max %lld per rank, max/mean %.3f\n", names[policy],
+             (long long)st.elements, (long long)st.elements_max, st.elements_max / mean);
     CHECK(st.elements >= 16);
     if (policy == 0 && num_ranks() > 1) {
       /* Clustered indeed: on the ranks of their leaves they would pile up. */
@@ -510,6 +561,7 @@ int main(int argc, char **argv)
   strata_model *model = step_model();
   check_element_mapping();
   check_linear(model);
+  check_measured_placement(model);
   check_balance(model);
   strata_model_destroy(model);
   strata_finalize();

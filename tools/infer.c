@@ -36,7 +36,8 @@ static const char usage_text[] =
     "  --levels B/A/I      level_base / level_array / level_infer (2/4/5)\n"
     "  --threshold X       a cell fires above X times its block's mean density (32)\n"
     "  --model FILE        model JSON (default: the blob detector)\n"
-    "  --placement P       curve (default) or greedy\n"
+    "  --placement P       curve (default), greedy or measured (by the model's measured\n"
+    "                      speed on each rank, kept elements stay where balance allows)\n"
     "  --bulk-synchronous  global barriers between phases (comparison mode)\n"
     "  --cycles N          cycles to run (3)\n"
     "output:\n"
@@ -322,7 +323,7 @@ static int run(const struct infer_options *o)
   strata_infer_stats st = {0};
   if (strata_rank() == 0)
     printf("cycle  leaves  elements created removed migrated  bubbles  transfers  messages  "
-           "total s  rss MiB heap MiB\n");
+           "pred  meas  total s  rss MiB heap MiB\n");
   progress(o, 0, 0);
   for (int c = 0; c < o->cycles && !ret; c++) {
     /* Tasks submitted in this cycle carry its number in traces. */
@@ -340,10 +341,13 @@ static int run(const struct infer_options *o)
     if (strata_rank() == 0) {
       if (!o->quiet && isatty(fileno(stderr)))
         fputs("\r\033[K", stderr);
-      printf("%5d %7lld %9lld %7lld %7lld %8lld %8lld %10lld %9lld %8.3f %8.1f %8.1f\n", c,
-             (long long)strata_amr_num_leaves(job.amr), (long long)st.elements,
+      /* pred, meas: max/mean over the ranks of predicted and measured work */
+      printf("%5d %7lld %9lld %7lld %7lld %8lld %8lld %10lld %9lld %5.2f %5.2f %8.3f %8.1f %8.1f\n",
+             c, (long long)strata_amr_num_leaves(job.amr), (long long)st.elements,
              (long long)st.created, (long long)st.removed, (long long)st.migrated,
-             (long long)st.bubbles, (long long)st.transfers, (long long)st.messages, st.total,
+             (long long)st.bubbles, (long long)st.transfers, (long long)st.messages,
+             st.predicted_mean > 0 ? st.predicted_max / st.predicted_mean : 1.0,
+             st.measured_mean > 0 ? st.measured_max / st.measured_mean : 1.0, st.total,
              resident_mib(), heap_mib());
       fflush(stdout);
     }

@@ -134,9 +134,14 @@ static int set_valued(struct infer_options *o, const char *a, const char *v, FIL
     if (parse_levels(v, &o->job))
       return fprintf(err, "strata infer: --levels wants B/A/I, got '%s'\n", v), -1;
   } else if (!strcmp(a, "--placement")) {
-    if (strcmp(v, "curve") && strcmp(v, "greedy"))
-      return fprintf(err, "strata infer: --placement is curve or greedy\n"), -1;
-    o->job.placement = strcmp(v, "curve") ? STRATA_INFER_PLACE_GREEDY : STRATA_INFER_PLACE_CURVE;
+    if (!strcmp(v, "curve"))
+      o->job.placement = STRATA_INFER_PLACE_CURVE;
+    else if (!strcmp(v, "greedy"))
+      o->job.placement = STRATA_INFER_PLACE_GREEDY;
+    else if (!strcmp(v, "measured"))
+      o->job.placement = STRATA_INFER_PLACE_MEASURED;
+    else
+      return fprintf(err, "strata infer: --placement is curve, greedy or measured\n"), -1;
   } else if (!strcmp(a, "--model"))
     o->job.model_path = v;
   else if (!strcmp(a, "--input"))
@@ -220,7 +225,8 @@ void infer_options_describe(const struct infer_options *o, struct infer_params_t
   add_param(t, "levels", "%d/%d/%d", j->level_base, j->level_array, j->level_infer);
   add_param(t, "threshold", "%.17g", j->threshold);
   add_param(t, "model", "%s", j->model_path ? j->model_path : "(default: the blob detector)");
-  add_param(t, "placement", "%s", j->placement == STRATA_INFER_PLACE_GREEDY ? "greedy" : "curve");
+  static const char *const policies[] = {"curve", "greedy", "measured"};
+  add_param(t, "placement", "%s", policies[j->placement]);
   add_param(t, "mode", "%s", o->bulk ? "bulk-synchronous" : "task graph");
   add_param(t, "cycles", "%d", o->cycles);
   add_param(t, "png", "%s", o->png ? o->png : "none");

@@ -158,15 +158,142 @@ static int cost_cmp(const void *x, const void *y)
   return ((*a)->key > (*b)->key) - ((*a)->key < (*b)->key);
 }
 
-int strata__infer_place_elements(strata_infer *inf, const struct transfer *t, int64_t nt,
-                                 int *ranks)
+/* What one rank knows of its workers that can run the model, per kind
+ * (CPU, CUDA): how many, and the sum of their measured times (NAN when one
+ * has none). */
+enum { KINDS = 2 };
+struct worker_times {
+  double count[KINDS], seconds[KINDS];
+};
+
+static struct worker_times local_times(const strata_infer *inf)
+{
+  struct worker_times t = {{0, 0}, {0, 0}};
+  for (int w = 0; w < (int)starpu_worker_get_count(); w++) {
+    double seconds = strata__model_expected(inf->p.model, inf->n, w);
+    if (isinf(seconds)) /* a worker the model cannot use */
+      continue;
+    int kind = starpu_worker_get_type(w) == STARPU_CUDA_WORKER;
+    t.count[kind] += 1;
+    t.seconds[kind] += seconds;
+  }
+  return t;
+}
+
+/* Every rank's speed at the model (models per second) from the measured
+ * times averaged per kind of worker over all ranks, so that ranks of the
+ * same hardware get the same speed whatever the noise of their own
+ * measurements; worker counts while some kind has no measurement.
+ * Collective. */
+static int gather_speeds(strata_infer *inf, double *speed)
 {
   const int size = inf->amr->size;
-  if (inf->p.placement == STRATA_INFER_PLACE_CURVE) {
-    for (int64_t i = 0; i < inf->nel; i++)
-      ranks[i] = (int)(i * size / inf->nel);
-    return 0;
+  struct worker_times mine = local_times(inf), *all = malloc((size_t)size * sizeof *all);
+  int ret = strata__agree(all ? 0 : STRATA_ENOMEM, NULL, 0);
+  if (ret) {
+    free(all);
+    return ret;
   }
+  MPI_Allgather(&mine, 2 * KINDS, MPI_DOUBLE, all, 2 * KINDS, MPI_DOUBLE, inf->amr->meta);
+  double mean[KINDS];
+  int measured = 1;
+  for (int k = 0; k < KINDS; k++) {
+    double count = 0, seconds = 0;
+    for (int r = 0; r < size; r++)
+      if (all[r].count[k] > 0)
+        count += all[r].count[k], seconds += all[r].seconds[k];
+    mean[k] = count > 0 ? seconds / count : 1;
+    measured = measured && mean[k] > 0; /* NAN compares false */
+  }
+  for (int r = 0; r < size; r++) {
+    speed[r] = 0;
+    for (int k = 0; k < KINDS; k++)
+      speed[r] += all[r].count[k] / (measured ? mean[k] : 1);
+    speed[r] = speed[r] > 0 ? speed[r] : 1;
+  }
+  free(all);
+  return 0;
+}
+
+/* Kept elements of [0, c) whose rank is <= r and > r: the migrations a cut
+ * of the curve at c between ranks r and r + 1 causes are the first kind
+ * beyond c plus the second before it. */
+static void kept_before(const strata_infer *inf, int64_t c, int r, int64_t counts[2])
+{
+  counts[0] = counts[1] = 0;
+  for (int64_t i = 0; i < c; i++)
+    if (inf->el[i].serial >= 0)
+      counts[inf->el[i].rank > r]++;
+}
+
+/* The measured policy: the Morton curve cut into shares proportional to
+ * the ranks' speeds. Each cut may move by 1 % of the smaller of its two
+ * shares, to where it moves the fewest kept elements; then kept elements
+ * cut away return while their rank stays within 2 % of its share. Balance
+ * first, then no needless migration. */
+static void place_measured(strata_infer *inf, const double *speed, int *ranks)
+{
+  const int size = inf->amr->size;
+  const int64_t n = inf->nel;
+  double total = 0, cum = 0;
+  for (int r = 0; r < size; r++)
+    total += speed[r];
+  int64_t start = 0;
+  for (int r = 0; r < size; r++) {
+    int64_t end = n;
+    if (r < size - 1) {
+      cum += speed[r];
+      double ideal = (double)n * cum / total;
+      double slack = 0.01 * (double)n * fmin(speed[r], speed[r + 1]) / total;
+      int64_t lo = (int64_t)ceil(ideal - slack), hi = (int64_t)floor(ideal + slack);
+      lo = lo < start ? start : lo > n ? n : lo;
+      hi = hi < lo ? lo : hi > n ? n : hi;
+      int64_t at[2], all[2];
+      kept_before(inf, lo, r, at);
+      kept_before(inf, n, r, all);
+      double best = INFINITY;
+      for (int64_t c = lo; c <= hi; c++) {
+        /* moves, then the distance to the balanced cut */
+        double cost = (double)(all[0] - at[0] + at[1]) + fabs((double)c - ideal) / (double)(n + 1);
+        if (cost < best)
+          best = cost, end = c;
+        if (c < n && inf->el[c].serial >= 0)
+          at[inf->el[c].rank > r]++;
+      }
+    }
+    for (int64_t i = start; i < end; i++)
+      ranks[i] = r;
+    start = end;
+  }
+  /* Then a kept element cut away from its rank goes back while that rank
+   * stays within 2 % of its share. */
+  double *load = calloc((size_t)size, sizeof *load);
+  for (int64_t i = 0; load && i < n; i++)
+    load[ranks[i]] += 1;
+  for (int64_t i = 0; load && i < n; i++) {
+    const struct element *e = &inf->el[i];
+    if (e->serial < 0 || e->rank == ranks[i])
+      continue;
+    if (load[e->rank] + 1 <= 1.02 * (double)n * speed[e->rank] / total) {
+      load[ranks[i]] -= 1;
+      load[e->rank] += 1;
+      ranks[i] = e->rank;
+    }
+  }
+  free(load);
+}
+
+/* The curve policy: equal counts along the Morton curve. */
+static void place_curve(strata_infer *inf, int *ranks)
+{
+  for (int64_t i = 0; i < inf->nel; i++)
+    ranks[i] = (int)(i * inf->amr->size / inf->nel);
+}
+
+/* The greedy policy: largest estimated cost onto the least loaded rank. */
+static int place_greedy(strata_infer *inf, const struct transfer *t, int64_t nt, int *ranks)
+{
+  const int size = inf->amr->size;
   for (int64_t i = 0; i < inf->nel; i++)
     inf->el[i].cost = (double)(inf->n * inf->n * inf->n);
   for (int64_t k = 0; k < nt; k++)
@@ -183,15 +310,42 @@ int strata__infer_place_elements(strata_infer *inf, const struct transfer *t, in
   qsort(order, (size_t)inf->nel, sizeof *order, cost_cmp);
   for (int64_t i = 0; i < inf->nel; i++) {
     int best = 0;
-    for (int r = 1; r < size; r++)
-      if (load[r] < load[best])
-        best = r;
+    for (int q = 1; q < size; q++)
+      if (load[q] < load[best])
+        best = q;
     load[best] += order[i]->cost;
     ranks[order[i] - inf->el] = best;
   }
   free(order);
   free(load);
   return 0;
+}
+
+int strata__infer_place_elements(strata_infer *inf, const struct transfer *t, int64_t nt,
+                                 int *ranks, strata_infer_stats *st)
+{
+  const int size = inf->amr->size;
+  double *speed = malloc((size_t)size * sizeof *speed);
+  int ret = strata__agree(speed ? 0 : STRATA_ENOMEM, NULL, 0);
+  if (!ret)
+    ret = gather_speeds(inf, speed);
+  if (!ret && inf->p.placement == STRATA_INFER_PLACE_MEASURED)
+    place_measured(inf, speed, ranks);
+  else if (!ret && inf->p.placement == STRATA_INFER_PLACE_CURVE)
+    place_curve(inf, ranks);
+  else if (!ret)
+    ret = place_greedy(inf, t, nt, ranks);
+  /* The work each rank is given: its elements over its speed. */
+  double *work = ret ? NULL : calloc((size_t)size, sizeof *work);
+  for (int64_t i = 0; work && i < inf->nel; i++)
+    work[ranks[i]] += 1.0 / speed[ranks[i]];
+  for (int r = 0; work && r < size; r++) {
+    st->predicted_max = fmax(st->predicted_max, work[r]);
+    st->predicted_mean += work[r] / size;
+  }
+  free(work);
+  free(speed);
+  return ret;
 }
 
 int strata__infer_apply_placement(strata_infer *inf, const int *ranks, strata_infer_stats *st)
@@ -205,13 +359,16 @@ int strata__infer_apply_placement(strata_infer *inf, const int *ranks, strata_in
       ret = register_element(inf, e);
       continue;
     }
+    st->kept++;
     if (e->rank == ranks[i])
       continue;
+    /* Populate overwrites all of an element's data: nothing to move, new
+     * handles on the new rank instead. */
+    strata__infer_drop_element(e);
+    e->serial = inf->next_serial++;
     e->rank = ranks[i];
     st->migrated++;
-    starpu_data_handle_t hs[ELEMENT_HANDLES] = {e->in, e->out, e->table, e->faces, e->links};
-    for (int k = 0; k < ELEMENT_HANDLES; k++)
-      starpu_mpi_data_migrate(inf->amr->comm, hs[k], e->rank);
+    ret = register_element(inf, e);
   }
   return ret;
 }

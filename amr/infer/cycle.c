@@ -89,6 +89,10 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
   memcpy(ends, inf->phase_end, sizeof inf->phase_end);
   ends[STRATA_INFER_PHASES] = starpu_timing_now() * 1e-6 - inf->t0;
   MPI_Allreduce(MPI_IN_PLACE, ends, STRATA_INFER_PHASES + 1, MPI_DOUBLE, MPI_MAX, amr->meta);
+  double measured_sum = st->measured_max;
+  MPI_Allreduce(MPI_IN_PLACE, &st->measured_max, 1, MPI_DOUBLE, MPI_MAX, amr->meta);
+  MPI_Allreduce(MPI_IN_PLACE, &measured_sum, 1, MPI_DOUBLE, MPI_SUM, amr->meta);
+  st->measured_mean = measured_sum / amr->size;
   double previous = 0;
   for (int k = 0; k < STRATA_INFER_PHASES; k++) {
     double end = fmax(ends[k], previous); /* a phase absent on every rank ends with the last */
@@ -111,6 +115,7 @@ int strata_infer_run(strata_infer *inf, strata_infer_stats *stats)
   if (ret)
     return ret;
   inf->cycles++;
+  const double model_cpu = strata__model_cpu_seconds(inf->p.model);
   inf->t0 = starpu_timing_now() * 1e-6;
   memset(inf->phase_end, 0, sizeof inf->phase_end);
   strata__infer_drop_masks(inf);
@@ -136,7 +141,7 @@ int strata_infer_run(strata_infer *inf, strata_infer_stats *stats)
     if (!local && !ranks)
       local = STRATA_ENOMEM;
     if (!local && !st.reused)
-      local = strata__infer_place_elements(inf, t, nt, ranks);
+      local = strata__infer_place_elements(inf, t, nt, ranks, &st);
     if (!local && !st.reused)
       local = strata__infer_apply_placement(inf, ranks, &st);
     free(ranks);
@@ -155,6 +160,8 @@ int strata_infer_run(strata_infer *inf, strata_infer_stats *stats)
       local = strata__infer_submit_update(inf, t, nt, &st);
   }
   starpu_task_wait_for_all();
+  /* This rank's, until finish_stats gathers them. */
+  st.measured_max = strata__model_cpu_seconds(inf->p.model) - model_cpu;
   ret = strata__agree(local, NULL, 0);
   if (!ret)
     ret = strata__infer_join_bubbles(inf, &st);

@@ -106,7 +106,8 @@ static int check_params(const strata_amr *amr, strata_infer_params *p)
   if (p->bubble_capacity < 1 || p->bubble_capacity > 65536 || p->bubble_min_cells < 1 ||
       !(p->bubble_threshold >= 0 && p->bubble_threshold < 1))
     return strata__fail(STRATA_EINVAL, "bad bubble parameters");
-  if (p->placement != STRATA_INFER_PLACE_CURVE && p->placement != STRATA_INFER_PLACE_GREEDY)
+  if (p->placement != STRATA_INFER_PLACE_CURVE && p->placement != STRATA_INFER_PLACE_GREEDY &&
+      p->placement != STRATA_INFER_PLACE_MEASURED)
     return strata__fail(STRATA_EINVAL, "unknown placement policy");
   return strata__model_check_extent(p->model,
                                     (int64_t)a->block_cells << (p->level_infer - p->level_array));

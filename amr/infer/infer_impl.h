@@ -151,8 +151,9 @@ int strata__infer_update_level_array(strata_infer *inf, const int64_t *idx, int6
                                      strata_infer_stats *st);
 /* New owner ranks into `ranks` (one per element). */
 int strata__infer_place_elements(strata_infer *inf, const struct transfer *t, int64_t nt,
-                                 int *ranks);
-/* Kept elements move to their new rank; new ones are registered there. */
+                                 int *ranks, strata_infer_stats *st);
+/* New elements are registered on their rank; kept ones that change rank
+ * are re-registered there (populate overwrites their data). */
 int strata__infer_apply_placement(strata_infer *inf, const int *ranks, strata_infer_stats *st);
 
 /* populate.c */

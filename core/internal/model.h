@@ -18,6 +18,14 @@ int strata__model_check_extent(const strata_model *m, int64_t n);
 int strata__model_submit_handles(strata_model *m, int64_t n, starpu_data_handle_t in,
                                  starpu_data_handle_t out);
 
+/* StarPU's measured time of one task of m at extent n on worker
+ * `workerid` (seconds), NAN when it has none, INFINITY when the worker
+ * cannot run m. */
+double strata__model_expected(const strata_model *m, int64_t n, int workerid);
+
+/* CPU time its CPU tasks have taken so far in this process (seconds). */
+double strata__model_cpu_seconds(const strata_model *m);
+
 /* The stored rows of a bubble table (at most `capacity`) into `out`;
  * returns their number, *found (may be NULL) gets how many were found. */
 int64_t strata__bubble_rows(const double *table, int64_t capacity, strata_bubble *out,

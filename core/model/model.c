@@ -32,6 +32,7 @@ struct strata_model {
   strata_model_ops ops;
   /* StarPU */
   struct strata__model_call call;
+  int64_t cpu_ns; /* CPU time of its CPU tasks so far (call.cpu_ns points here) */
   starpu_data_handle_t weights_handle;
   int64_t scratch_n; /* extent the scratch handle is sized for, -1 if none */
   starpu_data_handle_t scratch;
@@ -102,6 +103,7 @@ static int finish_model(strata_model *m, int64_t nweights)
   starpu_vector_data_register(&m->weights_handle, STARPU_MAIN_RAM, (uintptr_t)m->weights,
                               (uint32_t)(nweights > 0 ? nweights : 1), sizeof(float));
   m->call.model = m;
+  m->call.cpu_ns = &m->cpu_ns;
   m->call.in_channels = m->in_channels;
   m->call.id = starpu_hash_crc32c_string(m->name, (uint32_t)nweights);
   m->scratch_n = -1;
@@ -545,6 +547,16 @@ int strata__model_check_extent(const strata_model *m, int64_t n)
                         "model '%s' maps [%d, N, N, N] to [%d, N, N, N] with N a multiple of %d",
                         m->name, m->in_channels, m->out_channels, 1 << m->max_level);
   return 0;
+}
+
+double strata__model_cpu_seconds(const strata_model *m)
+{
+  return (double)__atomic_load_n(&m->cpu_ns, __ATOMIC_RELAXED) * 1e-9;
+}
+
+double strata__model_expected(const strata_model *m, int64_t n, int workerid)
+{
+  return strata__model_expected_seconds(&m->call, n, workerid);
 }
 
 int strata__model_submit_handles(strata_model *m, int64_t n, starpu_data_handle_t in,

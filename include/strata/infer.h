@@ -74,7 +74,15 @@ typedef enum strata_infer_placement {
   /** Largest estimated cost first onto the least loaded rank; the cost of
    *  an element is its inference (N^3 cells) plus the cells its leaves
    *  send it. */
-  STRATA_INFER_PLACE_GREEDY
+  STRATA_INFER_PLACE_GREEDY,
+  /** By measured speed, aware of migration: each rank's share is its speed
+   *  at the model (the sum over its workers of 1 / the model task's time
+   *  in StarPU's history for that worker's architecture; its worker count
+   *  until every kind of worker has a measurement); the elements in Morton
+   *  order are cut into those shares, each cut moved by up to 1 % to where
+   *  it moves the fewest kept elements, and a kept element stays on its
+   *  rank while that rank stays within 2 % of its share. */
+  STRATA_INFER_PLACE_MEASURED
 } strata_infer_placement;
 
 /** Phases of a cycle, indices of strata_infer_stats::seconds. */
@@ -126,7 +134,9 @@ typedef struct strata_infer_stats {
   int64_t elements_max;         /**< ... on the most loaded rank */
   int64_t created;              /**< elements created this cycle */
   int64_t removed;              /**< elements removed this cycle */
-  int64_t migrated;             /**< kept elements moved to another rank */
+  int64_t migrated;             /**< kept elements moved to another rank (re-registered there:
+                                     populate overwrites their data, so none of it moves) */
+  int64_t kept;                 /**< elements kept from the previous cycle */
   int reused;                   /**< the level array was reused unchanged */
   int64_t transfers;            /**< leaf-to-element transfers (copy, restrict, prolong) */
   int64_t transfers_by_kind[3]; /**< ... copies, restrictions, prolongations */
@@ -146,6 +156,16 @@ typedef struct strata_infer_stats {
    *  phases overlap, so this is each phase's share of the critical path. */
   double seconds[STRATA_INFER_PHASES];
   double total; /**< wall time of the cycle (seconds, slowest rank) */
+  /** Predicted work per rank at this cycle's placement: its elements over
+   *  its speed at the model (seconds with StarPU's measured times, else
+   *  elements per worker; see STRATA_INFER_PLACE_MEASURED), largest and
+   *  mean over the ranks; 0 when the level array was reused unplaced. */
+  double predicted_max, predicted_mean;
+  /** Measured work per rank in this cycle: the CPU time (thread CPU
+   *  clock, so other processes on the core do not count) of its model
+   *  tasks on CPU workers, the bulk of an element's cost; largest and mean
+   *  over the ranks (seconds). CUDA model tasks are not counted. */
+  double measured_max, measured_mean;
 } strata_infer_stats;
 
 /** @brief Check the levels of @p p against a hierarchy made with @p a,
