@@ -782,7 +782,11 @@ static int summarize_field(hid_t group, const struct summary *s, const char *nam
   return 0;
 }
 
-static int summarize_fields(hid_t file, const struct summary *s, FILE *out)
+/* fn(group, k, name, ctx) on every dataset of the group 'fields', whose
+ * number of links must be nfields (`exact`) or at most that; stops at the
+ * first error. */
+static int for_each_field(hid_t file, const struct summary *s, int exact,
+                          int (*fn)(hid_t group, hsize_t k, const char *name, void *ctx), void *ctx)
 {
   hid_t group =
       H5Lexists(file, "fields", H5P_DEFAULT) > 0 ? H5Gopen2(file, "fields", H5P_DEFAULT) : -1;
@@ -790,22 +794,40 @@ static int summarize_fields(hid_t file, const struct summary *s, FILE *out)
   int ret = 0;
   if (group < 0 || H5Gget_info(group, &info) < 0)
     ret = strata__fail(STRATA_EIO, "%s: group 'fields' is missing", s->file);
-  else if ((int64_t)info.nlinks != s->nfields)
+  else if (exact ? (int64_t)info.nlinks != s->nfields : (int64_t)info.nlinks > s->nfields)
     ret = strata__fail(STRATA_EIO, "%s: 'fields' holds %llu fields, attribute nfields says %lld",
                        s->file, (unsigned long long)info.nlinks, (long long)s->nfields);
   for (hsize_t k = 0; !ret && k < info.nlinks; k++) {
-    char name[256];
+    char name[64];
     ssize_t len = H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, k, name, sizeof name,
                                      H5P_DEFAULT);
-    if (len < 0 || len >= (ssize_t)sizeof name)
-      ret = strata__fail(STRATA_EIO, "%s: field %llu has no readable name", s->file,
+    if (len <= 0 || len >= (ssize_t)sizeof name)
+      ret = strata__fail(STRATA_EIO, "%s: field %llu has no name of 1 to 63 bytes", s->file,
                          (unsigned long long)k);
     else
-      ret = summarize_field(group, s, name, out);
+      ret = fn(group, k, name, ctx);
   }
   if (group >= 0)
     H5Gclose(group);
   return ret;
+}
+
+struct summarizing {
+  const struct summary *s;
+  FILE *out;
+};
+
+static int summarize_one(hid_t group, hsize_t k, const char *name, void *ctx)
+{
+  (void)k;
+  const struct summarizing *z = ctx;
+  return summarize_field(group, z->s, name, z->out);
+}
+
+static int summarize_fields(hid_t file, const struct summary *s, FILE *out)
+{
+  struct summarizing z = {s, out};
+  return for_each_field(file, s, 1, summarize_one, &z);
 }
 
 /* HDF5's signature at offset 0, 512, 1024, ... (a user block may precede
@@ -933,55 +955,49 @@ static int has_attr(hid_t obj, const char *name)
   return attr >= 0;
 }
 
-/* The fields' names in their numbered order and their type. */
+/* The fields' names in their numbered order, and their one type. */
+struct naming {
+  const struct summary *s;
+  char (*names)[64];
+  strata_dtype *dtype;
+};
+
+static int name_one(hid_t group, hsize_t k, const char *name, void *ctx)
+{
+  const struct naming *z = ctx;
+  const struct summary *s = z->s;
+  hid_t set = H5Dopen2(group, name, H5P_DEFAULT);
+  hid_t type = set < 0 ? -1 : H5Dget_type(set);
+  int64_t index = (int64_t)k; /* files without numbers: by name */
+  int ret = 0;
+  if (type < 0 || H5Tget_class(type) != H5T_FLOAT)
+    ret = strata__fail(STRATA_EIO, "%s: field '%s' is not a floating-point dataset", s->file, name);
+  else if (has_attr(set, "index"))
+    ret = read_int_attr(set, s->file, "index", 0, s->nfields - 1, &index);
+  if (!ret && z->names[index][0])
+    ret = strata__fail(STRATA_EIO, "%s: two fields have number %lld", s->file, (long long)index);
+  if (!ret) {
+    strcpy(z->names[index], name);
+    strata_dtype t = H5Tget_size(type) == 8 ? STRATA_FLOAT64 : STRATA_FLOAT32;
+    if (k > 0 && t != *z->dtype)
+      ret = strata__fail(STRATA_EIO, "%s: the fields have different types", s->file);
+    *z->dtype = t;
+  }
+  close_with(set, H5Dclose, -1, type);
+  return ret;
+}
+
 static int read_field_names(hid_t file, const struct summary *s, char names[][64],
                             strata_dtype *dtype)
 {
-  hid_t group =
-      H5Lexists(file, "fields", H5P_DEFAULT) > 0 ? H5Gopen2(file, "fields", H5P_DEFAULT) : -1;
-  H5G_info_t info;
-  int ret = 0;
-  if (group < 0 || H5Gget_info(group, &info) < 0)
-    ret = strata__fail(STRATA_EIO, "%s: group 'fields' is missing", s->file);
-  else if ((int64_t)info.nlinks > s->nfields)
-    ret = strata__fail(STRATA_EIO, "%s: 'fields' holds %llu fields, attribute nfields says %lld",
-                       s->file, (unsigned long long)info.nlinks, (long long)s->nfields);
-  for (int f = 0; !ret && f < s->nfields; f++)
+  for (int f = 0; f < s->nfields; f++)
     names[f][0] = 0;
-  for (hsize_t k = 0; !ret && k < info.nlinks; k++) {
-    char name[64];
-    ssize_t len = H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, k, name, sizeof name,
-                                     H5P_DEFAULT);
-    if (len <= 0 || len >= (ssize_t)sizeof name) {
-      ret = strata__fail(STRATA_EIO, "%s: field %llu has no name of 1 to 63 bytes", s->file,
-                         (unsigned long long)k);
-      break;
-    }
-    hid_t set = H5Dopen2(group, name, H5P_DEFAULT);
-    hid_t type = set < 0 ? -1 : H5Dget_type(set);
-    int64_t index = (int64_t)k; /* files without numbers: by name */
-    if (type < 0 || H5Tget_class(type) != H5T_FLOAT)
-      ret =
-          strata__fail(STRATA_EIO, "%s: field '%s' is not a floating-point dataset", s->file, name);
-    else if (has_attr(set, "index"))
-      ret = read_int_attr(set, s->file, "index", 0, s->nfields - 1, &index);
-    if (!ret && names[index][0])
-      ret = strata__fail(STRATA_EIO, "%s: two fields have number %lld", s->file, (long long)index);
-    if (!ret) {
-      strcpy(names[index], name);
-      strata_dtype t = H5Tget_size(type) == 8 ? STRATA_FLOAT64 : STRATA_FLOAT32;
-      if (k > 0 && t != *dtype)
-        ret = strata__fail(STRATA_EIO, "%s: the fields have different types", s->file);
-      *dtype = t;
-    }
-    close_with(set, H5Dclose, -1, type);
-  }
+  struct naming z = {s, names, dtype};
+  int ret = for_each_field(file, s, 0, name_one, &z);
   for (int f = 0; !ret && f < s->nfields; f++)
     if (!names[f][0])
       ret = strata__fail(STRATA_EIO, "%s: field number %d of %lld is missing from 'fields'",
                          s->file, f, (long long)s->nfields);
-  if (group >= 0)
-    H5Gclose(group);
   return ret;
 }
 

@@ -10,28 +10,19 @@ usage: infer_input.py STRATA MPIEXEC WRITERS WORKDIR
 import os
 import re
 import shutil
-import subprocess
 import sys
+
+import tool_checks
+from tool_checks import check, finish
 
 STRATA, MPIEXEC, WRITERS, WORK = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 SMALL = ["--max-level", "4", "--levels", "2/3/4", "--grid", "64", "--quiet", "--png", "none"]
 TIMEOUT = 120
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
 
 
 def run(ranks, args):
     cmd = [MPIEXEC, "-n", str(ranks), STRATA, "infer"] + SMALL + args
-    try:
-        return subprocess.run(cmd, cwd=WORK, capture_output=True, text=True, timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        check(False, f"finished within {TIMEOUT} s: {' '.join(args)}")
-        return None
+    return tool_checks.run(cmd, WORK, TIMEOUT)
 
 
 def elements(stdout):
@@ -105,5 +96,4 @@ refused("bad_shape.h5", "field 'density' is not [")
 
 refused("missing.h5", "No such file")
 
-print(f"{len(failures)} failed" if failures else "all input checks pass")
-sys.exit(1 if failures else 0)
+finish("all input checks pass")

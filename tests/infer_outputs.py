@@ -17,31 +17,18 @@ import subprocess
 import sys
 import time
 
+import tool_checks
+from tool_checks import check, finish
+
 STRATA, MPIEXEC, NRANKS, WORK = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 SMALL = ["--max-level", "4", "--levels", "2/3/4", "--grid", "64", "--cycles", "1", "--quiet"]
 TIMEOUT = 90
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-
-
 def mpi(args, ranks=NRANKS):
     return [MPIEXEC, "-n", str(ranks), STRATA, "infer"] + SMALL + args
 
 
 def run(cmd, preexec=None):
-    """Run to the end under the timeout; a hang is a failure, not a wait."""
-    try:
-        p = subprocess.run(cmd, cwd=WORK, capture_output=True, text=True, timeout=TIMEOUT,
-                           preexec_fn=preexec)
-    except subprocess.TimeoutExpired:
-        check(False, f"finished within {TIMEOUT} s: {' '.join(cmd[3:])}")
-        return None
-    return p
+    return tool_checks.run(cmd, WORK, TIMEOUT, preexec)
 
 
 def refused(args, *expect, cmd=None):
@@ -171,5 +158,4 @@ try:
 except ImportError:  # scripts/setup.sh installs python3-h5py: its absence is a failure
     check(False, "h5py (python3-h5py) reads the previous file back")
 
-print(f"{len(failures)} failed" if failures else f"all output checks pass on {NRANKS} ranks")
-sys.exit(1 if failures else 0)
+finish(f"all output checks pass on {NRANKS} ranks")
