@@ -444,10 +444,10 @@ static strata_infer_stats field_change(strata_model *model, strata_infer_placeme
 }
 
 /* The measured policy keeps the ranks' shares within 2 % (plus one
- * element) and moves no more kept elements than the curve: at most 10 %
- * of them on 1 to 3 ranks. On 4 this field, which adds 1.5 times the
- * elements on one side of the curve, leaves no balanced cut that keeps
- * them (both policies move 29 of 117). */
+ * element) and moves no more kept elements than the curve, fewer on 2 and
+ * 3 ranks. On 4 this field, which adds 1.5 times the elements on one side
+ * of the curve, leaves no balanced cut that keeps them (both move 29 of
+ * 117). The 10 % of the default job: tests/infer_placement.py. */
 static void check_measured_placement(strata_model *model)
 {
   strata_infer_stats curve = field_change(model, STRATA_INFER_PLACE_CURVE);
@@ -461,8 +461,8 @@ static void check_measured_placement(strata_model *model)
            st.predicted_max / st.predicted_mean);
   CHECK(st.created > 0 && st.kept > 0);
   CHECK(st.migrated <= curve.migrated);
-  if (num_ranks() <= 3)
-    CHECK(st.migrated * 10 <= st.kept);
+  if (num_ranks() == 2 || num_ranks() == 3)
+    CHECK(st.migrated < curve.migrated);
   CHECK(st.elements_max <= 1.02 * mean + 1);
   CHECK(st.predicted_max <= (1.02 + 1 / mean) * st.predicted_mean);
 }
