@@ -297,6 +297,9 @@ int strata_amr_destroy(strata_amr *amr)
 {
   if (!amr)
     return 0;
+  if (amr->busy)
+    return strata__fail(STRATA_ESTATE, "an inference cycle is in flight on this hierarchy: "
+                                       "strata_infer_wait() first");
   strata__live_remove(&amr->live);
   starpu_task_wait_for_all();
   for (int64_t i = 0; i < amr->nbuckets; i++)
@@ -684,6 +687,9 @@ int strata_amr_adapt_flags(strata_amr *amr, const int8_t *flags, int64_t *change
   if (!amr)
     return STRATA_EINVAL;
   int local = flags ? 0 : STRATA_EINVAL;
+  if (!local && amr->busy)
+    local = strata__fail(STRATA_ESTATE, "an inference cycle is in flight on this hierarchy: "
+                                        "strata_infer_wait() first");
   int8_t *mine = malloc((size_t)(amr->nleaves ? amr->nleaves : 1));
   if (!local && !mine)
     local = STRATA_ENOMEM;

@@ -47,6 +47,7 @@ struct strata_amr {
   int64_t nleaves;
   double (*weight)(void *ctx, const strata_amr_block *b);
   void *weight_ctx;
+  int busy; /* inference cycles in flight, whose plans point into the tree */
   strata__live live;
 };
 

@@ -89,6 +89,7 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
   memcpy(ends, inf->phase_end, sizeof inf->phase_end);
   ends[STRATA_INFER_PHASES] = starpu_timing_now() * 1e-6 - inf->t0;
   MPI_Allreduce(MPI_IN_PLACE, ends, STRATA_INFER_PHASES + 1, MPI_DOUBLE, MPI_MAX, amr->meta);
+  MPI_Allreduce(MPI_IN_PLACE, &st->submit_seconds, 1, MPI_DOUBLE, MPI_MAX, amr->meta);
   double measured_sum = st->measured_max;
   MPI_Allreduce(MPI_IN_PLACE, &st->measured_max, 1, MPI_DOUBLE, MPI_MAX, amr->meta);
   MPI_Allreduce(MPI_IN_PLACE, &measured_sum, 1, MPI_DOUBLE, MPI_SUM, amr->meta);
@@ -102,7 +103,29 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
   st->total = ends[STRATA_INFER_PHASES];
 }
 
-int strata_infer_run(strata_infer *inf, strata_infer_stats *stats)
+/* Wait for this method's tasks of the cycle, never for anyone else's: the
+ * last writers of each local element's table (after its input and model
+ * output) and links, and of each local leaf list (after the marks, which
+ * also write the marker field). Write mode also waits for the phase marks,
+ * which read these handles until their callback has noted the time. */
+void strata__infer_drain(strata_infer *inf)
+{
+  const int me = inf->amr->rank;
+  for (int64_t i = 0; i < inf->nel; i++) {
+    const struct element *e = &inf->el[i];
+    if (e->rank != me)
+      continue;
+    starpu_data_handle_t hs[] = {e->in, e->table, e->links};
+    for (size_t k = 0; k < sizeof hs / sizeof *hs; k++)
+      if (hs[k] && strata__acquire(hs[k], STARPU_RW) == 0) /* NULL: the cycle failed first */
+        starpu_data_release(hs[k]);
+  }
+  for (int64_t i = 0; i < inf->nlists; i++)
+    if (strata__acquire(inf->lists[i].h, STARPU_RW) == 0)
+      starpu_data_release(inf->lists[i].h);
+}
+
+int strata_infer_submit(strata_infer *inf)
 {
   strata__clear_error();
   int ret = strata__check_ready();
@@ -110,12 +133,20 @@ int strata_infer_run(strata_infer *inf, strata_infer_stats *stats)
     return ret;
   if (!inf)
     return STRATA_EINVAL;
-  strata_infer_stats st = {0};
-  ret = strata__agree(0, NULL, 0); /* also lines up the start of the cycle */
-  if (ret)
-    return ret;
+  int early = inf->cycle ? strata__fail(STRATA_ESTATE, "a cycle is in flight: "
+                                                       "strata_infer_wait() first")
+                         : 0;
+  struct strata__infer_cycle *c = early ? NULL : calloc(1, sizeof *c);
+  if (!early && !c)
+    early = STRATA_ENOMEM;
+  ret = strata__agree(early, NULL, 0); /* also lines up the start */
+  if (ret) {
+    free(c);
+    return early ? early : ret;
+  }
+  strata_infer_stats *st = &c->st;
   inf->cycles++;
-  const double model_cpu = strata__model_cpu_seconds(inf->p.model);
+  c->model_cpu = strata__model_cpu_seconds(inf->p.model);
   inf->t0 = starpu_timing_now() * 1e-6;
   memset(inf->phase_end, 0, sizeof inf->phase_end);
   strata__infer_drop_masks(inf);
@@ -130,20 +161,18 @@ int strata_infer_run(strata_infer *inf, strata_infer_stats *stats)
     strata__agree(local, NULL, 0); /* strata__infer_gather_needed's agreement */
   note_now(inf, STRATA_INFER_EVALUATE);
 
-  struct transfer *t = NULL;
-  int64_t nt = 0;
   if (!local)
-    local = strata__infer_update_level_array(inf, needed, nneeded, &st);
+    local = strata__infer_update_level_array(inf, needed, nneeded, st);
   if (!local) {
-    local = strata__infer_plan_transfers(inf, &t, &nt);
-    st.reused = !st.created && !st.removed && inf->nel > 0;
+    local = strata__infer_plan_transfers(inf, &c->t, &c->nt);
+    st->reused = !st->created && !st->removed && inf->nel > 0;
     int *ranks = local ? NULL : malloc((size_t)(inf->nel ? inf->nel : 1) * sizeof *ranks);
     if (!local && !ranks)
       local = STRATA_ENOMEM;
-    if (!local && !st.reused)
-      local = strata__infer_place_elements(inf, t, nt, ranks, &st);
-    if (!local && !st.reused)
-      local = strata__infer_apply_placement(inf, ranks, &st);
+    if (!local && !st->reused)
+      local = strata__infer_place_elements(inf, c->t, c->nt, ranks, st);
+    if (!local && !st->reused)
+      local = strata__infer_apply_placement(inf, ranks, st);
     free(ranks);
   }
   free(needed);
@@ -151,27 +180,59 @@ int strata_infer_run(strata_infer *inf, strata_infer_stats *stats)
   phase_barrier(inf);
 
   if (!local && inf->nel > 0) {
-    local = strata__infer_submit_populate(inf, t, nt, &st);
+    local = strata__infer_submit_populate(inf, c->t, c->nt, st);
     phase_barrier(inf);
     if (!local)
       local = strata__infer_submit_apply(inf);
     phase_barrier(inf);
     if (!local)
-      local = strata__infer_submit_update(inf, t, nt, &st);
+      local = strata__infer_submit_update(inf, c->t, c->nt, st);
   }
-  starpu_task_wait_for_all();
-  /* This rank's, until finish_stats gathers them. */
-  st.measured_max = strata__model_cpu_seconds(inf->p.model) - model_cpu;
+  st->submit_seconds = starpu_timing_now() * 1e-6 - inf->t0;
   ret = strata__agree(local, NULL, 0);
-  if (!ret)
-    ret = strata__infer_join_bubbles(inf, &st);
-  else
+  if (ret) {
+    strata__infer_drain(inf);
     strata__infer_drop_bubbles(inf);
-  if (!ret) {
-    finish_stats(inf, t, nt, &st);
-    if (stats)
-      *stats = st;
+    free(c->t);
+    free(c);
+    return local ? local : ret;
   }
-  free(t);
-  return local ? local : ret;
+  inf->cycle = c;
+  inf->amr->busy++;
+  return 0;
+}
+
+int strata_infer_wait(strata_infer *inf, strata_infer_stats *stats)
+{
+  strata__clear_error();
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!inf)
+    return STRATA_EINVAL;
+  struct strata__infer_cycle *c = inf->cycle;
+  ret = strata__agree(c ? 0 : STRATA_ESTATE, NULL, 0);
+  if (ret)
+    return c ? ret : strata__fail(ret, "no cycle in flight: strata_infer_submit() first");
+  strata__infer_drain(inf);
+  inf->cycle = NULL;
+  inf->amr->busy--;
+  strata_infer_stats *st = &c->st;
+  /* This rank's, until finish_stats gathers them. */
+  st->measured_max = strata__model_cpu_seconds(inf->p.model) - c->model_cpu;
+  ret = strata__infer_join_bubbles(inf, st);
+  if (!ret) {
+    finish_stats(inf, c->t, c->nt, st);
+    if (stats)
+      *stats = *st;
+  }
+  free(c->t);
+  free(c);
+  return ret;
+}
+
+int strata_infer_run(strata_infer *inf, strata_infer_stats *stats)
+{
+  int ret = strata_infer_submit(inf);
+  return ret ? ret : strata_infer_wait(inf, stats);
 }

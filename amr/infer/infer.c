@@ -190,7 +190,13 @@ int strata_infer_destroy(strata_infer *inf)
   if (ret)
     return ret;
   strata__live_remove(&inf->live);
-  starpu_task_wait_for_all();
+  if (inf->cycle) { /* submitted, never waited for */
+    strata__infer_drain(inf);
+    inf->amr->busy--;
+    free(inf->cycle->t);
+    free(inf->cycle);
+  }
+  /* The handles go once their last tasks are done; this waits for none. */
   for (int64_t i = 0; i < inf->nel; i++)
     strata__infer_drop_element(&inf->el[i]);
   free(inf->el);
@@ -198,7 +204,6 @@ int strata_infer_destroy(strata_infer *inf)
   strata__infer_drop_lists(inf);
   strata__infer_drop_bubbles(inf);
   starpu_data_unregister_submit(inf->bubble_scratch);
-  starpu_task_wait_for_all();
   starpu_pthread_mutex_destroy(&inf->lock);
   strata__tags_release(&inf->tags);
   free(inf);

@@ -69,6 +69,14 @@ struct transfer {
   int64_t offset; /* in the message between the two ranks, when they differ */
 };
 
+/* The plan and figures of the submitted cycle, until strata_infer_wait(). */
+struct strata__infer_cycle {
+  struct transfer *t;
+  int64_t nt;
+  strata_infer_stats st;
+  double model_cpu; /* the model's CPU seconds on this rank before the cycle */
+};
+
 /* A joined bubble delivered to the local leaf that holds its centre. */
 struct particle {
   strata_amr_block leaf;
@@ -97,7 +105,8 @@ struct strata_infer {
   int64_t nparticles;
   double phase_end[STRATA_INFER_PHASES]; /* seconds after the cycle's start, this rank */
   double t0;
-  starpu_pthread_mutex_t lock; /* phase_end, written from callbacks */
+  starpu_pthread_mutex_t lock;       /* phase_end, written from callbacks */
+  struct strata__infer_cycle *cycle; /* submitted, not yet waited for (cycle.c) */
   strata__live live;
 };
 
@@ -117,6 +126,10 @@ static inline int64_t table_len(const strata_infer *inf)
 {
   return (1 + (int64_t)inf->p.bubble_capacity) * TABLE_COLUMNS;
 }
+
+/* cycle.c */
+/* Wait for the tasks of this method's last cycle, and for nothing else. */
+void strata__infer_drain(strata_infer *inf);
 
 /* infer.c */
 /* Is b a leaf of this rank? (the leaf queries' condition) */

@@ -18,7 +18,9 @@ enum { UNINITIALIZED, READY, FINALIZED };
 
 static struct {
   int state;
-  int owns_mpi; /* Strata called MPI_Init_thread, so it calls MPI_Finalize */
+  int owns_mpi;        /* Strata called MPI_Init_thread, so it calls MPI_Finalize */
+  int owns_starpu;     /* Strata started StarPU, so it shuts it down */
+  int owns_starpu_mpi; /* Strata started StarPU-MPI, so it shuts it down */
   MPI_Comm comm;
   MPI_Comm coll_comm;
   int rank, size;
@@ -39,6 +41,7 @@ void strata_config_init(strata_config *cfg)
   cfg->comm = MPI_COMM_NULL;
   cfg->yield_when_idle = -1;
   cfg->wait_spin_us = -1;
+  cfg->starpu_mpi_running = -1;
 }
 
 const char *strata_version(void) { return STRATA_VERSION_STRING; }
@@ -225,6 +228,76 @@ static int resolve_wait_spin(int configured)
   return configured >= 0 ? configured : 1000;
 }
 
+/* Start StarPU-MPI on the StarPU that runs on every rank, taking a
+ * reference on it (starpu_mpi_shutdown() gives it back): 0 on every rank,
+ * or the same error on every rank with StarPU-MPI stopped again. */
+static int start_starpu_mpi(int *argc, char ***argv, MPI_Comm comm, struct starpu_conf *conf)
+{
+  int ret = starpu_mpi_init_conf(argc, argv, 0, comm, conf);
+  if (ret != 0)
+    strata_log(STRATA_LOG_ERROR, "StarPU-MPI initialisation failed (%d)", ret);
+  int code = ret == 0 ? 0 : STRATA_ESTARPU, agreed = code;
+  MPI_Allreduce(&code, &agreed, 1, MPI_INT, MPI_MIN, comm);
+  if (agreed != 0 && ret == 0)
+    starpu_mpi_shutdown();
+  return agreed;
+}
+
+/* Start StarPU, then StarPU-MPI, as cfg asks; the same code on every rank
+ * (ranks that started stop again when another rank could not). */
+static int start_starpu(int *argc, char ***argv, MPI_Comm comm, const strata_config *cfg,
+                        int *node_ranks)
+{
+  struct starpu_conf conf;
+  starpu_conf_init(&conf); /* environment variables override what we set */
+  if (cfg->ncpu >= 0)
+    conf.ncpus = cfg->ncpu;
+  if (cfg->ncuda >= 0)
+    conf.ncuda = cfg->ncuda;
+  if (!getenv("STARPU_NOPENCL"))
+    conf.nopencl = 0; /* an NVIDIA OpenCL driver would otherwise take a core */
+  if (!getenv("STARPU_SCHED"))
+    conf.sched_policy_name = cfg->sched ? cfg->sched : "lws";
+  int ret = start_starpu_per_node(comm, &conf, node_ranks);
+  if (ret != 0)
+    strata_log(STRATA_LOG_ERROR, "StarPU initialisation failed (%d)", ret);
+  int code = ret == 0 ? 0 : ret == -ENODEV ? STRATA_ENODEV : STRATA_ESTARPU, agreed = code;
+  MPI_Allreduce(&code, &agreed, 1, MPI_INT, MPI_MIN, comm);
+  if (agreed == 0)
+    agreed = start_starpu_mpi(argc, argv, comm, &conf);
+  if (agreed != 0 && starpu_is_initialized())
+    starpu_shutdown();
+  rt.owns_starpu = rt.owns_starpu_mpi = agreed == 0;
+  return agreed;
+}
+
+/* The application runs StarPU: use it as it is (its workers, scheduler and
+ * environment), start StarPU-MPI on it unless the application did, and
+ * leave both running at strata_finalize(). */
+static int attach_starpu(int *argc, char ***argv, MPI_Comm comm, const strata_config *cfg,
+                         int *node_ranks)
+{
+  *node_ranks = 1;
+  MPI_Comm node;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    MPI_Comm_size(node, node_ranks);
+    MPI_Comm_free(&node);
+  }
+  if (cfg->ncpu >= 0 || cfg->ncuda >= 0 || cfg->sched)
+    strata_log(STRATA_LOG_WARN, "StarPU runs already: the workers and scheduler of "
+                                "strata_config are ignored");
+  /* StarPU-MPI has no query for whether it runs; an application that
+   * started StarPU under MPI normally did so with starpu_mpi_init_conf(). */
+  int mpi_running = cfg->starpu_mpi_running != 0;
+  int ret = mpi_running ? 0 : start_starpu_mpi(argc, argv, comm, NULL);
+  rt.owns_starpu = 0;
+  rt.owns_starpu_mpi = ret == 0 && !mpi_running;
+  if (ret == 0)
+    strata_log(STRATA_LOG_INFO, "attached to the application's StarPU%s",
+               mpi_running ? " and StarPU-MPI" : "; StarPU-MPI started on it");
+  return ret;
+}
+
 int strata_init(int *argc, char ***argv, const strata_config *cfg)
 {
   strata__clear_error();
@@ -236,7 +309,8 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
     cfg = &defaults;
   }
   if (cfg->ncpu < -1 || cfg->ncuda < -1 || cfg->yield_when_idle < -1 || cfg->yield_when_idle > 1 ||
-      cfg->wait_spin_us < -1 || cfg->wait_spin_us > 1000000)
+      cfg->wait_spin_us < -1 || cfg->wait_spin_us > 1000000 || cfg->starpu_mpi_running < -1 ||
+      cfg->starpu_mpi_running > 1)
     return STRATA_EINVAL;
   int ret = start_mpi(argc, argv);
   if (ret) {
@@ -256,45 +330,25 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
     return env_agreed;
   }
 
-  struct starpu_conf conf;
-  starpu_conf_init(&conf); /* environment variables override what we set */
-  if (cfg->ncpu >= 0)
-    conf.ncpus = cfg->ncpu;
-  if (cfg->ncuda >= 0)
-    conf.ncuda = cfg->ncuda;
-  if (!getenv("STARPU_NOPENCL"))
-    conf.nopencl = 0; /* an NVIDIA OpenCL driver would otherwise take a core */
-  if (!getenv("STARPU_SCHED"))
-    conf.sched_policy_name = cfg->sched ? cfg->sched : "lws";
-
+  /* The application runs StarPU already, on every rank or on none. */
+  int attach = starpu_is_initialized() != 0, attach_all = attach, attach_any = attach;
+  MPI_Allreduce(&attach, &attach_all, 1, MPI_INT, MPI_MIN, comm);
+  MPI_Allreduce(&attach, &attach_any, 1, MPI_INT, MPI_MAX, comm);
+  if (attach_all != attach_any) {
+    stop_owned_mpi();
+    return strata__fail(STRATA_ESTATE, "StarPU is initialised on some ranks only");
+  }
   /* Buffers StarPU allocates (AMR blocks, arrays) start on cache lines:
    * its default leaves them 16-byte aligned, so every 64-byte AVX-512
    * access and one in two AVX2 accesses would straddle two lines. Only ever
    * raises the alignment. */
   starpu_malloc_set_align(64);
   int node_ranks;
-  ret = start_starpu_per_node(comm, &conf, &node_ranks);
-  if (ret != 0)
-    strata_log(STRATA_LOG_ERROR, "StarPU initialisation failed (%d)", ret);
-  /* Every rank returns the same code: ranks that started stop again, on
-   * their own, when another rank could not. */
-  int code = ret == 0 ? 0 : ret == -ENODEV ? STRATA_ENODEV : STRATA_ESTARPU, agreed = code;
-  MPI_Allreduce(&code, &agreed, 1, MPI_INT, MPI_MIN, comm);
-  if (agreed == 0) {
-    /* StarPU is up everywhere: StarPU-MPI only takes a reference on it. */
-    ret = starpu_mpi_init_conf(argc, argv, 0, comm, &conf);
-    if (ret != 0)
-      strata_log(STRATA_LOG_ERROR, "StarPU-MPI initialisation failed (%d)", ret);
-    code = ret == 0 ? 0 : STRATA_ESTARPU;
-    MPI_Allreduce(&code, &agreed, 1, MPI_INT, MPI_MIN, comm);
-    if (agreed != 0 && ret == 0)
-      starpu_mpi_shutdown();
-  }
-  if (agreed != 0) {
-    if (starpu_is_initialized())
-      starpu_shutdown();
+  ret = attach ? attach_starpu(argc, argv, comm, cfg, &node_ranks)
+               : start_starpu(argc, argv, comm, cfg, &node_ranks);
+  if (ret) {
     stop_owned_mpi();
-    return agreed;
+    return ret;
   }
   MPI_Comm_rank(comm, &rt.rank);
   MPI_Comm_size(comm, &rt.size);
@@ -331,8 +385,9 @@ int strata_finalize(void)
   if (rt.idle_hook >= 0)
     starpu_idle_hook_deregister(rt.idle_hook);
   rt.idle_hook = -1;
-  starpu_mpi_shutdown();
-  if (starpu_is_initialized())
+  if (rt.owns_starpu_mpi)
+    starpu_mpi_shutdown();
+  if (rt.owns_starpu && starpu_is_initialized())
     starpu_shutdown();
   MPI_Comm_free(&rt.coll_comm);
   rt.comm = MPI_COMM_NULL;

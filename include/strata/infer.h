@@ -156,6 +156,10 @@ typedef struct strata_infer_stats {
    *  phases overlap, so this is each phase's share of the critical path. */
   double seconds[STRATA_INFER_PHASES];
   double total; /**< wall time of the cycle (seconds, slowest rank) */
+  /** Seconds from the cycle's start until strata_infer_submit() returned
+   *  (slowest rank): the part of the cycle the caller's thread spends; the
+   *  tasks submitted by then run while the caller does other work. */
+  double submit_seconds;
   /** Predicted work per rank at this cycle's placement: its elements over
    *  its speed at the model (seconds with StarPU's measured times, else
    *  elements per worker; see STRATA_INFER_PLACE_MEASURED), largest and
@@ -186,13 +190,38 @@ int strata_infer_check_geometry(const strata_amr_params *a, const strata_infer_p
  *  output is not a probability, N not accepted by the model. */
 int strata_infer_create(strata_amr *amr, const strata_infer_params *p, strata_infer **out);
 
-/** @brief Free the method and its level array. NULL is a no-op. */
+/** @brief Free the method and its level array. NULL is a no-op. A cycle
+ *  still in flight is waited for first (its tasks only). */
 int strata_infer_destroy(strata_infer *inf);
 
-/** @brief Run one cycle (the five phases) on the hierarchy as it is now;
- *  returns when the cycle's tasks have completed on every rank.
+/** @brief Run one cycle (the five phases) on the hierarchy as it is now:
+ *  strata_infer_submit() then strata_infer_wait(). Collective.
  *  @p stats may be NULL. */
 int strata_infer_run(strata_infer *inf, strata_infer_stats *stats);
+
+/** @brief Submit one cycle on the hierarchy as it is now and return once
+ *  its tasks are submitted, without waiting for them to run. Collective.
+ *
+ *  The calling thread waits only where the plan needs a result: for the
+ *  evaluate tasks (the masks decide which elements exist), then for the
+ *  agreement on the element set and its placement (collectives of size
+ *  O(elements)). The populate, apply and update tasks are submitted and
+ *  left to run beside the application's own tasks, ordered against them by
+ *  their data: the application may submit its next time step at once.
+ *  Until strata_infer_wait(), the hierarchy must not be adapted or
+ *  destroyed (STRATA_ESTATE) and the method's results are the previous
+ *  cycle's. In the bulk-synchronous mode every phase still ends with a
+ *  barrier over all tasks.
+ *  @return 0; STRATA_ESTATE when a cycle is already in flight; the codes
+ *          of strata_infer_run(), the same on every rank. */
+int strata_infer_submit(strata_infer *inf);
+
+/** @brief Wait for the cycle that strata_infer_submit() started, and only
+ *  for this method's tasks (never with starpu_task_wait_for_all(): the
+ *  application's tasks keep running), then join the bubbles and deliver
+ *  them (see strata_infer_bubbles()). Collective. @p stats may be NULL.
+ *  @return 0; STRATA_ESTATE when no cycle is in flight. */
+int strata_infer_wait(strata_infer *inf, strata_infer_stats *stats);
 
 /** @brief The parameters in use (fields resolved), NULL for NULL. Not collective. */
 const strata_infer_params *strata_infer_get_params(const strata_infer *inf);

@@ -37,6 +37,13 @@ typedef struct strata_config {
    *  oversubscribed node. The environment variable STRATA_WAIT_SPIN_US takes
    *  precedence. */
   int wait_spin_us;
+  /** When the application initialised StarPU before strata_init() (Strata
+   *  then attaches to it and leaves it running): 1 when the application
+   *  also started StarPU-MPI (starpu_mpi_init_conf() or starpu_mpi_init()),
+   *  0 when it did not and Strata should start StarPU-MPI on its StarPU
+   *  (and stop it at strata_finalize()); -1 (default): 1. StarPU-MPI has
+   *  no call that tells whether it runs. Ignored when Strata starts StarPU. */
+  int starpu_mpi_running;
 } strata_config;
 
 /** @brief Fill @p cfg with the defaults (every field "let StarPU decide",
@@ -45,6 +52,14 @@ void strata_config_init(strata_config *cfg);
 
 /** @brief Start Strata: MPI (when the application has not initialised it,
  *  asking for MPI_THREAD_MULTIPLE), StarPU and StarPU-MPI.
+ *
+ *  When the application has initialised StarPU already (on every rank),
+ *  Strata attaches to it: it uses the application's workers and scheduler
+ *  and does not start StarPU again, and it starts StarPU-MPI only as
+ *  strata_config::starpu_mpi_running says. strata_finalize() then leaves
+ *  StarPU (and StarPU-MPI unless Strata started it) running for the
+ *  application to shut down. StarPU running on some ranks only gives
+ *  STRATA_ESTATE on every rank.
  *
  *  Works in a plain process without mpiexec (one rank). Calling it again
  *  while initialised does nothing and returns 0. After strata_finalize() it
@@ -60,9 +75,10 @@ void strata_config_init(strata_config *cfg);
  *          configuration. */
 int strata_init(int *argc, char ***argv, const strata_config *cfg);
 
-/** @brief Stop Strata: waits for submitted tasks, destroys the arrays still
- *  alive (listing them at log level debug), shuts down StarPU-MPI and StarPU,
- *  and MPI when Strata started it. Safe to call when not initialised. */
+/** @brief Stop Strata: waits for submitted tasks (the application's too),
+ *  destroys the arrays still alive (listing them at log level debug), shuts
+ *  down StarPU-MPI and StarPU where Strata started them, and MPI when Strata
+ *  started it. Safe to call when not initialised. */
 int strata_finalize(void);
 
 /** @brief 1 when Strata is initialised, else 0. */

@@ -1,0 +1,228 @@
+/* Strata inside an application that runs StarPU tasks of its own.
+ *   test_embed strata|app-mpi|app-starpu|app-mpi-starpu
+ * strata: Strata starts MPI and StarPU. app-mpi: the application started
+ * MPI and StarPU-MPI (starpu_mpi_init_conf); app-starpu: only StarPU,
+ * without MPI; app-mpi-starpu: MPI and StarPU, not StarPU-MPI. In the app-*
+ * modes strata_init attaches and strata_finalize leaves StarPU running.
+ *
+ * In every mode an inference cycle runs beside two application tasks: a
+ * gate that holds a worker until the test opens it, submitted before the
+ * cycle, and a time step submitted once strata_infer_submit returned.
+ * strata_infer_wait must return while the gate is still closed (it waits
+ * for the method's tasks only), strata_infer_submit before the model has
+ * run on every array (the cycle overlaps the caller), and the bubbles must
+ * be the two blobs. */
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include <starpu_mpi.h>
+#include <strata/infer.h>
+
+#include "amr_check.h"
+
+/* ---- the application's tasks ---- */
+
+enum { GATE_CLOSED, GATE_OPEN, GATE_PASSED, GATE_TIMED_OUT };
+static atomic_int gate = GATE_CLOSED;
+
+static void gate_cpu(void *buffers[], void *arg)
+{
+  (void)buffers;
+  (void)arg;
+  for (int ms = 0; ms < 60000; ms++) { /* a broken wait must not hang the test */
+    if (atomic_load(&gate) == GATE_OPEN) {
+      atomic_store(&gate, GATE_PASSED);
+      return;
+    }
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  }
+  atomic_store(&gate, GATE_TIMED_OUT);
+}
+
+static void step_cpu(void *buffers[], void *arg)
+{
+  (void)arg;
+  ((double *)STARPU_VECTOR_GET_PTR(buffers[0]))[0] += 1;
+}
+
+static struct starpu_codelet gate_cl = {
+    .cpu_funcs = {gate_cpu}, .nbuffers = 1, .modes = {STARPU_RW}, .name = "app_gate"};
+static struct starpu_codelet step_cl = {
+    .cpu_funcs = {step_cpu}, .nbuffers = 1, .modes = {STARPU_RW}, .name = "app_step"};
+
+static struct starpu_task *app_task(struct starpu_codelet *cl, starpu_data_handle_t h)
+{
+  struct starpu_task *t = starpu_task_create();
+  t->cl = cl;
+  t->handles[0] = h;
+  t->detach = 0;
+  CHECK_EQ(starpu_task_submit(t), 0);
+  return t;
+}
+
+/* ---- a slow step model: 1 above density 2, 0 elsewhere, 50 ms an array ---- */
+
+static atomic_int arrays_done;
+
+static void slow_step(void *user, const float *in, float *out, int64_t n, void *scratch)
+{
+  (void)user;
+  (void)scratch;
+  nanosleep(&(struct timespec){0, 50000000}, NULL);
+  for (int64_t i = 0; i < n * n * n; i++)
+    out[i] = in[i] > 2.0f ? 1.0f : 0.0f;
+  atomic_fetch_add(&arrays_done, 1);
+}
+
+static strata_model *slow_step_model(void)
+{
+  static const char *const fields[] = {"density"};
+  strata_model_ops ops = {.name = "slow_step",
+                          .in_channels = 1,
+                          .out_channels = 1,
+                          .input_fields = fields,
+                          .n_input_fields = 1,
+                          .output = STRATA_MODEL_PROBABILITY,
+                          .cpu = slow_step};
+  strata_model *m = NULL;
+  CHECK_EQ(strata_model_create(&ops, &m), 0);
+  return m;
+}
+
+/* ---- the cycle beside the application ---- */
+
+static void cycle_beside_app(void)
+{
+  strata_amr_params p;
+  strata_amr_params_init(&p);
+  p.block_cells = 8;
+  p.max_level = 2;
+  strata_amr *amr = NULL;
+  CHECK_EQ(strata_amr_create(&p, &amr), 0);
+  for (int step = 0; step < 2; step++) {
+    int64_t n = strata_amr_num_leaves(amr);
+    int8_t *flags = malloc((size_t)n);
+    memset(flags, 1, (size_t)n);
+    CHECK_EQ(strata_amr_adapt_flags(amr, flags, NULL), 0);
+    free(flags);
+  }
+  const double centres[6] = {0.3, 0.3, 0.3, 0.7, 0.6, 0.7}, sigma[2] = {0.02, 0.02},
+               amp[2] = {10, 10};
+  strata_amr_problem *problem;
+  CHECK_EQ(strata_amr_problem_blobs(2, centres, sigma, amp, &problem), 0);
+  CHECK_EQ(strata_amr_fill(amr, problem), 0);
+  CHECK_EQ(strata_amr_fill_ghosts(amr), 0);
+  strata_amr_problem_destroy(problem);
+  strata_model *model = slow_step_model();
+  strata_infer_params ip;
+  strata_infer_params_init(&ip);
+  ip.level_base = 1;
+  ip.level_array = 2;
+  ip.level_infer = 2;
+  ip.model = model;
+  ip.reference = STRATA_INFER_FIXED;
+  ip.overdensity_threshold = 1.5;
+  strata_infer *inf = NULL;
+  CHECK_EQ(strata_infer_create(amr, &ip, &inf), 0);
+
+  double gate_value = 0, step_value = 0;
+  starpu_data_handle_t gate_h, step_h;
+  starpu_variable_data_register(&gate_h, STARPU_MAIN_RAM, (uintptr_t)&gate_value,
+                                sizeof gate_value);
+  starpu_vector_data_register(&step_h, STARPU_MAIN_RAM, (uintptr_t)&step_value, 1,
+                              sizeof step_value);
+  struct starpu_task *gate_task = app_task(&gate_cl, gate_h);
+
+  atomic_store(&arrays_done, 0);
+  CHECK_EQ(strata_infer_submit(inf), 0);
+  const int done_at_submit = atomic_load(&arrays_done);
+  CHECK_EQ(strata_infer_submit(inf), STRATA_ESTATE); /* one cycle in flight */
+  int8_t flag = 0;
+  CHECK_EQ(strata_amr_adapt_flags(amr, &flag, NULL), STRATA_ESTATE); /* the plan uses the tree */
+  struct starpu_task *step_task = app_task(&step_cl, step_h);
+
+  strata_infer_stats st;
+  CHECK_EQ(strata_infer_wait(inf, &st), 0);
+  CHECK_EQ(atomic_load(&gate), GATE_CLOSED); /* the application's task is not waited for */
+  CHECK_EQ(strata_infer_wait(inf, &st), STRATA_ESTATE);
+  CHECK_EQ(st.bubbles, 2);
+  CHECK(st.submit_seconds > 0 && st.submit_seconds < st.total);
+  CHECK_EQ(atomic_load(&arrays_done), st.elements_local);
+  /* The callers got their threads back before the model had run on every
+   * array (submit's last step is an agreement, so count over all ranks). */
+  int done_at_submits = 0;
+  MPI_Allreduce(&done_at_submit, &done_at_submits, 1, MPI_INT, MPI_SUM, strata_comm());
+  CHECK(done_at_submits < st.elements);
+  CHECK_EQ(starpu_task_wait(step_task), 0);
+  CHECK_EQ(step_value, 1);
+
+  /* A second cycle through strata_infer_run, the gate still closed. */
+  CHECK_EQ(strata_infer_run(inf, &st), 0);
+  CHECK_EQ(st.bubbles, 2);
+  CHECK_EQ(atomic_load(&gate), GATE_CLOSED);
+  atomic_store(&gate, GATE_OPEN);
+  CHECK_EQ(starpu_task_wait(gate_task), 0);
+  CHECK_EQ(atomic_load(&gate), GATE_PASSED);
+
+  /* Destroying a method with a cycle in flight waits for that cycle. */
+  CHECK_EQ(strata_infer_submit(inf), 0);
+  CHECK_EQ(strata_infer_destroy(inf), 0);
+  starpu_data_unregister(gate_h);
+  starpu_data_unregister(step_h);
+  CHECK_EQ(strata_model_destroy(model), 0);
+  CHECK_EQ(strata_amr_destroy(amr), 0);
+}
+
+/* StarPU still serves the application after strata_finalize. */
+static void app_still_runs(void)
+{
+  CHECK(starpu_is_initialized());
+  double v = 0;
+  starpu_data_handle_t h;
+  starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)&v, 1, sizeof v);
+  CHECK_EQ(starpu_task_wait(app_task(&step_cl, h)), 0);
+  starpu_data_unregister(h);
+  CHECK_EQ(v, 1);
+}
+
+int main(int argc, char **argv)
+{
+  const char *mode = argc > 1 ? argv[1] : "strata";
+  const int app_mpi = !strcmp(mode, "app-mpi") || !strcmp(mode, "app-mpi-starpu");
+  const int app_starpu = strcmp(mode, "strata") != 0;
+  const int app_starpu_mpi = !strcmp(mode, "app-mpi");
+  if (app_starpu && !app_mpi && strcmp(mode, "app-starpu")) {
+    fprintf(stderr, "usage: %s [strata|app-mpi|app-starpu|app-mpi-starpu]\n", argv[0]);
+    return 2;
+  }
+  if (app_mpi) {
+    int provided;
+    CHECK_EQ(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided), MPI_SUCCESS);
+  }
+  if (app_starpu_mpi)
+    CHECK_EQ(starpu_mpi_init_conf(&argc, &argv, 0, MPI_COMM_WORLD, NULL), 0);
+  else if (app_starpu)
+    CHECK_EQ(starpu_init(NULL), 0);
+
+  strata_config cfg;
+  strata_config_init(&cfg);
+  cfg.starpu_mpi_running = app_starpu_mpi;
+  CHECK_EQ(strata_init(&argc, &argv, &cfg), 0);
+  cycle_beside_app();
+  CHECK_EQ(strata_finalize(), 0);
+
+  if (app_starpu) {
+    app_still_runs();
+    if (app_starpu_mpi)
+      starpu_mpi_shutdown(); /* it also stops the StarPU it started */
+    else
+      starpu_shutdown();
+  }
+  CHECK(!starpu_is_initialized());
+  if (app_mpi)
+    MPI_Finalize();
+  if (!check_failures)
+    printf("test_embed %s: ok\n", mode);
+  return check_status();
+}
