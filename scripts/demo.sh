@@ -8,7 +8,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 bash scripts/setup.sh
 build=${STRATA_BUILD_DIR:-build}
-cmake -S . -B "$build" >/dev/null
+# Debian's StarPU, or StarPU with CUDA where a GPU is (scripts/starpu-select.sh).
+eval "$(bash scripts/starpu-select.sh --env)"
+cmake -S . -B "$build" -DSTRATA_STARPU_SERIES="$STRATA_STARPU_SERIES" >/dev/null
 cmake --build "$build" -j "$(nproc)"
 . scripts/env.sh
 export STARPU_NCPU=${STARPU_NCPU:-1}

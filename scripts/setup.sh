@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages Strata needs; packages already present are
-# left alone, and nothing is downloaded when everything is there.
+# left alone, and nothing is downloaded when everything is there. Where a
+# GPU and nvcc are, also build the CUDA StarPU the default build then uses.
 set -euo pipefail
 
 packages=(
@@ -35,14 +36,20 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
-  exit 0
+else
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo=(sudo)
+  fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then
-  sudo=(sudo)
+# Where a GPU is, the default build uses StarPU 1.4 with CUDA, built once
+# into a cached prefix (scripts/starpu-select.sh says why, either way).
+scripts=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ "$(bash "$scripts/starpu-select.sh")" = cuda ]; then
+  bash "$scripts/build-starpu.sh" 1.4 >/dev/null
 fi
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
