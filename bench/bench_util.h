@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 /* Monotonic time in seconds. */
@@ -52,9 +53,29 @@ static inline int bench_options(int argc, char **argv, const char *name, int *ro
   return 0;
 }
 
-/* Print a benchmark's JSON report on stdout and free it. */
+/* Print a benchmark's JSON report on stdout and free it, with what the
+ * machine did meanwhile: this process's page faults over the whole run
+ * (fresh pages cost as much as some of the work measured) and the load
+ * average when it ended (other work on a shared machine skews every time). */
 static inline void bench_print_json(cJSON *root)
 {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) == 0) {
+    cJSON *faults = cJSON_AddObjectToObject(root, "page_faults");
+    cJSON_AddNumberToObject(faults, "minor", (double)ru.ru_minflt);
+    cJSON_AddNumberToObject(faults, "major", (double)ru.ru_majflt);
+  }
+  double load[3];
+  FILE *f = fopen("/proc/loadavg", "r");
+  int got = f ? fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) : 0;
+  if (f)
+    fclose(f);
+  if (got == 3) {
+    cJSON *avg = cJSON_AddObjectToObject(root, "load_average");
+    cJSON_AddNumberToObject(avg, "1min", load[0]);
+    cJSON_AddNumberToObject(avg, "5min", load[1]);
+    cJSON_AddNumberToObject(avg, "15min", load[2]);
+  }
   char *text = cJSON_Print(root);
   puts(text);
   free(text);
