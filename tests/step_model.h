@@ -18,7 +18,9 @@ static void step_cpu(void *user, const float *in, float *out, int64_t n, void *s
     out[i] = in[i] > step_level ? 1.0f : 0.0f;
 }
 
-static inline strata_model *step_model(void)
+/* A one-channel probability model of density with the given CPU function. */
+static inline strata_model *step_model_with(void (*cpu)(void *, const float *, float *, int64_t,
+                                                        void *))
 {
   static const char *const fields[] = {"density"};
   strata_model_ops ops = {.name = "step",
@@ -27,10 +29,12 @@ static inline strata_model *step_model(void)
                           .input_fields = fields,
                           .n_input_fields = 1,
                           .output = STRATA_MODEL_PROBABILITY,
-                          .cpu = step_cpu};
+                          .cpu = cpu};
   strata_model *m = NULL;
   CHECK_EQ(strata_model_create(&ops, &m), 0);
   return m;
 }
+
+static inline strata_model *step_model(void) { return step_model_with(step_cpu); }
 
 #endif

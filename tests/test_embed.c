@@ -17,9 +17,9 @@
 #include <time.h>
 
 #include <starpu_mpi.h>
-#include <strata/infer.h>
 
-#include "amr_check.h"
+#include "blob_method.h"
+#include "step_model.h"
 
 /* ---- the application's tasks ---- */
 
@@ -40,7 +40,7 @@ static void gate_cpu(void *buffers[], void *arg)
   atomic_store(&gate, GATE_TIMED_OUT);
 }
 
-static void step_cpu(void *buffers[], void *arg)
+static void time_step_cpu(void *buffers[], void *arg)
 {
   (void)arg;
   ((double *)STARPU_VECTOR_GET_PTR(buffers[0]))[0] += 1;
@@ -49,7 +49,7 @@ static void step_cpu(void *buffers[], void *arg)
 static struct starpu_codelet gate_cl = {
     .cpu_funcs = {gate_cpu}, .nbuffers = 1, .modes = {STARPU_RW}, .name = "app_gate"};
 static struct starpu_codelet step_cl = {
-    .cpu_funcs = {step_cpu}, .nbuffers = 1, .modes = {STARPU_RW}, .name = "app_step"};
+    .cpu_funcs = {time_step_cpu}, .nbuffers = 1, .modes = {STARPU_RW}, .name = "app_step"};
 
 static struct starpu_task *app_task(struct starpu_codelet *cl, starpu_data_handle_t h)
 {
@@ -61,70 +61,25 @@ static struct starpu_task *app_task(struct starpu_codelet *cl, starpu_data_handl
   return t;
 }
 
-/* ---- a slow step model: 1 above density 2, 0 elsewhere, 50 ms an array ---- */
+/* ---- the step model (step_model.h), 50 ms an array ---- */
 
 static atomic_int arrays_done;
 
 static void slow_step(void *user, const float *in, float *out, int64_t n, void *scratch)
 {
-  (void)user;
-  (void)scratch;
   nanosleep(&(struct timespec){0, 50000000}, NULL);
-  for (int64_t i = 0; i < n * n * n; i++)
-    out[i] = in[i] > 2.0f ? 1.0f : 0.0f;
+  step_cpu(user, in, out, n, scratch);
   atomic_fetch_add(&arrays_done, 1);
-}
-
-static strata_model *slow_step_model(void)
-{
-  static const char *const fields[] = {"density"};
-  strata_model_ops ops = {.name = "slow_step",
-                          .in_channels = 1,
-                          .out_channels = 1,
-                          .input_fields = fields,
-                          .n_input_fields = 1,
-                          .output = STRATA_MODEL_PROBABILITY,
-                          .cpu = slow_step};
-  strata_model *m = NULL;
-  CHECK_EQ(strata_model_create(&ops, &m), 0);
-  return m;
 }
 
 /* ---- the cycle beside the application ---- */
 
 static void cycle_beside_app(void)
 {
-  strata_amr_params p;
-  strata_amr_params_init(&p);
-  p.block_cells = 8;
-  p.max_level = 2;
-  strata_amr *amr = NULL;
-  CHECK_EQ(strata_amr_create(&p, &amr), 0);
-  for (int step = 0; step < 2; step++) {
-    int64_t n = strata_amr_num_leaves(amr);
-    int8_t *flags = malloc((size_t)n);
-    memset(flags, 1, (size_t)n);
-    CHECK_EQ(strata_amr_adapt_flags(amr, flags, NULL), 0);
-    free(flags);
-  }
-  const double centres[6] = {0.3, 0.3, 0.3, 0.7, 0.6, 0.7}, sigma[2] = {0.02, 0.02},
-               amp[2] = {10, 10};
-  strata_amr_problem *problem;
-  CHECK_EQ(strata_amr_problem_blobs(2, centres, sigma, amp, &problem), 0);
-  CHECK_EQ(strata_amr_fill(amr, problem), 0);
-  CHECK_EQ(strata_amr_fill_ghosts(amr), 0);
-  strata_amr_problem_destroy(problem);
-  strata_model *model = slow_step_model();
-  strata_infer_params ip;
-  strata_infer_params_init(&ip);
-  ip.level_base = 1;
-  ip.level_array = 2;
-  ip.level_infer = 2;
-  ip.model = model;
-  ip.reference = STRATA_INFER_FIXED;
-  ip.overdensity_threshold = 1.5;
-  strata_infer *inf = NULL;
-  CHECK_EQ(strata_infer_create(amr, &ip, &inf), 0);
+  const double centres[6] = {0.3, 0.3, 0.3, 0.7, 0.6, 0.7};
+  strata_amr *amr = blob_hierarchy(2, centres);
+  strata_model *model = step_model_with(slow_step);
+  strata_infer *inf = blob_method(amr, model);
 
   double gate_value = 0, step_value = 0;
   starpu_data_handle_t gate_h, step_h;
