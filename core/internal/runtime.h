@@ -37,17 +37,15 @@ int64_t strata__live_count(strata__registry *r);
 /* Destroy every object of `r`, newest first, reporting each (debug). */
 void strata__live_destroy_all(strata__registry *r);
 
-/* Pinned host memory through StarPU. The flags variants exist in 1.3 and
- * 1.4 (where plain starpu_free is deprecated); the free takes the size. */
-static inline int strata__host_alloc(void **p, size_t n)
-{
-  return starpu_malloc_flags(p, n, STARPU_MALLOC_PINNED);
-}
-static inline void strata__host_free(void *p, size_t n)
-{
-  if (p)
-    starpu_free_flags(p, n, STARPU_MALLOC_PINNED);
-}
+/* Pinned host memory through StarPU (host_memory.c). Large blocks that are
+ * freed are kept for the next allocation of the same size, so that arrays,
+ * exchange buffers and outputs made again and again do not fault in fresh
+ * pages each time; fresh large blocks ask for transparent huge pages. The
+ * free takes the size given to the allocation. */
+int strata__host_alloc(void **p, size_t n);
+void strata__host_free(void *p, size_t n);
+/* Give the kept blocks back (strata_finalize). */
+void strata__host_cache_flush(void);
 
 struct strata_array {
   int ndim;

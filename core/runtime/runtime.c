@@ -381,6 +381,7 @@ int strata_finalize(void)
     rt.hooks[k]();
   rt.nhooks = 0;
   strata__live_destroy_all(&strata__arrays);
+  strata__host_cache_flush();
   strata__codelets_stop();
   if (rt.idle_hook >= 0)
     starpu_idle_hook_deregister(rt.idle_hook);

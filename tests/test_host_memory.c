@@ -1,0 +1,77 @@
+/* The host memory cache (core/runtime/host_memory.c): a large freed block
+ * comes back for the next allocation of its size, newest first, and the
+ * budget (STRATA_HOST_CACHE_MB) evicts the oldest; small blocks and other
+ * sizes are not cached; strata_finalize gives the blocks back. */
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "internal/runtime.h"
+
+enum { MIB = 1 << 20 };
+
+static void *alloc_touched(size_t n)
+{
+  void *p = NULL;
+  CHECK_EQ(strata__host_alloc(&p, n), 0);
+  if (p)
+    memset(p, 1, n);
+  return p;
+}
+
+/* Default budget: reuse by size, newest first; small blocks not kept. */
+static void reuse(void)
+{
+  void *a = alloc_touched(MIB), *b = alloc_touched(MIB);
+  strata__host_free(a, MIB);
+  strata__host_free(b, MIB);
+  void *c = alloc_touched(MIB), *d = alloc_touched(MIB);
+  CHECK(c == b); /* the newest block of that size first */
+  CHECK(d == a);
+  void *e = alloc_touched(2 * MIB); /* no block of that size is kept */
+  CHECK(e != a && e != b);
+  strata__host_free(c, MIB);
+  void *f = alloc_touched(MIB + 4096); /* sizes must match exactly */
+  CHECK(f != c);
+  strata__host_free(d, MIB);
+  strata__host_free(e, 2 * MIB);
+  strata__host_free(f, MIB + 4096);
+  void *small = alloc_touched(4096);
+  strata__host_free(small, 4096);
+}
+
+/* A 2 MiB budget keeps the two newest of three 1 MiB blocks. */
+static void budget(void)
+{
+  void *p[3];
+  for (int k = 0; k < 3; k++)
+    p[k] = alloc_touched(MIB);
+  for (int k = 0; k < 3; k++)
+    strata__host_free(p[k], MIB);
+  void *q[3];
+  for (int k = 0; k < 3; k++)
+    q[k] = alloc_touched(MIB);
+  CHECK(q[0] == p[2]);
+  CHECK(q[1] == p[1]);
+  CHECK(q[2] != p[1] && q[2] != p[2]); /* p[0] was given back: any address */
+  for (int k = 0; k < 3; k++)
+    strata__host_free(q[k], MIB);
+}
+
+int main(int argc, char **argv)
+{
+  int provided; /* the test owns MPI, so that Strata may start twice */
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  unsetenv("STRATA_HOST_CACHE_MB");
+  check_init(&argc, &argv);
+  reuse();
+  CHECK_EQ(strata_finalize(), 0);
+  setenv("STRATA_HOST_CACHE_MB", "2", 1); /* read again after a finalize */
+  check_init(&argc, &argv);
+  budget();
+  CHECK_EQ(strata_finalize(), 0);
+  MPI_Finalize();
+  if (!check_failures)
+    printf("test_host_memory: ok\n");
+  return check_status();
+}
