@@ -30,6 +30,17 @@ static inline double bench_median(double *v, int n)
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* The q-quantile of v[0..n) (sorts v): the smallest value that at least
+ * q n of the values do not exceed. */
+static inline double bench_percentile(double *v, int n, double q)
+{
+  qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+  int k = (int)(q * n); /* the rank ceil(q n), counted from 1 */
+  if ((double)k < q * n)
+    k++;
+  return v[k < 1 ? 0 : k > n ? n - 1 : k - 1];
+}
+
 /* The common options `--rounds R` and `--quick`; 0, or 2 after printing
  * the usage of `name` on an unknown argument. */
 static inline int bench_options(int argc, char **argv, const char *name, int *rounds, int *quick)

@@ -30,6 +30,7 @@ enum { SHORT_GRAPH = 8 }; /* tasks in a short graph */
 
 struct timing {
   double total_us, submit_us; /* per task: end to end, and submission alone */
+  double wait_us;             /* the whole batch: from the last submission to the end of the wait */
 };
 
 /* How a batch is waited for: every task, or the last value of the array. */
@@ -75,16 +76,20 @@ static struct timing batch(struct path p, int chained, int n, strata_array *a)
   } else {
     starpu_task_wait_for_all();
   }
-  return (struct timing){(bench_now() - t0) * 1e6 / n, (t1 - t0) * 1e6 / n};
+  double t2 = bench_now();
+  return (struct timing){(t2 - t0) * 1e6 / n, (t1 - t0) * 1e6 / n, (t2 - t1) * 1e6};
 }
 
 /* Per round, one batch of each path in alternating order (against drift):
- * a JSON row with the medians and the median paired ratio Strata / bare. */
+ * a JSON row with the medians and the median paired ratio Strata / bare,
+ * and the median and 99th percentile of each path's wait (the latency a
+ * caller sees once it has submitted the batch). */
 static cJSON *compare(const char *sched, const char *pattern, struct path bare_path,
                       struct path strata_path, int chained, int n, int rounds, strata_array *a,
                       double *ratio_out)
 {
-  double *t = malloc((size_t)(6 * rounds) * sizeof *t);
+  double *t = malloc((size_t)(8 * rounds) * sizeof *t);
+  double *bare_wait = t + 6 * rounds, *mine_wait = t + 7 * rounds;
   double *bare = t, *mine = t + rounds, *bare_sub = t + 2 * rounds, *mine_sub = t + 3 * rounds;
   double *ratio = t + 4 * rounds, *ratio_sub = t + 5 * rounds;
   batch(bare_path, chained, n / 10 + 1, a); /* warm up */
@@ -97,6 +102,7 @@ static cJSON *compare(const char *sched, const char *pattern, struct path bare_p
     bare_sub[r] = b.submit_us, mine_sub[r] = s.submit_us;
     ratio[r] = s.total_us / b.total_us;
     ratio_sub[r] = s.submit_us / b.submit_us;
+    bare_wait[r] = b.wait_us, mine_wait[r] = s.wait_us;
   }
   cJSON *row = cJSON_CreateObject();
   cJSON_AddStringToObject(row, "scheduler", sched);
@@ -109,6 +115,10 @@ static cJSON *compare(const char *sched, const char *pattern, struct path bare_p
   cJSON_AddNumberToObject(row, "bare_submit_us_per_task", bench_median(bare_sub, rounds));
   cJSON_AddNumberToObject(row, "strata_submit_us_per_task", bench_median(mine_sub, rounds));
   cJSON_AddNumberToObject(row, "submit_ratio", bench_median(ratio_sub, rounds));
+  cJSON_AddNumberToObject(row, "bare_wait_us_median", bench_median(bare_wait, rounds));
+  cJSON_AddNumberToObject(row, "bare_wait_us_p99", bench_percentile(bare_wait, rounds, 0.99));
+  cJSON_AddNumberToObject(row, "strata_wait_us_median", bench_median(mine_wait, rounds));
+  cJSON_AddNumberToObject(row, "strata_wait_us_p99", bench_percentile(mine_wait, rounds, 0.99));
   free(t);
   return row;
 }
