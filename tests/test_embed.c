@@ -14,6 +14,7 @@
  * be the two blobs. */
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <starpu_mpi.h>
@@ -141,6 +142,22 @@ static void app_still_runs(void)
   CHECK_EQ(v, 1);
 }
 
+/* Ranks that start StarPU at once on a fresh STARPU_HOME race on its bus
+ * calibration files (StarPU 1.3 aborts on a half-written one): strata_init
+ * starts a node's ranks one after another, and an application would too.
+ * Here, before MPI exists in some modes, each rank gets a home of its own. */
+static void own_starpu_home(void)
+{
+  const char *home = getenv("STARPU_HOME"), *rank = getenv("OMPI_COMM_WORLD_RANK");
+  if (!home || !rank)
+    return;
+  static char dir[1024];
+  snprintf(dir, sizeof dir, "%s/rank%s", home, rank);
+  mkdir(home, 0755);
+  mkdir(dir, 0755);
+  setenv("STARPU_HOME", dir, 1);
+}
+
 int main(int argc, char **argv)
 {
   const char *mode = argc > 1 ? argv[1] : "strata";
@@ -151,6 +168,8 @@ int main(int argc, char **argv)
     fprintf(stderr, "usage: %s [strata|app-mpi|app-starpu|app-mpi-starpu]\n", argv[0]);
     return 2;
   }
+  if (app_starpu)
+    own_starpu_home();
   if (app_mpi) {
     int provided;
     CHECK_EQ(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided), MPI_SUCCESS);
