@@ -10,7 +10,10 @@
  * round of tasks follows one plain kernel call and is waited for with
  * strata_wait_all(). Buffers are 64-byte aligned, like StarPU's under
  * Strata. Run with STARPU_NCPU=1 to compare the tasks like for like.
- * Targets: kernel >= 0.6 x memcpy, tasks >= 0.8 x kernel. Also the tasks
+ * Targets: kernel >= 0.6 x memcpy, tasks >= 0.8 x kernel. The pair is
+ * also timed from memory, after writing twice the last-level cache
+ * (kernel_vs_memcpy_cold): with a cache as large as this VM's 300 MiB L3,
+ * the warm pair only measures the cache. Also the tasks
  * against the same family kernels called directly on blocks like theirs
  * (tasks_vs_direct: what StarPU costs). Prints JSON with medians over the
  * rounds; the ratios are medians of paired per-round ratios.
@@ -31,6 +34,29 @@
 /* On a cache line, like the buffers StarPU allocates under Strata. */
 static void *aligned(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
 
+/* Writing twice the last-level cache's size evicts the buffers timed next
+ * (sysfs's size of cpu0's highest cache; 64 MiB when unknown). */
+static size_t evict_bytes(void)
+{
+  size_t largest = 0;
+  for (int index = 0; index < 8; index++) {
+    char path[96], unit = 0;
+    unsigned long size = 0;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      break;
+    if (fscanf(f, "%lu%c", &size, &unit) >= 1) {
+      size_t bytes = unit == 'K' ? size << 10 : unit == 'M' ? size << 20 : size;
+      largest = bytes > largest ? bytes : largest;
+    }
+    fclose(f);
+  }
+  return 2 * (largest ? largest : (size_t)32 << 20);
+}
+
+static void evict(char *buffer, size_t bytes, int round) { memset(buffer, round & 0xff, bytes); }
+
 static double *filled(int64_t count)
 {
   double *a = aligned((size_t)count * sizeof *a);
@@ -46,14 +72,16 @@ static struct plain time_plain(int kind, int64_t n, int rounds)
 {
   struct strata__amr_xfer x = cube_xfer(kind, n);
   int64_t nsrc = cells(x.src_dims), ndst = cells(x.dst_dims);
-  struct plain p = {kind, n, (nsrc + ndst) * (int64_t)sizeof(double), 0, 0, 0};
+  struct plain p = {kind, n, (nsrc + ndst) * (int64_t)sizeof(double), 0, 0, 0, 0};
   size_t half = (size_t)p.bytes / 2; /* memcpy reads and writes half the traffic each */
   double *src = filled(nsrc), *dst = filled(ndst);
   char *a = aligned(half), *b = aligned(half);
   memset(a, 1, half);
   memset(b, 2, half);
-  double *t = malloc((size_t)(3 * rounds) * sizeof *t), *tk = t, *tc = t + rounds,
-         *ratio = t + 2 * rounds;
+  double *t = malloc((size_t)(4 * rounds) * sizeof *t), *tk = t, *tc = t + rounds,
+         *ratio = t + 2 * rounds, *cold = t + 3 * rounds;
+  const size_t flush_bytes = evict_bytes();
+  char *flush = aligned(flush_bytes);
   strata__amr_xfer_cpu(&x, dst, src); /* first touch */
   for (int r = 0; r < rounds; r++) {
     double t0 = bench_now();
@@ -65,10 +93,21 @@ static struct plain time_plain(int kind, int64_t n, int rounds)
     tk[r] = t1 - t0;
     tc[r] = t2 - t1;
     ratio[r] = tc[r] / tk[r];
+    /* The same pair, each from memory rather than from the caches. */
+    evict(flush, flush_bytes, r);
+    t0 = bench_now();
+    strata__amr_xfer_cpu(&x, dst, src);
+    t1 = bench_now();
+    evict(flush, flush_bytes, r + 1);
+    t2 = bench_now();
+    memcpy(b, a, half);
+    cold[r] = (bench_now() - t2) / (t1 - t0);
   }
   p.kernel = bench_median(tk, rounds);
   p.copy = bench_median(tc, rounds);
   p.ratio = bench_median(ratio, rounds);
+  p.cold_ratio = bench_median(cold, rounds);
+  free(flush);
   free(src);
   free(dst);
   free(a);

@@ -5,6 +5,7 @@
 #define STRATA_BENCH_AMR_CASES_H
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,9 @@ struct plain {
   int kind;
   int64_t n, bytes;
   double kernel, copy, ratio; /* medians: seconds, seconds, copy / kernel */
+  /* copy / kernel with each timed after the caches were emptied (the
+   * first touch of an AMR step's blocks); NAN: not measured */
+  double cold_ratio;
 };
 
 /* One task per family against the whole-cube kernel and against the
@@ -139,6 +143,8 @@ static inline cJSON *amr_case_json(const struct plain *c, const struct tasks *tt
   cJSON_AddNumberToObject(row, "kernel_beside_tasks_gbs", b / tt->kernel * 1e-9);
   cJSON_AddNumberToObject(row, "direct_gbs", b / tt->direct * 1e-9);
   cJSON_AddNumberToObject(row, "kernel_vs_memcpy", c->ratio);
+  if (c->cold_ratio == c->cold_ratio)
+    cJSON_AddNumberToObject(row, "kernel_vs_memcpy_cold", c->cold_ratio);
   cJSON_AddNumberToObject(row, "tasks_vs_kernel", tt->vs_kernel);
   cJSON_AddNumberToObject(row, "tasks_vs_direct", tt->vs_direct);
   return row;

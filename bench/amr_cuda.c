@@ -57,7 +57,7 @@ static struct plain time_plain(int kind, int64_t n, int rounds, cudaStream_t s)
 {
   struct strata__amr_xfer x = cube_xfer(kind, n);
   int64_t nsrc = cells(x.src_dims), ndst = cells(x.dst_dims);
-  struct plain p = {kind, n, (nsrc + ndst) * (int64_t)sizeof(double), 0, 0, 0};
+  struct plain p = {kind, n, (nsrc + ndst) * (int64_t)sizeof(double), 0, 0, 0, NAN};
   size_t half = (size_t)p.bytes / 2; /* the copy reads and writes half the traffic each */
   double *src = device_filled(nsrc), *dst = device_filled(ndst);
   void *a, *b;
