@@ -2,11 +2,13 @@
  * y + 1, sqrt(y), y - 0.25) on float32 arrays, replayed from one recording
  * exported twice: with the default memory modes (intermediates Virtual: one
  * fused kernel) and with every intermediate Never_virtual (one task per
- * node, the baseline). Each variant runs in its own child process so that
- * its peak resident memory (VmHWM above the resident size before its first
- * run, which includes kept storage) is its own; times are medians of the
- * rounds after a warm-up run (which compiles the kernel). Both results are
- * compared by checksum.
+ * node, the time baseline: `speedup`); and the chain run eagerly, each
+ * temporary destroyed once its reader is submitted, as NumPy frees them
+ * (the memory baseline: `peak_memory_saved`, and `speedup_vs_eager`). Each
+ * variant runs in its own child process so that its peak resident memory
+ * (VmHWM above the resident size before its first run, which includes kept
+ * storage) is its own; times are medians of the rounds after a warm-up run
+ * (which compiles the kernel). The results are compared by checksum.
  * Small nodes: a 64 x 64 normalisation graph whose intermediates are Local
  * runs as one task (a sequence, Local nodes in scratch buffers) against the
  * same graph with them On_device (one task per kernel). */
@@ -68,10 +70,29 @@ static double checksum(strata_array *a)
   return s;
 }
 
-/* One variant in this process: prints {"seconds", "peak_mb", "kernels",
- * "checksum"}. */
-static int child(int nodes, int fused, int64_t n, int rounds)
+/* The chain run eagerly, each intermediate destroyed once the next node
+ * is submitted, as NumPy frees a temporary: the memory baseline. Its
+ * output in *out. */
+static int run_eager(strata_context *ctx, int nodes, strata_array *x, strata_array **out)
 {
+  strata_array *y = x;
+  int ret = 0;
+  for (int i = 0; i < nodes && !ret; i++) {
+    strata_array *next = NULL;
+    ret = step(ctx, i, y, &next);
+    if (y != x)
+      strata_array_destroy(y); /* freed once the node that reads it is done */
+    y = next;
+  }
+  *out = y;
+  return ret;
+}
+
+/* One variant in this process (fused, unfused or eager): prints
+ * {"seconds", "peak_mb", "kernels", "checksum"}. */
+static int child(int nodes, const char *variant, int64_t n, int rounds)
+{
+  const int fused = strcmp(variant, "fused") == 0, eager = strcmp(variant, "eager") == 0;
   if (strata_init(NULL, NULL, NULL) != 0)
     return 1;
   strata_array *x;
@@ -83,30 +104,32 @@ static int child(int nodes, int fused, int64_t n, int rounds)
   strata_array_release(x);
   strata_context *ctx;
   strata_context_create(&ctx);
-  strata_deferred_begin(ctx, 1);
-  strata_array *y = x, **ys = calloc((size_t)nodes, sizeof *ys);
-  for (int i = 0; i < nodes; i++) {
-    step(ctx, i, y, &ys[i]);
-    y = ys[i];
-  }
-  strata_deferred_end(ctx);
   strata_graph *g = NULL;
-  int ret = strata_graph_export(1, &x, NULL, 1, &y, NULL, &g);
-  strata_memory_mode never_virtual = {STRATA_MEM_NEVER_VIRTUAL, 0, 0};
-  /* the baseline: every node but the input (0) and the output (last) */
-  for (int i = 1; !ret && !fused && i + 1 < strata_graph_nnodes(g); i++)
-    ret = strata_node_set_memory_mode(g, strata_graph_node_name(g, i), never_virtual);
-  for (int i = 0; i < nodes; i++)
-    strata_array_destroy(ys[i]);
-  free(ys);
-  strata_context_destroy(ctx);
+  int ret = 0;
+  if (!eager) {
+    strata_deferred_begin(ctx, 1);
+    strata_array *y = x, **ys = calloc((size_t)nodes, sizeof *ys);
+    for (int i = 0; i < nodes; i++) {
+      step(ctx, i, y, &ys[i]);
+      y = ys[i];
+    }
+    strata_deferred_end(ctx);
+    ret = strata_graph_export(1, &x, NULL, 1, &y, NULL, &g);
+    strata_memory_mode never_virtual = {STRATA_MEM_NEVER_VIRTUAL, 0, 0};
+    /* unfused: every node but the input (0) and the output (last) kept */
+    for (int i = 1; !ret && !fused && i + 1 < strata_graph_nnodes(g); i++)
+      ret = strata_node_set_memory_mode(g, strata_graph_node_name(g, i), never_virtual);
+    for (int i = 0; i < nodes; i++)
+      strata_array_destroy(ys[i]);
+    free(ys);
+  }
   double base_kb = status_kb("VmRSS:");
   reset_peak();
   double *t = calloc((size_t)rounds, sizeof *t), sum = NAN;
   for (int r = -1; !ret && r < rounds; r++) { /* r = -1: warm-up */
     strata_array *out = NULL;
     double t0 = bench_now();
-    ret = strata_graph_run(g, &x, &out);
+    ret = eager ? run_eager(ctx, nodes, x, &out) : strata_graph_run(g, &x, &out);
     if (!ret && (ret = strata_array_acquire(out, STRATA_READ, (void **)&p)) == 0)
       strata_array_release(out); /* waits for the run */
     if (r >= 0)
@@ -116,7 +139,7 @@ static int child(int nodes, int fused, int64_t n, int rounds)
     strata_array_destroy(out);
   }
   double peak_mb = (status_kb("VmHWM:") - base_kb) / 1024.0;
-  int kernels = strata_graph_nkernels(g);
+  int kernels = eager ? nodes : strata_graph_nkernels(g);
   if (ret)
     fprintf(stderr, "bench_fusion: %s (%s)\n", strata_strerror(ret), strata_error_message());
   else
@@ -124,6 +147,7 @@ static int child(int nodes, int fused, int64_t n, int rounds)
            bench_median(t, rounds), peak_mb, kernels, sum);
   free(t);
   strata_graph_destroy(g);
+  strata_context_destroy(ctx);
   strata_array_destroy(x);
   strata_finalize();
   return ret ? 1 : 0;
@@ -227,14 +251,13 @@ static cJSON *small_nodes(int64_t n, int runs)
 }
 
 /* Run this program as a child for one variant and parse its report. */
-static cJSON *spawn_variant(const char *self, int nodes, int fused, int64_t n, int rounds)
+static cJSON *spawn_variant(const char *self, int nodes, const char *variant, int64_t n, int rounds)
 {
   char a_nodes[16], a_n[32], a_rounds[16];
   snprintf(a_nodes, sizeof a_nodes, "%d", nodes);
   snprintf(a_n, sizeof a_n, "%lld", (long long)n);
   snprintf(a_rounds, sizeof a_rounds, "%d", rounds);
-  char *argv[] = {(char *)self, "--child", a_nodes, fused ? "fused" : "unfused",
-                  a_n,          a_rounds,  NULL};
+  char *argv[] = {(char *)self, "--child", a_nodes, (char *)variant, a_n, a_rounds, NULL};
   int fd[2];
   if (pipe(fd) != 0)
     return NULL;
@@ -267,7 +290,7 @@ static double field(const cJSON *o, const char *key)
 int main(int argc, char **argv)
 {
   if (argc == 6 && strcmp(argv[1], "--child") == 0)
-    return child(atoi(argv[2]), strcmp(argv[3], "fused") == 0, atoll(argv[4]), atoi(argv[5]));
+    return child(atoi(argv[2]), argv[3], atoll(argv[4]), atoi(argv[5]));
   int rounds = 5, quick = 0;
   if (bench_options(argc, argv, "bench_fusion", &rounds, &quick))
     return 2;
@@ -280,26 +303,33 @@ int main(int argc, char **argv)
   cJSON_AddStringToObject(root, "dtype", "float32");
   cJSON_AddNumberToObject(root, "rounds", rounds);
   for (int c = 0; c < nchains; c++) {
-    cJSON *f = spawn_variant("/proc/self/exe", chains[c], 1, n, rounds);
-    cJSON *u = spawn_variant("/proc/self/exe", chains[c], 0, n, rounds);
+    cJSON *f = spawn_variant("/proc/self/exe", chains[c], "fused", n, rounds);
+    cJSON *u = spawn_variant("/proc/self/exe", chains[c], "unfused", n, rounds);
+    cJSON *e = spawn_variant("/proc/self/exe", chains[c], "eager", n, rounds);
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "nodes", chains[c]);
     double tf = field(f, "seconds"), tu = field(u, "seconds");
-    double mf = field(f, "peak_mb"), mu = field(u, "peak_mb");
-    int same = f && u && field(f, "checksum") == field(u, "checksum");
+    double mf = field(f, "peak_mb"), mu = field(u, "peak_mb"), me = field(e, "peak_mb");
+    double te = field(e, "seconds");
+    int same = f && u && e && field(f, "checksum") == field(u, "checksum") &&
+               field(f, "checksum") == field(e, "checksum");
     failures += !same;
     cJSON_AddNumberToObject(r, "fused_kernels", field(f, "kernels"));
     cJSON_AddNumberToObject(r, "unfused_kernels", field(u, "kernels"));
     cJSON_AddNumberToObject(r, "fused_ms", 1e3 * tf);
     cJSON_AddNumberToObject(r, "unfused_ms", 1e3 * tu);
+    cJSON_AddNumberToObject(r, "eager_ms", 1e3 * te);
     cJSON_AddNumberToObject(r, "speedup", tu / tf);
+    cJSON_AddNumberToObject(r, "speedup_vs_eager", te / tf);
     cJSON_AddNumberToObject(r, "fused_peak_mb", mf);
-    cJSON_AddNumberToObject(r, "unfused_peak_mb", mu);
-    cJSON_AddNumberToObject(r, "peak_memory_saved", 1 - mf / mu);
+    cJSON_AddNumberToObject(r, "unfused_peak_mb", mu); /* every intermediate kept */
+    cJSON_AddNumberToObject(r, "eager_peak_mb", me);   /* temporaries freed, as NumPy */
+    cJSON_AddNumberToObject(r, "peak_memory_saved", 1 - mf / me);
     cJSON_AddBoolToObject(r, "same_result", same);
     cJSON_AddItemToArray(results, r);
     cJSON_Delete(f);
     cJSON_Delete(u);
+    cJSON_Delete(e);
   }
   cJSON_AddItemToObject(root, "results", results);
   /* after the children: this process's StarPU does not share their cores */
