@@ -1,8 +1,11 @@
 /* Model benchmark: conv3d (im2col + SGEMM) GFLOP/s against one OpenBLAS
  * SGEMM of the equivalent matrix sizes (M = out channels, N = n^3,
  * K = in channels * k^3) in the same run, both single-threaded as inside a
- * StarPU worker (target ratio >= 0.5); and the default model's inference
- * time per 64^3 array, as a Strata task. Prints JSON with medians.
+ * StarPU worker (target ratio >= 0.5). That shape is the convolution's own,
+ * GEMV-like for few channels, so each row also gives a square SGEMM of the
+ * same FLOPs (ratio_vs_square: how far the convolution is from what the
+ * core computes at a good shape). And the default model's inference time
+ * per 64^3 array, as a Strata task. Prints JSON with medians.
  *
  *   bench_model [--rounds R] [--quick]   (--quick: extents of 16, to check it runs)
  */
@@ -33,15 +36,26 @@ static cJSON *bench_conv(int cin, int cout, int k, int64_t n, int rounds)
   float *in = filled((size_t)(cin * vol)), *w = filled((size_t)(cout * rows));
   float *out = malloc((size_t)(cout * vol) * sizeof *out), *col = malloc(col_floats * sizeof *col);
   float *b = filled((size_t)(rows * vol));
-  double *tc = malloc((size_t)rounds * sizeof *tc), *tg = malloc((size_t)rounds * sizeof *tg);
+  double *tc = malloc((size_t)rounds * sizeof *tc), *tg = malloc((size_t)rounds * sizeof *tg),
+         *ts = malloc((size_t)rounds * sizeof *ts);
+  /* The square SGEMM of (about) the same FLOPs, at least 64 and at most 2048 wide. */
+  int sq = 64;
+  while (sq < 2048 && 2.0 * sq * sq * sq < 2.0 * cout * (double)rows * (double)vol)
+    sq *= 2;
+  float *sa = filled((size_t)sq * sq), *sb = filled((size_t)sq * sq),
+        *sc = malloc((size_t)sq * sq * sizeof *sc);
   for (int r = 0; r < rounds; r++) {
     double t0 = bench_now();
     strata__conv3d_cpu(in, cin, n, w, NULL, cout, k, 1, out, col, col_floats);
     double t1 = bench_now();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cout, (int)vol, (int)rows, 1.0f, w,
                 (int)rows, b, (int)vol, 0.0f, out, (int)vol);
+    double t2 = bench_now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, sq, sq, sq, 1.0f, sa, sq, sb, sq, 0.0f,
+                sc, sq);
     tc[r] = t1 - t0;
-    tg[r] = bench_now() - t1;
+    tg[r] = t2 - t1;
+    ts[r] = bench_now() - t2;
   }
   double flops = 2.0 * cout * (double)rows * (double)vol;
   double conv = flops / bench_median(tc, rounds) * 1e-9,
@@ -54,7 +68,12 @@ static cJSON *bench_conv(int cin, int cout, int k, int64_t n, int rounds)
   cJSON_AddNumberToObject(row, "conv3d_gflops", conv);
   cJSON_AddNumberToObject(row, "sgemm_gflops", gemm);
   cJSON_AddNumberToObject(row, "ratio", conv / gemm);
-  free(in), free(w), free(out), free(col), free(b), free(tc), free(tg);
+  const double square = 2.0 * sq * sq * (double)sq / bench_median(ts, rounds) * 1e-9;
+  cJSON_AddNumberToObject(row, "square_sgemm_n", sq);
+  cJSON_AddNumberToObject(row, "square_sgemm_gflops", square);
+  cJSON_AddNumberToObject(row, "ratio_vs_square", conv / square);
+  free(in), free(w), free(out), free(col), free(b), free(tc), free(tg), free(ts);
+  free(sa), free(sb), free(sc);
   return row;
 }
 
