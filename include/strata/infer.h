@@ -16,9 +16,10 @@
  *     level_base, OR at levels >= level_array, placed in their octant
  *     below; all as tasks on mask handles.
  *  2. Allocate: the elements marked in the level_base masks, each created
- *     once, placed on ranks by the placement policy; elements kept from
- *     the previous cycle move with starpu_mpi_data_migrate() when their
- *     rank changes; the level array is reused untouched when the same
+ *     once, placed on ranks by the placement policy; an element kept from
+ *     the previous cycle whose rank changes is registered anew there
+ *     (populate overwrites all its data, so none of it moves); the level
+ *     array is reused untouched when the same
  *     elements are needed again. No element: the cycle ends here.
  *  3. Populate: each element's intersecting leaves (tree traversal) copy,
  *     restrict (finer than level_infer, on the leaf's rank) or prolong
@@ -209,9 +210,11 @@ int strata_infer_run(strata_infer *inf, strata_infer_stats *stats);
  *  left to run beside the application's own tasks, ordered against them by
  *  their data: the application may submit its next time step at once.
  *  Until strata_infer_wait(), the hierarchy must not be adapted or
- *  destroyed (STRATA_ESTATE) and the method's results are the previous
- *  cycle's. In the bulk-synchronous mode every phase still ends with a
- *  barrier over all tasks.
+ *  destroyed (STRATA_ESTATE); the element set is already this cycle's,
+ *  queries that read task results (leaf lists, probabilities, parts) wait
+ *  for this cycle's tasks, and the joined bubbles and particles stay the
+ *  previous cycle's until strata_infer_wait(). In the bulk-synchronous
+ *  mode every phase still ends with a barrier over all tasks.
  *  @return 0; STRATA_ESTATE when a cycle is already in flight; the codes
  *          of strata_infer_run(), the same on every rank. */
 int strata_infer_submit(strata_infer *inf);
