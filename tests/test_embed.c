@@ -96,6 +96,7 @@ static void cycle_beside_app(void)
   CHECK_EQ(strata_infer_submit(inf), STRATA_ESTATE); /* one cycle in flight */
   int8_t flag = 0;
   CHECK_EQ(strata_amr_adapt_flags(amr, &flag, NULL), STRATA_ESTATE); /* the plan uses the tree */
+  CHECK_EQ(strata_amr_destroy(amr), STRATA_ESTATE);
   struct starpu_task *step_task = app_task(&step_cl, step_h);
 
   strata_infer_stats st;
