@@ -157,9 +157,8 @@ static int check_starpu_environment(void)
  * Only StarPU itself is started here, which involves no MPI: StarPU-MPI's
  * own initialisation is collective (1.4 with FxT synchronises the ranks'
  * clocks), so it runs once every rank is known to have StarPU. */
-static int start_starpu_per_node(MPI_Comm comm, struct starpu_conf *conf, int *node_ranks)
+static int start_starpu_per_node(MPI_Comm comm, struct starpu_conf *conf)
 {
-  *node_ranks = 1;
   /* What starpu_mpi_init_conf() would set, MPI-aware traces and a core for
    * the progress thread unless the worker count is given; but only where
    * there is a peer to talk to: alone, the progress thread has nothing to
@@ -174,7 +173,6 @@ static int start_starpu_per_node(MPI_Comm comm, struct starpu_conf *conf, int *n
   if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
     return starpu_init(conf);
   MPI_Comm_rank(node, &local);
-  MPI_Comm_size(node, node_ranks);
   if (local == 0)
     ret = starpu_init(conf);
   MPI_Barrier(node);
@@ -182,6 +180,18 @@ static int start_starpu_per_node(MPI_Comm comm, struct starpu_conf *conf, int *n
     ret = starpu_init(conf);
   MPI_Comm_free(&node);
   return ret;
+}
+
+/* The ranks of comm on this node (1 when MPI cannot tell). */
+static int ranks_on_node(MPI_Comm comm)
+{
+  int n = 1;
+  MPI_Comm node;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    MPI_Comm_size(node, &n);
+    MPI_Comm_free(&node);
+  }
+  return n;
 }
 
 /* StarPU's idle CPU workers spin. When the node runs more StarPU threads
@@ -245,8 +255,7 @@ static int start_starpu_mpi(int *argc, char ***argv, MPI_Comm comm, struct starp
 
 /* Start StarPU, then StarPU-MPI, as cfg asks; the same code on every rank
  * (ranks that started stop again when another rank could not). */
-static int start_starpu(int *argc, char ***argv, MPI_Comm comm, const strata_config *cfg,
-                        int *node_ranks)
+static int start_starpu(int *argc, char ***argv, MPI_Comm comm, const strata_config *cfg)
 {
   struct starpu_conf conf;
   starpu_conf_init(&conf); /* environment variables override what we set */
@@ -258,7 +267,7 @@ static int start_starpu(int *argc, char ***argv, MPI_Comm comm, const strata_con
     conf.nopencl = 0; /* an NVIDIA OpenCL driver would otherwise take a core */
   if (!getenv("STARPU_SCHED"))
     conf.sched_policy_name = cfg->sched ? cfg->sched : "lws";
-  int ret = start_starpu_per_node(comm, &conf, node_ranks);
+  int ret = start_starpu_per_node(comm, &conf);
   if (ret != 0)
     strata_log(STRATA_LOG_ERROR, "StarPU initialisation failed (%d)", ret);
   int code = ret == 0 ? 0 : ret == -ENODEV ? STRATA_ENODEV : STRATA_ESTARPU, agreed = code;
@@ -274,15 +283,8 @@ static int start_starpu(int *argc, char ***argv, MPI_Comm comm, const strata_con
 /* The application runs StarPU: use it as it is (its workers, scheduler and
  * environment), start StarPU-MPI on it unless the application did, and
  * leave both running at strata_finalize(). */
-static int attach_starpu(int *argc, char ***argv, MPI_Comm comm, const strata_config *cfg,
-                         int *node_ranks)
+static int attach_starpu(int *argc, char ***argv, MPI_Comm comm, const strata_config *cfg)
 {
-  *node_ranks = 1;
-  MPI_Comm node;
-  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-    MPI_Comm_size(node, node_ranks);
-    MPI_Comm_free(&node);
-  }
   if (cfg->ncpu >= 0 || cfg->ncuda >= 0 || cfg->sched)
     strata_log(STRATA_LOG_WARN, "StarPU runs already: the workers and scheduler of "
                                 "strata_config are ignored");
@@ -331,10 +333,10 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
   }
 
   /* The application runs StarPU already, on every rank or on none. */
-  int attach = starpu_is_initialized() != 0, attach_all = attach, attach_any = attach;
-  MPI_Allreduce(&attach, &attach_all, 1, MPI_INT, MPI_MIN, comm);
-  MPI_Allreduce(&attach, &attach_any, 1, MPI_INT, MPI_MAX, comm);
-  if (attach_all != attach_any) {
+  const int attach = starpu_is_initialized() != 0;
+  int every[2] = {attach, !attach}; /* every rank attaches, none does */
+  MPI_Allreduce(MPI_IN_PLACE, every, 2, MPI_INT, MPI_MIN, comm);
+  if (!every[0] && !every[1]) {
     stop_owned_mpi();
     return strata__fail(STRATA_ESTATE, "StarPU is initialised on some ranks only");
   }
@@ -343,9 +345,7 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
    * access and one in two AVX2 accesses would straddle two lines. Only ever
    * raises the alignment. */
   starpu_malloc_set_align(64);
-  int node_ranks;
-  ret = attach ? attach_starpu(argc, argv, comm, cfg, &node_ranks)
-               : start_starpu(argc, argv, comm, cfg, &node_ranks);
+  ret = attach ? attach_starpu(argc, argv, comm, cfg) : start_starpu(argc, argv, comm, cfg);
   if (ret) {
     stop_owned_mpi();
     return ret;
@@ -356,7 +356,7 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
   rt.comm = comm;
   rt.collectives = 0;
   strata__codelets_start();
-  if (resolve_idle_yield(cfg->yield_when_idle, node_ranks))
+  if (resolve_idle_yield(cfg->yield_when_idle, ranks_on_node(comm)))
     rt.idle_hook = starpu_idle_hook_register(yield_core, NULL);
   rt.wait_spin_ns = 1000 * (int64_t)resolve_wait_spin(cfg->wait_spin_us);
   rt.state = READY;
