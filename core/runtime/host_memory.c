@@ -55,6 +55,15 @@ static void take_slot(int k)
     cache.slot[j] = cache.slot[j + 1];
 }
 
+/* Give the oldest kept block back to StarPU (the lock held). */
+static void drop_oldest(void)
+{
+  void *p = cache.slot[0].p;
+  size_t n = cache.slot[0].n;
+  take_slot(0);
+  starpu_free_flags(p, n, STARPU_MALLOC_PINNED);
+}
+
 /* Huge pages for the whole 2 MiB pages inside a large fresh block: fewer
  * faults and TLB misses. Not for CUDA's page-locked memory. */
 static void advise_huge(void *p, size_t n)
@@ -94,12 +103,8 @@ void strata__host_free(void *p, size_t n)
     pthread_mutex_lock(&cache.lock);
     configure();
     if (n <= cache.budget) {
-      while (cache.count > 0 && (cache.count == CACHE_SLOTS || cache.held + n > cache.budget)) {
-        void *old = cache.slot[0].p;
-        size_t old_n = cache.slot[0].n;
-        take_slot(0);
-        starpu_free_flags(old, old_n, STARPU_MALLOC_PINNED);
-      }
+      while (cache.count > 0 && (cache.count == CACHE_SLOTS || cache.held + n > cache.budget))
+        drop_oldest();
       cache.slot[cache.count].p = p;
       cache.slot[cache.count].n = n;
       cache.count++;
@@ -115,12 +120,8 @@ void strata__host_free(void *p, size_t n)
 void strata__host_cache_flush(void)
 {
   pthread_mutex_lock(&cache.lock);
-  while (cache.count > 0) {
-    void *p = cache.slot[0].p;
-    size_t n = cache.slot[0].n;
-    take_slot(0);
-    starpu_free_flags(p, n, STARPU_MALLOC_PINNED);
-  }
+  while (cache.count > 0)
+    drop_oldest();
   cache.configured = 0; /* read the variable again at the next start */
   pthread_mutex_unlock(&cache.lock);
 }
