@@ -103,26 +103,41 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
   st->total = ends[STRATA_INFER_PHASES];
 }
 
+/* Return once h's last task so far is done. Write mode also waits for a
+ * phase mark, which reads h until its callback has noted the time. */
+static void settle(starpu_data_handle_t h)
+{
+  if (h && strata__acquire(h, STARPU_RW) == 0) /* NULL: the cycle failed first */
+    starpu_data_release(h);
+}
+
 /* Wait for this method's tasks of the cycle, never for anyone else's: the
  * last writers of each local element's table (after its input and model
  * output) and links, and of each local leaf list (after the marks, which
- * also write the marker field). Write mode also waits for the phase marks,
- * which read these handles until their callback has noted the time. */
-void strata__infer_drain(strata_infer *inf)
+ * also write the marker field). */
+static void drain(strata_infer *inf)
 {
-  const int me = inf->amr->rank;
   for (int64_t i = 0; i < inf->nel; i++) {
     const struct element *e = &inf->el[i];
-    if (e->rank != me)
+    if (e->rank != inf->amr->rank)
       continue;
-    starpu_data_handle_t hs[] = {e->in, e->table, e->links};
-    for (size_t k = 0; k < sizeof hs / sizeof *hs; k++)
-      if (hs[k] && strata__acquire(hs[k], STARPU_RW) == 0) /* NULL: the cycle failed first */
-        starpu_data_release(hs[k]);
+    settle(e->in);
+    settle(e->table);
+    settle(e->links);
   }
   for (int64_t i = 0; i < inf->nlists; i++)
-    if (strata__acquire(inf->lists[i].h, STARPU_RW) == 0)
-      starpu_data_release(inf->lists[i].h);
+    settle(inf->lists[i].h);
+}
+
+struct strata__infer_cycle *strata__infer_take_cycle(strata_infer *inf)
+{
+  struct strata__infer_cycle *c = inf->cycle;
+  if (c) {
+    drain(inf);
+    inf->cycle = NULL;
+    inf->amr->busy--;
+  }
+  return c;
 }
 
 int strata_infer_submit(strata_infer *inf)
@@ -191,7 +206,7 @@ int strata_infer_submit(strata_infer *inf)
   st->submit_seconds = starpu_timing_now() * 1e-6 - inf->t0;
   ret = strata__agree(local, NULL, 0);
   if (ret) {
-    strata__infer_drain(inf);
+    drain(inf);
     strata__infer_drop_bubbles(inf);
     free(c->t);
     free(c);
@@ -210,13 +225,10 @@ int strata_infer_wait(strata_infer *inf, strata_infer_stats *stats)
     return ret;
   if (!inf)
     return STRATA_EINVAL;
-  struct strata__infer_cycle *c = inf->cycle;
-  ret = strata__agree(c ? 0 : STRATA_ESTATE, NULL, 0);
+  ret = strata__agree(inf->cycle ? 0 : STRATA_ESTATE, NULL, 0);
   if (ret)
-    return c ? ret : strata__fail(ret, "no cycle in flight: strata_infer_submit() first");
-  strata__infer_drain(inf);
-  inf->cycle = NULL;
-  inf->amr->busy--;
+    return inf->cycle ? ret : strata__fail(ret, "no cycle in flight: strata_infer_submit() first");
+  struct strata__infer_cycle *c = strata__infer_take_cycle(inf);
   strata_infer_stats *st = &c->st;
   /* This rank's, until finish_stats gathers them. */
   st->measured_max = strata__model_cpu_seconds(inf->p.model) - c->model_cpu;

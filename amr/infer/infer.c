@@ -190,12 +190,10 @@ int strata_infer_destroy(strata_infer *inf)
   if (ret)
     return ret;
   strata__live_remove(&inf->live);
-  if (inf->cycle) { /* submitted, never waited for */
-    strata__infer_drain(inf);
-    inf->amr->busy--;
-    free(inf->cycle->t);
-    free(inf->cycle);
-  }
+  struct strata__infer_cycle *c = strata__infer_take_cycle(inf); /* never waited for */
+  if (c)
+    free(c->t);
+  free(c);
   /* The handles go once their last tasks are done; this waits for none. */
   for (int64_t i = 0; i < inf->nel; i++)
     strata__infer_drop_element(&inf->el[i]);

@@ -128,8 +128,9 @@ static inline int64_t table_len(const strata_infer *inf)
 }
 
 /* cycle.c */
-/* Wait for the tasks of this method's last cycle, and for nothing else. */
-void strata__infer_drain(strata_infer *inf);
+/* The cycle in flight (NULL: none), taken from the method once its tasks
+ * are done; waits for this method's tasks and for nothing else. */
+struct strata__infer_cycle *strata__infer_take_cycle(strata_infer *inf);
 
 /* infer.c */
 /* Is b a leaf of this rank? (the leaf queries' condition) */
