@@ -43,7 +43,7 @@ if [ -z "$version" ]; then
 fi
 
 cuda=OFF
-nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
+nvcc=$(bash "$root/scripts/starpu-select.sh" --nvcc)
 if [ -n "$nvcc" ] && [ "${STRATA_STARPU_CUDA:-AUTO}" != OFF ]; then
   cuda=ON
   cuda_dir=$(cd "$(dirname "$nvcc")/.." && pwd)

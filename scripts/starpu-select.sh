@@ -5,6 +5,8 @@
 #   scripts/starpu-select.sh --env    prints the environment for that choice
 #                                     (eval-able; builds the CUDA StarPU on
 #                                     first use), then STRATA_STARPU_SERIES
+#   scripts/starpu-select.sh --nvcc   prints the nvcc it would use, or nothing
+#                                     (scripts/build-starpu.sh asks it)
 # The choice, with its reason, goes to stderr:
 #   STRATA_STARPU=debian|cuda   the user's choice, taken as it is;
 #   otherwise cuda when `nvidia-smi -L` lists a GPU and nvcc exists (on the
@@ -13,6 +15,13 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 log() { echo "starpu-select: $*" >&2; }
+
+find_nvcc() {
+  local nvcc
+  nvcc=$(command -v nvcc || true)
+  [ -z "$nvcc" ] && [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ] && nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+  echo "$nvcc"
+}
 
 choose() {
   case ${STRATA_STARPU:-} in
@@ -31,8 +40,7 @@ choose() {
   if command -v nvidia-smi >/dev/null; then
     gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU [0-9]' || true)
   fi
-  nvcc=$(command -v nvcc || true)
-  [ -z "$nvcc" ] && [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ] && nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+  nvcc=$(find_nvcc)
   if [ "$gpus" -gt 0 ] && [ -n "$nvcc" ]; then
     log "cuda (nvidia-smi lists $gpus GPU(s), nvcc is $nvcc; STRATA_STARPU=debian overrides)"
     echo cuda
@@ -45,6 +53,10 @@ choose() {
   fi
 }
 
+if [ "${1:-}" = --nvcc ]; then
+  find_nvcc
+  exit 0
+fi
 choice=$(choose)
 case ${1:-} in
   "") echo "$choice" ;;
@@ -57,7 +69,7 @@ case ${1:-} in
     fi
     ;;
   *)
-    echo "usage: $0 [--env]" >&2
+    echo "usage: $0 [--env | --nvcc]" >&2
     exit 2
     ;;
 esac

@@ -40,6 +40,13 @@ expect cuda "(STRATA_STARPU)" nvcc -- STRATA_STARPU=cuda
 # nvcc found under CUDA_HOME when it is not on the PATH
 mkdir -p "$fake/home/bin" && cp "$fake/nvcc/nvcc" "$fake/home/bin/"
 expect cuda "nvcc is $fake/home/bin/nvcc" gpu -- CUDA_HOME="$fake/home"
+# --nvcc, which build-starpu.sh asks: the same lookup
+got=$(env -i PATH="$fake/nvcc:$fake/base" CUDA_HOME="$fake/none" bash "$select" --nvcc)
+none=$(env -i PATH="$fake/base" CUDA_HOME="$fake/none" bash "$select" --nvcc)
+if [ "$got" != "$fake/nvcc/nvcc" ] || [ -n "$none" ]; then
+  echo "FAIL: --nvcc gave '$got' and, without nvcc, '$none'"
+  failures=$((failures + 1))
+fi
 # a bad value is refused, with the values it takes
 out=$(env -i PATH="$fake/base" STRATA_STARPU=gpu bash "$select" 2>&1)
 rc=$?
