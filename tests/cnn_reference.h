@@ -57,6 +57,20 @@ static inline double ref_max_error(const float *a, const float *b, int64_t count
   return worst;
 }
 
+/* A layer reading `first` (and `second` when it is >= 0 or the
+ * concatenation's -1 input); convolutions are same-padded, stride 1. */
+static inline struct strata__layer ref_layer(int kind, int first, int second, int channels,
+                                             int level, int kernel, int dilation, int64_t w,
+                                             int64_t b, float param)
+{
+  struct strata__layer L = {.kind = kind, .ninputs = kind == STRATA__LAYER_CONCAT ? 2 : 1,
+                            .inputs = {first, second}, .channels = channels, .level = level,
+                            .kernel = kernel, .dilation = dilation, .stride = 1,
+                            .pad = dilation * (kernel - 1) / 2, .groups = 1, .weight_offset = w,
+                            .bias_offset = b, .param = param};
+  return L;
+}
+
 /* A small U-Net on 2 input channels, extent n (even):
  *   0 c1 = conv3d(input, 3 ch, k 3)      4 up = upsample(l3)
  *   1 r1 = relu(c1)                       5 cat = concat(r1, up)    (7 ch)
@@ -68,16 +82,16 @@ static inline struct strata__network ref_unet(struct strata__layer *L, float **w
                                               int64_t *nweights)
 {
   const struct strata__layer layers[UNET_LAYERS] = {
-      {STRATA__LAYER_CONV3D, 1, {-1, 0}, 3, 0, 3, 1, 0, 81, 0},
-      {STRATA__LAYER_RELU, 1, {0, 0}, 3, 0, 0, 0, 0, -1, 0},
-      {STRATA__LAYER_MAXPOOL, 1, {1, 0}, 3, 1, 0, 0, 0, -1, 0},
-      {STRATA__LAYER_CONV3D, 1, {2, 0}, 4, 1, 3, 2, 84, -1, 0},
-      {STRATA__LAYER_LEAKY_RELU, 1, {3, 0}, 4, 1, 0, 0, 0, -1, 0.1f},
-      {STRATA__LAYER_UPSAMPLE, 1, {4, 0}, 4, 0, 0, 0, 0, -1, 0},
-      {STRATA__LAYER_CONCAT, 2, {1, 5}, 7, 0, 0, 0, 0, -1, 0},
-      {STRATA__LAYER_CONV3D, 1, {6, 0}, 2, 0, 1, 1, 408, 422, 0},
-      {STRATA__LAYER_SIGMOID, 1, {7, 0}, 2, 0, 0, 0, 0, -1, 0},
-      {STRATA__LAYER_LOG, 1, {8, 0}, 2, 0, 0, 0, 0, -1, 1e-3f},
+      ref_layer(STRATA__LAYER_CONV3D, -1, -1, 3, 0, 3, 1, 0, 81, 0),
+      ref_layer(STRATA__LAYER_RELU, 0, -1, 3, 0, 0, 0, 0, -1, 0),
+      ref_layer(STRATA__LAYER_MAXPOOL, 1, -1, 3, 1, 0, 0, 0, -1, 0),
+      ref_layer(STRATA__LAYER_CONV3D, 2, -1, 4, 1, 3, 2, 84, -1, 0),
+      ref_layer(STRATA__LAYER_LEAKY_RELU, 3, -1, 4, 1, 0, 0, 0, -1, 0.1f),
+      ref_layer(STRATA__LAYER_UPSAMPLE, 4, -1, 4, 0, 0, 0, 0, -1, 0),
+      ref_layer(STRATA__LAYER_CONCAT, 1, 5, 7, 0, 0, 0, 0, -1, 0),
+      ref_layer(STRATA__LAYER_CONV3D, 6, -1, 2, 0, 1, 1, 408, 422, 0),
+      ref_layer(STRATA__LAYER_SIGMOID, 7, -1, 2, 0, 0, 0, 0, -1, 0),
+      ref_layer(STRATA__LAYER_LOG, 8, -1, 2, 0, 0, 0, 0, -1, 1e-3f),
   };
   for (int l = 0; l < UNET_LAYERS; l++)
     L[l] = layers[l];

@@ -6,40 +6,62 @@
 #ifndef STRATA_CNN_KERNELS_H
 #define STRATA_CNN_KERNELS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "host_device.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 enum strata__layer_kind {
-  STRATA__LAYER_CONV3D,     /* same padding, stride 1, optional dilation, optional bias */
+  /* conv3d: kernel k, dilation d, stride 1 or 2, `pad` zeros before (and
+   * enough after to give extent n / stride), `groups`, optional bias */
+  STRATA__LAYER_CONV3D,
   STRATA__LAYER_RELU,       /* max(x, 0) */
   STRATA__LAYER_LEAKY_RELU, /* x > 0 ? x : param * x */
   STRATA__LAYER_SIGMOID,    /* 1 / (1 + exp(-x)) */
   STRATA__LAYER_LOG,        /* log(max(x, param)) */
   STRATA__LAYER_MAXPOOL,    /* 2x2x2, stride 2: n -> n / 2 */
   STRATA__LAYER_UPSAMPLE,   /* nearest neighbour x2: n -> 2 n */
-  STRATA__LAYER_CONCAT,     /* channels of input 0, then of input 1 */
+  STRATA__LAYER_CONCAT,     /* channels of each input in turn (one input: a copy) */
+  /* transposed conv3d, stride 2: n -> 2 n; kernel k, dilation d, `pad`
+   * cropped before (d (k - 1) + output padding = 2 pad + 1) */
+  STRATA__LAYER_CONV_TRANSPOSE,
+  STRATA__LAYER_TANH,            /* tanh(x) */
+  STRATA__LAYER_CLIP,            /* min(max(x, param), param2) */
+  STRATA__LAYER_AFFINE,          /* x * scale[c] + shift[c] */
+  STRATA__LAYER_NORM,            /* normalised over each of `groups` channel groups, then affine */
+  STRATA__LAYER_ADD,             /* two inputs, element-wise; one may have 1 channel */
+  STRATA__LAYER_SUB,             /* (broadcast over the other's channels) */
+  STRATA__LAYER_MUL,
+  STRATA__LAYER_DIV,
+  STRATA__LAYER_SOFTMAX,         /* over the channels of each cell */
+  STRATA__LAYER_AVGPOOL,         /* 2x2x2 mean, stride 2: n -> n / 2 */
+  STRATA__LAYER_UPSAMPLE_LINEAR, /* trilinear x2: half-pixel centres, or param = 1: align corners */
 };
 
 #define STRATA__NETWORK_INPUT (-1)
 
 /* Most layers a network may have (the CUDA runner keeps per-layer offsets
- * on the stack). */
+ * on the stack), and most inputs of one layer. */
 #define STRATA__CNN_MAX_LAYERS 256
+#define STRATA__LAYER_MAX_INPUTS 16
 
 struct strata__layer {
   int kind;
   int ninputs;
-  int inputs[2];         /* producer layer indices, or STRATA__NETWORK_INPUT */
-  int channels;          /* output channels */
-  int level;             /* resolution: output extent is n >> level (network input: 0) */
-  int kernel, dilation;  /* conv3d */
-  int64_t weight_offset; /* conv3d: [channels][in_channels][k][k][k] in the packed buffer */
-  int64_t bias_offset;   /* conv3d: [channels], or -1 for no bias */
-  float param;           /* leaky ReLU slope; log floor */
+  int inputs[STRATA__LAYER_MAX_INPUTS]; /* producer layer indices, or STRATA__NETWORK_INPUT */
+  int channels;                         /* output channels */
+  int level; /* resolution: output extent is n >> level (network input: 0) */
+  int kernel, dilation, stride, pad, groups; /* conv3d and transposed conv3d */
+  /* conv3d: [channels][in_channels / groups][k][k][k]; transposed conv3d:
+   * [in_channels][channels][k][k][k]; affine and norm: scale [channels] */
+  int64_t weight_offset;
+  int64_t bias_offset; /* [channels] bias or shift, or -1 for none */
+  float param, param2; /* see the kinds; norm: param = epsilon */
 };
 
 /* A network: `layers[nlayers - 1]` is the output. */
@@ -48,6 +70,62 @@ struct strata__network {
   int nlayers;
   int in_channels;
 };
+
+/* A conv3d that reads one input cell per output cell (no im2col). */
+static inline STRATA__HOST_DEVICE int strata__conv3d_is_pointwise(const struct strata__layer *L)
+{
+  return L->kernel == 1 && L->stride == 1;
+}
+
+/* The one-input element-wise layers, per element. */
+static inline STRATA__HOST_DEVICE float strata__pointwise(int kind, float p, float p2, float v)
+{
+  switch (kind) {
+  case STRATA__LAYER_RELU: return v > 0.0f ? v : 0.0f;
+  case STRATA__LAYER_LEAKY_RELU: return v > 0.0f ? v : p * v;
+  case STRATA__LAYER_SIGMOID: return 1.0f / (1.0f + expf(-v));
+  case STRATA__LAYER_TANH: return tanhf(v);
+  case STRATA__LAYER_CLIP: return v < p ? p : v > p2 ? p2 : v; /* NaN stays NaN */
+  default: return logf(v > p ? v : p); /* LOG */
+  }
+}
+
+/* The two-input element-wise layers, per element. */
+static inline STRATA__HOST_DEVICE float strata__binary(int kind, float a, float b)
+{
+  switch (kind) {
+  case STRATA__LAYER_ADD: return a + b;
+  case STRATA__LAYER_SUB: return a - b;
+  case STRATA__LAYER_MUL: return a * b;
+  default: return a / b; /* DIV */
+  }
+}
+
+/* Trilinear x2 upsampling along one axis of extent n: output index o reads
+ * i0 and i1 with weight t on i1 (half-pixel centres clamped at 0, or
+ * aligned corners). */
+static inline STRATA__HOST_DEVICE void strata__linear_tap(int64_t o, int64_t n, int align_corners,
+                                                          int64_t *i0, int64_t *i1, float *t)
+{
+  double src = align_corners ? (n > 1 ? (double)o * (double)(n - 1) / (double)(2 * n - 1) : 0.0)
+                             : ((double)o + 0.5) / 2.0 - 0.5;
+  if (src < 0)
+    src = 0;
+  *i0 = (int64_t)src;
+  *i1 = *i0 + 1 < n ? *i0 + 1 : n - 1;
+  *t = (float)(src - (double)*i0);
+}
+
+/* Transposed conv3d (stride 2) along one axis: the input index that output
+ * index o reads through tap t, (o + pad - t d) / 2 when that divides and
+ * lies in [0, n), else -1. */
+static inline STRATA__HOST_DEVICE int64_t strata__transposed_source(int64_t o, int t,
+                                                                    const struct strata__layer *L,
+                                                                    int64_t n)
+{
+  int64_t a = o + L->pad - (int64_t)t * L->dilation;
+  return a >= 0 && a % 2 == 0 && a / 2 < n ? a / 2 : -1;
+}
 
 /* Channels read by layer l (its first input's, or the network's). */
 int strata__layer_in_channels(const struct strata__network *net, int l);
@@ -72,9 +150,9 @@ double strata__cnn_flops(const struct strata__network *net, int64_t n);
 void strata__cnn_forward_cpu(const struct strata__network *net, const float *weights,
                              const float *in, int64_t n, float *out, float *scratch);
 
-/* One same-padded conv3d on the CPU (im2col + SGEMM; direct loops for 1x1
- * convolutions with few channels). `col` holds `col_floats` floats of
- * im2col scratch (at least cin * k^3 * n^2). Bias may be NULL. */
+/* One same-padded, stride-1 conv3d on the CPU (im2col + SGEMM; direct
+ * loops for 1x1 convolutions with few channels). `col` holds `col_floats`
+ * floats of im2col scratch (at least cin * k^3 * n^2). Bias may be NULL. */
 void strata__conv3d_cpu(const float *in, int cin, int64_t n, const float *w, const float *bias,
                         int cout, int k, int dilation, float *out, float *col, size_t col_floats);
 

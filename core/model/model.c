@@ -305,6 +305,8 @@ static int parse_layer(struct loader *ld, const cJSON *js, int l, int *max_level
                           "%s: layer '%s': conv3d needs out_channels >= 1, kernel 1..%d, "
                           "dilation 1..16, \"weights\" and an optional \"bias\" file",
                           ld->path, name, MAX_KERNEL);
+    L->stride = L->groups = 1;
+    L->pad = L->dilation * (L->kernel - 1) / 2;
     int64_t k = L->kernel, wshape[5] = {L->channels, channels[0], k, k, k};
     int ret = load_tensor(ld, l, 0, w, 5, wshape);
     if (!ret && cJSON_IsString(b))

@@ -1,6 +1,7 @@
 /* The network runner on the CPU: conv3d as im2col + OpenBLAS SGEMM over
- * slabs of output planes, and the element-wise, pooling, upsampling and
- * concatenation layers. */
+ * slabs of output planes, transposed conv3d as one SGEMM and a gather, and
+ * the normalisation, element-wise, pooling, resampling and concatenation
+ * layers. */
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
@@ -18,11 +19,23 @@ int strata__layer_in_channels(const struct strata__network *net, int l)
   return src == STRATA__NETWORK_INPUT ? net->in_channels : net->layers[src].channels;
 }
 
-/* Rows of im2col: in_channels * k^3; planes per slab for extent n. */
+/* Extent of the input a layer reads (its first input's), for network extent n. */
+static int64_t input_extent(const struct strata__network *net, int l, int64_t n)
+{
+  int src = net->layers[l].inputs[0];
+  return src == STRATA__NETWORK_INPUT ? n : n >> net->layers[src].level;
+}
+
+static int64_t kernel_volume(const struct strata__layer *L)
+{
+  return (int64_t)L->kernel * L->kernel * L->kernel;
+}
+
+/* Rows of a conv3d's im2col matrix: its group's input channels times k^3. */
 static int64_t col_rows(const struct strata__network *net, int l)
 {
-  int64_t k = net->layers[l].kernel;
-  return strata__layer_in_channels(net, l) * k * k * k;
+  const struct strata__layer *L = &net->layers[l];
+  return strata__layer_in_channels(net, l) / L->groups * kernel_volume(L);
 }
 
 int64_t strata__conv3d_slab_planes(int64_t rows, int64_t n, size_t col_floats)
@@ -31,20 +44,29 @@ int64_t strata__conv3d_slab_planes(int64_t rows, int64_t n, size_t col_floats)
   return planes < 1 ? 1 : planes > n ? n : planes;
 }
 
+/* Floats of im2col (conv3d) or column (transposed conv3d) space of layer l. */
+static size_t col_need(const struct strata__network *net, int l, int64_t n)
+{
+  const struct strata__layer *L = &net->layers[l];
+  int64_t m = n >> L->level;
+  if (L->kind == STRATA__LAYER_CONV3D && !strata__conv3d_is_pointwise(L)) {
+    int64_t rows = col_rows(net, l);
+    return (size_t)(rows * strata__conv3d_slab_planes(rows, m, COL_TARGET_FLOATS) * m * m);
+  }
+  if (L->kind == STRATA__LAYER_CONV_TRANSPOSE)
+    return (size_t)(L->channels * kernel_volume(L) * cube(input_extent(net, l, n)));
+  return 0;
+}
+
 size_t strata__cnn_scratch_floats(const struct strata__network *net, int64_t n)
 {
   size_t total = 0, col = 0;
   for (int l = 0; l < net->nlayers; l++) {
     const struct strata__layer *L = &net->layers[l];
-    int64_t nl = n >> L->level;
     if (l < net->nlayers - 1)
-      total += (size_t)(L->channels * cube(nl));
-    if (L->kind == STRATA__LAYER_CONV3D && L->kernel > 1) {
-      int64_t rows = col_rows(net, l);
-      size_t need =
-          (size_t)(rows * strata__conv3d_slab_planes(rows, nl, COL_TARGET_FLOATS) * nl * nl);
-      col = need > col ? need : col;
-    }
+      total += (size_t)(L->channels * cube(n >> L->level));
+    size_t need = col_need(net, l, n);
+    col = need > col ? need : col;
   }
   return total + col;
 }
@@ -56,56 +78,77 @@ double strata__cnn_flops(const struct strata__network *net, int64_t n)
     const struct strata__layer *L = &net->layers[l];
     if (L->kind == STRATA__LAYER_CONV3D)
       flops += 2.0 * (double)L->channels * (double)col_rows(net, l) * (double)cube(n >> L->level);
+    else if (L->kind == STRATA__LAYER_CONV_TRANSPOSE)
+      flops += 2.0 * (double)L->channels * (double)strata__layer_in_channels(net, l) *
+               (double)kernel_volume(L) * (double)cube(input_extent(net, l, n));
   }
   return flops;
 }
 
-/* Fill rows of the im2col matrix for output planes [z0, z0 + nz): row
- * (c, kz, ky, kx), column (z, y, x) holds in[c][z + kz d - p][y + ky d - p]
- * [x + kx d - p], or 0 outside (same padding; for even k the extra pad is
- * after). */
-static void im2col(const float *in, int cin, int64_t n, int k, int d, int64_t z0, int64_t nz,
-                   float *col)
+/* Fill rows of the im2col matrix for output planes [z0, z0 + nz) of extent
+ * m = n / stride: row (c, kz, ky, kx), column (z, y, x) holds
+ * in[c][z s + kz d - p][y s + ky d - p][x s + kx d - p], or 0 outside. */
+static void im2col(const float *in, int cin, int64_t n, const struct strata__layer *L, int64_t z0,
+                   int64_t nz, float *col)
 {
-  int64_t pad = (int64_t)d * (k - 1) / 2, plane = n * n, ncols = nz * plane;
+  int k = L->kernel, d = L->dilation, s = L->stride;
+  int64_t m = n / s, pad = L->pad, plane = m * m, ncols = nz * plane;
   float *row = col;
   for (int c = 0; c < cin; c++)
     for (int kz = 0; kz < k; kz++)
       for (int ky = 0; ky < k; ky++)
         for (int kx = 0; kx < k; kx++, row += ncols) {
           int64_t dz = kz * d - pad, dy = ky * d - pad, dx = kx * d - pad;
-          /* x range whose source x + dx lies inside [0, n) */
+          /* stride 1: the x range whose source x + dx lies inside [0, n) */
           int64_t x0 = dx < 0 ? -dx : 0, x1 = dx > 0 ? n - dx : n;
           if (x1 < x0)
             x1 = x0;
           for (int64_t z = 0; z < nz; z++) {
-            int64_t sz = z0 + z + dz;
-            for (int64_t y = 0; y < n; y++) {
-              float *dst = row + z * plane + y * n;
-              int64_t sy = y + dy;
+            int64_t sz = (z0 + z) * s + dz;
+            for (int64_t y = 0; y < m; y++) {
+              float *dst = row + z * plane + y * m;
+              int64_t sy = y * s + dy;
               if (sz < 0 || sz >= n || sy < 0 || sy >= n) {
-                memset(dst, 0, (size_t)n * sizeof *dst);
+                memset(dst, 0, (size_t)m * sizeof *dst);
                 continue;
               }
               const float *src = in + ((c * n + sz) * n + sy) * n;
-              memset(dst, 0, (size_t)x0 * sizeof *dst);
-              memcpy(dst + x0, src + x0 + dx, (size_t)(x1 - x0) * sizeof *dst);
-              memset(dst + x1, 0, (size_t)(n - x1) * sizeof *dst);
+              if (s == 1) {
+                memset(dst, 0, (size_t)x0 * sizeof *dst);
+                memcpy(dst + x0, src + x0 + dx, (size_t)(x1 - x0) * sizeof *dst);
+                memset(dst + x1, 0, (size_t)(n - x1) * sizeof *dst);
+              } else
+                for (int64_t x = 0; x < m; x++) {
+                  int64_t sx = x * s + dx;
+                  dst[x] = sx >= 0 && sx < n ? src[sx] : 0.0f;
+                }
             }
           }
         }
 }
 
-void strata__conv3d_cpu(const float *in, int cin, int64_t n, const float *w, const float *bias,
-                        int cout, int k, int dilation, float *out, float *col, size_t col_floats)
+static void add_bias(float *out, int cout, int64_t vol, const float *bias)
 {
-  int64_t vol = cube(n), plane = n * n;
-  if (k == 1 && cin * cout <= 4) { /* tiny pointwise layer: direct loops */
-    for (int o = 0; o < cout; o++) {
-      float *dst = out + o * vol;
-      float b = bias ? bias[o] : 0.0f;
+  if (bias)
+    for (int o = 0; o < cout; o++)
       for (int64_t i = 0; i < vol; i++)
-        dst[i] = b;
+        out[o * vol + i] += bias[o];
+}
+
+/* conv3d of layer L on `in` [cin, n^3]: per group, im2col over slabs of
+ * output planes and one SGEMM per slab (the input itself is the matrix of
+ * a pointwise convolution). */
+static void conv3d(const float *in, int cin, int64_t n, const struct strata__layer *L,
+                   const float *w, const float *bias, float *out, float *col, size_t col_floats)
+{
+  int g = L->groups, cin_g = cin / g, cout_g = L->channels / g;
+  int64_t m = n / L->stride, vol_in = cube(n), vol = cube(m), plane = m * m;
+  int64_t rows = cin_g * kernel_volume(L);
+  if (strata__conv3d_is_pointwise(L) && g == 1 && cin * L->channels <= 4) {
+    /* tiny pointwise layer: direct loops */
+    for (int o = 0; o < L->channels; o++) {
+      float *dst = out + o * vol;
+      memset(dst, 0, (size_t)vol * sizeof *dst);
       for (int c = 0; c < cin; c++) {
         const float *src = in + c * vol;
         float wc = w[o * cin + c];
@@ -113,42 +156,83 @@ void strata__conv3d_cpu(const float *in, int cin, int64_t n, const float *w, con
           dst[i] += wc * src[i];
       }
     }
+    add_bias(out, L->channels, vol, bias);
     return;
   }
-  if (k == 1) /* pointwise: the input already is the im2col matrix */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cout, (int)vol, cin, 1.0f, w, cin, in,
-                (int)vol, 0.0f, out, (int)vol);
-  else {
-    int64_t rows = (int64_t)cin * k * k * k;
-    int64_t planes = strata__conv3d_slab_planes(rows, n, col_floats);
-    for (int64_t z0 = 0; z0 < n; z0 += planes) {
-      int64_t nz = z0 + planes > n ? n - z0 : planes;
-      im2col(in, cin, n, k, dilation, z0, nz, col);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cout, (int)(nz * plane), (int)rows,
-                  1.0f, w, (int)rows, col, (int)(nz * plane), 0.0f, out + z0 * plane, (int)vol);
+  for (int gi = 0; gi < g; gi++) {
+    const float *src = in + gi * cin_g * vol_in, *wg = w + gi * cout_g * rows;
+    float *dst = out + gi * cout_g * vol;
+    if (strata__conv3d_is_pointwise(L)) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cout_g, (int)vol, cin_g, 1.0f, wg,
+                  cin_g, src, (int)vol, 0.0f, dst, (int)vol);
+      continue;
+    }
+    int64_t planes = strata__conv3d_slab_planes(rows, m, col_floats);
+    for (int64_t z0 = 0; z0 < m; z0 += planes) {
+      int64_t nz = z0 + planes > m ? m - z0 : planes;
+      im2col(src, cin_g, n, L, z0, nz, col);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cout_g, (int)(nz * plane), (int)rows,
+                  1.0f, wg, (int)rows, col, (int)(nz * plane), 0.0f, dst + z0 * plane, (int)vol);
     }
   }
-  if (bias)
-    for (int o = 0; o < cout; o++)
-      for (int64_t i = 0; i < vol; i++)
-        out[o * vol + i] += bias[o];
+  add_bias(out, L->channels, vol, bias);
 }
 
-static void maxpool(const float *in, int channels, int64_t n, float *out)
+void strata__conv3d_cpu(const float *in, int cin, int64_t n, const float *w, const float *bias,
+                        int cout, int k, int dilation, float *out, float *col, size_t col_floats)
+{
+  struct strata__layer L = {.kind = STRATA__LAYER_CONV3D, .channels = cout, .kernel = k,
+                            .dilation = dilation, .stride = 1, .pad = dilation * (k - 1) / 2,
+                            .groups = 1};
+  conv3d(in, cin, n, &L, w, bias, out, col, col_floats);
+}
+
+/* Transposed conv3d, stride 2: one SGEMM gives every tap's contribution
+ * col[(o, kz, ky, kx)][input cell], then each output cell gathers its taps. */
+static void conv_transpose(const float *in, int cin, int64_t n, const struct strata__layer *L,
+                           const float *w, const float *bias, float *out, float *col)
+{
+  int k = L->kernel, cout = L->channels;
+  int64_t kv = kernel_volume(L), vol_in = cube(n), m = 2 * n;
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(cout * kv), (int)vol_in, cin, 1.0f, w,
+              (int)(cout * kv), in, (int)vol_in, 0.0f, col, (int)vol_in);
+  for (int o = 0; o < cout; o++)
+    for (int64_t z = 0; z < m; z++)
+      for (int64_t y = 0; y < m; y++)
+        for (int64_t x = 0; x < m; x++) {
+          float sum = bias ? bias[o] : 0.0f;
+          for (int kz = 0; kz < k; kz++) {
+            int64_t sz = strata__transposed_source(z, kz, L, n);
+            for (int ky = 0; sz >= 0 && ky < k; ky++) {
+              int64_t sy = strata__transposed_source(y, ky, L, n);
+              for (int kx = 0; sy >= 0 && kx < k; kx++) {
+                int64_t sx = strata__transposed_source(x, kx, L, n);
+                if (sx >= 0)
+                  sum += col[(((o * k + kz) * k + ky) * k + kx) * vol_in + (sz * n + sy) * n + sx];
+              }
+            }
+          }
+          out[((o * m + z) * m + y) * m + x] = sum;
+        }
+}
+
+/* 2x2x2 pooling, stride 2: the maximum (NaN wins) or the mean. */
+static void pool(const float *in, int channels, int64_t n, int mean, float *out)
 {
   int64_t m = n / 2;
   for (int64_t c = 0; c < channels; c++)
     for (int64_t z = 0; z < m; z++)
       for (int64_t y = 0; y < m; y++)
         for (int64_t x = 0; x < m; x++) {
-          float best = -INFINITY;
+          float best = -INFINITY, sum = 0.0f;
           for (int dz = 0; dz < 2; dz++)
             for (int dy = 0; dy < 2; dy++)
               for (int dx = 0; dx < 2; dx++) {
                 float v = in[((c * n + 2 * z + dz) * n + 2 * y + dy) * n + 2 * x + dx];
                 best = v > best || v != v ? v : best;
+                sum += v;
               }
-          out[((c * m + z) * m + y) * m + x] = best;
+          out[((c * m + z) * m + y) * m + x] = mean ? sum * 0.125f : best;
         }
 }
 
@@ -162,16 +246,85 @@ static void upsample(const float *in, int channels, int64_t n, float *out)
           out[((c * m + z) * m + y) * m + x] = in[((c * n + z / 2) * n + y / 2) * n + x / 2];
 }
 
+static void upsample_linear(const float *in, int channels, int64_t n, int align, float *out)
+{
+  int64_t m = 2 * n;
+  for (int64_t c = 0; c < channels; c++)
+    for (int64_t z = 0; z < m; z++) {
+      int64_t z0, z1, y0, y1, x0, x1;
+      float tz, ty, tx;
+      strata__linear_tap(z, n, align, &z0, &z1, &tz);
+      for (int64_t y = 0; y < m; y++) {
+        strata__linear_tap(y, n, align, &y0, &y1, &ty);
+        for (int64_t x = 0; x < m; x++) {
+          strata__linear_tap(x, n, align, &x0, &x1, &tx);
+          const float *a = in + c * n * n * n;
+#define AT(zz, yy, xx) a[((zz) * n + (yy)) * n + (xx)]
+          float v0 = (1 - ty) * ((1 - tx) * AT(z0, y0, x0) + tx * AT(z0, y0, x1)) +
+                     ty * ((1 - tx) * AT(z0, y1, x0) + tx * AT(z0, y1, x1));
+          float v1 = (1 - ty) * ((1 - tx) * AT(z1, y0, x0) + tx * AT(z1, y0, x1)) +
+                     ty * ((1 - tx) * AT(z1, y1, x0) + tx * AT(z1, y1, x1));
+#undef AT
+          out[((c * m + z) * m + y) * m + x] = (1 - tz) * v0 + tz * v1;
+        }
+      }
+    }
+}
+
 static void pointwise(const struct strata__layer *L, const float *in, int64_t count, float *out)
 {
-  for (int64_t i = 0; i < count; i++) {
-    float v = in[i];
-    switch (L->kind) {
-    case STRATA__LAYER_RELU: out[i] = v > 0.0f ? v : 0.0f; break;
-    case STRATA__LAYER_LEAKY_RELU: out[i] = v > 0.0f ? v : L->param * v; break;
-    case STRATA__LAYER_SIGMOID: out[i] = 1.0f / (1.0f + expf(-v)); break;
-    default: out[i] = logf(v > L->param ? v : L->param); break; /* LOG */
+  for (int64_t i = 0; i < count; i++)
+    out[i] = strata__pointwise(L->kind, L->param, L->param2, in[i]);
+}
+
+/* Per-channel affine map, and normalisation over each channel group (mean
+ * and biased variance in double) followed by it. */
+static void affine(const struct strata__layer *L, const float *weights, const float *in,
+                   int64_t vol, float *out)
+{
+  int64_t group = L->kind == STRATA__LAYER_NORM ? L->channels / L->groups : 1;
+  for (int64_t g0 = 0; g0 < L->channels; g0 += group) {
+    double mean = 0, rstd = 1;
+    if (L->kind == STRATA__LAYER_NORM) {
+      double sum = 0, sq = 0;
+      for (int64_t i = g0 * vol; i < (g0 + group) * vol; i++) {
+        sum += in[i];
+        sq += (double)in[i] * in[i];
+      }
+      mean = sum / (double)(group * vol);
+      double var = sq / (double)(group * vol) - mean * mean;
+      rstd = 1.0 / sqrt((var > 0 ? var : 0) + L->param);
     }
+    for (int64_t c = g0; c < g0 + group; c++) {
+      double scale = (L->weight_offset >= 0 ? weights[L->weight_offset + c] : 1.0) * rstd;
+      double shift = (L->bias_offset >= 0 ? weights[L->bias_offset + c] : 0.0) - mean * scale;
+      for (int64_t i = c * vol; i < (c + 1) * vol; i++)
+        out[i] = (float)(in[i] * scale + shift);
+    }
+  }
+}
+
+static void binary(int kind, const float *a, int ca, const float *b, int cb, int channels,
+                   int64_t vol, float *out)
+{
+  for (int64_t c = 0; c < channels; c++) {
+    const float *x = a + (ca == 1 ? 0 : c * vol), *y = b + (cb == 1 ? 0 : c * vol);
+    for (int64_t i = 0; i < vol; i++)
+      out[c * vol + i] = strata__binary(kind, x[i], y[i]);
+  }
+}
+
+static void softmax(const float *in, int channels, int64_t vol, float *out)
+{
+  for (int64_t i = 0; i < vol; i++) {
+    float top = -INFINITY;
+    for (int64_t c = 0; c < channels; c++)
+      top = in[c * vol + i] > top ? in[c * vol + i] : top;
+    float sum = 0.0f;
+    for (int64_t c = 0; c < channels; c++)
+      sum += out[c * vol + i] = expf(in[c * vol + i] - top);
+    for (int64_t c = 0; c < channels; c++)
+      out[c * vol + i] /= sum;
   }
 }
 
@@ -201,30 +354,40 @@ void strata__cnn_forward_cpu(const struct strata__network *net, const float *wei
   for (int l = 0; l < net->nlayers; l++) {
     const struct strata__layer *L = &net->layers[l];
     float *dst = l == net->nlayers - 1 ? out : (float *)outputs[l];
-    const float *src[2];
-    int64_t src_n[2];
+    const float *src[STRATA__LAYER_MAX_INPUTS];
+    int src_c[STRATA__LAYER_MAX_INPUTS];
     for (int i = 0; i < L->ninputs; i++) {
       int s = L->inputs[i];
       src[i] = s == STRATA__NETWORK_INPUT ? in : outputs[s];
-      src_n[i] = s == STRATA__NETWORK_INPUT ? n : n >> net->layers[s].level;
+      src_c[i] = s == STRATA__NETWORK_INPUT ? net->in_channels : net->layers[s].channels;
     }
-    int cin = strata__layer_in_channels(net, l);
+    int cin = src_c[0];
+    int64_t sn = input_extent(net, l, n), vol = cube(sn);
+    const float *w = weights + L->weight_offset;
+    const float *bias = L->bias_offset >= 0 ? weights + L->bias_offset : NULL;
     switch (L->kind) {
-    case STRATA__LAYER_CONV3D:
-      strata__conv3d_cpu(src[0], cin, src_n[0], weights + L->weight_offset,
-                         L->bias_offset >= 0 ? weights + L->bias_offset : NULL, L->channels,
-                         L->kernel, L->dilation, dst, next, col_floats);
+    case STRATA__LAYER_CONV3D: conv3d(src[0], cin, sn, L, w, bias, dst, next, col_floats); break;
+    case STRATA__LAYER_CONV_TRANSPOSE: conv_transpose(src[0], cin, sn, L, w, bias, dst, next); break;
+    case STRATA__LAYER_MAXPOOL: pool(src[0], cin, sn, 0, dst); break;
+    case STRATA__LAYER_AVGPOOL: pool(src[0], cin, sn, 1, dst); break;
+    case STRATA__LAYER_UPSAMPLE: upsample(src[0], cin, sn, dst); break;
+    case STRATA__LAYER_UPSAMPLE_LINEAR: upsample_linear(src[0], cin, sn, L->param != 0, dst); break;
+    case STRATA__LAYER_CONCAT:
+      for (int i = 0; i < L->ninputs; i++) {
+        memcpy(dst, src[i], (size_t)(src_c[i] * vol) * sizeof *dst);
+        dst += src_c[i] * vol;
+      }
       break;
-    case STRATA__LAYER_MAXPOOL: maxpool(src[0], cin, src_n[0], dst); break;
-    case STRATA__LAYER_UPSAMPLE: upsample(src[0], cin, src_n[0], dst); break;
-    case STRATA__LAYER_CONCAT: {
-      size_t first = (size_t)(cin * cube(src_n[0]));
-      memcpy(dst, src[0], first * sizeof *dst);
-      memcpy(dst + first, src[1],
-             (size_t)(L->channels - cin) * (size_t)cube(src_n[1]) * sizeof *dst);
+    case STRATA__LAYER_AFFINE:
+    case STRATA__LAYER_NORM: affine(L, weights, src[0], vol, dst); break;
+    case STRATA__LAYER_ADD:
+    case STRATA__LAYER_SUB:
+    case STRATA__LAYER_MUL:
+    case STRATA__LAYER_DIV:
+      binary(L->kind, src[0], cin, src[1], src_c[1], L->channels, vol, dst);
       break;
-    }
-    default: pointwise(L, src[0], cin * cube(src_n[0]), dst); break;
+    case STRATA__LAYER_SOFTMAX: softmax(src[0], cin, vol, dst); break;
+    default: pointwise(L, src[0], cin * vol, dst); break;
     }
   }
 }

@@ -1,5 +1,6 @@
 // The network runner on the GPU: the same layers and scratch layout as the
-// CPU runner (../cpu/cnn.c), conv3d as im2col + cuBLAS SGEMM over slabs.
+// CPU runner (../cpu/cnn.c), conv3d as im2col + cuBLAS SGEMM over slabs,
+// transposed conv3d as one SGEMM and a gather.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -13,18 +14,20 @@ namespace
 using strata_cuda::blocks_for;
 using strata_cuda::kThreads;
 
-// Column (z, y, x) of row (c, kz, ky, kx) for output planes [z0, z0 + nz).
-__global__ void im2col_kernel(const float *in, int cin, int64_t n, int k, int d, int64_t z0,
+// Column (z, y, x) of row (c, kz, ky, kx) for output planes [z0, z0 + nz)
+// of extent m = n / stride.
+__global__ void im2col_kernel(const float *in, int cin, int64_t n, strata__layer L, int64_t z0,
                               int64_t nz, float *col)
 {
-  int64_t plane = n * n, ncols = nz * plane, pad = (int64_t)d * (k - 1) / 2;
+  int k = L.kernel, d = L.dilation, s = L.stride;
+  int64_t m = n / s, plane = m * m, ncols = nz * plane;
   STRATA_GRID_LOOP(e, (int64_t)cin * k * k * k * ncols)
   {
     int64_t row = e / ncols, colx = e % ncols;
     int kx = (int)(row % k), ky = (int)(row / k % k), kz = (int)(row / (k * k) % k);
     int64_t c = row / ((int64_t)k * k * k);
-    int64_t z = z0 + colx / plane + kz * d - pad, y = colx / n % n + ky * d - pad,
-            x = colx % n + kx * d - pad;
+    int64_t z = (z0 + colx / plane) * s + kz * d - L.pad, y = colx / m % m * s + ky * d - L.pad,
+            x = colx % m * s + kx * d - L.pad;
     col[e] = (z >= 0 && z < n && y >= 0 && y < n && x >= 0 && x < n)
                  ? in[((c * n + z) * n + y) * n + x]
                  : 0.0f;
@@ -36,34 +39,124 @@ __global__ void bias_kernel(float *out, int cout, int64_t vol, const float *bias
   STRATA_GRID_LOOP(i, cout * vol) out[i] += bias[i / vol];
 }
 
-__global__ void pointwise_kernel(int kind, float param, const float *in, int64_t count, float *out)
+// Each output cell of a transposed conv3d gathers its taps from col.
+__global__ void transposed_gather_kernel(const float *col, int64_t n, strata__layer L,
+                                         const float *bias, float *out)
 {
-  STRATA_GRID_LOOP(i, count)
+  int k = L.kernel;
+  int64_t m = 2 * n, vol_in = n * n * n;
+  STRATA_GRID_LOOP(e, L.channels * m * m * m)
   {
-    float v = in[i];
-    switch (kind) {
-    case STRATA__LAYER_RELU: out[i] = v > 0.0f ? v : 0.0f; break;
-    case STRATA__LAYER_LEAKY_RELU: out[i] = v > 0.0f ? v : param * v; break;
-    case STRATA__LAYER_SIGMOID: out[i] = 1.0f / (1.0f + expf(-v)); break;
-    default: out[i] = logf(v > param ? v : param); break;
+    int64_t x = e % m, y = e / m % m, z = e / (m * m) % m, o = e / (m * m * m);
+    float sum = bias ? bias[o] : 0.0f;
+    for (int kz = 0; kz < k; kz++) {
+      int64_t sz = strata__transposed_source(z, kz, &L, n);
+      for (int ky = 0; sz >= 0 && ky < k; ky++) {
+        int64_t sy = strata__transposed_source(y, ky, &L, n);
+        for (int kx = 0; sy >= 0 && kx < k; kx++) {
+          int64_t sx = strata__transposed_source(x, kx, &L, n);
+          if (sx >= 0)
+            sum += col[(((o * k + kz) * k + ky) * k + kx) * vol_in + (sz * n + sy) * n + sx];
+        }
+      }
     }
+    out[e] = sum;
   }
 }
 
-__global__ void maxpool_kernel(const float *in, int channels, int64_t n, float *out)
+__global__ void pointwise_kernel(int kind, float p, float p2, const float *in, int64_t count,
+                                 float *out)
+{
+  STRATA_GRID_LOOP(i, count) out[i] = strata__pointwise(kind, p, p2, in[i]);
+}
+
+__global__ void binary_kernel(int kind, const float *a, int ca, const float *b, int cb,
+                              int channels, int64_t vol, float *out)
+{
+  STRATA_GRID_LOOP(i, channels * vol)
+  {
+    int64_t c = i / vol, cell = i % vol;
+    out[i] = strata__binary(kind, a[(ca == 1 ? 0 : c * vol) + cell], b[(cb == 1 ? 0 : c * vol) + cell]);
+  }
+}
+
+__global__ void softmax_kernel(const float *in, int channels, int64_t vol, float *out)
+{
+  STRATA_GRID_LOOP(i, vol)
+  {
+    float top = -INFINITY, sum = 0.0f;
+    for (int64_t c = 0; c < channels; c++)
+      top = in[c * vol + i] > top ? in[c * vol + i] : top;
+    for (int64_t c = 0; c < channels; c++)
+      sum += out[c * vol + i] = expf(in[c * vol + i] - top);
+    for (int64_t c = 0; c < channels; c++)
+      out[c * vol + i] /= sum;
+  }
+}
+
+// Per-channel affine map; for a norm layer, one block per channel group,
+// which first reduces the group's mean and biased variance (double).
+__global__ void affine_kernel(strata__layer L, const float *weights, const float *in, int64_t vol,
+                              float *out)
+{
+  __shared__ double sums[2][strata_cuda::kThreads];
+  if (L.kind == STRATA__LAYER_AFFINE) {
+    STRATA_GRID_LOOP(i, L.channels * vol)
+    {
+      int64_t c = i / vol;
+      out[i] = in[i] * (L.weight_offset >= 0 ? weights[L.weight_offset + c] : 1.0f) +
+               (L.bias_offset >= 0 ? weights[L.bias_offset + c] : 0.0f);
+    }
+    return;
+  }
+  int64_t group = L.channels / L.groups;
+  int64_t g0 = (int64_t)blockIdx.x * group, count = group * vol;
+  const float *src = in + g0 * vol;
+  double mean, rstd;
+  {
+    double sum = 0, sq = 0;
+    for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+      sum += src[i];
+      sq += (double)src[i] * src[i];
+    }
+    sums[0][threadIdx.x] = sum;
+    sums[1][threadIdx.x] = sq;
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+      if (threadIdx.x < half) {
+        sums[0][threadIdx.x] += sums[0][threadIdx.x + half];
+        sums[1][threadIdx.x] += sums[1][threadIdx.x + half];
+      }
+      __syncthreads();
+    }
+    mean = sums[0][0] / (double)count;
+    double var = sums[1][0] / (double)count - mean * mean;
+    rstd = 1.0 / sqrt((var > 0 ? var : 0) + L.param);
+  }
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+    int64_t c = g0 + i / vol;
+    double scale = (L.weight_offset >= 0 ? weights[L.weight_offset + c] : 1.0) * rstd;
+    double shift = (L.bias_offset >= 0 ? weights[L.bias_offset + c] : 0.0) - mean * scale;
+    out[g0 * vol + i] = (float)(src[i] * scale + shift);
+  }
+}
+
+// 2x2x2 pooling, stride 2: the maximum (NaN wins) or the mean.
+__global__ void pool_kernel(const float *in, int channels, int64_t n, int mean, float *out)
 {
   int64_t m = n / 2;
   STRATA_GRID_LOOP(o, channels * m * m * m)
   {
     int64_t x = o % m, y = o / m % m, z = o / (m * m) % m, c = o / (m * m * m);
-    float best = -INFINITY;
+    float best = -INFINITY, sum = 0.0f;
     for (int dz = 0; dz < 2; dz++)
       for (int dy = 0; dy < 2; dy++)
         for (int dx = 0; dx < 2; dx++) {
           float v = in[((c * n + 2 * z + dz) * n + 2 * y + dy) * n + 2 * x + dx];
           best = v > best || v != v ? v : best;
+          sum += v;
         }
-    out[o] = best;
+    out[o] = mean ? sum * 0.125f : best;
   }
 }
 
@@ -77,31 +170,83 @@ __global__ void upsample_kernel(const float *in, int channels, int64_t n, float 
   }
 }
 
-int conv3d(const float *in, int cin, int64_t n, const float *w, const float *bias, int cout, int k,
-           int d, float *out, float *col, size_t col_floats, cublasHandle_t h, cudaStream_t s)
+__global__ void upsample_linear_kernel(const float *in, int channels, int64_t n, int align,
+                                       float *out)
+{
+  int64_t m = 2 * n;
+  STRATA_GRID_LOOP(o, channels * m * m * m)
+  {
+    int64_t z0, z1, y0, y1, x0, x1;
+    float tz, ty, tx;
+    strata__linear_tap(o / (m * m) % m, n, align, &z0, &z1, &tz);
+    strata__linear_tap(o / m % m, n, align, &y0, &y1, &ty);
+    strata__linear_tap(o % m, n, align, &x0, &x1, &tx);
+    const float *a = in + o / (m * m * m) * n * n * n;
+#define AT(zz, yy, xx) a[((zz) * n + (yy)) * n + (xx)]
+    float v0 = (1 - ty) * ((1 - tx) * AT(z0, y0, x0) + tx * AT(z0, y0, x1)) +
+               ty * ((1 - tx) * AT(z0, y1, x0) + tx * AT(z0, y1, x1));
+    float v1 = (1 - ty) * ((1 - tx) * AT(z1, y0, x0) + tx * AT(z1, y0, x1)) +
+               ty * ((1 - tx) * AT(z1, y1, x0) + tx * AT(z1, y1, x1));
+#undef AT
+    out[o] = (1 - tz) * v0 + tz * v1;
+  }
+}
+
+// conv3d per group: im2col over slabs of output planes and one SGEMM each
+// (the input itself is the matrix of a pointwise convolution).
+int conv3d(const float *in, int cin, int64_t n, const strata__layer &L, const float *w,
+           const float *bias, float *out, float *col, size_t col_floats, cublasHandle_t h,
+           cudaStream_t s)
 {
   const float one = 1.0f, zero = 0.0f;
-  int64_t vol = n * n * n, plane = n * n, rows = (int64_t)cin * k * k * k;
-  int64_t planes = k == 1 ? n : strata__conv3d_slab_planes(rows, n, col_floats);
-  for (int64_t z0 = 0; z0 < n; z0 += planes) {
-    int64_t nz = z0 + planes > n ? n - z0 : planes;
-    const float *b = in + z0 * plane; // k == 1: the input is the im2col matrix
-    int ldb = (int)vol;
-    if (k > 1) {
-      STRATA_LAUNCH(blocks_for(rows * nz * plane), kThreads, s, im2col_kernel)
-      (in, cin, n, k, d, z0, nz, col);
-      b = col;
-      ldb = (int)(nz * plane);
+  int g = L.groups, cin_g = cin / g, cout_g = L.channels / g, k = L.kernel;
+  int64_t m = n / L.stride, vol_in = n * n * n, vol = m * m * m, plane = m * m;
+  int64_t rows = (int64_t)cin_g * k * k * k;
+  bool pointwise = strata__conv3d_is_pointwise(&L);
+  int64_t planes = pointwise ? m : strata__conv3d_slab_planes(rows, m, col_floats);
+  for (int gi = 0; gi < g; gi++) {
+    const float *src = in + gi * cin_g * vol_in, *wg = w + gi * cout_g * rows;
+    float *dst = out + gi * cout_g * vol;
+    for (int64_t z0 = 0; z0 < m; z0 += planes) {
+      int64_t nz = z0 + planes > m ? m - z0 : planes;
+      const float *b = src + z0 * plane; // pointwise: the input is the im2col matrix
+      int ldb = (int)vol;
+      if (!pointwise) {
+        STRATA_LAUNCH(blocks_for(rows * nz * plane), kThreads, s, im2col_kernel)
+        (src, cin_g, n, L, z0, nz, col);
+        b = col;
+        ldb = (int)(nz * plane);
+      }
+      // Row-major dst[cout_g, cols] = wg[cout_g, rows] b[rows, cols], as
+      // column-major dst^T = b^T wg^T.
+      cublasStatus_t st = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)(nz * plane), cout_g,
+                                      (int)rows, &one, b, ldb, wg, (int)rows, &zero,
+                                      dst + z0 * plane, (int)vol);
+      if (st != CUBLAS_STATUS_SUCCESS)
+        return (int)st;
     }
-    // Row-major out[cout, cols] = w[cout, rows] b[rows, cols], as column-major
-    // out^T = b^T w^T.
-    cublasStatus_t st = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)(nz * plane), cout, (int)rows,
-                                    &one, b, ldb, w, (int)rows, &zero, out + z0 * plane, (int)vol);
-    if (st != CUBLAS_STATUS_SUCCESS)
-      return (int)st;
   }
   if (bias)
-    STRATA_LAUNCH(blocks_for(cout * vol), kThreads, s, bias_kernel)(out, cout, vol, bias);
+    STRATA_LAUNCH(blocks_for(L.channels * vol), kThreads, s, bias_kernel)
+    (out, L.channels, vol, bias);
+  return (int)cudaGetLastError();
+}
+
+// Transposed conv3d: col[(o, tap)][input cell] = sum_i w[i][(o, tap)] in[i]
+// by one SGEMM, then the gather.
+int conv_transpose(const float *in, int cin, int64_t n, const strata__layer &L, const float *w,
+                   const float *bias, float *out, float *col, cublasHandle_t h, cudaStream_t s)
+{
+  const float one = 1.0f, zero = 0.0f;
+  int64_t kv = (int64_t)L.kernel * L.kernel * L.kernel, vol_in = n * n * n, m = 2 * n;
+  // Column-major col^T[vol_in, cout kv] = in^T[vol_in, cin] w[cin, cout kv].
+  cublasStatus_t st = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, (int)vol_in, (int)(L.channels * kv),
+                                  cin, &one, in, (int)vol_in, w, (int)(L.channels * kv), &zero,
+                                  col, (int)vol_in);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    return (int)st;
+  STRATA_LAUNCH(blocks_for(L.channels * m * m * m), kThreads, s, transposed_gather_kernel)
+  (col, n, L, bias, out);
   return (int)cudaGetLastError();
 }
 
@@ -122,37 +267,66 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
   for (int l = 0; l < net->nlayers; l++) {
     const struct strata__layer *L = &net->layers[l];
     float *dst = l == net->nlayers - 1 ? out : scratch + offsets[l];
-    const float *src[2];
-    int64_t sn[2];
+    const float *src[STRATA__LAYER_MAX_INPUTS];
+    int src_c[STRATA__LAYER_MAX_INPUTS];
+    int64_t sn = 0;
     for (int i = 0; i < L->ninputs; i++) {
       int p = L->inputs[i];
       src[i] = p == STRATA__NETWORK_INPUT ? in : scratch + offsets[p];
-      sn[i] = p == STRATA__NETWORK_INPUT ? n : n >> net->layers[p].level;
+      src_c[i] = p == STRATA__NETWORK_INPUT ? net->in_channels : net->layers[p].channels;
+      if (i == 0)
+        sn = p == STRATA__NETWORK_INPUT ? n : n >> net->layers[p].level;
     }
-    int cin = strata__layer_in_channels(net, l);
-    int64_t count = cin * sn[0] * sn[0] * sn[0];
+    int cin = src_c[0];
+    int64_t vol = sn * sn * sn, count = cin * vol;
+    const float *w = weights + L->weight_offset;
+    const float *bias = L->bias_offset >= 0 ? weights + L->bias_offset : nullptr;
     int ret = 0;
     switch (L->kind) {
     case STRATA__LAYER_CONV3D:
-      ret = conv3d(src[0], cin, sn[0], weights + L->weight_offset,
-                   L->bias_offset >= 0 ? weights + L->bias_offset : nullptr, L->channels, L->kernel,
-                   L->dilation, dst, col, col_floats, h, s);
+      ret = conv3d(src[0], cin, sn, *L, w, bias, dst, col, col_floats, h, s);
+      break;
+    case STRATA__LAYER_CONV_TRANSPOSE:
+      ret = conv_transpose(src[0], cin, sn, *L, w, bias, dst, col, h, s);
       break;
     case STRATA__LAYER_MAXPOOL:
-      STRATA_LAUNCH(blocks_for(count / 8), kThreads, s, maxpool_kernel)(src[0], cin, sn[0], dst);
+    case STRATA__LAYER_AVGPOOL:
+      STRATA_LAUNCH(blocks_for(count / 8), kThreads, s, pool_kernel)
+      (src[0], cin, sn, L->kind == STRATA__LAYER_AVGPOOL, dst);
       break;
     case STRATA__LAYER_UPSAMPLE:
-      STRATA_LAUNCH(blocks_for(count * 8), kThreads, s, upsample_kernel)(src[0], cin, sn[0], dst);
+      STRATA_LAUNCH(blocks_for(count * 8), kThreads, s, upsample_kernel)(src[0], cin, sn, dst);
       break;
-    case STRATA__LAYER_CONCAT: {
-      size_t second = (size_t)(L->channels - cin) * sn[1] * sn[1] * sn[1];
-      cudaMemcpyAsync(dst, src[0], (size_t)count * sizeof(float), cudaMemcpyDeviceToDevice, s);
-      cudaMemcpyAsync(dst + count, src[1], second * sizeof(float), cudaMemcpyDeviceToDevice, s);
+    case STRATA__LAYER_UPSAMPLE_LINEAR:
+      STRATA_LAUNCH(blocks_for(count * 8), kThreads, s, upsample_linear_kernel)
+      (src[0], cin, sn, L->param != 0, dst);
       break;
-    }
+    case STRATA__LAYER_CONCAT:
+      for (int i = 0; i < L->ninputs; i++) {
+        size_t floats = (size_t)(src_c[i] * vol);
+        cudaMemcpyAsync(dst, src[i], floats * sizeof(float), cudaMemcpyDeviceToDevice, s);
+        dst += floats;
+      }
+      break;
+    case STRATA__LAYER_AFFINE:
+    case STRATA__LAYER_NORM:
+      STRATA_LAUNCH(L->kind == STRATA__LAYER_NORM ? L->groups : blocks_for(L->channels * vol),
+                    kThreads, s, affine_kernel)
+      (*L, weights, src[0], vol, dst);
+      break;
+    case STRATA__LAYER_ADD:
+    case STRATA__LAYER_SUB:
+    case STRATA__LAYER_MUL:
+    case STRATA__LAYER_DIV:
+      STRATA_LAUNCH(blocks_for(L->channels * vol), kThreads, s, binary_kernel)
+      (L->kind, src[0], cin, src[1], src_c[1], L->channels, vol, dst);
+      break;
+    case STRATA__LAYER_SOFTMAX:
+      STRATA_LAUNCH(blocks_for(vol), kThreads, s, softmax_kernel)(src[0], cin, vol, dst);
+      break;
     default:
       STRATA_LAUNCH(blocks_for(count), kThreads, s, pointwise_kernel)
-      (L->kind, L->param, src[0], count, dst);
+      (L->kind, L->param, L->param2, src[0], count, dst);
       break;
     }
     if (ret == 0)
