@@ -36,6 +36,11 @@ pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET GLOBAL libcjson)
 pkg_check_modules(FFTW REQUIRED IMPORTED_TARGET GLOBAL fftw3)
 pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET GLOBAL hdf5)
 pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET GLOBAL cairo)
+# ONNX import: onnx.proto from libonnx-dev, compiled to C by protoc-c
+# (protobuf-c-compiler) and decoded by libprotobuf-c.
+pkg_check_modules(PROTOBUF_C REQUIRED IMPORTED_TARGET GLOBAL libprotobuf-c)
+find_program(STRATA_PROTOC_C protoc-c REQUIRED)
+find_file(STRATA_ONNX_PROTO onnx.proto PATHS /usr/include/onnx NO_DEFAULT_PATH REQUIRED)
 message(STATUS "StarPU ${STARPU_starpu-1.3_VERSION}${STARPU_starpu-1.4_VERSION} (${STRATA_STARPU_MODULES})")
 
 # pkg-config name of the MPI implementation, for strata.pc.

@@ -12,7 +12,9 @@ packages=(
   # runtime: StarPU with StarPU-MPI, Open MPI, hwloc
   libstarpu-dev libstarpumpi-1.3-3 starpu-tools
   libopenmpi-dev openmpi-bin libhwloc-dev hwloc
-  # JSON (model files, benchmark output), dense math
+  # JSON (model files, benchmark output), dense math; ONNX import (protobuf-c over
+  # onnx.proto), and PyTorch + onnx for the parity tests and the training script
+  protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-torch python3-onnx
   libcjson-dev libopenblas-dev
   # spectra of the cosmology test problem, AMR field output
   libfftw3-dev libhdf5-dev

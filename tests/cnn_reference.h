@@ -63,11 +63,19 @@ static inline struct strata__layer ref_layer(int kind, int first, int second, in
                                              int level, int kernel, int dilation, int64_t w,
                                              int64_t b, float param)
 {
-  struct strata__layer L = {.kind = kind, .ninputs = kind == STRATA__LAYER_CONCAT ? 2 : 1,
-                            .inputs = {first, second}, .channels = channels, .level = level,
-                            .kernel = kernel, .dilation = dilation, .stride = 1,
-                            .pad = dilation * (kernel - 1) / 2, .groups = 1, .weight_offset = w,
-                            .bias_offset = b, .param = param};
+  struct strata__layer L = {.kind = kind,
+                            .ninputs = kind == STRATA__LAYER_CONCAT ? 2 : 1,
+                            .inputs = {first, second},
+                            .channels = channels,
+                            .level = level,
+                            .kernel = kernel,
+                            .dilation = dilation,
+                            .stride = 1,
+                            .pad = dilation * (kernel - 1) / 2,
+                            .groups = 1,
+                            .weight_offset = w,
+                            .bias_offset = b,
+                            .param = param};
   return L;
 }
 
@@ -132,6 +140,55 @@ static inline void ref_unet_forward(const float *w, const float *in, int64_t n, 
   for (int64_t i = 0; i < 2 * v; i++)
     out[i] = logf(fmaxf(1.0f / (1.0f + expf(-c3[i])), 1e-3f));
   free(c1), free(p), free(c2), free(cat), free(c3);
+}
+
+/* A network with every layer kind that ONNX models bring (strided, grouped
+ * and transposed convolutions, group normalisation, affine, tanh, clip,
+ * the four binary operators with channel broadcast, average pooling,
+ * trilinear upsampling both ways, a three-way concatenation, softmax), on
+ * 2 input channels at extent n (a multiple of 4), 9 output channels. */
+enum { ZOO_LAYERS = 19 };
+static inline struct strata__network ref_zoo(struct strata__layer *L, float **weights,
+                                             int64_t *nweights)
+{
+  /* weight offsets, in layer order */
+  const int64_t c0 = 0, c0b = 216, n1 = 220, n1b = 224, c3 = 228, t5 = 444, t5b = 540, t6 = 543,
+                t6b = 759, c10 = 761, c10b = 763, a16 = 764, a16b = 767, total = 770;
+  L[0] = ref_layer(STRATA__LAYER_CONV3D, -1, -1, 4, 1, 3, 1, c0, c0b, 0);
+  L[0].stride = 2;
+  L[0].pad = 1;
+  L[1] = ref_layer(STRATA__LAYER_NORM, 0, -1, 4, 1, 1, 1, n1, n1b, 1e-5f);
+  L[1].groups = 2;
+  L[2] = ref_layer(STRATA__LAYER_TANH, 1, -1, 4, 1, 1, 1, -1, -1, 0);
+  L[3] = ref_layer(STRATA__LAYER_CONV3D, 2, -1, 4, 1, 3, 1, c3, -1, 0);
+  L[3].groups = 2;
+  L[4] = ref_layer(STRATA__LAYER_AVGPOOL, 3, -1, 4, 2, 1, 1, -1, -1, 0);
+  L[5] = ref_layer(STRATA__LAYER_CONV_TRANSPOSE, 4, -1, 3, 1, 2, 1, t5, t5b, 0);
+  L[5].pad = 0;
+  L[6] = ref_layer(STRATA__LAYER_CONV_TRANSPOSE, 2, -1, 2, 0, 3, 1, t6, t6b, 0);
+  L[6].pad = 1;
+  L[7] = ref_layer(STRATA__LAYER_UPSAMPLE_LINEAR, 5, -1, 3, 0, 1, 1, -1, -1, 0);
+  L[8] = ref_layer(STRATA__LAYER_UPSAMPLE_LINEAR, 2, -1, 4, 0, 1, 1, -1, -1, 1);
+  L[9] = ref_layer(STRATA__LAYER_CLIP, 7, -1, 3, 0, 1, 1, -1, -1, -0.5f);
+  L[9].param2 = 0.75f;
+  L[10] = ref_layer(STRATA__LAYER_CONV3D, -1, -1, 1, 0, 1, 1, c10, c10b, 0);
+  L[11] = ref_layer(STRATA__LAYER_CLIP, 10, -1, 1, 0, 1, 1, -1, -1, 0.5f);
+  L[11].param2 = 2.0f;
+  L[12] = ref_layer(STRATA__LAYER_DIV, 8, 11, 4, 0, 1, 1, -1, -1, 0);
+  L[13] = ref_layer(STRATA__LAYER_MUL, 9, 11, 3, 0, 1, 1, -1, -1, 0);
+  L[14] = ref_layer(STRATA__LAYER_SUB, 13, 7, 3, 0, 1, 1, -1, -1, 0);
+  L[15] = ref_layer(STRATA__LAYER_ADD, 6, 10, 2, 0, 1, 1, -1, -1, 0);
+  L[16] = ref_layer(STRATA__LAYER_AFFINE, 14, -1, 3, 0, 1, 1, a16, a16b, 0);
+  L[17] = ref_layer(STRATA__LAYER_CONCAT, 12, 16, 9, 0, 1, 1, -1, -1, 0);
+  L[17].ninputs = 3;
+  L[17].inputs[2] = 15;
+  L[18] = ref_layer(STRATA__LAYER_SOFTMAX, 17, -1, 9, 0, 1, 1, -1, -1, 0);
+  for (int i = 12; i <= 15; i++)
+    L[i].ninputs = 2;
+  *nweights = total;
+  *weights = malloc((size_t)total * sizeof(float));
+  ref_random(*weights, total, 13);
+  return (struct strata__network){L, ZOO_LAYERS, 2};
 }
 
 #endif

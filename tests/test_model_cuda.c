@@ -1,5 +1,6 @@
 /* CUDA network runner and bubble extraction against the CPU kernels: the
- * U-Net of cnn_reference.h at two extents (1e-4 relative), bubble tables
+ * U-Net of cnn_reference.h and its network of every layer kind at two
+ * extents each (1e-4 relative), bubble tables
  * of planted spheres (same bubbles, same order), their border faces and
  * the links between two maps in every direction (equal). Exit 77 without
  * a GPU. */
@@ -11,28 +12,47 @@
 #include "cuda_check.h"
 #include "kernels/bubble_kernels.h"
 
-static void check_unet(cublasHandle_t h, int64_t n)
+/* One network on the CPU and in CUDA, 2 input channels at extent n. */
+static void check_network(const char *what, struct strata__network net, const float *w, int64_t nw,
+                          cublasHandle_t h, int64_t n)
 {
-  struct strata__layer L[UNET_LAYERS];
-  float *w;
-  int64_t nw, v = n * n * n;
-  struct strata__network net = ref_unet(L, &w, &nw);
+  int64_t v = n * n * n, k = net.layers[net.nlayers - 1].channels;
   size_t sf = strata__cnn_scratch_floats(&net, n);
-  float *in = malloc((size_t)(2 * v) * 4), *cpu = malloc((size_t)(2 * v) * 4);
-  float *gpu = malloc((size_t)(2 * v) * 4), *scratch = malloc(sf * 4);
+  float *in = malloc((size_t)(2 * v) * 4), *cpu = malloc((size_t)(k * v) * 4);
+  float *gpu = malloc((size_t)(k * v) * 4), *scratch = malloc(sf * 4);
   ref_random(in, 2 * v, 3);
   strata__cnn_forward_cpu(&net, w, in, n, cpu, scratch);
   float *dw = check_device_copy(w, (size_t)nw * 4),
         *din = check_device_copy(in, (size_t)(2 * v) * 4);
-  float *dout = check_device_copy(NULL, (size_t)(2 * v) * 4),
+  float *dout = check_device_copy(NULL, (size_t)(k * v) * 4),
         *dscratch = check_device_copy(NULL, sf * 4);
   CHECK_EQ(strata__cnn_forward_cuda(&net, dw, din, n, dout, dscratch, h, NULL), 0);
-  CHECK_EQ(cudaMemcpy(gpu, dout, (size_t)(2 * v) * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-  double err = ref_max_error(gpu, cpu, 2 * v);
-  fprintf(stderr, "U-Net n=%lld: CUDA vs CPU max relative error %g\n", (long long)n, err);
+  CHECK_EQ(cudaMemcpy(gpu, dout, (size_t)(k * v) * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  double err = ref_max_error(gpu, cpu, k * v);
+  fprintf(stderr, "%s n=%lld: CUDA vs CPU max relative error %g\n", what, (long long)n, err);
   CHECK(err <= 1e-4);
   cudaFree(dw), cudaFree(din), cudaFree(dout), cudaFree(dscratch);
-  free(w), free(in), free(cpu), free(gpu), free(scratch);
+  free(in), free(cpu), free(gpu), free(scratch);
+}
+
+static void check_unet(cublasHandle_t h, int64_t n)
+{
+  struct strata__layer L[UNET_LAYERS];
+  float *w;
+  int64_t nw;
+  struct strata__network net = ref_unet(L, &w, &nw);
+  check_network("U-Net", net, w, nw, h, n);
+  free(w);
+}
+
+static void check_zoo(cublasHandle_t h, int64_t n)
+{
+  struct strata__layer L[ZOO_LAYERS];
+  float *w;
+  int64_t nw;
+  struct strata__network net = ref_zoo(L, &w, &nw);
+  check_network("every layer kind", net, w, nw, h, n);
+  free(w);
 }
 
 /* One map extracted by the CPU and the CUDA kernels: their tables into
@@ -134,6 +154,8 @@ int main(void)
   CHECK_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
   check_unet(h, 8);
   check_unet(h, 32);
+  check_zoo(h, 8);
+  check_zoo(h, 16);
   check_bubbles();
   check_links();
   cublasDestroy(h);

@@ -30,12 +30,12 @@ enum strata__layer_kind {
   /* transposed conv3d, stride 2: n -> 2 n; kernel k, dilation d, `pad`
    * cropped before (d (k - 1) + output padding = 2 pad + 1) */
   STRATA__LAYER_CONV_TRANSPOSE,
-  STRATA__LAYER_TANH,            /* tanh(x) */
-  STRATA__LAYER_CLIP,            /* min(max(x, param), param2) */
-  STRATA__LAYER_AFFINE,          /* x * scale[c] + shift[c] */
-  STRATA__LAYER_NORM,            /* normalised over each of `groups` channel groups, then affine */
-  STRATA__LAYER_ADD,             /* two inputs, element-wise; one may have 1 channel */
-  STRATA__LAYER_SUB,             /* (broadcast over the other's channels) */
+  STRATA__LAYER_TANH,   /* tanh(x) */
+  STRATA__LAYER_CLIP,   /* min(max(x, param), param2) */
+  STRATA__LAYER_AFFINE, /* x * scale[c] + shift[c] */
+  STRATA__LAYER_NORM,   /* normalised over each of `groups` channel groups, then affine */
+  STRATA__LAYER_ADD,    /* two inputs, element-wise; one may have 1 channel */
+  STRATA__LAYER_SUB,    /* (broadcast over the other's channels) */
   STRATA__LAYER_MUL,
   STRATA__LAYER_DIV,
   STRATA__LAYER_SOFTMAX,         /* over the channels of each cell */
@@ -47,7 +47,7 @@ enum strata__layer_kind {
 
 /* Most layers a network may have (the CUDA runner keeps per-layer offsets
  * on the stack), and most inputs of one layer. */
-#define STRATA__CNN_MAX_LAYERS 256
+#define STRATA__CNN_MAX_LAYERS   256
 #define STRATA__LAYER_MAX_INPUTS 16
 
 struct strata__layer {
@@ -86,7 +86,7 @@ static inline STRATA__HOST_DEVICE float strata__pointwise(int kind, float p, flo
   case STRATA__LAYER_SIGMOID: return 1.0f / (1.0f + expf(-v));
   case STRATA__LAYER_TANH: return tanhf(v);
   case STRATA__LAYER_CLIP: return v < p ? p : v > p2 ? p2 : v; /* NaN stays NaN */
-  default: return logf(v > p ? v : p); /* LOG */
+  default: return logf(v > p ? v : p);                         /* LOG */
   }
 }
 

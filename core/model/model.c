@@ -13,6 +13,7 @@
 #include "internal/runtime.h"
 #include "kernels/cnn_kernels.h"
 #include "model.h"
+#include "model_impl.h"
 #include "strata_build_config.h"
 
 #define MAX_KERNEL 31
@@ -21,7 +22,9 @@ struct strata_model {
   char name[64];
   int in_channels, out_channels;
   strata_model_output output;
-  char **fields; /* in_channels names, or NULL */
+  char **fields;                              /* in_channels names, or NULL */
+  struct strata__model_output_range *outputs; /* the named outputs, in channel order */
+  int noutputs;
   /* built-in network (NULL layers for plug-ins) */
   struct strata__layer *layers;
   struct strata__network net;
@@ -85,6 +88,7 @@ static void free_model(strata_model *m)
     for (int c = 0; c < m->in_channels; c++)
       free(m->fields[c]);
   free(m->fields);
+  free(m->outputs);
   free(m->layers);
   strata__host_free(m->weights, m->weights_bytes);
   free(m);
@@ -106,6 +110,13 @@ static int finish_model(strata_model *m, int64_t nweights)
   m->call.cpu_ns = &m->cpu_ns;
   m->call.in_channels = m->in_channels;
   m->call.id = starpu_hash_crc32c_string(m->name, (uint32_t)nweights);
+  if (!m->outputs) {
+    if (!(m->outputs = calloc(1, sizeof *m->outputs)))
+      return STRATA_ENOMEM;
+    snprintf(m->outputs[0].name, sizeof m->outputs[0].name, "output");
+    m->outputs[0].channels = m->out_channels;
+    m->noutputs = 1;
+  }
   m->scratch_n = -1;
   strata__live_add(&strata__objects, &m->live, "model", m, destroy_live);
   return 0;
@@ -240,7 +251,7 @@ static int load_tensor(struct loader *ld, int l, int which, const char *file, in
   return 0;
 }
 
-static int parse_layer(struct loader *ld, const cJSON *js, int l, int *max_level)
+static int parse_layer(struct loader *ld, const cJSON *js, int l)
 {
   static const struct {
     const char *name;
@@ -327,10 +338,7 @@ static int parse_layer(struct loader *ld, const cJSON *js, int l, int *max_level
       return strata__fail(STRATA_EINVAL, "%s: layer '%s': \"floor\" must be > 0", ld->path, name);
     return 0;
   }
-  case STRATA__LAYER_MAXPOOL:
-    L->level++;
-    *max_level = L->level > *max_level ? L->level : *max_level;
-    return 0;
+  case STRATA__LAYER_MAXPOOL: L->level++; return 0;
   case STRATA__LAYER_UPSAMPLE:
     if (--L->level < 0)
       return strata__fail(STRATA_EINVAL, "%s: layer '%s': upsampling above the input resolution",
@@ -347,7 +355,7 @@ static int parse_layer(struct loader *ld, const cJSON *js, int l, int *max_level
 }
 
 /* Check the header, then each layer; pack the weights. */
-static int parse_model(struct loader *ld, const cJSON *root)
+static int parse_model(struct loader *ld, const cJSON *root, strata_model **out)
 {
   strata_model *m = ld->m;
   const char *format = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "format"));
@@ -389,7 +397,7 @@ static int parse_model(struct loader *ld, const cJSON *root)
   if (!(m->layers = calloc((size_t)nl, sizeof *m->layers)))
     return STRATA_ENOMEM;
   for (int l = 0; l < nl; l++) {
-    int ret = parse_layer(ld, cJSON_GetArrayItem(layers, l), l, &m->max_level);
+    int ret = parse_layer(ld, cJSON_GetArrayItem(layers, l), l);
     if (ret)
       return ret;
   }
@@ -401,26 +409,79 @@ static int parse_model(struct loader *ld, const cJSON *root)
   int64_t total = 0;
   for (int l = 0; l < nl; l++)
     total += ld->sizes[l][0] + ld->sizes[l][1];
-  if (total > 0) {
-    m->weights_bytes = (size_t)total * sizeof(float);
-    if (strata__host_alloc((void **)&m->weights, m->weights_bytes) != 0)
-      return STRATA_ENOMEM;
-  }
+  float *packed = total > 0 ? malloc((size_t)total * sizeof(float)) : NULL;
+  if (total > 0 && !packed)
+    return STRATA_ENOMEM;
   int64_t at = 0;
   for (int l = 0; l < nl; l++)
     for (int which = 0; which < 2; which++)
       if (ld->blobs[l][which]) {
-        memcpy(m->weights + at, ld->blobs[l][which], (size_t)ld->sizes[l][which] * sizeof(float));
+        memcpy(packed + at, ld->blobs[l][which], (size_t)ld->sizes[l][which] * sizeof(float));
         *(which ? &m->layers[l].bias_offset : &m->layers[l].weight_offset) = at;
         at += ld->sizes[l][which];
       }
-  m->net = (struct strata__network){m->layers, nl, m->in_channels};
+  struct strata__layer *network = m->layers;
+  m->layers = NULL; /* handed to the network's model below */
+  const struct strata__network_spec spec = {.name = m->name,
+                                            .in_channels = m->in_channels,
+                                            .output = m->output,
+                                            .fields = (const char *const *)m->fields,
+                                            .nfields = m->fields ? m->in_channels : 0,
+                                            .layers = network,
+                                            .nlayers = nl,
+                                            .weights = packed,
+                                            .nweights = total};
+  int ret = strata__model_from_network(&spec, out);
+  free(packed);
+  return ret;
+}
+
+/* The one way a loaded network becomes a model: its layers (taken over),
+ * its packed weights (copied into registered memory) and its outputs. */
+int strata__model_from_network(const struct strata__network_spec *spec, strata_model **out)
+{
+  *out = NULL;
+  strata_model *m = calloc(1, sizeof *m);
+  if (!m) {
+    free(spec->layers);
+    return STRATA_ENOMEM;
+  }
+  snprintf(m->name, sizeof m->name, "%s", spec->name);
+  m->in_channels = spec->in_channels;
+  m->output = spec->output;
+  m->layers = spec->layers;
+  const struct strata__layer *last = &spec->layers[spec->nlayers - 1];
+  m->out_channels = last->channels;
+  for (int l = 0; l < spec->nlayers; l++)
+    m->max_level = spec->layers[l].level > m->max_level ? spec->layers[l].level : m->max_level;
+  int ret = copy_fields(m, spec->fields, spec->nfields);
+  if (!ret && spec->noutputs > 0) {
+    if (!(m->outputs = malloc((size_t)spec->noutputs * sizeof *m->outputs)))
+      ret = STRATA_ENOMEM;
+    else {
+      memcpy(m->outputs, spec->outputs, (size_t)spec->noutputs * sizeof *m->outputs);
+      m->noutputs = spec->noutputs;
+    }
+  }
+  if (!ret && spec->nweights > 0) {
+    m->weights_bytes = (size_t)spec->nweights * sizeof(float);
+    if (strata__host_alloc((void **)&m->weights, m->weights_bytes) != 0)
+      ret = STRATA_ENOMEM;
+    else
+      memcpy(m->weights, spec->weights, m->weights_bytes);
+  }
+  m->net = (struct strata__network){m->layers, spec->nlayers, m->in_channels};
   m->call.cpu = network_cpu;
   m->call.flops = network_flops;
 #if STRATA_HAVE_CUDA_KERNELS
   m->call.cuda = network_cuda;
 #endif
-  return finish_model(m, total);
+  if (ret || (ret = finish_model(m, spec->nweights))) {
+    free_model(m);
+    return ret;
+  }
+  *out = m;
+  return 0;
 }
 
 int strata_model_load(const char *json_path, strata_model **out)
@@ -449,7 +510,7 @@ int strata_model_load(const char *json_path, strata_model **out)
     snprintf(ld->dir, sizeof ld->dir, "%s", dirname(copy));
     ld->path = json_path;
     ld->m = m;
-    ret = parse_model(ld, root);
+    ret = parse_model(ld, root, out);
   }
   if (ld)
     for (int l = 0; l < STRATA__CNN_MAX_LAYERS; l++)
@@ -457,10 +518,7 @@ int strata_model_load(const char *json_path, strata_model **out)
   free(ld);
   cJSON_Delete(root);
   free(text);
-  if (ret)
-    free_model(m);
-  else
-    *out = m;
+  free_model(m); /* the description's holder: layers and fields, never registered */
   return ret;
 }
 
@@ -513,6 +571,25 @@ int strata_model_describe(const strata_model *m, int *in_channels, int *out_chan
     *out_channels = m->out_channels;
   if (output)
     *output = m->output;
+  return 0;
+}
+
+int strata_model_outputs(const strata_model *m, int i, int *count, const char **name,
+                         int *first_channel, int *channels)
+{
+  strata__clear_error();
+  if (!m)
+    return STRATA_EINVAL;
+  if (count)
+    *count = m->noutputs;
+  if (i < 0 || i >= m->noutputs)
+    return STRATA_ERANGE;
+  if (name)
+    *name = m->outputs[i].name;
+  if (first_channel)
+    *first_channel = m->outputs[i].first;
+  if (channels)
+    *channels = m->outputs[i].channels;
   return 0;
 }
 

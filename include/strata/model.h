@@ -56,6 +56,39 @@ typedef enum strata_model_output {
  *          STRATA_ESTATE before strata_init(). */
 int strata_model_load(const char *json_path, strata_model **out);
 
+/** @brief Load a trained network from an ONNX file (opsets 11 to 17).
+ *
+ *  The graph takes one float tensor [N, C, D, H, W] (N = 1 or symbolic,
+ *  C fixed) and gives one or more [N, K_i, D, H, W] tensors at the input's
+ *  resolution; Strata applies it to [C, n, n, n] arrays for any n that its
+ *  pooling allows, and concatenates the outputs' channels in the graph's
+ *  order (strata_model_outputs() names them). Weights come from the
+ *  initializers or from external data files next to the model; float16,
+ *  bfloat16 and float64 weights are converted to float32.
+ *
+ *  Operators: Conv (3-D, cubic kernel, stride 1 with same padding or
+ *  stride 2 halving the extent, any dilation and groups), ConvTranspose
+ *  (stride 2, doubling the extent), BatchNormalization (folded into the
+ *  convolution it follows, else a per-channel affine map),
+ *  InstanceNormalization, Add, Sub, Mul, Div (two activations, one of them
+ *  possibly single-channel, or an activation and a scalar or per-channel
+ *  constant), Concat on channels, MaxPool and AveragePool (2x2x2, stride 2),
+ *  Resize x2 (nearest, or linear with half-pixel or aligned corners), Relu,
+ *  LeakyRelu, Sigmoid, Tanh, Softmax (over channels, opset 13+), Clip, Log,
+ *  Identity, Dropout and Constant.
+ *
+ *  Metadata (optional): "strata.output" = "probability" or "field"
+ *  (default: probability when the last operator is Sigmoid or Softmax),
+ *  "strata.fields" = the comma-separated field names of the channels.
+ *
+ *  @return 0; STRATA_EIO (unreadable, or not an ONNX protobuf);
+ *          STRATA_EINVAL for anything Strata cannot run or that contradicts
+ *          itself (an unsupported operator, attribute or dtype, a cycle, a
+ *          shape mismatch, tensor data shorter than its dims), with
+ *          strata_error_message() naming the node or tensor;
+ *          STRATA_ESTATE before strata_init(). */
+int strata_model_load_onnx(const char *onnx_path, strata_model **out);
+
 /** @brief Load Strata's default model, the analytic blob detector
  *  `blob_detector/model.json`, from $STRATA_MODEL_DIR, else the installed
  *  models, else the source tree's `models/`. Errors as strata_model_load(). */
@@ -94,6 +127,16 @@ const char *strata_model_name(const strata_model *m);
  *  be NULL). @return 0 or STRATA_EINVAL. */
 int strata_model_describe(const strata_model *m, int *in_channels, int *out_channels,
                           strata_model_output *output);
+
+/** @brief Named output @p i of a model: its name and the channels
+ *  [*@p first_channel, *@p first_channel + *@p channels) of the model's
+ *  output that hold it (any pointer may be NULL). A JSON model or a plug-in
+ *  has one output, "output".
+ *  @return 0; STRATA_ERANGE when @p i is not below the number of outputs,
+ *          which *@p count (may be NULL) receives in any case; STRATA_EINVAL
+ *          for a NULL model. */
+int strata_model_outputs(const strata_model *m, int i, int *count, const char **name,
+                         int *first_channel, int *channels);
 
 /** @brief Field name of input channel @p c, or NULL when the model does not
  *  name its fields or @p c is out of range. */

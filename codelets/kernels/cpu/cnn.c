@@ -181,8 +181,12 @@ static void conv3d(const float *in, int cin, int64_t n, const struct strata__lay
 void strata__conv3d_cpu(const float *in, int cin, int64_t n, const float *w, const float *bias,
                         int cout, int k, int dilation, float *out, float *col, size_t col_floats)
 {
-  struct strata__layer L = {.kind = STRATA__LAYER_CONV3D, .channels = cout, .kernel = k,
-                            .dilation = dilation, .stride = 1, .pad = dilation * (k - 1) / 2,
+  struct strata__layer L = {.kind = STRATA__LAYER_CONV3D,
+                            .channels = cout,
+                            .kernel = k,
+                            .dilation = dilation,
+                            .stride = 1,
+                            .pad = dilation * (k - 1) / 2,
                             .groups = 1};
   conv3d(in, cin, n, &L, w, bias, out, col, col_floats);
 }
@@ -259,7 +263,7 @@ static void upsample_linear(const float *in, int channels, int64_t n, int align,
         for (int64_t x = 0; x < m; x++) {
           strata__linear_tap(x, n, align, &x0, &x1, &tx);
           const float *a = in + c * n * n * n;
-#define AT(zz, yy, xx) a[((zz) * n + (yy)) * n + (xx)]
+#define AT(zz, yy, xx) a[((zz)*n + (yy)) * n + (xx)]
           float v0 = (1 - ty) * ((1 - tx) * AT(z0, y0, x0) + tx * AT(z0, y0, x1)) +
                      ty * ((1 - tx) * AT(z0, y1, x0) + tx * AT(z0, y1, x1));
           float v1 = (1 - ty) * ((1 - tx) * AT(z1, y0, x0) + tx * AT(z1, y0, x1)) +
@@ -367,7 +371,9 @@ void strata__cnn_forward_cpu(const struct strata__network *net, const float *wei
     const float *bias = L->bias_offset >= 0 ? weights + L->bias_offset : NULL;
     switch (L->kind) {
     case STRATA__LAYER_CONV3D: conv3d(src[0], cin, sn, L, w, bias, dst, next, col_floats); break;
-    case STRATA__LAYER_CONV_TRANSPOSE: conv_transpose(src[0], cin, sn, L, w, bias, dst, next); break;
+    case STRATA__LAYER_CONV_TRANSPOSE:
+      conv_transpose(src[0], cin, sn, L, w, bias, dst, next);
+      break;
     case STRATA__LAYER_MAXPOOL: pool(src[0], cin, sn, 0, dst); break;
     case STRATA__LAYER_AVGPOOL: pool(src[0], cin, sn, 1, dst); break;
     case STRATA__LAYER_UPSAMPLE: upsample(src[0], cin, sn, dst); break;

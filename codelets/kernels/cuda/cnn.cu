@@ -76,7 +76,8 @@ __global__ void binary_kernel(int kind, const float *a, int ca, const float *b, 
   STRATA_GRID_LOOP(i, channels * vol)
   {
     int64_t c = i / vol, cell = i % vol;
-    out[i] = strata__binary(kind, a[(ca == 1 ? 0 : c * vol) + cell], b[(cb == 1 ? 0 : c * vol) + cell]);
+    out[i] =
+        strata__binary(kind, a[(ca == 1 ? 0 : c * vol) + cell], b[(cb == 1 ? 0 : c * vol) + cell]);
   }
 }
 
@@ -182,7 +183,7 @@ __global__ void upsample_linear_kernel(const float *in, int channels, int64_t n,
     strata__linear_tap(o / m % m, n, align, &y0, &y1, &ty);
     strata__linear_tap(o % m, n, align, &x0, &x1, &tx);
     const float *a = in + o / (m * m * m) * n * n * n;
-#define AT(zz, yy, xx) a[((zz) * n + (yy)) * n + (xx)]
+#define AT(zz, yy, xx) a[((zz)*n + (yy)) * n + (xx)]
     float v0 = (1 - ty) * ((1 - tx) * AT(z0, y0, x0) + tx * AT(z0, y0, x1)) +
                ty * ((1 - tx) * AT(z0, y1, x0) + tx * AT(z0, y1, x1));
     float v1 = (1 - ty) * ((1 - tx) * AT(z1, y0, x0) + tx * AT(z1, y0, x1)) +
@@ -219,16 +220,16 @@ int conv3d(const float *in, int cin, int64_t n, const strata__layer &L, const fl
       }
       // Row-major dst[cout_g, cols] = wg[cout_g, rows] b[rows, cols], as
       // column-major dst^T = b^T wg^T.
-      cublasStatus_t st = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)(nz * plane), cout_g,
-                                      (int)rows, &one, b, ldb, wg, (int)rows, &zero,
-                                      dst + z0 * plane, (int)vol);
+      cublasStatus_t st =
+          cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)(nz * plane), cout_g, (int)rows, &one, b,
+                      ldb, wg, (int)rows, &zero, dst + z0 * plane, (int)vol);
       if (st != CUBLAS_STATUS_SUCCESS)
         return (int)st;
     }
   }
   if (bias)
     STRATA_LAUNCH(blocks_for(L.channels * vol), kThreads, s, bias_kernel)
-    (out, L.channels, vol, bias);
+  (out, L.channels, vol, bias);
   return (int)cudaGetLastError();
 }
 
@@ -240,9 +241,9 @@ int conv_transpose(const float *in, int cin, int64_t n, const strata__layer &L, 
   const float one = 1.0f, zero = 0.0f;
   int64_t kv = (int64_t)L.kernel * L.kernel * L.kernel, vol_in = n * n * n, m = 2 * n;
   // Column-major col^T[vol_in, cout kv] = in^T[vol_in, cin] w[cin, cout kv].
-  cublasStatus_t st = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, (int)vol_in, (int)(L.channels * kv),
-                                  cin, &one, in, (int)vol_in, w, (int)(L.channels * kv), &zero,
-                                  col, (int)vol_in);
+  cublasStatus_t st =
+      cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, (int)vol_in, (int)(L.channels * kv), cin, &one, in,
+                  (int)vol_in, w, (int)(L.channels * kv), &zero, col, (int)vol_in);
   if (st != CUBLAS_STATUS_SUCCESS)
     return (int)st;
   STRATA_LAUNCH(blocks_for(L.channels * m * m * m), kThreads, s, transposed_gather_kernel)

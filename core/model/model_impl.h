@@ -1,0 +1,33 @@
+/* What the model loaders of this folder share: a built network handed to
+ * the one constructor (model.c), whatever file it came from. */
+#ifndef STRATA_MODEL_IMPL_H
+#define STRATA_MODEL_IMPL_H
+
+#include <strata/model.h>
+
+#include "kernels/cnn_kernels.h"
+
+/* One named output of a model: channels [first, first + channels). */
+struct strata__model_output_range {
+  char name[64];
+  int first, channels;
+};
+
+struct strata__network_spec {
+  const char *name;
+  int in_channels;
+  strata_model_output output;
+  const char *const *fields; /* nfields = 0 or in_channels names */
+  int nfields;
+  struct strata__layer *layers; /* malloc'd, taken over even on failure */
+  int nlayers;
+  const float *weights; /* nweights floats, copied */
+  int64_t nweights;
+  const struct strata__model_output_range *outputs; /* noutputs = 0: one, "output" */
+  int noutputs;
+};
+
+/* A model running `spec`'s network: layers[nlayers - 1] gives the output. */
+int strata__model_from_network(const struct strata__network_spec *spec, strata_model **out);
+
+#endif

@@ -1,0 +1,1228 @@
+/* ONNX import: the protobuf decoded by protobuf-c (onnx.proto from
+ * libonnx-dev, generated at build time), its graph mapped node by node onto
+ * the network runner's layers, and the result built into a model by
+ * strata__model_from_network. Every refusal names the node or tensor. */
+#define _DEFAULT_SOURCE /* strtok_r */
+#include <libgen.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal/runtime.h"
+#include "model_impl.h"
+#include "onnx.pb-c.h"
+
+#define MIN_OPSET           11
+#define MAX_OPSET           17
+#define MAX_FILE_BYTES      ((size_t)1 << 31)
+#define MAX_TENSOR_ELEMENTS ((int64_t)1 << 30)
+#define MAX_DIMS            8
+
+/* A named tensor of the graph: an activation (a layer's output, or the
+ * network input) or a constant (an initializer or a Constant node). */
+struct value {
+  const char *name;
+  int constant;
+  int layer;    /* activation: producer layer, or STRATA__NETWORK_INPUT */
+  int channels; /* activation */
+  int level;    /* activation: extent n >> level */
+  int ndims;    /* constant */
+  int64_t dims[MAX_DIMS];
+  int64_t count;
+  float *data;   /* constant, malloc'd */
+  int consumers; /* nodes and graph outputs that read it */
+};
+
+struct loader {
+  const char *path;
+  char dir[4096];
+  Onnx__ModelProto *model;
+  int opset;
+  struct value *values;
+  int nvalues, cap_values;
+  struct strata__layer *layers;
+  int nlayers;
+  float *weights;
+  int64_t nweights, cap_weights;
+  int in_channels;
+  const Onnx__NodeProto *node; /* being mapped, for messages */
+  int node_index;
+};
+
+/* ---- messages ---- */
+
+static int fail(struct loader *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct loader *ld, const char *fmt, ...)
+{
+  char reason[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(reason, sizeof reason, fmt, ap);
+  va_end(ap);
+  if (!ld->node)
+    return strata__fail(STRATA_EINVAL, "%s: %s", ld->path, reason);
+  const char *name = ld->node->name && *ld->node->name ? ld->node->name : "";
+  return strata__fail(STRATA_EINVAL, "%s: node %d '%s' (%s): %s", ld->path, ld->node_index, name,
+                      ld->node->op_type ? ld->node->op_type : "?", reason);
+}
+
+/* ---- values ---- */
+
+static struct value *find_value(struct loader *ld, const char *name)
+{
+  for (int i = ld->nvalues - 1; i >= 0; i--)
+    if (strcmp(ld->values[i].name, name) == 0)
+      return &ld->values[i];
+  return NULL;
+}
+
+/* Nodes and graph outputs that read `name` (a BatchNormalization folds
+ * into its convolution only when it is the one reader). */
+static int readers(const Onnx__GraphProto *g, const char *name)
+{
+  int count = 0;
+  for (size_t i = 0; i < g->n_node; i++)
+    for (size_t j = 0; j < g->node[i]->n_input; j++)
+      count += strcmp(g->node[i]->input[j], name) == 0;
+  for (size_t r = 0; r < g->n_output; r++)
+    count += g->output[r]->name && strcmp(g->output[r]->name, name) == 0;
+  return count;
+}
+
+static struct value *new_value(struct loader *ld, const char *name)
+{
+  if (!name || !*name) {
+    fail(ld, "an output without a name");
+    return NULL;
+  }
+  if (find_value(ld, name)) {
+    fail(ld, "'%s' is produced twice", name);
+    return NULL;
+  }
+  if (ld->nvalues == ld->cap_values) {
+    int cap = ld->cap_values ? 2 * ld->cap_values : 64;
+    struct value *v = realloc(ld->values, (size_t)cap * sizeof *v);
+    if (!v) {
+      strata__fail(STRATA_ENOMEM, "%s: out of memory", ld->path);
+      return NULL;
+    }
+    ld->values = v;
+    ld->cap_values = cap;
+  }
+  struct value *v = &ld->values[ld->nvalues++];
+  memset(v, 0, sizeof *v);
+  v->name = name;
+  v->consumers = readers(ld->model->graph, name);
+  return v;
+}
+
+/* Input i of the node: a defined value, or NULL (absent optional inputs
+ * are empty names; `required` makes them an error). */
+static int node_input(struct loader *ld, size_t i, int required, struct value **out)
+{
+  *out = NULL;
+  const Onnx__NodeProto *node = ld->node;
+  if (i >= node->n_input || !node->input[i][0])
+    return required ? fail(ld, "input %zu is missing", i) : 0;
+  if (!(*out = find_value(ld, node->input[i])))
+    return fail(ld, "reads '%s', which no earlier node produces (a cycle, or an unsorted graph)",
+                node->input[i]);
+  return 0;
+}
+
+static int need_activation(struct loader *ld, const struct value *v, const char *what)
+{
+  return v->constant
+             ? fail(ld, "%s '%s' must be computed from the input, not a constant", what, v->name)
+             : 0;
+}
+
+static int need_constant(struct loader *ld, const struct value *v, const char *what)
+{
+  return v->constant ? 0 : fail(ld, "%s '%s' must be a constant (an initializer)", what, v->name);
+}
+
+/* ---- attributes ---- */
+
+static const Onnx__AttributeProto *attribute(const Onnx__NodeProto *node, const char *name)
+{
+  for (size_t a = 0; a < node->n_attribute; a++)
+    if (node->attribute[a]->name && strcmp(node->attribute[a]->name, name) == 0)
+      return node->attribute[a];
+  return NULL;
+}
+
+static int64_t attr_int(const Onnx__NodeProto *node, const char *name, int64_t fallback)
+{
+  const Onnx__AttributeProto *a = attribute(node, name);
+  return a && a->has_i ? a->i : fallback;
+}
+
+static float attr_float(const Onnx__NodeProto *node, const char *name, float fallback)
+{
+  const Onnx__AttributeProto *a = attribute(node, name);
+  return a && a->has_f ? a->f : fallback;
+}
+
+/* A string attribute into buf ("" when absent). */
+static const char *attr_string(const Onnx__NodeProto *node, const char *name, char *buf,
+                               size_t size)
+{
+  const Onnx__AttributeProto *a = attribute(node, name);
+  size_t n = a && a->has_s ? a->s.len : 0;
+  n = n < size - 1 ? n : size - 1;
+  if (n)
+    memcpy(buf, a->s.data, n);
+  buf[n] = '\0';
+  return buf;
+}
+
+/* An ints attribute of 3 spatial entries (or 6 for pads: begins, ends)
+ * that must be the same on every axis; absent gives `fallback`. Returns 0
+ * and sets begin/end, or fails. */
+static int attr_isotropic(struct loader *ld, const char *name, int64_t fallback, int64_t *begin,
+                          int64_t *end)
+{
+  const Onnx__AttributeProto *a = attribute(ld->node, name);
+  int pads = strcmp(name, "pads") == 0;
+  *begin = *end = fallback;
+  if (!a)
+    return 0;
+  if (a->n_ints != (size_t)(pads ? 6 : 3))
+    return fail(ld, "'%s' needs %d entries for a 3-D operator, not %zu", name, pads ? 6 : 3,
+                a->n_ints);
+  for (int d = 0; d < 3; d++)
+    if (a->ints[d] != a->ints[0] || (pads && a->ints[3 + d] != a->ints[3]))
+      return fail(ld, "'%s' differs between axes; Strata runs cubic kernels", name);
+  *begin = a->ints[0];
+  *end = pads ? a->ints[3] : a->ints[0];
+  if (*begin < 0 || *end < 0 || *begin > 64 || *end > 64)
+    return fail(ld, "'%s' = %lld is out of range", name, (long long)*begin);
+  return 0;
+}
+
+/* ---- tensors ---- */
+
+static float half_to_float(uint16_t h)
+{
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = h >> 10 & 0x1f, man = h & 0x3ff, bits;
+  if (exp == 0x1f)
+    bits = sign | 0x7f800000u | man << 13;
+  else if (exp)
+    bits = sign | (exp + 112) << 23 | man << 13;
+  else if (!man)
+    bits = sign;
+  else { /* subnormal: normalise */
+    exp = 113;
+    while (!(man & 0x400)) {
+      man <<= 1;
+      exp--;
+    }
+    bits = sign | exp << 23 | (man & 0x3ff) << 13;
+  }
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+static float bfloat_to_float(uint16_t b)
+{
+  uint32_t bits = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+/* Bytes of one element of an ONNX dtype Strata reads, 0 for the others. */
+static size_t dtype_bytes(int32_t type)
+{
+  switch (type) {
+  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return 4;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+  case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return 2;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return 8;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return 4;
+  default: return 0;
+  }
+}
+
+/* Little-endian element i of raw bytes as float. */
+static float raw_element(const uint8_t *raw, int32_t type, int64_t i)
+{
+  switch (type) {
+  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: {
+    float f;
+    memcpy(&f, raw + 4 * i, 4);
+    return f;
+  }
+  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+  case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: {
+    uint16_t h;
+    memcpy(&h, raw + 2 * i, 2);
+    return type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ? half_to_float(h) : bfloat_to_float(h);
+  }
+  case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: {
+    double d;
+    memcpy(&d, raw + 8 * i, 8);
+    return (float)d;
+  }
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: {
+    int64_t v;
+    memcpy(&v, raw + 8 * i, 8);
+    return (float)v;
+  }
+  default: {
+    int32_t v;
+    memcpy(&v, raw + 4 * i, 4);
+    return (float)v;
+  }
+  }
+}
+
+/* The bytes of an external-data tensor: `location` relative to the model's
+ * folder (no absolute paths, no ".."), `offset` and `length`. */
+static int read_external(struct loader *ld, const Onnx__TensorProto *t, const char *what,
+                         size_t want, uint8_t **bytes)
+{
+  const char *location = NULL;
+  long long offset = 0, length = -1;
+  for (size_t e = 0; e < t->n_external_data; e++) {
+    const Onnx__StringStringEntryProto *kv = t->external_data[e];
+    if (!kv->key || !kv->value)
+      continue;
+    if (strcmp(kv->key, "location") == 0)
+      location = kv->value;
+    else if (strcmp(kv->key, "offset") == 0)
+      offset = atoll(kv->value);
+    else if (strcmp(kv->key, "length") == 0)
+      length = atoll(kv->value);
+  }
+  if (!location || !*location || location[0] == '/' || strstr(location, ".."))
+    return fail(ld, "%s: external data needs a relative location inside the model's folder", what);
+  if (offset < 0 || (length >= 0 && (size_t)length != want))
+    return fail(ld, "%s: external data offset %lld, length %lld for %zu bytes", what, offset,
+                length, want);
+  char path[8192];
+  snprintf(path, sizeof path, "%s/%s", ld->dir, location);
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return fail(ld, "%s: cannot open external data '%s'", what, location);
+  *bytes = malloc(want ? want : 1);
+  int ok = *bytes && fseek(f, offset, SEEK_SET) == 0 && fread(*bytes, 1, want, f) == want;
+  fclose(f);
+  if (!ok) {
+    free(*bytes);
+    *bytes = NULL;
+    return fail(ld, "%s: '%s' holds fewer than %zu bytes at offset %lld", what, location, want,
+                offset);
+  }
+  return 0;
+}
+
+/* A constant from a TensorProto: dims checked, data converted to float32
+ * from raw bytes, typed fields or external data, all finite. */
+static int read_tensor(struct loader *ld, const Onnx__TensorProto *t, struct value *v)
+{
+  const char *what = v->name;
+  v->constant = 1;
+  v->count = 1;
+  if (t->n_dims > MAX_DIMS)
+    return fail(ld, "tensor '%s' has %zu dims", what, t->n_dims);
+  v->ndims = (int)t->n_dims;
+  for (size_t d = 0; d < t->n_dims; d++) {
+    if (t->dims[d] < 0 || (t->dims[d] > 0 && v->count > MAX_TENSOR_ELEMENTS / t->dims[d]))
+      return fail(ld, "tensor '%s' has dims that are negative or too large", what);
+    v->dims[d] = t->dims[d];
+    v->count *= t->dims[d];
+  }
+  int32_t type = t->has_data_type ? t->data_type : 0;
+  size_t elem = dtype_bytes(type);
+  if (!elem)
+    return fail(ld,
+                "tensor '%s' has dtype %d; Strata reads float32, float16, bfloat16, "
+                "float64, int64 and int32",
+                what, (int)type);
+  if (!(v->data = malloc((size_t)(v->count ? v->count : 1) * sizeof(float))))
+    return strata__fail(STRATA_ENOMEM, "%s: out of memory", ld->path);
+  size_t want = (size_t)v->count * elem;
+  uint8_t *external = NULL;
+  const uint8_t *raw = NULL;
+  if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+    int ret = read_external(ld, t, what, want, &external);
+    if (ret)
+      return ret;
+    raw = external;
+  } else if (t->has_raw_data) {
+    if (t->raw_data.len != want)
+      return fail(ld, "tensor '%s' holds %zu bytes of data for %lld elements of %zu bytes", what,
+                  t->raw_data.len, (long long)v->count, elem);
+    raw = t->raw_data.data;
+  }
+  if (raw)
+    for (int64_t i = 0; i < v->count; i++)
+      v->data[i] = raw_element(raw, type, i);
+  else {
+    size_t have = type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT    ? t->n_float_data
+                  : type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ? t->n_double_data
+                  : type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64  ? t->n_int64_data
+                                                                  : t->n_int32_data;
+    if (have != (size_t)v->count)
+      return fail(ld, "tensor '%s' holds %zu values for %lld elements", what, have,
+                  (long long)v->count);
+    for (int64_t i = 0; i < v->count; i++)
+      switch (type) {
+      case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: v->data[i] = t->float_data[i]; break;
+      case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: v->data[i] = (float)t->double_data[i]; break;
+      case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: v->data[i] = (float)t->int64_data[i]; break;
+      case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+        v->data[i] = half_to_float((uint16_t)t->int32_data[i]);
+        break;
+      case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+        v->data[i] = bfloat_to_float((uint16_t)t->int32_data[i]);
+        break;
+      default: v->data[i] = (float)t->int32_data[i]; break;
+      }
+  }
+  free(external);
+  /* One NaN weight makes every probability NaN and silently no bubble. */
+  for (int64_t i = 0; i < v->count; i++)
+    if (!isfinite(v->data[i]))
+      return fail(ld, "tensor '%s' holds %s at element %lld", what,
+                  isnan(v->data[i]) ? "NaN" : "infinity", (long long)i);
+  return 0;
+}
+
+/* ---- layers and weights ---- */
+
+static int64_t push_weights(struct loader *ld, const float *data, int64_t count)
+{
+  if (ld->nweights + count > ld->cap_weights) {
+    int64_t cap = ld->cap_weights ? ld->cap_weights : 1024;
+    while (cap < ld->nweights + count)
+      cap *= 2;
+    float *w = realloc(ld->weights, (size_t)cap * sizeof *w);
+    if (!w)
+      return -1;
+    ld->weights = w;
+    ld->cap_weights = cap;
+  }
+  int64_t at = ld->nweights;
+  if (data)
+    memcpy(ld->weights + at, data, (size_t)count * sizeof *data);
+  ld->nweights += count;
+  return at;
+}
+
+/* A new layer of `kind` on `inputs`, at the first input's resolution and
+ * channels, its output bound to the node's first output. */
+static struct strata__layer *add_layer(struct loader *ld, int kind, struct value **inputs,
+                                       int ninputs)
+{
+  if (ld->nlayers == STRATA__CNN_MAX_LAYERS) {
+    fail(ld, "the network has over %d layers", STRATA__CNN_MAX_LAYERS);
+    return NULL;
+  }
+  struct value *out = new_value(ld, ld->node->n_output ? ld->node->output[0] : NULL);
+  if (!out)
+    return NULL;
+  struct strata__layer *L = &ld->layers[ld->nlayers];
+  *L = (struct strata__layer){.kind = kind,
+                              .ninputs = ninputs,
+                              .channels = inputs[0]->channels,
+                              .level = inputs[0]->level,
+                              .kernel = 1,
+                              .dilation = 1,
+                              .stride = 1,
+                              .groups = 1,
+                              .weight_offset = -1,
+                              .bias_offset = -1};
+  for (int i = 0; i < ninputs; i++)
+    L->inputs[i] = inputs[i]->layer;
+  out->layer = ld->nlayers++;
+  return L;
+}
+
+/* The value a new layer's output is bound to (after add_layer). */
+static struct value *last_output(struct loader *ld) { return &ld->values[ld->nvalues - 1]; }
+
+static void set_output_shape(struct loader *ld, const struct strata__layer *L)
+{
+  last_output(ld)->channels = L->channels;
+  last_output(ld)->level = L->level;
+}
+
+/* ---- operators ---- */
+
+/* auto_pad total padding of one axis for stride s, dilated extent D. */
+static int auto_pads(struct loader *ld, int64_t s, int64_t D, int64_t *begin, int64_t *end)
+{
+  char mode[32];
+  attr_string(ld->node, "auto_pad", mode, sizeof mode);
+  if (!*mode || strcmp(mode, "NOTSET") == 0)
+    return attr_isotropic(ld, "pads", 0, begin, end);
+  int64_t total = strcmp(mode, "VALID") == 0 ? 0 : s == 1 ? D : D - 1;
+  if (strcmp(mode, "VALID") != 0 && strcmp(mode, "SAME_UPPER") != 0 &&
+      strcmp(mode, "SAME_LOWER") != 0)
+    return fail(ld, "auto_pad '%s' is not an ONNX mode", mode);
+  total = total > 0 ? total : 0;
+  *begin = strcmp(mode, "SAME_LOWER") == 0 ? (total + 1) / 2 : total / 2;
+  *end = total - *begin;
+  return 0;
+}
+
+static int op_conv(struct loader *ld)
+{
+  struct value *x, *w, *b;
+  int ret;
+  if ((ret = node_input(ld, 0, 1, &x)) || (ret = node_input(ld, 1, 1, &w)) ||
+      (ret = node_input(ld, 2, 0, &b)) || (ret = need_activation(ld, x, "input")) ||
+      (ret = need_constant(ld, w, "weight")) || (b && (ret = need_constant(ld, b, "bias"))))
+    return ret;
+  if (w->ndims != 5 || w->dims[2] != w->dims[3] || w->dims[2] != w->dims[4] || w->dims[2] < 1)
+    return fail(ld,
+                "weight '%s' must be [out, in / groups, k, k, k]: Strata runs 3-D cubic "
+                "kernels",
+                w->name);
+  int64_t groups = attr_int(ld->node, "group", 1), k = w->dims[2], s, d, pb, pe, unused;
+  if ((ret = attr_isotropic(ld, "strides", 1, &s, &unused)) ||
+      (ret = attr_isotropic(ld, "dilations", 1, &d, &unused)))
+    return ret;
+  int64_t D = d * (k - 1);
+  if ((ret = auto_pads(ld, s, D, &pb, &pe)))
+    return ret;
+  if (groups < 1 || x->channels % groups || w->dims[0] % groups ||
+      w->dims[1] * groups != x->channels)
+    return fail(ld, "weight '%s' is [%lld, %lld, ...] with %lld groups, the input has %d channels",
+                w->name, (long long)w->dims[0], (long long)w->dims[1], (long long)groups,
+                x->channels);
+  if (b && b->count != w->dims[0])
+    return fail(ld, "bias '%s' has %lld values for %lld output channels", b->name,
+                (long long)b->count, (long long)w->dims[0]);
+  const Onnx__AttributeProto *ks = attribute(ld->node, "kernel_shape");
+  for (size_t i = 0; ks && i < ks->n_ints; i++)
+    if (ks->ints[i] != k)
+      return fail(ld, "kernel_shape disagrees with weight '%s'", w->name);
+  /* The runner keeps extents at n / 2^level: stride 1 must keep n, stride
+   * 2 must halve any even n. */
+  if (!((s == 1 && pb + pe == D) || (s == 2 && (pb + pe == D || pb + pe == D - 1))))
+    return fail(ld,
+                "stride %lld, pads %lld + %lld and dilated kernel %lld do not give extent "
+                "n / stride; Strata supports stride 1 with same padding and stride 2 "
+                "halving the extent",
+                (long long)s, (long long)pb, (long long)pe, (long long)D + 1);
+  struct strata__layer *L = add_layer(ld, STRATA__LAYER_CONV3D, &x, 1);
+  if (!L)
+    return STRATA_EINVAL;
+  *L = (struct strata__layer){.kind = STRATA__LAYER_CONV3D,
+                              .ninputs = 1,
+                              .inputs = {x->layer},
+                              .channels = (int)w->dims[0],
+                              .level = x->level + (s == 2),
+                              .kernel = (int)k,
+                              .dilation = (int)d,
+                              .stride = (int)s,
+                              .pad = (int)pb,
+                              .groups = (int)groups,
+                              .weight_offset = push_weights(ld, w->data, w->count),
+                              .bias_offset = b ? push_weights(ld, b->data, b->count) : -1};
+  set_output_shape(ld, L);
+  return L->weight_offset < 0 || (b && L->bias_offset < 0) ? STRATA_ENOMEM : 0;
+}
+
+static int op_conv_transpose(struct loader *ld)
+{
+  struct value *x, *w, *b;
+  int ret;
+  if ((ret = node_input(ld, 0, 1, &x)) || (ret = node_input(ld, 1, 1, &w)) ||
+      (ret = node_input(ld, 2, 0, &b)) || (ret = need_activation(ld, x, "input")) ||
+      (ret = need_constant(ld, w, "weight")) || (b && (ret = need_constant(ld, b, "bias"))))
+    return ret;
+  if (w->ndims != 5 || w->dims[2] != w->dims[3] || w->dims[2] != w->dims[4] || w->dims[2] < 1)
+    return fail(ld, "weight '%s' must be [in, out, k, k, k]: Strata runs 3-D cubic kernels",
+                w->name);
+  int64_t k = w->dims[2], s, d, pb, pe, op, unused;
+  if ((ret = attr_isotropic(ld, "strides", 1, &s, &unused)) ||
+      (ret = attr_isotropic(ld, "dilations", 1, &d, &unused)) ||
+      (ret = attr_isotropic(ld, "output_padding", 0, &op, &unused)) ||
+      (ret = attr_isotropic(ld, "pads", 0, &pb, &pe)))
+    return ret;
+  if (attr_int(ld->node, "group", 1) != 1 || attribute(ld->node, "output_shape"))
+    return fail(ld, "groups and output_shape are not supported on transposed convolutions");
+  if (w->dims[0] != x->channels)
+    return fail(ld, "weight '%s' expects %lld input channels, the input has %d", w->name,
+                (long long)w->dims[0], x->channels);
+  if (b && b->count != w->dims[1])
+    return fail(ld, "bias '%s' has %lld values for %lld output channels", b->name,
+                (long long)b->count, (long long)w->dims[1]);
+  /* Output extent (n - 1) 2 - pads + d (k - 1) + output_padding + 1 = 2 n. */
+  if (s != 2 || pb + pe != d * (k - 1) + op - 1 || x->level < 1)
+    return fail(ld,
+                "stride %lld, pads %lld + %lld, output padding %lld: Strata supports stride 2 "
+                "doubling the extent, below the input's resolution",
+                (long long)s, (long long)pb, (long long)pe, (long long)op);
+  struct strata__layer *L = add_layer(ld, STRATA__LAYER_CONV_TRANSPOSE, &x, 1);
+  if (!L)
+    return STRATA_EINVAL;
+  L->channels = (int)w->dims[1];
+  L->level = x->level - 1;
+  L->kernel = (int)k;
+  L->dilation = (int)d;
+  L->stride = 2;
+  L->pad = (int)pb;
+  L->weight_offset = push_weights(ld, w->data, w->count);
+  L->bias_offset = b ? push_weights(ld, b->data, b->count) : -1;
+  set_output_shape(ld, L);
+  return L->weight_offset < 0 || (b && L->bias_offset < 0) ? STRATA_ENOMEM : 0;
+}
+
+/* A per-channel affine layer y = x scale[c] + shift[c] on activation x
+ * (scale or shift NULL: 1 or 0). */
+static int add_affine(struct loader *ld, struct value *x, const float *scale, const float *shift)
+{
+  struct strata__layer *L = add_layer(ld, STRATA__LAYER_AFFINE, &x, 1);
+  if (!L)
+    return STRATA_EINVAL;
+  L->weight_offset = scale ? push_weights(ld, scale, x->channels) : -1;
+  L->bias_offset = shift ? push_weights(ld, shift, x->channels) : -1;
+  set_output_shape(ld, L);
+  return (scale && L->weight_offset < 0) || (shift && L->bias_offset < 0) ? STRATA_ENOMEM : 0;
+}
+
+/* The per-channel values of a constant that broadcasts against [N, C, D,
+ * H, W] with C = channels: a scalar, or [C, 1, 1, 1] with leading 1s.
+ * Returns 1 (scalar), channels, or 0 (neither). */
+static int64_t per_channel(const struct value *c, int channels)
+{
+  if (c->count == 1)
+    return 1;
+  if (c->count != channels || c->ndims < 4)
+    return 0;
+  for (int d = 0; d < c->ndims; d++)
+    if (d != c->ndims - 4 && c->dims[d] != 1)
+      return 0;
+  return channels;
+}
+
+static int op_batchnorm(struct loader *ld)
+{
+  struct value *x, *p[4];
+  int ret;
+  if ((ret = node_input(ld, 0, 1, &x)) || (ret = need_activation(ld, x, "input")))
+    return ret;
+  for (int i = 0; i < 4; i++)
+    if ((ret = node_input(ld, (size_t)i + 1, 1, &p[i])) ||
+        (ret = need_constant(ld, p[i], "parameter")))
+      return ret;
+    else if (p[i]->count != x->channels)
+      return fail(ld, "parameter '%s' has %lld values for %d channels", p[i]->name,
+                  (long long)p[i]->count, x->channels);
+  if (attr_int(ld->node, "training_mode", 0) || ld->node->n_output > 1)
+    return fail(ld, "training mode (running statistics as outputs) is not inference");
+  float eps = attr_float(ld->node, "epsilon", 1e-5f);
+  int C = x->channels;
+  float *scale = malloc((size_t)C * sizeof *scale), *shift = malloc((size_t)C * sizeof *shift);
+  if (!scale || !shift) {
+    free(scale), free(shift);
+    return STRATA_ENOMEM;
+  }
+  for (int c = 0; c < C; c++) {
+    scale[c] = (float)(p[0]->data[c] / sqrt((double)p[3]->data[c] + eps));
+    shift[c] = p[1]->data[c] - p[2]->data[c] * scale[c];
+  }
+  /* Folded into the convolution it follows when nothing else reads it. */
+  struct strata__layer *conv = x->layer >= 0 ? &ld->layers[x->layer] : NULL;
+  if (conv && x->consumers == 1 && conv->kind == STRATA__LAYER_CONV3D) {
+    if (conv->bias_offset < 0 && (conv->bias_offset = push_weights(ld, NULL, C)) >= 0)
+      memset(ld->weights + conv->bias_offset, 0, (size_t)C * sizeof(float));
+    struct value *out = conv->bias_offset >= 0 ? new_value(ld, ld->node->output[0]) : NULL;
+    if (out) {
+      /* weights [C][cin / groups][k^3]: a contiguous block per output channel */
+      int cin = conv->inputs[0] == STRATA__NETWORK_INPUT ? ld->in_channels
+                                                         : ld->layers[conv->inputs[0]].channels;
+      int64_t block = (int64_t)cin / conv->groups * conv->kernel * conv->kernel * conv->kernel;
+      for (int c = 0; c < C; c++) {
+        for (int64_t i = 0; i < block; i++)
+          ld->weights[conv->weight_offset + c * block + i] *= scale[c];
+        float *bias = ld->weights + conv->bias_offset + c;
+        *bias = *bias * scale[c] + shift[c];
+      }
+      out->layer = x->layer;
+      out->channels = x->channels;
+      out->level = x->level;
+    }
+    free(scale), free(shift);
+    return out ? 0 : conv->bias_offset < 0 ? STRATA_ENOMEM : STRATA_EINVAL;
+  }
+  ret = add_affine(ld, x, scale, shift);
+  free(scale), free(shift);
+  return ret;
+}
+
+static int op_instancenorm(struct loader *ld)
+{
+  struct value *x, *scale, *b;
+  int ret;
+  if ((ret = node_input(ld, 0, 1, &x)) || (ret = node_input(ld, 1, 1, &scale)) ||
+      (ret = node_input(ld, 2, 1, &b)) || (ret = need_activation(ld, x, "input")) ||
+      (ret = need_constant(ld, scale, "scale")) || (ret = need_constant(ld, b, "bias")))
+    return ret;
+  if (scale->count != x->channels || b->count != x->channels)
+    return fail(ld, "scale and bias need %d values each", x->channels);
+  struct strata__layer *L = add_layer(ld, STRATA__LAYER_NORM, &x, 1);
+  if (!L)
+    return STRATA_EINVAL;
+  L->groups = x->channels;
+  L->param = attr_float(ld->node, "epsilon", 1e-5f);
+  L->weight_offset = push_weights(ld, scale->data, scale->count);
+  L->bias_offset = push_weights(ld, b->data, b->count);
+  set_output_shape(ld, L);
+  return L->weight_offset < 0 || L->bias_offset < 0 ? STRATA_ENOMEM : 0;
+}
+
+static int op_unary(struct loader *ld, int kind)
+{
+  struct value *x;
+  int ret;
+  if ((ret = node_input(ld, 0, 1, &x)) || (ret = need_activation(ld, x, "input")))
+    return ret;
+  float p = 0, p2 = 0;
+  if (kind == STRATA__LAYER_LEAKY_RELU)
+    p = attr_float(ld->node, "alpha", 0.01f);
+  else if (kind == STRATA__LAYER_LOG)
+    p = -INFINITY; /* log(max(x, -inf)) = log(x) */
+  else if (kind == STRATA__LAYER_CLIP) {
+    p = -INFINITY;
+    p2 = INFINITY;
+    if (ld->opset < 11) {
+      p = attr_float(ld->node, "min", p);
+      p2 = attr_float(ld->node, "max", p2);
+    }
+    for (int i = 1; i <= 2; i++) {
+      struct value *bound;
+      if ((ret = node_input(ld, (size_t)i, 0, &bound)))
+        return ret;
+      if (bound && ((ret = need_constant(ld, bound, "bound")) || bound->count != 1))
+        return ret ? ret : fail(ld, "bound '%s' must be a scalar", bound->name);
+      if (bound)
+        *(i == 1 ? &p : &p2) = bound->data[0];
+    }
+  } else if (kind == STRATA__LAYER_SOFTMAX) {
+    int64_t axis = attr_int(ld->node, "axis", ld->opset < 13 ? 1 : -1);
+    if (ld->opset < 13 || (axis != 1 && axis != -4))
+      return fail(ld,
+                  "Strata's softmax runs over channels (axis 1, opset 13 or later); this "
+                  "one has axis %lld at opset %d",
+                  (long long)axis, ld->opset);
+  }
+  struct strata__layer *L = add_layer(ld, kind, &x, 1);
+  if (!L)
+    return STRATA_EINVAL;
+  L->param = p;
+  L->param2 = p2;
+  set_output_shape(ld, L);
+  return 0;
+}
+
+static int op_binary(struct loader *ld, int kind)
+{
+  struct value *in[2];
+  int ret;
+  if ((ret = node_input(ld, 0, 1, &in[0])) || (ret = node_input(ld, 1, 1, &in[1])))
+    return ret;
+  if (in[0]->constant && in[1]->constant)
+    return fail(ld, "both operands are constants; export with constant folding");
+  if (!in[0]->constant && !in[1]->constant) {
+    if (in[0]->level != in[1]->level ||
+        (in[0]->channels != in[1]->channels && in[0]->channels != 1 && in[1]->channels != 1))
+      return fail(ld,
+                  "operands '%s' [%d channels] and '%s' [%d channels] do not broadcast "
+                  "(same resolution, and equal channels or one of them single)",
+                  in[0]->name, in[0]->channels, in[1]->name, in[1]->channels);
+    struct strata__layer *L = add_layer(ld, kind, in, 2);
+    if (!L)
+      return STRATA_EINVAL;
+    L->channels = in[0]->channels > in[1]->channels ? in[0]->channels : in[1]->channels;
+    set_output_shape(ld, L);
+    return 0;
+  }
+  int first_constant = in[0]->constant;
+  struct value *x = in[first_constant], *c = in[!first_constant];
+  int64_t per = per_channel(c, x->channels);
+  if (!per)
+    return fail(ld, "constant '%s' must be a scalar or per-channel [%d, 1, 1, 1]", c->name,
+                x->channels);
+  if (kind == STRATA__LAYER_DIV && first_constant)
+    return fail(ld, "a constant divided by an activation is not supported");
+  int C = x->channels;
+  float *scale = malloc((size_t)C * sizeof *scale), *shift = malloc((size_t)C * sizeof *shift);
+  if (!scale || !shift) {
+    free(scale), free(shift);
+    return STRATA_ENOMEM;
+  }
+  for (int ch = 0; ch < C; ch++) {
+    float v = c->data[per == 1 ? 0 : ch];
+    scale[ch] = kind == STRATA__LAYER_MUL                     ? v
+                : kind == STRATA__LAYER_DIV                   ? 1.0f / v
+                : kind == STRATA__LAYER_SUB && first_constant ? -1.0f
+                                                              : 1.0f;
+    shift[ch] = kind == STRATA__LAYER_ADD   ? v
+                : kind == STRATA__LAYER_SUB ? (first_constant ? v : -v)
+                                            : 0.0f;
+  }
+  ret = add_affine(ld, x, scale, shift);
+  free(scale), free(shift);
+  return ret;
+}
+
+static int op_concat(struct loader *ld)
+{
+  int64_t axis = attr_int(ld->node, "axis", 1);
+  if (axis != 1 && axis != -4)
+    return fail(ld, "Strata concatenates channels (axis 1), not axis %lld", (long long)axis);
+  if (ld->node->n_input < 1 || ld->node->n_input > STRATA__LAYER_MAX_INPUTS)
+    return fail(ld, "%zu inputs; Strata concatenates 1 to %d", ld->node->n_input,
+                STRATA__LAYER_MAX_INPUTS);
+  struct value *in[STRATA__LAYER_MAX_INPUTS];
+  int channels = 0, ret;
+  for (size_t i = 0; i < ld->node->n_input; i++) {
+    if ((ret = node_input(ld, i, 1, &in[i])) || (ret = need_activation(ld, in[i], "input")))
+      return ret;
+    if (in[i]->level != in[0]->level)
+      return fail(ld, "inputs '%s' and '%s' have different resolutions", in[0]->name, in[i]->name);
+    channels += in[i]->channels;
+  }
+  struct strata__layer *L = add_layer(ld, STRATA__LAYER_CONCAT, in, (int)ld->node->n_input);
+  if (!L)
+    return STRATA_EINVAL;
+  L->channels = channels;
+  set_output_shape(ld, L);
+  return 0;
+}
+
+static int op_pool(struct loader *ld, int kind)
+{
+  struct value *x;
+  int64_t k, s, d, pb, pe, unused;
+  int ret;
+  if ((ret = node_input(ld, 0, 1, &x)) || (ret = need_activation(ld, x, "input")) ||
+      (ret = attr_isotropic(ld, "kernel_shape", 0, &k, &unused)) ||
+      (ret = attr_isotropic(ld, "strides", 1, &s, &unused)) ||
+      (ret = attr_isotropic(ld, "dilations", 1, &d, &unused)) ||
+      (ret = auto_pads(ld, s, d * (k - 1), &pb, &pe)))
+    return ret;
+  if (k != 2 || s != 2 || d != 1 || pb || pe || ld->node->n_output > 1)
+    return fail(ld,
+                "kernel %lld, stride %lld, dilation %lld, pads %lld + %lld: Strata pools "
+                "2x2x2 with stride 2, no padding, no indices output",
+                (long long)k, (long long)s, (long long)d, (long long)pb, (long long)pe);
+  struct strata__layer *L = add_layer(ld, kind, &x, 1);
+  if (!L)
+    return STRATA_EINVAL;
+  L->level++;
+  set_output_shape(ld, L);
+  return 0;
+}
+
+static int op_resize(struct loader *ld)
+{
+  struct value *x, *scales, *sizes;
+  int ret;
+  if ((ret = node_input(ld, 0, 1, &x)) || (ret = need_activation(ld, x, "input")) ||
+      (ret = node_input(ld, 2, 0, &scales)) || (ret = node_input(ld, 3, 0, &sizes)))
+    return ret;
+  if (sizes || !scales)
+    return fail(ld, "Strata resizes by constant scales, not to sizes");
+  if ((ret = need_constant(ld, scales, "scales")))
+    return ret;
+  if (scales->count != 5 || scales->data[0] != 1 || scales->data[1] != 1 || scales->data[2] != 2 ||
+      scales->data[3] != 2 || scales->data[4] != 2)
+    return fail(ld, "scales must be [1, 1, 2, 2, 2]");
+  char mode[32], coords[32], nearest[32];
+  attr_string(ld->node, "mode", mode, sizeof mode);
+  attr_string(ld->node, "coordinate_transformation_mode", coords, sizeof coords);
+  attr_string(ld->node, "nearest_mode", nearest, sizeof nearest);
+  if (!*coords)
+    strcpy(coords, "half_pixel");
+  if (!*nearest)
+    strcpy(nearest, "round_prefer_floor");
+  int half = strcmp(coords, "half_pixel") == 0 || strcmp(coords, "pytorch_half_pixel") == 0;
+  int kind, align = 0;
+  if (!*mode || strcmp(mode, "nearest") == 0) {
+    /* For x2 these pairs all read input floor(o / 2). */
+    int floor_like =
+        (strcmp(coords, "asymmetric") == 0 &&
+         (strcmp(nearest, "floor") == 0 || strcmp(nearest, "round_prefer_floor") == 0)) ||
+        (half && strncmp(nearest, "round_prefer_", 13) == 0);
+    if (!floor_like)
+      return fail(ld, "nearest resizing with %s coordinates and %s rounding is not supported",
+                  coords, nearest);
+    kind = STRATA__LAYER_UPSAMPLE;
+  } else if (strcmp(mode, "linear") == 0) {
+    align = strcmp(coords, "align_corners") == 0;
+    if (!half && !align)
+      return fail(ld, "linear resizing with %s coordinates is not supported", coords);
+    kind = STRATA__LAYER_UPSAMPLE_LINEAR;
+  } else
+    return fail(ld, "resize mode '%s' is not supported (nearest, linear)", mode);
+  if (x->level < 1)
+    return fail(ld, "upsampling above the input's resolution");
+  struct strata__layer *L = add_layer(ld, kind, &x, 1);
+  if (!L)
+    return STRATA_EINVAL;
+  L->level--;
+  L->param = (float)align;
+  set_output_shape(ld, L);
+  return 0;
+}
+
+/* Identity, Dropout at inference, Constant: values without a layer. */
+static int op_alias(struct loader *ld)
+{
+  struct value *x;
+  int ret;
+  if (ld->node->n_output > 1 && ld->node->output[1][0])
+    return fail(ld, "the dropout mask output is not computed at inference");
+  if ((ret = node_input(ld, 0, 1, &x)))
+    return ret;
+  struct value copy = *x;
+  struct value *out = new_value(ld, ld->node->n_output ? ld->node->output[0] : NULL);
+  if (!out)
+    return STRATA_EINVAL;
+  int consumers = out->consumers;
+  *out = copy;
+  out->name = ld->node->output[0];
+  out->consumers = consumers;
+  if (copy.constant) { /* each value owns its data */
+    if (!(out->data = malloc((size_t)(copy.count ? copy.count : 1) * sizeof(float))))
+      return STRATA_ENOMEM;
+    memcpy(out->data, copy.data, (size_t)copy.count * sizeof(float));
+  }
+  return 0;
+}
+
+/* Pad with zero pads (PyTorch puts one before average pooling). */
+static int op_pad(struct loader *ld)
+{
+  struct value *pads;
+  int ret;
+  if ((ret = node_input(ld, 1, 1, &pads)) || (ret = need_constant(ld, pads, "pads")))
+    return ret;
+  for (int64_t i = 0; i < pads->count; i++)
+    if (pads->data[i] != 0)
+      return fail(ld, "padding by %g: Strata pads inside its convolutions only",
+                  (double)pads->data[i]);
+  return op_alias(ld);
+}
+
+static int op_constant(struct loader *ld)
+{
+  const Onnx__AttributeProto *a = attribute(ld->node, "value");
+  if (!a || !a->t)
+    return fail(ld, "only tensor-valued constants ('value') are supported");
+  struct value *out = new_value(ld, ld->node->n_output ? ld->node->output[0] : NULL);
+  return out ? read_tensor(ld, a->t, out) : STRATA_EINVAL;
+}
+
+static int map_node(struct loader *ld)
+{
+  static const struct {
+    const char *op;
+    int kind;
+  } unary[] = {{"Relu", STRATA__LAYER_RELU},       {"LeakyRelu", STRATA__LAYER_LEAKY_RELU},
+               {"Sigmoid", STRATA__LAYER_SIGMOID}, {"Tanh", STRATA__LAYER_TANH},
+               {"Log", STRATA__LAYER_LOG},         {"Clip", STRATA__LAYER_CLIP},
+               {"Softmax", STRATA__LAYER_SOFTMAX}},
+    binary[] = {{"Add", STRATA__LAYER_ADD},
+                {"Sub", STRATA__LAYER_SUB},
+                {"Mul", STRATA__LAYER_MUL},
+                {"Div", STRATA__LAYER_DIV}};
+  const Onnx__NodeProto *node = ld->node;
+  const char *op = node->op_type ? node->op_type : "";
+  if (node->domain && *node->domain && strcmp(node->domain, "ai.onnx") != 0)
+    return fail(ld, "operator domain '%s' is not ONNX's", node->domain);
+  if (node->n_output < 1)
+    return fail(ld, "no output");
+  for (size_t i = 0; i < sizeof unary / sizeof *unary; i++)
+    if (strcmp(op, unary[i].op) == 0)
+      return op_unary(ld, unary[i].kind);
+  for (size_t i = 0; i < sizeof binary / sizeof *binary; i++)
+    if (strcmp(op, binary[i].op) == 0)
+      return op_binary(ld, binary[i].kind);
+  if (strcmp(op, "Conv") == 0)
+    return op_conv(ld);
+  if (strcmp(op, "ConvTranspose") == 0)
+    return op_conv_transpose(ld);
+  if (strcmp(op, "BatchNormalization") == 0)
+    return op_batchnorm(ld);
+  if (strcmp(op, "InstanceNormalization") == 0)
+    return op_instancenorm(ld);
+  if (strcmp(op, "Concat") == 0)
+    return op_concat(ld);
+  if (strcmp(op, "MaxPool") == 0)
+    return op_pool(ld, STRATA__LAYER_MAXPOOL);
+  if (strcmp(op, "AveragePool") == 0)
+    return op_pool(ld, STRATA__LAYER_AVGPOOL);
+  if (strcmp(op, "Resize") == 0)
+    return op_resize(ld);
+  if (strcmp(op, "Identity") == 0 || strcmp(op, "Dropout") == 0)
+    return op_alias(ld);
+  if (strcmp(op, "Constant") == 0)
+    return op_constant(ld);
+  if (strcmp(op, "Pad") == 0)
+    return op_pad(ld);
+  return fail(ld, "operator '%s' is not supported by Strata's runner", op);
+}
+
+/* ---- the graph ---- */
+
+static int check_opset(struct loader *ld)
+{
+  ld->opset = 0;
+  for (size_t i = 0; i < ld->model->n_opset_import; i++) {
+    const Onnx__OperatorSetIdProto *o = ld->model->opset_import[i];
+    if ((!o->domain || !*o->domain || strcmp(o->domain, "ai.onnx") == 0) && o->has_version)
+      ld->opset = (int)o->version;
+  }
+  if (ld->opset < MIN_OPSET || ld->opset > MAX_OPSET)
+    return fail(ld, "ONNX opset %d; Strata reads opsets %d to %d", ld->opset, MIN_OPSET, MAX_OPSET);
+  return 0;
+}
+
+/* The one graph input that is not an initializer: float [N, C, D, H, W]. */
+static int bind_input(struct loader *ld)
+{
+  const Onnx__GraphProto *g = ld->model->graph;
+  const Onnx__ValueInfoProto *input = NULL;
+  for (size_t i = 0; i < g->n_input; i++) {
+    const struct value *v = g->input[i]->name ? find_value(ld, g->input[i]->name) : NULL;
+    if (v && v->constant)
+      continue;
+    if (input)
+      return fail(ld, "the graph has several inputs ('%s', '%s'); Strata feeds one", input->name,
+                  g->input[i]->name);
+    input = g->input[i];
+  }
+  if (!input || !input->name)
+    return fail(ld, "the graph has no input");
+  const Onnx__TypeProto *type = input->type;
+  const Onnx__TypeProto__Tensor *tensor =
+      type && type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ? type->tensor_type : NULL;
+  const Onnx__TensorShapeProto *shape = tensor ? tensor->shape : NULL;
+  if (!tensor || tensor->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || !shape ||
+      shape->n_dim != 5)
+    return fail(ld, "input '%s' must be a float32 tensor [N, C, D, H, W]", input->name);
+  const Onnx__TensorShapeProto__Dimension *n = shape->dim[0], *c = shape->dim[1];
+  if (c->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE || c->dim_value < 1 ||
+      c->dim_value > 4096 ||
+      (n->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && n->dim_value != 1))
+    return fail(ld, "input '%s' needs a fixed channel count and a batch of 1", input->name);
+  struct value *v = new_value(ld, input->name);
+  if (!v)
+    return STRATA_EINVAL;
+  v->layer = STRATA__NETWORK_INPUT;
+  v->channels = ld->in_channels = (int)c->dim_value;
+  return 0;
+}
+
+static const char *metadata(const Onnx__ModelProto *m, const char *key)
+{
+  for (size_t i = 0; i < m->n_metadata_props; i++)
+    if (m->metadata_props[i]->key && strcmp(m->metadata_props[i]->key, key) == 0)
+      return m->metadata_props[i]->value;
+  return NULL;
+}
+
+/* Model name: the graph's, else the file's name without its extension. */
+static void model_name(const struct loader *ld, char *name, size_t size)
+{
+  const char *graph = ld->model->graph->name;
+  if (graph && *graph) {
+    snprintf(name, size, "%s", graph);
+    return;
+  }
+  const char *base = strrchr(ld->path, '/');
+  snprintf(name, size, "%s", base ? base + 1 : ld->path);
+  char *dot = strrchr(name, '.');
+  if (dot && dot != name)
+    *dot = '\0';
+}
+
+/* The graph outputs, each [N, K, D, H, W] at the input's resolution, end to
+ * end in one last layer (a concatenation unless the only output already is
+ * the last layer). */
+static int bind_outputs(struct loader *ld, struct strata__model_output_range *ranges, int *noutputs,
+                        int *first_layer)
+{
+  const Onnx__GraphProto *g = ld->model->graph;
+  if (g->n_output < 1 || g->n_output > STRATA__LAYER_MAX_INPUTS)
+    return fail(ld, "the graph has %zu outputs; Strata gives 1 to %d", g->n_output,
+                STRATA__LAYER_MAX_INPUTS);
+  struct strata__layer last = {.kind = STRATA__LAYER_CONCAT,
+                               .ninputs = (int)g->n_output,
+                               .kernel = 1,
+                               .dilation = 1,
+                               .stride = 1,
+                               .groups = 1,
+                               .weight_offset = -1,
+                               .bias_offset = -1};
+  for (size_t i = 0; i < g->n_output; i++) {
+    const char *name = g->output[i]->name ? g->output[i]->name : "";
+    const struct value *v = find_value(ld, name);
+    if (!v || v->constant || v->level != 0)
+      return fail(ld, "output '%s' must be computed from the input at its resolution", name);
+    snprintf(ranges[i].name, sizeof ranges[i].name, "%s", name);
+    ranges[i].first = last.channels;
+    ranges[i].channels = v->channels;
+    last.inputs[i] = v->layer;
+    last.channels += v->channels;
+  }
+  *noutputs = (int)g->n_output;
+  *first_layer = last.inputs[0];
+  if (g->n_output == 1 && last.inputs[0] == ld->nlayers - 1 && last.inputs[0] >= 0)
+    return 0;
+  if (ld->nlayers == STRATA__CNN_MAX_LAYERS)
+    return fail(ld, "the network has over %d layers", STRATA__CNN_MAX_LAYERS);
+  ld->layers[ld->nlayers++] = last;
+  return 0;
+}
+
+/* "strata.fields": comma-separated names, one per input channel. */
+static int input_fields(struct loader *ld, char *list, const char **names, int *n)
+{
+  *n = 0;
+  if (!list)
+    return 0;
+  char *save = NULL;
+  for (char *f = strtok_r(list, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
+    while (*f == ' ')
+      f++;
+    if (*n == ld->in_channels)
+      break;
+    names[(*n)++] = f;
+  }
+  if (*n != ld->in_channels || strtok_r(NULL, ",", &save))
+    return fail(ld, "metadata strata.fields must name each of the %d input channels",
+                ld->in_channels);
+  return 0;
+}
+
+static int map_graph(struct loader *ld, strata_model **out)
+{
+  const Onnx__GraphProto *g = ld->model->graph;
+  int ret;
+  if (!g)
+    return fail(ld, "the model has no graph");
+  if ((ret = check_opset(ld)))
+    return ret;
+  for (size_t i = 0; i < g->n_initializer; i++) {
+    struct value *v = new_value(ld, g->initializer[i]->name);
+    if (!v)
+      return STRATA_EINVAL;
+    if ((ret = read_tensor(ld, g->initializer[i], v)))
+      return ret;
+  }
+  if ((ret = bind_input(ld)))
+    return ret;
+  if (!(ld->layers = calloc(STRATA__CNN_MAX_LAYERS, sizeof *ld->layers)))
+    return STRATA_ENOMEM;
+  for (size_t i = 0; i < g->n_node; i++) {
+    ld->node = g->node[i];
+    ld->node_index = (int)i;
+    if ((ret = map_node(ld)))
+      return ret;
+  }
+  ld->node = NULL;
+  struct strata__model_output_range ranges[STRATA__LAYER_MAX_INPUTS];
+  int noutputs = 0, first = -1;
+  if ((ret = bind_outputs(ld, ranges, &noutputs, &first)))
+    return ret;
+  /* A probability map, unless the metadata says otherwise, when the first
+   * output comes out of a sigmoid or a softmax. */
+  const char *kind = metadata(ld->model, "strata.output");
+  int probability = first >= 0 && (ld->layers[first].kind == STRATA__LAYER_SIGMOID ||
+                                   ld->layers[first].kind == STRATA__LAYER_SOFTMAX);
+  if (kind && strcmp(kind, "probability") != 0 && strcmp(kind, "field") != 0)
+    return fail(ld, "metadata strata.output must be probability or field, not '%s'", kind);
+  if (kind)
+    probability = strcmp(kind, "probability") == 0;
+  const char *listed = metadata(ld->model, "strata.fields");
+  char *list = listed ? strdup(listed) : NULL;
+  const char *names[4096];
+  int nfields;
+  if (listed && !list)
+    return STRATA_ENOMEM;
+  if ((ret = input_fields(ld, list, names, &nfields))) {
+    free(list);
+    return ret;
+  }
+  char name[64];
+  model_name(ld, name, sizeof name);
+  const struct strata__network_spec spec = {.name = name,
+                                            .in_channels = ld->in_channels,
+                                            .output = probability ? STRATA_MODEL_PROBABILITY
+                                                                  : STRATA_MODEL_FIELD,
+                                            .fields = names,
+                                            .nfields = nfields,
+                                            .layers = ld->layers,
+                                            .nlayers = ld->nlayers,
+                                            .weights = ld->weights,
+                                            .nweights = ld->nweights,
+                                            .outputs = ranges,
+                                            .noutputs = noutputs};
+  ld->layers = NULL; /* taken over */
+  ret = strata__model_from_network(&spec, out);
+  free(list);
+  return ret;
+}
+
+static uint8_t *read_file(const char *path, size_t *size)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  uint8_t *data = NULL;
+  long end = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  if (end >= 0 && (size_t)end <= MAX_FILE_BYTES && fseek(f, 0, SEEK_SET) == 0 &&
+      (data = malloc(end ? (size_t)end : 1)) && fread(data, 1, (size_t)end, f) != (size_t)end) {
+    free(data);
+    data = NULL;
+  }
+  fclose(f);
+  *size = end > 0 ? (size_t)end : 0;
+  return data;
+}
+
+int strata_model_load_onnx(const char *onnx_path, strata_model **out)
+{
+  strata__clear_error();
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!onnx_path || !out)
+    return STRATA_EINVAL;
+  *out = NULL;
+  size_t size;
+  uint8_t *bytes = read_file(onnx_path, &size);
+  if (!bytes)
+    return strata__fail(STRATA_EIO, "%s: cannot read (missing, or over 2 GiB)", onnx_path);
+  struct loader ld = {.path = onnx_path};
+  ld.model = onnx__model_proto__unpack(NULL, size, bytes);
+  free(bytes);
+  if (!ld.model)
+    return strata__fail(STRATA_EIO, "%s: not an ONNX model (the protobuf does not decode)",
+                        onnx_path);
+  char copy[sizeof ld.dir];
+  snprintf(copy, sizeof copy, "%s", onnx_path);
+  snprintf(ld.dir, sizeof ld.dir, "%s", dirname(copy));
+  ret = map_graph(&ld, out);
+  for (int i = 0; i < ld.nvalues; i++)
+    free(ld.values[i].data);
+  free(ld.values);
+  free(ld.layers);
+  free(ld.weights);
+  onnx__model_proto__free_unpacked(ld.model, NULL);
+  return ret;
+}

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""PyTorch parity of the ONNX import: small PyTorch models that use every
+operator Strata maps, exported with torch.onnx.export at opsets 11, 13 and
+17, their outputs on random fields at 32^3 and 64^3 computed by PyTorch, and
+damaged files that Strata must refuse with the node named. Then
+test_model_onnx checks all of it.
+
+usage: onnx_parity.py <test_model_onnx> <scratch folder>
+Exit 77 (skip) when PyTorch or onnx is missing."""
+import os
+import subprocess
+import sys
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as e:  # the parity test needs PyTorch
+    print(f"skipped: {e}")
+    sys.exit(77)
+
+torch.manual_seed(2026)
+torch.set_num_threads(1)
+
+
+class Stem(nn.Module):
+    """Conv (bias, dilation, groups), BatchNorm after a convolution (folded)
+    and after an activation (a per-channel affine map), activations. Exported
+    with its BatchNorm nodes kept (PyTorch would fuse them itself)."""
+
+    keep_batchnorm = True
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv3d(2, 6, 3, padding=1)
+        self.bn = nn.BatchNorm3d(6)
+        self.bn2 = nn.BatchNorm3d(6)
+        self.c2 = nn.Conv3d(6, 6, 3, padding=2, dilation=2, groups=3, bias=False)
+        self.c3 = nn.Conv3d(6, 4, 1)
+        self.c4 = nn.Conv3d(4, 4, 5, padding=2, groups=4)
+
+    def forward(self, x):
+        y = self.bn2(F.relu(self.bn(self.c1(x))))
+        y = F.leaky_relu(self.c2(y), 0.2)
+        y = torch.tanh(self.c3(y))
+        return torch.sigmoid(self.c4(y))
+
+
+class Arithmetic(nn.Module):
+    """Add, Sub, Mul, Div between activations (one single-channel) and with
+    scalar and per-channel constants; Clip; Log; Identity; Dropout."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv3d(1, 3, 3, padding=1)
+        self.b = nn.Conv3d(1, 1, 1)
+        self.scale = nn.Parameter(torch.rand(1, 3, 1, 1, 1) + 0.5)
+        self.drop = nn.Dropout3d(0.3)
+
+    def forward(self, x):
+        a, b = self.a(x), self.b(x)
+        y = a * b + (a - b) / (b * b + 1.0)
+        y = y * self.scale - 0.25
+        y = 2.0 - y
+        y = torch.clamp(y, -1.5, 2.5)
+        y = self.drop(y)
+        return torch.log(y + 2.0)
+
+
+class UNet(nn.Module):
+    """A 3-D U-Net: strided conv and pools down, transposed conv and both
+    resizes up, instance norm, concatenation of three inputs, softmax over
+    channels, a second (regression) output."""
+
+    def __init__(self):
+        super().__init__()
+        self.e1 = nn.Conv3d(1, 4, 3, padding=1)
+        self.n1 = nn.InstanceNorm3d(4, affine=True)
+        self.down = nn.Conv3d(4, 8, 3, stride=2, padding=1)
+        self.e2 = nn.Conv3d(8, 8, 3, padding=1)
+        self.bottom = nn.Conv3d(8, 8, 3, padding=1)
+        self.up = nn.ConvTranspose3d(8, 4, 2, stride=2)
+        self.up3 = nn.ConvTranspose3d(8, 4, 3, stride=2, padding=1, output_padding=1)
+        self.d1 = nn.Conv3d(4 + 4 + 4 + 8 + 8, 6, 3, padding=1)
+        self.cls = nn.Conv3d(6, 2, 1)
+        self.reg = nn.Conv3d(6, 3, 1)
+        with torch.no_grad():  # non-trivial affine parameters
+            self.n1.weight.uniform_(0.5, 1.5)
+            self.n1.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        e1 = F.relu(self.n1(self.e1(x)))
+        e2 = F.relu(self.e2(self.down(e1)))
+        b = F.max_pool3d(e2, 2) + F.avg_pool3d(e2, 2)
+        b = F.relu(self.bottom(b))
+        b = F.interpolate(b, scale_factor=2, mode="nearest")
+        u = self.up(b)
+        u3 = self.up3(b)
+        lin = F.interpolate(e2, scale_factor=2, mode="trilinear", align_corners=False)
+        corners = F.interpolate(e2, scale_factor=2, mode="trilinear", align_corners=True)
+        d = F.relu(self.d1(torch.cat([e1, u, u3, lin, corners], 1)))
+        return torch.softmax(self.cls(d), 1), self.reg(d)
+
+
+def export(model, channels, path, opset, outputs):
+    model.eval()
+    keep = getattr(model, "keep_batchnorm", False)
+    for bn in (m for m in model.modules() if isinstance(m, nn.BatchNorm3d)):
+        with torch.no_grad():  # non-trivial running statistics
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.5, 0.5)
+    x = torch.randn(1, channels, 8, 8, 8)
+    names = [f"out{i}" for i in range(outputs)]
+    torch.onnx.export(model, x, path, opset_version=opset, input_names=["field"],
+                      training=torch.onnx.TrainingMode.PRESERVE if keep else
+                      torch.onnx.TrainingMode.EVAL, do_constant_folding=not keep,
+                      output_names=names,
+                      dynamic_axes={"field": {2: "d", 3: "h", 4: "w"},
+                                    **{k: {2: "d", 3: "h", 4: "w"} for k in names}})
+
+
+def save(path, array):
+    np.save(path, np.ascontiguousarray(array, dtype=np.float32))
+
+
+def reference(model, channels, n, stem):
+    x = torch.randn(1, channels, n, n, n)
+    with torch.no_grad():
+        out = model(x)
+    out = out if isinstance(out, tuple) else (out,)
+    y = torch.cat(out, 1)
+    save(f"{stem}.in.npy", x[0].numpy())
+    save(f"{stem}.want.npy", y[0].numpy())
+    return y.shape[1]
+
+
+def damaged(folder, source, lines):
+    """Files Strata must refuse: truncated, a header that lies, a cycle, a
+    shape mismatch, an unsupported operator. Each line names what the
+    message must contain."""
+    blob = open(source, "rb").read()
+    with open(f"{folder}/truncated.onnx", "wb") as f:
+        f.write(blob[: len(blob) // 2])
+    lines.append("bad\ttruncated.onnx\tprotobuf")
+
+    m = onnx.load(source)
+    init = m.graph.initializer[0]
+    init.raw_data = init.raw_data[:-4]  # fewer bytes than its dims say
+    onnx.save(m, f"{folder}/short_tensor.onnx")
+    lines.append(f"bad\tshort_tensor.onnx\ttensor '{init.name}'")
+
+    m = onnx.load(source)
+    n0, n1 = m.graph.node[0], m.graph.node[1]
+    n0.input[0] = n1.output[0]  # node 0 now reads node 1's output: a cycle
+    onnx.save(m, f"{folder}/cycle.onnx")
+    lines.append(f"bad\tcycle.onnx\tnode 0 '{n0.name}'")
+
+    m = onnx.load(source)
+    conv = next(n for n in m.graph.node if n.op_type == "Conv")
+    weight = next(t for t in m.graph.initializer if t.name == conv.input[1])
+    weight.dims[1] += 1  # expects one more input channel than it gets
+    weight.raw_data = weight.raw_data + bytes(4 * weight.dims[0] * 27)
+    onnx.save(m, f"{folder}/shape_mismatch.onnx")
+    lines.append(f"bad\tshape_mismatch.onnx\t'{conv.name}' (Conv)")
+
+    m = onnx.load(source)
+    m.graph.node[-1].op_type = "Gelu"
+    onnx.save(m, f"{folder}/unsupported.onnx")
+    lines.append(f"bad\tunsupported.onnx\t'{m.graph.node[-1].name}' (Gelu)")
+
+    m = onnx.load(source)
+    m.opset_import[0].version = 9
+    onnx.save(m, f"{folder}/old_opset.onnx")
+    lines.append("bad\told_opset.onnx\topset 9")
+
+
+def main():
+    binary, folder = sys.argv[1], sys.argv[2]
+    os.makedirs(folder, exist_ok=True)
+    lines, out_channels = [], {}
+    cases = [("stem", Stem, 2, 1), ("arith", Arithmetic, 1, 1), ("unet", UNet, 1, 2)]
+    for name, cls, channels, outputs in cases:
+        for opset in (11, 13, 17):
+            if name == "unet" and opset < 13:
+                continue  # Softmax over channels needs opset 13
+            model = cls()
+            stem = f"{folder}/{name}_op{opset}"
+            export(model, channels, f"{stem}.onnx", opset, outputs)
+            for n in (32, 64):
+                k = reference(model, channels, n, f"{stem}_{n}")
+                out_channels[name] = k
+                lines.append(f"good\t{name}_op{opset}.onnx\t{name}_op{opset}_{n}\t{channels}\t{k}"
+                             f"\t{n}\t{outputs}")
+    # float16 weights, converted at load: PyTorch runs the same model with
+    # its parameters rounded to float16
+    model = Arithmetic().half().float()
+    stem = f"{folder}/arith_f16"
+    export(model, 1, f"{stem}.onnx", 13, 1)
+    m = onnx.load(f"{stem}.onnx")
+    for t in m.graph.initializer:
+        if t.data_type == onnx.TensorProto.FLOAT:
+            a = numpy_helper.to_array(t).astype(np.float16)
+            t.CopyFrom(numpy_helper.from_array(a, t.name))
+    onnx.save(m, f"{stem}.onnx")
+    k = reference(model, 1, 32, f"{stem}_32")
+    lines.append(f"good\tarith_f16.onnx\tarith_f16_32\t1\t{k}\t32\t1")
+    # weights in an external data file
+    m = onnx.load(f"{folder}/stem_op13.onnx")
+    onnx.save(m, f"{folder}/stem_external.onnx", save_as_external_data=True,
+              all_tensors_to_one_file=True, location="stem_external.weights", size_threshold=0)
+    lines.append(f"good\tstem_external.onnx\tstem_op13_32\t2\t{out_channels['stem']}\t32\t1")
+    damaged(folder, f"{folder}/stem_op13.onnx", lines)
+    with open(f"{folder}/manifest.txt", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"{sum(l.startswith('good') for l in lines)} parity cases, "
+          f"{sum(l.startswith('bad') for l in lines)} damaged files", flush=True)
+    sys.exit(subprocess.call([binary, folder]))
+
+
+if __name__ == "__main__":
+    main()
