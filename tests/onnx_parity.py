@@ -5,7 +5,10 @@ operator Strata maps, exported with torch.onnx.export at opsets 11, 13 and
 damaged files that Strata must refuse with the node named. Then
 test_model_onnx checks all of it.
 
-usage: onnx_parity.py <test_model_onnx> <scratch folder>
+`strata model info` must describe the U-Net and show the stem's first
+BatchNorm folded into its convolution.
+
+usage: onnx_parity.py <test_model_onnx> <strata tool> <scratch folder>
 Exit 77 (skip) when PyTorch or onnx is missing."""
 import os
 import subprocess
@@ -180,7 +183,7 @@ def damaged(folder, source, lines):
 
 
 def main():
-    binary, folder = sys.argv[1], sys.argv[2]
+    binary, tool, folder = sys.argv[1], sys.argv[2], sys.argv[3]
     os.makedirs(folder, exist_ok=True)
     lines, out_channels = [], {}
     cases = [("stem", Stem, 2, 1), ("arith", Arithmetic, 1, 1), ("unet", UNet, 1, 2)]
@@ -219,7 +222,36 @@ def main():
         f.write("\n".join(lines) + "\n")
     print(f"{sum(l.startswith('good') for l in lines)} parity cases, "
           f"{sum(l.startswith('bad') for l in lines)} damaged files", flush=True)
-    sys.exit(subprocess.call([binary, folder]))
+    status = subprocess.call([binary, folder])
+    sys.exit(status or check_model_info(tool, folder))
+
+
+def check_model_info(tool, folder):
+    """The tool's description: the U-Net's layers, outputs and totals; the
+    stem's first BatchNorm folded (a convolution with bias, no affine layer
+    before the first ReLU)."""
+    unet = subprocess.run([tool, "model", "info", f"{folder}/unet_op17.onnx"],
+                          capture_output=True, text=True)
+    stem = subprocess.run([tool, "model", "info", f"{folder}/stem_op13.onnx", "--extent", "32"],
+                          capture_output=True, text=True)
+    print(unet.stdout + stem.stdout, end="")
+    lines = stem.stdout.splitlines()
+    layers = [l.split()[1] for l in lines if l.strip()[:1].isdigit() and len(l.split()) > 2]
+    problems = []
+    if unet.returncode or stem.returncode:
+        problems.append(f"exit {unet.returncode}, {stem.returncode}: {unet.stderr}{stem.stderr}")
+    for needle in ("model: unet_op17", "conv_transpose3d", "upsample_linear", "softmax",
+                   "out1             channels 2 to 4", "10169 parameters", "CPU"):
+        if needle not in unet.stdout:
+            problems.append(f"the U-Net's description lacks '{needle}'")
+    if layers[:3] != ["conv3d", "relu", "affine"] or "330" not in lines[lines.index(
+            next(l for l in lines if "conv3d" in l))]:
+        problems.append(f"the stem's layers are {layers}: BatchNorm not folded into conv3d")
+    for p in problems:
+        print(f"model info: {p}")
+    if not problems:
+        print("model info: the U-Net described, the stem's BatchNorm folded")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

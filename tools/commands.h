@@ -8,6 +8,9 @@ int wants_help(int argc, char **argv);
 /* strata infer: the inference main job. */
 int cmd_infer(int argc, char **argv);
 
+/* strata model: describe a model file. */
+int cmd_model(int argc, char **argv);
+
 /* strata graph: inspect exported graph files. */
 int cmd_graph(int argc, char **argv);
 

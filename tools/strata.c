@@ -134,6 +134,7 @@ static const struct command {
     {"info", "versions, StarPU features, workers, ranks, scheduler", cmd_info},
     {"amr-info", "summary of an AMR hierarchy's HDF5 file", cmd_amr_info},
     {"infer", "the inference main job on the cosmology test problem", cmd_infer},
+    {"model", "inputs, outputs, layers and cost of a model file (ONNX or JSON)", cmd_model},
     {"graph", "print an exported graph as Graphviz DOT, or summarise it", cmd_graph},
     {"trace-summary", "per-codelet and per-rank figures of a traced run", cmd_trace_summary},
 };

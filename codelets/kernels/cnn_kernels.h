@@ -142,8 +142,10 @@ void strata__cnn_layout(const struct strata__network *net, int64_t n, int64_t *o
  * extent n, given `col_floats` floats of im2col space. */
 int64_t strata__conv3d_slab_planes(int64_t rows, int64_t n, size_t col_floats);
 
-/* Multiply-adds of the forward pass (for GFLOP/s figures and perf models). */
+/* Floating-point operations of the forward pass, 2 per multiply-add of the
+ * convolutions (for GFLOP/s figures and perf models), and of layer l. */
 double strata__cnn_flops(const struct strata__network *net, int64_t n);
+double strata__cnn_layer_flops(const struct strata__network *net, int l, int64_t n);
 
 /* Forward pass on the CPU. `in` is [in_channels, n, n, n], `out` receives
  * the last layer's output, `weights` is the packed buffer. */

@@ -493,6 +493,9 @@ int strata_model_load(const char *json_path, strata_model **out)
   if (!json_path || !out)
     return STRATA_EINVAL;
   *out = NULL;
+  size_t len = strlen(json_path);
+  if (len > 5 && strcmp(json_path + len - 5, ".onnx") == 0)
+    return strata_model_load_onnx(json_path, out);
   char *text = read_text(json_path, 1 << 24);
   if (!text)
     return strata__fail(STRATA_EIO, "%s: cannot read (missing, or over 16 MiB)", json_path);
@@ -590,6 +593,63 @@ int strata_model_outputs(const strata_model *m, int i, int *count, const char **
     *first_channel = m->outputs[i].first;
   if (channels)
     *channels = m->outputs[i].channels;
+  return 0;
+}
+
+int strata_model_layer_info(const strata_model *m, int i, int64_t n, int *count,
+                            strata_model_layer *info)
+{
+  static const char *const types[] = {
+      [STRATA__LAYER_CONV3D] = "conv3d",
+      [STRATA__LAYER_RELU] = "relu",
+      [STRATA__LAYER_LEAKY_RELU] = "leaky_relu",
+      [STRATA__LAYER_SIGMOID] = "sigmoid",
+      [STRATA__LAYER_LOG] = "log",
+      [STRATA__LAYER_MAXPOOL] = "maxpool",
+      [STRATA__LAYER_UPSAMPLE] = "upsample",
+      [STRATA__LAYER_CONCAT] = "concat",
+      [STRATA__LAYER_CONV_TRANSPOSE] = "conv_transpose3d",
+      [STRATA__LAYER_TANH] = "tanh",
+      [STRATA__LAYER_CLIP] = "clip",
+      [STRATA__LAYER_AFFINE] = "affine",
+      [STRATA__LAYER_NORM] = "norm",
+      [STRATA__LAYER_ADD] = "add",
+      [STRATA__LAYER_SUB] = "sub",
+      [STRATA__LAYER_MUL] = "mul",
+      [STRATA__LAYER_DIV] = "div",
+      [STRATA__LAYER_SOFTMAX] = "softmax",
+      [STRATA__LAYER_AVGPOOL] = "avgpool",
+      [STRATA__LAYER_UPSAMPLE_LINEAR] = "upsample_linear",
+  };
+  strata__clear_error();
+  if (!m || n < 1)
+    return STRATA_EINVAL;
+  int layers = m->layers ? m->net.nlayers : 0;
+  if (count)
+    *count = layers;
+  if (i < 0 || i >= layers)
+    return STRATA_ERANGE;
+  if (!info)
+    return 0;
+  const struct strata__layer *L = &m->layers[i];
+  int conv = L->kind == STRATA__LAYER_CONV3D || L->kind == STRATA__LAYER_CONV_TRANSPOSE;
+  int64_t cin = strata__layer_in_channels(&m->net, i), k3 = (int64_t)L->kernel * L->kernel * L->kernel;
+  *info = (strata_model_layer){.type = types[L->kind], .ninputs = L->ninputs,
+                               .channels = L->channels, .downscale = 1 << L->level,
+                               .flops = strata__cnn_layer_flops(&m->net, i, n),
+                               .cuda = STRATA_HAVE_CUDA_KERNELS};
+  for (int j = 0; j < L->ninputs; j++)
+    info->inputs[j] = L->inputs[j];
+  if (conv) {
+    info->kernel = L->kernel;
+    info->stride = L->stride;
+    info->dilation = L->dilation;
+    info->groups = L->groups;
+    info->parameters = L->channels * cin / L->groups * k3;
+  } else if (L->kind == STRATA__LAYER_AFFINE || L->kind == STRATA__LAYER_NORM)
+    info->parameters = L->weight_offset >= 0 ? L->channels : 0;
+  if (L->bias_offset >= 0)
+    info->parameters += L->channels;
   return 0;
 }
 

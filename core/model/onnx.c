@@ -1035,11 +1035,12 @@ static const char *metadata(const Onnx__ModelProto *m, const char *key)
   return NULL;
 }
 
-/* Model name: the graph's, else the file's name without its extension. */
+/* Model name: the graph's, else (absent, or PyTorch's generic "torch_jit")
+ * the file's name without its extension. */
 static void model_name(const struct loader *ld, char *name, size_t size)
 {
   const char *graph = ld->model->graph->name;
-  if (graph && *graph) {
+  if (graph && *graph && strncmp(graph, "torch_jit", 9) != 0 && strncmp(graph, "torch-jit", 9)) {
     snprintf(name, size, "%s", graph);
     return;
   }

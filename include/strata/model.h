@@ -49,7 +49,9 @@ typedef enum strata_model_output {
   STRATA_MODEL_FIELD = 1        /**< any per-cell field */
 } strata_model_output;
 
-/** @brief Load a network from its JSON description (weights next to it).
+/** @brief Load a network from its JSON description (weights next to it),
+ *  or, for a path ending in ".onnx", from an ONNX file
+ *  (strata_model_load_onnx()).
  *  @return 0; STRATA_EIO (unreadable or malformed files) or STRATA_EINVAL
  *          (inconsistent description: unknown layer, shapes that do not
  *          match, ...), strata_error_message() naming the file and reason;
@@ -137,6 +139,27 @@ int strata_model_describe(const strata_model *m, int *in_channels, int *out_chan
  *          for a NULL model. */
 int strata_model_outputs(const strata_model *m, int i, int *count, const char **name,
                          int *first_channel, int *channels);
+
+/** One layer of a loaded network, as strata_model_layer_info() gives it. */
+typedef struct strata_model_layer {
+  const char *type; /**< "conv3d", "conv_transpose3d", "relu", "norm", "affine", "add", ... */
+  int ninputs;      /**< layers it reads */
+  int inputs[16];   /**< their indices, -1 for the model's input */
+  int channels;     /**< output channels */
+  int downscale;    /**< its output extent is n / downscale (1 at the input's resolution) */
+  int kernel, stride, dilation, groups; /**< convolutions (0 for other layers) */
+  int64_t parameters;                   /**< weights, biases, scales and shifts */
+  double flops;                         /**< operations at input extent n (2 per multiply-add) */
+  int cuda; /**< 1 when this build runs it in CUDA too (else CPU workers only) */
+} strata_model_layer;
+
+/** @brief Describe layer @p i of a network model at input extent @p n
+ *  (the flop count depends on it).
+ *  @return 0; STRATA_ERANGE when @p i is not below the number of layers,
+ *          which *@p count (may be NULL) receives in any case (0 for a
+ *          plug-in); STRATA_EINVAL for a NULL model or n < 1. */
+int strata_model_layer_info(const strata_model *m, int i, int64_t n, int *count,
+                            strata_model_layer *info);
 
 /** @brief Field name of input channel @p c, or NULL when the model does not
  *  name its fields or @p c is out of range. */

@@ -71,17 +71,22 @@ size_t strata__cnn_scratch_floats(const struct strata__network *net, int64_t n)
   return total + col;
 }
 
+double strata__cnn_layer_flops(const struct strata__network *net, int l, int64_t n)
+{
+  const struct strata__layer *L = &net->layers[l];
+  if (L->kind == STRATA__LAYER_CONV3D)
+    return 2.0 * (double)L->channels * (double)col_rows(net, l) * (double)cube(n >> L->level);
+  if (L->kind == STRATA__LAYER_CONV_TRANSPOSE)
+    return 2.0 * (double)L->channels * (double)strata__layer_in_channels(net, l) *
+           (double)kernel_volume(L) * (double)cube(input_extent(net, l, n));
+  return 0;
+}
+
 double strata__cnn_flops(const struct strata__network *net, int64_t n)
 {
   double flops = 0;
-  for (int l = 0; l < net->nlayers; l++) {
-    const struct strata__layer *L = &net->layers[l];
-    if (L->kind == STRATA__LAYER_CONV3D)
-      flops += 2.0 * (double)L->channels * (double)col_rows(net, l) * (double)cube(n >> L->level);
-    else if (L->kind == STRATA__LAYER_CONV_TRANSPOSE)
-      flops += 2.0 * (double)L->channels * (double)strata__layer_in_channels(net, l) *
-               (double)kernel_volume(L) * (double)cube(input_extent(net, l, n));
-  }
+  for (int l = 0; l < net->nlayers; l++)
+    flops += strata__cnn_layer_flops(net, l, n);
   return flops;
 }
 
