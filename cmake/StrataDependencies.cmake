@@ -36,6 +36,13 @@ pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET GLOBAL libcjson)
 pkg_check_modules(FFTW REQUIRED IMPORTED_TARGET GLOBAL fftw3)
 pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET GLOBAL hdf5)
 pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET GLOBAL cairo)
+# oneDNN (libdnnl-dev) for the CPU convolutions of models, and the OpenMP
+# runtime it is built on (libgomp), whose thread count Strata sets to 1
+# inside StarPU workers.
+find_path(STRATA_DNNL_INCLUDE_DIR dnnl.h REQUIRED)
+find_library(STRATA_DNNL_LIBRARY dnnl REQUIRED)
+find_library(STRATA_GOMP_LIBRARY NAMES gomp libgomp.so.1 REQUIRED)
+set(STRATA_DNNL_LIBRARIES ${STRATA_DNNL_LIBRARY} ${STRATA_GOMP_LIBRARY})
 # ONNX import: onnx.proto from libonnx-dev, compiled to C by protoc-c
 # (protobuf-c-compiler) and decoded by libprotobuf-c.
 pkg_check_modules(PROTOBUF_C REQUIRED IMPORTED_TARGET GLOBAL libprotobuf-c)

@@ -16,6 +16,8 @@ packages=(
   # onnx.proto), and PyTorch + onnx for the parity tests and the training script
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-torch python3-onnx
   libcjson-dev libopenblas-dev
+  # the CPU convolutions of models (oneDNN, measured faster than im2col + OpenBLAS)
+  libdnnl-dev
   # spectra of the cosmology test problem, AMR field output
   libfftw3-dev libhdf5-dev
   # pictures: the PNG slices of strata infer

@@ -106,7 +106,7 @@ static inline struct strata__network ref_unet(struct strata__layer *L, float **w
   *nweights = 424; /* 3*2*27 + 3 bias + 4*3*27 + 2*7 + 2 bias */
   *weights = malloc(424 * sizeof(float));
   ref_random(*weights, 424, 7);
-  return (struct strata__network){L, UNET_LAYERS, 2};
+  return (struct strata__network){L, UNET_LAYERS, 2, NULL};
 }
 
 /* The same network, layer by layer with the naive references. */
@@ -162,9 +162,12 @@ static inline struct strata__network ref_zoo(struct strata__layer *L, float **we
   L[2] = ref_layer(STRATA__LAYER_TANH, 1, -1, 4, 1, 1, 1, -1, -1, 0);
   L[3] = ref_layer(STRATA__LAYER_CONV3D, 2, -1, 4, 1, 3, 1, c3, -1, 0);
   L[3].groups = 2;
+  L[3].activation = STRATA__LAYER_LEAKY_RELU; /* fused activations */
+  L[3].act_param = 0.1f;
   L[4] = ref_layer(STRATA__LAYER_AVGPOOL, 3, -1, 4, 2, 1, 1, -1, -1, 0);
   L[5] = ref_layer(STRATA__LAYER_CONV_TRANSPOSE, 4, -1, 3, 1, 2, 1, t5, t5b, 0);
   L[5].pad = 0;
+  L[5].activation = STRATA__LAYER_TANH;
   L[6] = ref_layer(STRATA__LAYER_CONV_TRANSPOSE, 2, -1, 2, 0, 3, 1, t6, t6b, 0);
   L[6].pad = 1;
   L[7] = ref_layer(STRATA__LAYER_UPSAMPLE_LINEAR, 5, -1, 3, 0, 1, 1, -1, -1, 0);
@@ -188,7 +191,7 @@ static inline struct strata__network ref_zoo(struct strata__layer *L, float **we
   *nweights = total;
   *weights = malloc((size_t)total * sizeof(float));
   ref_random(*weights, total, 13);
-  return (struct strata__network){L, ZOO_LAYERS, 2};
+  return (struct strata__network){L, ZOO_LAYERS, 2, NULL};
 }
 
 #endif

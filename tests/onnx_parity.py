@@ -6,7 +6,7 @@ damaged files that Strata must refuse with the node named. Then
 test_model_onnx checks all of it.
 
 `strata model info` must describe the U-Net and show the stem's first
-BatchNorm folded into its convolution.
+BatchNorm folded into its convolution and the ReLU after it fused.
 
 usage: onnx_parity.py <test_model_onnx> <strata tool> <scratch folder>
 Exit 77 (skip) when PyTorch or onnx is missing."""
@@ -228,8 +228,8 @@ def main():
 
 def check_model_info(tool, folder):
     """The tool's description: the U-Net's layers, outputs and totals; the
-    stem's first BatchNorm folded (a convolution with bias, no affine layer
-    before the first ReLU)."""
+    stem's first BatchNorm folded and its ReLU fused (one conv3d+relu with
+    its bias, then the affine map of the second BatchNorm)."""
     unet = subprocess.run([tool, "model", "info", f"{folder}/unet_op17.onnx"],
                           capture_output=True, text=True)
     stem = subprocess.run([tool, "model", "info", f"{folder}/stem_op13.onnx", "--extent", "32"],
@@ -244,9 +244,10 @@ def check_model_info(tool, folder):
                    "out1             channels 2 to 4", "10169 parameters", "CPU"):
         if needle not in unet.stdout:
             problems.append(f"the U-Net's description lacks '{needle}'")
-    if layers[:3] != ["conv3d", "relu", "affine"] or "330" not in lines[lines.index(
+    if layers[:2] != ["conv3d+relu", "affine"] or "330" not in lines[lines.index(
             next(l for l in lines if "conv3d" in l))]:
-        problems.append(f"the stem's layers are {layers}: BatchNorm not folded into conv3d")
+        problems.append(f"the stem's layers are {layers}: BatchNorm not folded into conv3d, "
+                        "or ReLU not fused")
     for p in problems:
         print(f"model info: {p}")
     if not problems:

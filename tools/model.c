@@ -9,12 +9,14 @@
 
 static void print_layer(int i, const strata_model_layer *L)
 {
-  char inputs[64] = "", shape[48] = "-";
+  char inputs[64] = "", shape[48] = "-", type[48];
+  snprintf(type, sizeof type, "%s%s%s", L->type, L->activation ? "+" : "",
+           L->activation ? L->activation : "");
   for (int j = 0, at = 0; j < L->ninputs && at < (int)sizeof inputs - 8; j++)
     at += snprintf(inputs + at, sizeof inputs - (size_t)at, j ? ",%d" : "%d", L->inputs[j]);
   if (L->kernel)
     snprintf(shape, sizeof shape, "k%d s%d d%d g%d", L->kernel, L->stride, L->dilation, L->groups);
-  printf("  %3d %-17s %-10s %8d %6s%-3d %-14s %9lld %10.1f  %s\n", i, L->type, inputs, L->channels,
+  printf("  %3d %-24s %-10s %8d %6s%-3d %-14s %9lld %10.1f  %s\n", i, type, inputs, L->channels,
          "n/", L->downscale, shape, (long long)L->parameters, L->flops * 1e-6,
          L->cuda ? "CPU CUDA" : "CPU");
 }
@@ -41,7 +43,7 @@ static void print_model(const strata_model *m, const char *path, long long n)
     puts("layers: none described (an application's plug-in)");
     return;
   }
-  printf("layers at n = %lld:\n    # %-17s %-10s %8s %9s %-14s %9s %10s  %s\n", n, "type", "inputs",
+  printf("layers at n = %lld:\n    # %-24s %-10s %8s %9s %-14s %9s %10s  %s\n", n, "type", "inputs",
          "channels", "extent", "conv", "params", "MFLOP", "devices");
   long long params = 0;
   double flops = 0;

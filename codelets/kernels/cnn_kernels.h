@@ -62,13 +62,24 @@ struct strata__layer {
   int64_t weight_offset;
   int64_t bias_offset; /* [channels] bias or shift, or -1 for none */
   float param, param2; /* see the kinds; norm: param = epsilon */
+  /* conv3d and transposed conv3d: a one-input element-wise kind (relu,
+   * leaky relu, sigmoid, tanh, clip) applied to the output with
+   * act_param, act_param2, or 0 for none */
+  int activation;
+  float act_param, act_param2;
 };
 
-/* A network: `layers[nlayers - 1]` is the output. */
+/* oneDNN convolution primitives prepared per layer and extent. */
+struct strata__cnn_plans;
+
+/* A network: `layers[nlayers - 1]` is the output. Its conv3d layers run
+ * through oneDNN where `plans` holds them prepared (strata__cnn_prepare),
+ * else as im2col + SGEMM. */
 struct strata__network {
   const struct strata__layer *layers;
   int nlayers;
   int in_channels;
+  struct strata__cnn_plans *plans; /* NULL: im2col + SGEMM everywhere */
 };
 
 /* A conv3d that reads one input cell per output cell (no im2col). */
@@ -88,6 +99,13 @@ static inline STRATA__HOST_DEVICE float strata__pointwise(int kind, float p, flo
   case STRATA__LAYER_CLIP: return v < p ? p : v > p2 ? p2 : v; /* NaN stays NaN */
   default: return logf(v > p ? v : p);                         /* LOG */
   }
+}
+
+/* Whether a kind can be fused into the convolution before it. */
+static inline int strata__fusable_activation(int kind)
+{
+  return kind == STRATA__LAYER_RELU || kind == STRATA__LAYER_LEAKY_RELU ||
+         kind == STRATA__LAYER_SIGMOID || kind == STRATA__LAYER_TANH || kind == STRATA__LAYER_CLIP;
 }
 
 /* The two-input element-wise layers, per element. */
@@ -146,6 +164,20 @@ int64_t strata__conv3d_slab_planes(int64_t rows, int64_t n, size_t col_floats);
  * convolutions (for GFLOP/s figures and perf models), and of layer l. */
 double strata__cnn_flops(const struct strata__network *net, int64_t n);
 double strata__cnn_layer_flops(const struct strata__network *net, int l, int64_t n);
+
+/* oneDNN plans: created empty, filled by strata__cnn_prepare for an extent
+ * (before the scratch size is computed; idempotent; returns -1 when some
+ * conv3d could not be prepared, which then keeps im2col + SGEMM), freed
+ * after the last forward pass. */
+struct strata__cnn_plans *strata__cnn_plans_create(void);
+void strata__cnn_plans_destroy(struct strata__cnn_plans *plans);
+int strata__cnn_prepare(const struct strata__network *net, const float *weights, int64_t n);
+
+/* Scratch floats of conv3d layer l's oneDNN run at extent n (0 when it is
+ * not prepared), and the run: 0, or -1 when it is not prepared. */
+size_t strata__cnn_onednn_floats(const struct strata__network *net, int l, int64_t n);
+int strata__cnn_onednn_conv(const struct strata__network *net, int l, int64_t n, const float *in,
+                            const float *bias, float *out, float *scratch);
 
 /* Forward pass on the CPU. `in` is [in_channels, n, n, n], `out` receives
  * the last layer's output, `weights` is the packed buffer. */

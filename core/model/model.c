@@ -89,6 +89,7 @@ static void free_model(strata_model *m)
       free(m->fields[c]);
   free(m->fields);
   free(m->outputs);
+  strata__cnn_plans_destroy(m->net.plans);
   free(m->layers);
   strata__host_free(m->weights, m->weights_bytes);
   free(m);
@@ -470,7 +471,8 @@ int strata__model_from_network(const struct strata__network_spec *spec, strata_m
     else
       memcpy(m->weights, spec->weights, m->weights_bytes);
   }
-  m->net = (struct strata__network){m->layers, spec->nlayers, m->in_channels};
+  m->net = (struct strata__network){m->layers, spec->nlayers, m->in_channels,
+                                    strata__cnn_plans_create()};
   m->call.cpu = network_cpu;
   m->call.flops = network_flops;
 #if STRATA_HAVE_CUDA_KERNELS
@@ -633,9 +635,13 @@ int strata_model_layer_info(const strata_model *m, int i, int64_t n, int *count,
     return 0;
   const struct strata__layer *L = &m->layers[i];
   int conv = L->kind == STRATA__LAYER_CONV3D || L->kind == STRATA__LAYER_CONV_TRANSPOSE;
-  int64_t cin = strata__layer_in_channels(&m->net, i), k3 = (int64_t)L->kernel * L->kernel * L->kernel;
-  *info = (strata_model_layer){.type = types[L->kind], .ninputs = L->ninputs,
-                               .channels = L->channels, .downscale = 1 << L->level,
+  int64_t cin = strata__layer_in_channels(&m->net, i),
+          k3 = (int64_t)L->kernel * L->kernel * L->kernel;
+  *info = (strata_model_layer){.type = types[L->kind],
+                               .activation = L->activation ? types[L->activation] : NULL,
+                               .ninputs = L->ninputs,
+                               .channels = L->channels,
+                               .downscale = 1 << L->level,
                                .flops = strata__cnn_layer_flops(&m->net, i, n),
                                .cuda = STRATA_HAVE_CUDA_KERNELS};
   for (int j = 0; j < L->ninputs; j++)
@@ -704,6 +710,8 @@ int strata__model_submit_handles(strata_model *m, int64_t n, starpu_data_handle_
   if (m->scratch_n != n) {
     if (m->scratch_n >= 0)
       starpu_data_unregister_submit(m->scratch);
+    if (m->layers) /* oneDNN's convolutions at this extent, before their scratch is sized */
+      strata__cnn_prepare(&m->net, m->weights, n);
     uint64_t bytes = m->layers              ? strata__cnn_scratch_floats(&m->net, n) * sizeof(float)
                      : m->ops.scratch_bytes ? m->ops.scratch_bytes(m->ops.user, n)
                                             : 0;

@@ -634,7 +634,7 @@ static int op_batchnorm(struct loader *ld)
   }
   /* Folded into the convolution it follows when nothing else reads it. */
   struct strata__layer *conv = x->layer >= 0 ? &ld->layers[x->layer] : NULL;
-  if (conv && x->consumers == 1 && conv->kind == STRATA__LAYER_CONV3D) {
+  if (conv && x->consumers == 1 && conv->kind == STRATA__LAYER_CONV3D && !conv->activation) {
     if (conv->bias_offset < 0 && (conv->bias_offset = push_weights(ld, NULL, C)) >= 0)
       memset(ld->weights + conv->bias_offset, 0, (size_t)C * sizeof(float));
     struct value *out = conv->bias_offset >= 0 ? new_value(ld, ld->node->output[0]) : NULL;
@@ -716,6 +716,24 @@ static int op_unary(struct loader *ld, int kind)
                   "Strata's softmax runs over channels (axis 1, opset 13 or later); this "
                   "one has axis %lld at opset %d",
                   (long long)axis, ld->opset);
+  }
+  /* An activation that alone reads the convolution just before it runs
+   * inside that convolution (oneDNN post-op; no pass over memory). */
+  struct strata__layer *conv = x->layer >= 0 && x->layer == ld->nlayers - 1 && x->consumers == 1
+                                   ? &ld->layers[x->layer]
+                                   : NULL;
+  if (conv && strata__fusable_activation(kind) && !conv->activation &&
+      (conv->kind == STRATA__LAYER_CONV3D || conv->kind == STRATA__LAYER_CONV_TRANSPOSE)) {
+    struct value *out = new_value(ld, ld->node->output[0]);
+    if (!out)
+      return STRATA_EINVAL;
+    conv->activation = kind;
+    conv->act_param = p;
+    conv->act_param2 = p2;
+    out->layer = x->layer;
+    out->channels = x->channels;
+    out->level = x->level;
+    return 0;
   }
   struct strata__layer *L = add_layer(ld, kind, &x, 1);
   if (!L)

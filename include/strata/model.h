@@ -142,11 +142,12 @@ int strata_model_outputs(const strata_model *m, int i, int *count, const char **
 
 /** One layer of a loaded network, as strata_model_layer_info() gives it. */
 typedef struct strata_model_layer {
-  const char *type; /**< "conv3d", "conv_transpose3d", "relu", "norm", "affine", "add", ... */
-  int ninputs;      /**< layers it reads */
-  int inputs[16];   /**< their indices, -1 for the model's input */
-  int channels;     /**< output channels */
-  int downscale;    /**< its output extent is n / downscale (1 at the input's resolution) */
+  const char *type;       /**< "conv3d", "conv_transpose3d", "relu", "norm", "affine", "add", ... */
+  const char *activation; /**< a convolution's fused activation ("relu", ...), or NULL */
+  int ninputs;            /**< layers it reads */
+  int inputs[16];         /**< their indices, -1 for the model's input */
+  int channels;           /**< output channels */
+  int downscale;          /**< its output extent is n / downscale (1 at the input's resolution) */
   int kernel, stride, dilation, groups; /**< convolutions (0 for other layers) */
   int64_t parameters;                   /**< weights, biases, scales and shifts */
   double flops;                         /**< operations at input extent n (2 per multiply-add) */

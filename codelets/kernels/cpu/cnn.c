@@ -1,7 +1,7 @@
-/* The network runner on the CPU: conv3d as im2col + OpenBLAS SGEMM over
- * slabs of output planes, transposed conv3d as one SGEMM and a gather, and
- * the normalisation, element-wise, pooling, resampling and concatenation
- * layers. */
+/* The network runner on the CPU: conv3d through oneDNN where prepared
+ * (cnn_onednn.c), else as im2col + OpenBLAS SGEMM over slabs of output planes, transposed conv3d as
+ * one SGEMM and a gather, and the normalisation, element-wise, pooling, resampling and
+ * concatenation layers. */
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
@@ -49,9 +49,13 @@ static size_t col_need(const struct strata__network *net, int l, int64_t n)
 {
   const struct strata__layer *L = &net->layers[l];
   int64_t m = n >> L->level;
-  if (L->kind == STRATA__LAYER_CONV3D && !strata__conv3d_is_pointwise(L)) {
+  if (L->kind == STRATA__LAYER_CONV3D) {
+    /* oneDNN's areas, and im2col's should a oneDNN run fail */
+    size_t onednn = strata__cnn_onednn_floats(net, l, n), im2col = 0;
     int64_t rows = col_rows(net, l);
-    return (size_t)(rows * strata__conv3d_slab_planes(rows, m, COL_TARGET_FLOATS) * m * m);
+    if (!strata__conv3d_is_pointwise(L))
+      im2col = (size_t)(rows * strata__conv3d_slab_planes(rows, m, COL_TARGET_FLOATS) * m * m);
+    return onednn > im2col ? onednn : im2col;
   }
   if (L->kind == STRATA__LAYER_CONV_TRANSPOSE)
     return (size_t)(L->channels * kernel_volume(L) * cube(input_extent(net, l, n)));
@@ -132,6 +136,19 @@ static void im2col(const float *in, int cin, int64_t n, const struct strata__lay
         }
 }
 
+static void pointwise(int kind, float p, float p2, const float *in, int64_t count, float *out)
+{
+  for (int64_t i = 0; i < count; i++)
+    out[i] = strata__pointwise(kind, p, p2, in[i]);
+}
+
+/* A convolution's fused activation, in place. */
+static void activate(const struct strata__layer *L, float *out, int64_t count)
+{
+  if (L->activation)
+    pointwise(L->activation, L->act_param, L->act_param2, out, count, out);
+}
+
 static void add_bias(float *out, int cout, int64_t vol, const float *bias)
 {
   if (bias)
@@ -162,6 +179,7 @@ static void conv3d(const float *in, int cin, int64_t n, const struct strata__lay
       }
     }
     add_bias(out, L->channels, vol, bias);
+    activate(L, out, L->channels * vol);
     return;
   }
   for (int gi = 0; gi < g; gi++) {
@@ -181,6 +199,7 @@ static void conv3d(const float *in, int cin, int64_t n, const struct strata__lay
     }
   }
   add_bias(out, L->channels, vol, bias);
+  activate(L, out, L->channels * vol);
 }
 
 void strata__conv3d_cpu(const float *in, int cin, int64_t n, const float *w, const float *bias,
@@ -221,7 +240,9 @@ static void conv_transpose(const float *in, int cin, int64_t n, const struct str
               }
             }
           }
-          out[((o * m + z) * m + y) * m + x] = sum;
+          out[((o * m + z) * m + y) * m + x] =
+              L->activation ? strata__pointwise(L->activation, L->act_param, L->act_param2, sum)
+                            : sum;
         }
 }
 
@@ -278,12 +299,6 @@ static void upsample_linear(const float *in, int channels, int64_t n, int align,
         }
       }
     }
-}
-
-static void pointwise(const struct strata__layer *L, const float *in, int64_t count, float *out)
-{
-  for (int64_t i = 0; i < count; i++)
-    out[i] = strata__pointwise(L->kind, L->param, L->param2, in[i]);
 }
 
 /* Per-channel affine map, and normalisation over each channel group (mean
@@ -375,7 +390,10 @@ void strata__cnn_forward_cpu(const struct strata__network *net, const float *wei
     const float *w = weights + L->weight_offset;
     const float *bias = L->bias_offset >= 0 ? weights + L->bias_offset : NULL;
     switch (L->kind) {
-    case STRATA__LAYER_CONV3D: conv3d(src[0], cin, sn, L, w, bias, dst, next, col_floats); break;
+    case STRATA__LAYER_CONV3D:
+      if (strata__cnn_onednn_conv(net, l, n, src[0], bias, dst, next) != 0)
+        conv3d(src[0], cin, sn, L, w, bias, dst, next, col_floats);
+      break;
     case STRATA__LAYER_CONV_TRANSPOSE:
       conv_transpose(src[0], cin, sn, L, w, bias, dst, next);
       break;
@@ -398,7 +416,7 @@ void strata__cnn_forward_cpu(const struct strata__network *net, const float *wei
       binary(L->kind, src[0], cin, src[1], src_c[1], L->channels, vol, dst);
       break;
     case STRATA__LAYER_SOFTMAX: softmax(src[0], cin, vol, dst); break;
-    default: pointwise(L, src[0], cin * vol, dst); break;
+    default: pointwise(L->kind, L->param, L->param2, src[0], cin * vol, dst); break;
     }
   }
 }

@@ -60,7 +60,7 @@ __global__ void transposed_gather_kernel(const float *col, int64_t n, strata__la
         }
       }
     }
-    out[e] = sum;
+    out[e] = L.activation ? strata__pointwise(L.activation, L.act_param, L.act_param2, sum) : sum;
   }
 }
 
@@ -230,6 +230,9 @@ int conv3d(const float *in, int cin, int64_t n, const strata__layer &L, const fl
   if (bias)
     STRATA_LAUNCH(blocks_for(L.channels * vol), kThreads, s, bias_kernel)
   (out, L.channels, vol, bias);
+  if (L.activation)
+    STRATA_LAUNCH(blocks_for(L.channels * vol), kThreads, s, pointwise_kernel)
+  (L.activation, L.act_param, L.act_param2, out, L.channels * vol, out);
   return (int)cudaGetLastError();
 }
 

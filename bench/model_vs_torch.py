@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""The same 3-D U-Net, exported from PyTorch to ONNX, run by PyTorch on the
+CPU and by Strata (bench_model_onnx) in one run, at equal thread counts:
+
+  threads 1: PyTorch torch.set_num_threads(1), one array at a time,
+             against Strata with STARPU_NCPU=1, one array in flight;
+  threads 2: PyTorch with 2 threads, one array at a time and a batch of 2,
+             against Strata with STARPU_NCPU=2 and 2 arrays in flight;
+  2 ranks:   Strata on 2 MPI ranks of 1 worker, 1 array each, against the
+             same PyTorch 2-thread figures.
+
+PyTorch runs in two forms: as written (eager), and frozen and optimised for
+inference (torch.jit.freeze + optimize_for_inference: oneDNN layouts, fused
+convolutions and activations), which is what a user tuning CPU inference
+does. Prints JSON: per configuration the seconds per array (median, min,
+max of the rounds) and Strata's throughput over PyTorch's best form at that
+thread count, with the page faults and load average seen.
+
+usage: model_vs_torch.py BENCH_MODEL_ONNX [--extent N] [--rounds R] [--mpiexec PATH]
+"""
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as e:
+    print(json.dumps({"benchmark": "model_vs_torch", "skipped": str(e)}))
+    sys.exit(77)
+
+
+def block(cin, cout):
+    return nn.Sequential(nn.Conv3d(cin, cout, 3, padding=1), nn.BatchNorm3d(cout), nn.ReLU(),
+                         nn.Conv3d(cout, cout, 3, padding=1), nn.BatchNorm3d(cout), nn.ReLU())
+
+
+class UNet3D(nn.Module):
+    """Two poolings, 8-16-32 channels, transposed convolutions up, skip
+    concatenations, a sigmoid probability: the size of a blob detector."""
+
+    def __init__(self, base=8):
+        super().__init__()
+        self.enc1, self.enc2 = block(1, base), block(base, 2 * base)
+        self.bottom = block(2 * base, 4 * base)
+        self.up2 = nn.ConvTranspose3d(4 * base, 2 * base, 2, stride=2)
+        self.dec2 = block(4 * base, 2 * base)
+        self.up1 = nn.ConvTranspose3d(2 * base, base, 2, stride=2)
+        self.dec1 = block(2 * base, base)
+        self.head = nn.Conv3d(base, 1, 1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(F.max_pool3d(e1, 2))
+        b = self.bottom(F.max_pool3d(e2, 2))
+        d2 = self.dec2(torch.cat([e2, self.up2(b)], 1))
+        d1 = self.dec1(torch.cat([e1, self.up1(d2)], 1))
+        return torch.sigmoid(self.head(d1))
+
+
+def spread(times):
+    return {"median": statistics.median(times), "min": min(times), "max": max(times)}
+
+
+def time_torch(model, threads, batch, extent, rounds):
+    torch.set_num_threads(threads)
+    x = torch.randn(batch, 1, extent, extent, extent)
+    times = []
+    with torch.no_grad():
+        model(x)  # warm-up
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            model(x)
+            times.append((time.perf_counter() - t0) / batch)
+    return spread(times)
+
+
+def time_strata(binary, onnx_path, ncpu, arrays, ranks, extent, rounds, mpiexec, home):
+    env = dict(os.environ, STARPU_NCPU=str(ncpu), STARPU_SILENT="1", STARPU_WORKERS_NOBIND="1",
+               STARPU_HOME=home, OMPI_MCA_rmaps_base_oversubscribe="1",
+               OMPI_MCA_mpi_yield_when_idle="1", OMPI_MCA_hwloc_base_binding_policy="none",
+               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = [binary, onnx_path, "--extent", str(extent), "--arrays", str(arrays),
+           "--rounds", str(rounds)]
+    if ranks > 1:
+        cmd = [mpiexec, "-n", str(ranks)] + cmd
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    report = json.loads(out[out.index("{"):])
+    per_array = ranks * arrays
+    return {"median": report["round_seconds_median"] / per_array,
+            "min": report["round_seconds_min"] / per_array,
+            "max": report["round_seconds_max"] / per_array,
+            "page_faults": report.get("page_faults")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("--extent", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--mpiexec", default="mpiexec")
+    args = ap.parse_args()
+    torch.manual_seed(1)
+    model = UNet3D().eval()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/unet3d.onnx"
+        torch.onnx.export(model, torch.randn(1, 1, 16, 16, 16), path, opset_version=13,
+                          input_names=["density"], output_names=["probability"],
+                          dynamic_axes={"density": {2: "d", 3: "h", 4: "w"},
+                                        "probability": {2: "d", 3: "h", 4: "w"}})
+        optimized = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(model)))
+        rows = []
+        for threads in (1, 2):
+            batches = (1, 2) if threads == 2 else (1,)
+            torch_forms = {f"{name}_batch{b}": time_torch(m, threads, b, args.extent, args.rounds)
+                           for name, m in (("eager", model), ("optimized", optimized))
+                           for b in batches}
+            best_form = min(torch_forms, key=lambda f: torch_forms[f]["median"])
+            configs = [("workers", threads, threads, 1)]
+            if threads == 2:
+                configs.append(("ranks", 1, 1, 2))
+            for form, ncpu, arrays, ranks in configs:
+                strata = time_strata(args.binary, path, ncpu, arrays, ranks, args.extent,
+                                     args.rounds, args.mpiexec, f"{tmp}/starpu-{form}-{threads}")
+                rows.append({"threads": threads, "strata": f"{ranks} rank(s) x {ncpu} worker(s), "
+                             f"{ranks * arrays} array(s) in flight",
+                             "strata_seconds_per_array": strata,
+                             "torch_seconds_per_array": torch_forms,
+                             "torch_best": best_form,
+                             "speedup_vs_torch": torch_forms[best_form]["median"] /
+                             strata["median"]})
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"benchmark": "model_vs_torch", "model": "UNet3D(8-16-32), opset 13",
+                      "extent": args.extent, "rounds": args.rounds,
+                      "torch": torch.__version__, "rows": rows,
+                      "page_faults_torch_process": {"minor": usage.ru_minflt,
+                                                    "major": usage.ru_majflt},
+                      "load_average": os.getloadavg()}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
