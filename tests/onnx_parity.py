@@ -75,8 +75,8 @@ class Arithmetic(nn.Module):
 
 class UNet(nn.Module):
     """A 3-D U-Net: strided conv and pools down, transposed conv and both
-    resizes up, instance norm, concatenation of three inputs, softmax over
-    channels, a second (regression) output."""
+    resizes up, instance and group norms, concatenation of five inputs,
+    softmax over channels, a second (regression) output."""
 
     def __init__(self):
         super().__init__()
@@ -85,6 +85,7 @@ class UNet(nn.Module):
         self.down = nn.Conv3d(4, 8, 3, stride=2, padding=1)
         self.e2 = nn.Conv3d(8, 8, 3, padding=1)
         self.bottom = nn.Conv3d(8, 8, 3, padding=1)
+        self.gn = nn.GroupNorm(4, 8)
         self.up = nn.ConvTranspose3d(8, 4, 2, stride=2)
         self.up3 = nn.ConvTranspose3d(8, 4, 3, stride=2, padding=1, output_padding=1)
         self.d1 = nn.Conv3d(4 + 4 + 4 + 8 + 8, 6, 3, padding=1)
@@ -93,12 +94,14 @@ class UNet(nn.Module):
         with torch.no_grad():  # non-trivial affine parameters
             self.n1.weight.uniform_(0.5, 1.5)
             self.n1.bias.uniform_(-0.5, 0.5)
+            self.gn.weight.uniform_(0.5, 1.5)
+            self.gn.bias.uniform_(-0.5, 0.5)
 
     def forward(self, x):
         e1 = F.relu(self.n1(self.e1(x)))
         e2 = F.relu(self.e2(self.down(e1)))
         b = F.max_pool3d(e2, 2) + F.avg_pool3d(e2, 2)
-        b = F.relu(self.bottom(b))
+        b = F.relu(self.gn(self.bottom(b)))
         b = F.interpolate(b, scale_factor=2, mode="nearest")
         u = self.up(b)
         u3 = self.up3(b)
@@ -241,7 +244,7 @@ def check_model_info(tool, folder):
     if unet.returncode or stem.returncode:
         problems.append(f"exit {unet.returncode}, {stem.returncode}: {unet.stderr}{stem.stderr}")
     for needle in ("model: unet_op17", "conv_transpose3d", "upsample_linear", "softmax",
-                   "out1             channels 2 to 4", "10169 parameters", "CPU"):
+                   "out1             channels 2 to 4", "10185 parameters", "CPU"):
         if needle not in unet.stdout:
             problems.append(f"the U-Net's description lacks '{needle}'")
     if layers[:2] != ["conv3d+relu", "affine"] or "330" not in lines[lines.index(

@@ -33,6 +33,10 @@ struct value {
   int64_t count;
   float *data;   /* constant, malloc'd */
   int consumers; /* nodes and graph outputs that read it */
+  /* GroupNorm as PyTorch exports it: an activation reshaped to [N, groups,
+   * -1] (groups > 0), and the Shape of an activation (shape = 1), the two
+   * views only Reshape and InstanceNormalization read */
+  int groups, shape;
 };
 
 struct loader {
@@ -134,6 +138,11 @@ static int node_input(struct loader *ld, size_t i, int required, struct value **
 
 static int need_activation(struct loader *ld, const struct value *v, const char *what)
 {
+  if (v->groups || v->shape)
+    return fail(ld,
+                "%s '%s' is a reshaped view: Strata reads reshapes only as the grouping "
+                "of a group normalisation",
+                what, v->name);
   return v->constant
              ? fail(ld, "%s '%s' must be computed from the input, not a constant", what, v->name)
              : 0;
@@ -582,6 +591,26 @@ static int op_conv_transpose(struct loader *ld)
  * (scale or shift NULL: 1 or 0). */
 static int add_affine(struct loader *ld, struct value *x, const float *scale, const float *shift)
 {
+  /* After a normalisation or affine map that nothing else reads: composed
+   * into its per-channel scale and shift (GroupNorm's Mul and Add). */
+  struct strata__layer *prev = x->layer >= 0 && x->layer == ld->nlayers - 1 && x->consumers == 1
+                                   ? &ld->layers[x->layer]
+                                   : NULL;
+  if (prev && (prev->kind == STRATA__LAYER_NORM || prev->kind == STRATA__LAYER_AFFINE) &&
+      prev->weight_offset >= 0 && prev->bias_offset >= 0) {
+    struct value *out = new_value(ld, ld->node->output[0]);
+    if (!out)
+      return STRATA_EINVAL;
+    for (int c = 0; c < x->channels; c++) {
+      float a = scale ? scale[c] : 1.0f, b = shift ? shift[c] : 0.0f;
+      ld->weights[prev->weight_offset + c] *= a;
+      ld->weights[prev->bias_offset + c] = ld->weights[prev->bias_offset + c] * a + b;
+    }
+    out->layer = x->layer;
+    out->channels = x->channels;
+    out->level = x->level;
+    return 0;
+  }
   struct strata__layer *L = add_layer(ld, STRATA__LAYER_AFFINE, &x, 1);
   if (!L)
     return STRATA_EINVAL;
@@ -661,25 +690,86 @@ static int op_batchnorm(struct loader *ld)
   return ret;
 }
 
+/* InstanceNormalization normalises each channel; on an activation viewed
+ * as [N, G, -1] (GroupNorm as PyTorch exports it) it normalises each of the
+ * G channel groups, with the group's scale and bias on each of its
+ * channels. */
 static int op_instancenorm(struct loader *ld)
 {
   struct value *x, *scale, *b;
   int ret;
   if ((ret = node_input(ld, 0, 1, &x)) || (ret = node_input(ld, 1, 1, &scale)) ||
-      (ret = node_input(ld, 2, 1, &b)) || (ret = need_activation(ld, x, "input")) ||
-      (ret = need_constant(ld, scale, "scale")) || (ret = need_constant(ld, b, "bias")))
+      (ret = node_input(ld, 2, 1, &b)) || (ret = need_constant(ld, scale, "scale")) ||
+      (ret = need_constant(ld, b, "bias")))
     return ret;
-  if (scale->count != x->channels || b->count != x->channels)
-    return fail(ld, "scale and bias need %d values each", x->channels);
-  struct strata__layer *L = add_layer(ld, STRATA__LAYER_NORM, &x, 1);
-  if (!L)
+  int groups = x->groups ? x->groups : x->channels;
+  if (!x->groups && (ret = need_activation(ld, x, "input")))
+    return ret;
+  if (scale->count != groups || b->count != groups)
+    return fail(ld, "scale and bias need %d values each", groups);
+  float *per = malloc(2 * (size_t)x->channels * sizeof *per);
+  if (!per)
+    return STRATA_ENOMEM;
+  for (int c = 0; c < x->channels; c++) {
+    per[c] = scale->data[c / (x->channels / groups)];
+    per[x->channels + c] = b->data[c / (x->channels / groups)];
+  }
+  struct value view = *x;
+  view.groups = 0; /* the layer reads the activation itself */
+  struct value *in = &view;
+  struct strata__layer *L = add_layer(ld, STRATA__LAYER_NORM, &in, 1);
+  if (L) {
+    L->groups = groups;
+    L->param = attr_float(ld->node, "epsilon", 1e-5f);
+    L->weight_offset = push_weights(ld, per, x->channels);
+    L->bias_offset = push_weights(ld, per + x->channels, x->channels);
+    set_output_shape(ld, L);
+    last_output(ld)->groups = x->groups; /* still the grouped view */
+  }
+  free(per);
+  return !L ? STRATA_EINVAL : L->weight_offset < 0 || L->bias_offset < 0 ? STRATA_ENOMEM : 0;
+}
+
+/* Shape of an activation: only a later Reshape back from a grouped view
+ * reads it. */
+static int op_shape(struct loader *ld)
+{
+  struct value *x, *out;
+  int ret;
+  if ((ret = node_input(ld, 0, 1, &x)) || (ret = need_activation(ld, x, "input")))
+    return ret;
+  if (!(out = new_value(ld, ld->node->output[0])))
     return STRATA_EINVAL;
-  L->groups = x->channels;
-  L->param = attr_float(ld->node, "epsilon", 1e-5f);
-  L->weight_offset = push_weights(ld, scale->data, scale->count);
-  L->bias_offset = push_weights(ld, b->data, b->count);
-  set_output_shape(ld, L);
-  return L->weight_offset < 0 || L->bias_offset < 0 ? STRATA_ENOMEM : 0;
+  out->layer = x->layer;
+  out->channels = x->channels;
+  out->level = x->level;
+  out->shape = 1;
+  return 0;
+}
+
+/* Reshape, as GroupNorm uses it: an activation to [N, G, -1] (shape
+ * constant [0 or 1, G, -1]), and such a view back to the Shape of an
+ * activation with its channels. */
+static int op_reshape(struct loader *ld)
+{
+  struct value *x, *shape, *out;
+  int ret, groups = 0;
+  if ((ret = node_input(ld, 0, 1, &x)) || (ret = node_input(ld, 1, 1, &shape)))
+    return ret;
+  if (!x->groups && !x->constant && !x->shape && shape->constant && shape->count == 3 &&
+      (shape->data[0] == 0 || shape->data[0] == 1) && shape->data[2] == -1 && shape->data[1] >= 1 &&
+      x->channels % (int)shape->data[1] == 0)
+    groups = (int)shape->data[1];
+  else if (!(x->groups && shape->shape && shape->channels == x->channels))
+    return fail(ld, "Strata reads Reshape only as the grouping of a group normalisation "
+                    "([N, G, -1] and back)");
+  if (!(out = new_value(ld, ld->node->output[0])))
+    return STRATA_EINVAL;
+  out->layer = x->layer;
+  out->channels = x->channels;
+  out->level = x->level;
+  out->groups = groups;
+  return 0;
 }
 
 static int op_unary(struct loader *ld, int kind)
@@ -753,6 +843,9 @@ static int op_binary(struct loader *ld, int kind)
   if (in[0]->constant && in[1]->constant)
     return fail(ld, "both operands are constants; export with constant folding");
   if (!in[0]->constant && !in[1]->constant) {
+    if ((ret = need_activation(ld, in[0], "operand")) ||
+        (ret = need_activation(ld, in[1], "operand")))
+      return ret;
     if (in[0]->level != in[1]->level ||
         (in[0]->channels != in[1]->channels && in[0]->channels != 1 && in[1]->channels != 1))
       return fail(ld,
@@ -768,6 +861,8 @@ static int op_binary(struct loader *ld, int kind)
   }
   int first_constant = in[0]->constant;
   struct value *x = in[first_constant], *c = in[!first_constant];
+  if ((ret = need_activation(ld, x, "operand")))
+    return ret;
   int64_t per = per_channel(c, x->channels);
   if (!per)
     return fail(ld, "constant '%s' must be a scalar or per-channel [%d, 1, 1, 1]", c->name,
@@ -991,6 +1086,10 @@ static int map_node(struct loader *ld)
     return op_constant(ld);
   if (strcmp(op, "Pad") == 0)
     return op_pad(ld);
+  if (strcmp(op, "Reshape") == 0)
+    return op_reshape(ld);
+  if (strcmp(op, "Shape") == 0)
+    return op_shape(ld);
   return fail(ld, "operator '%s' is not supported by Strata's runner", op);
 }
 
@@ -1090,7 +1189,7 @@ static int bind_outputs(struct loader *ld, struct strata__model_output_range *ra
   for (size_t i = 0; i < g->n_output; i++) {
     const char *name = g->output[i]->name ? g->output[i]->name : "";
     const struct value *v = find_value(ld, name);
-    if (!v || v->constant || v->level != 0)
+    if (!v || v->constant || v->groups || v->shape || v->level != 0)
       return fail(ld, "output '%s' must be computed from the input at its resolution", name);
     snprintf(ranges[i].name, sizeof ranges[i].name, "%s", name);
     ranges[i].first = last.channels;

@@ -72,12 +72,12 @@ int strata_model_load(const char *json_path, strata_model **out);
  *  stride 2 halving the extent, any dilation and groups), ConvTranspose
  *  (stride 2, doubling the extent), BatchNormalization (folded into the
  *  convolution it follows, else a per-channel affine map),
- *  InstanceNormalization, Add, Sub, Mul, Div (two activations, one of them
- *  possibly single-channel, or an activation and a scalar or per-channel
- *  constant), Concat on channels, MaxPool and AveragePool (2x2x2, stride 2),
- *  Resize x2 (nearest, or linear with half-pixel or aligned corners), Relu,
- *  LeakyRelu, Sigmoid, Tanh, Softmax (over channels, opset 13+), Clip, Log,
- *  Identity, Dropout and Constant.
+ *  InstanceNormalization, GroupNorm as PyTorch exports it (Reshape to
+ *  [N, G, -1], InstanceNormalization, Reshape back, Mul, Add), Add, Sub, Mul, Div (two activations,
+ * one of them possibly single-channel, or an activation and a scalar or per-channel constant),
+ * Concat on channels, MaxPool and AveragePool (2x2x2, stride 2), Resize x2 (nearest, or linear with
+ * half-pixel or aligned corners), Relu, LeakyRelu, Sigmoid, Tanh, Softmax (over channels, opset
+ * 13+), Clip, Log, Identity, Dropout and Constant.
  *
  *  Metadata (optional): "strata.output" = "probability" or "field"
  *  (default: probability when the last operator is Sigmoid or Softmax),
