@@ -1261,7 +1261,8 @@ static int map_graph(struct loader *ld, strata_model **out)
    * output comes out of a sigmoid or a softmax. */
   const char *kind = metadata(ld->model, "strata.output");
   int probability = first >= 0 && (ld->layers[first].kind == STRATA__LAYER_SIGMOID ||
-                                   ld->layers[first].kind == STRATA__LAYER_SOFTMAX);
+                                   ld->layers[first].kind == STRATA__LAYER_SOFTMAX ||
+                                   ld->layers[first].activation == STRATA__LAYER_SIGMOID);
   if (kind && strcmp(kind, "probability") != 0 && strcmp(kind, "field") != 0)
     return fail(ld, "metadata strata.output must be probability or field, not '%s'", kind);
   if (kind)

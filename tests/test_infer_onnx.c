@@ -1,0 +1,97 @@
+/* An ONNX model inside strata_infer_run: a cosmology-like field on a
+ * uniform hierarchy of 16^3 leaves of 8^3 cells (level 3), every element of
+ * level_array (1: 64 elements of 32^3 cells, 0: 8 of 64^3) populated and
+ * run through the model. Each rank saves the input and the probability of
+ * its elements as .npy files (DIR/e<x>_<y>_<z>.in.npy, .prob.npy), which
+ * tests/infer_onnx_parity.py compares with PyTorch's outputs.
+ * usage: test_infer_onnx MODEL.onnx DIR LEVEL_ARRAY */
+#include <stdlib.h>
+#include <string.h>
+
+#include <strata/infer.h>
+
+#include "check.h"
+
+static void save(const char *dir, const int64_t idx[3], const char *what, float *data, int64_t n)
+{
+  char path[4096];
+  snprintf(path, sizeof path, "%s/e%lld_%lld_%lld.%s.npy", dir, (long long)idx[0],
+           (long long)idx[1], (long long)idx[2], what);
+  int64_t shape[3] = {n, n, n};
+  strata_array *a = NULL;
+  CHECK_EQ(strata_array_wrap(data, 3, shape, STRATA_FLOAT32, &a), 0);
+  CHECK_EQ(strata_npy_save(path, a), 0);
+  strata_array_destroy(a);
+}
+
+int main(int argc, char **argv)
+{
+  check_init(&argc, &argv);
+  if (argc != 4) {
+    fprintf(stderr, "usage: test_infer_onnx MODEL.onnx DIR LEVEL_ARRAY\n");
+    return 2;
+  }
+  int level_array = atoi(argv[3]);
+  strata_model *model = NULL;
+  CHECK_EQ(strata_model_load_onnx(argv[1], &model), 0);
+  strata_amr_params p;
+  strata_amr_params_init(&p);
+  p.block_cells = 8;
+  p.max_level = 3;
+  strata_amr *amr = NULL;
+  CHECK_EQ(strata_amr_create(&p, &amr), 0);
+  for (int step = 0; step < 3; step++) {
+    int64_t n = strata_amr_num_leaves(amr);
+    int8_t *flags = malloc((size_t)n);
+    memset(flags, 1, (size_t)n);
+    CHECK_EQ(strata_amr_adapt_flags(amr, flags, NULL), 0);
+    free(flags);
+  }
+  strata_cosmology_params cp;
+  strata_cosmology_params_init(&cp);
+  cp.seed = 11;
+  strata_amr_problem *problem = NULL;
+  CHECK_EQ(strata_amr_problem_cosmology(32, &cp, &problem), 0);
+  CHECK_EQ(strata_amr_fill(amr, problem), 0);
+  CHECK_EQ(strata_amr_fill_ghosts(amr), 0);
+  strata_amr_problem_destroy(problem);
+
+  strata_infer_params ip;
+  strata_infer_params_init(&ip);
+  ip.level_base = level_array;
+  ip.level_array = level_array;
+  ip.level_infer = 3;
+  ip.model = model;
+  ip.reference = STRATA_INFER_FIXED;
+  ip.overdensity_threshold = 1e-6; /* every element: the field is positive */
+  strata_infer *inf = NULL;
+  int ret = strata_infer_create(amr, &ip, &inf);
+  if (ret)
+    fprintf(stderr, "strata_infer_create: %s\n", strata_error_message());
+  CHECK_EQ(ret, 0);
+  CHECK_EQ(strata_infer_run(inf, NULL), 0);
+  /* a root grid of 2^3: (2 << level_array)^3 elements */
+  int64_t idx[64][3], n_elements = 0, cells = (int64_t)8 << (3 - level_array), mine = 0;
+  int ranks[64];
+  CHECK_EQ(strata_infer_elements(inf, idx, ranks, 64, &n_elements), 0);
+  CHECK_EQ(n_elements, (2 << level_array) * (2 << level_array) * (2 << level_array));
+  float *in = malloc((size_t)(cells * cells * cells) * sizeof *in),
+        *prob = malloc((size_t)(cells * cells * cells) * sizeof *prob);
+  for (int64_t e = 0; e < n_elements; e++) {
+    if (ranks[e] != strata_rank())
+      continue;
+    CHECK_EQ(strata_infer_read_array(inf, idx[e], 0, in), 0);
+    CHECK_EQ(strata_infer_read_probability(inf, idx[e], prob), 0);
+    save(argv[2], idx[e], "in", in, cells);
+    save(argv[2], idx[e], "prob", prob, cells);
+    mine++;
+  }
+  printf("rank %d: %lld of %lld elements of %lld^3 cells saved\n", strata_rank(), (long long)mine,
+         (long long)n_elements, (long long)cells);
+  free(in), free(prob);
+  strata_infer_destroy(inf);
+  strata_amr_destroy(amr);
+  strata_model_destroy(model);
+  strata_finalize();
+  return check_status();
+}
