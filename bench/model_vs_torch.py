@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The same 3-D U-Net, exported from PyTorch to ONNX, run by PyTorch on the
-CPU and by Strata (bench_model_onnx) in one run, at equal thread counts:
+CPU and by Strata (bench_model_throughput) in one run, at equal thread counts:
 
   threads 1: PyTorch torch.set_num_threads(1), one array at a time,
              against Strata with STARPU_NCPU=1, one array in flight;
@@ -16,7 +16,12 @@ does. Prints JSON: per configuration the seconds per array (median, min,
 max of the rounds) and Strata's throughput over PyTorch's best form at that
 thread count, with the page faults and load average seen.
 
-usage: model_vs_torch.py BENCH_MODEL_ONNX [--extent N] [--rounds R] [--mpiexec PATH]
+With --model FILE.json the model is instead one of Strata's JSON models
+(the default blob detector, models/blob_detector/model.json), rebuilt in
+PyTorch from its description and weights for the comparison.
+
+usage: model_vs_torch.py BENCH_MODEL_THROUGHPUT [--model FILE.json] [--extent N]
+                         [--rounds R] [--mpiexec PATH]
 """
 import argparse
 import json
@@ -65,13 +70,62 @@ class UNet3D(nn.Module):
         return torch.sigmoid(self.head(d1))
 
 
+class JsonNet(nn.Module):
+    """A Strata JSON model (include/strata/model.h's schema) in PyTorch."""
+
+    def __init__(self, path):
+        super().__init__()
+        import numpy as np
+        folder = os.path.dirname(path)
+        self.layers = json.load(open(path))["layers"]
+        self.params = nn.ParameterList()
+        self.index = {}
+        for layer in self.layers:
+            if layer["type"] == "conv3d":
+                self.index[layer["name"]] = len(self.params)
+                self.params.append(nn.Parameter(torch.from_numpy(
+                    np.load(f"{folder}/{layer['weights']}")), requires_grad=False))
+                bias = layer.get("bias")
+                self.params.append(nn.Parameter(torch.from_numpy(np.load(f"{folder}/{bias}")) if bias
+                                                else torch.zeros(layer["out_channels"]),
+                                                requires_grad=False))
+
+    def forward(self, x):
+        out, last = {"input": x}, x
+        for layer in self.layers:
+            ins = [out[i] for i in layer.get("inputs", [])] or [last]
+            kind = layer["type"]
+            if kind == "conv3d":
+                w, b = self.params[self.index[layer["name"]]], self.params[self.index[layer["name"]] + 1]
+                d, k = layer.get("dilation", 1), layer["kernel"]
+                before = d * (k - 1) // 2
+                padded = F.pad(ins[0], (before, d * (k - 1) - before) * 3)
+                y = F.conv3d(padded, w, b, dilation=d)
+            elif kind == "log":
+                y = torch.log(torch.clamp(ins[0], min=layer.get("floor", 1e-30)))
+            elif kind == "relu":
+                y = F.relu(ins[0])
+            elif kind == "leaky_relu":
+                y = F.leaky_relu(ins[0], layer.get("slope", 0.01))
+            elif kind == "sigmoid":
+                y = torch.sigmoid(ins[0])
+            elif kind == "maxpool":
+                y = F.max_pool3d(ins[0], 2)
+            elif kind == "upsample":
+                y = F.interpolate(ins[0], scale_factor=2, mode="nearest")
+            else:  # concat
+                y = torch.cat(ins, 1)
+            out[layer["name"]] = last = y
+        return last
+
+
 def spread(times):
     return {"median": statistics.median(times), "min": min(times), "max": max(times)}
 
 
 def time_torch(model, threads, batch, extent, rounds):
     torch.set_num_threads(threads)
-    x = torch.randn(batch, 1, extent, extent, extent)
+    x = torch.rand(batch, 1, extent, extent, extent) + 0.5  # a positive density
     times = []
     with torch.no_grad():
         model(x)  # warm-up
@@ -103,19 +157,23 @@ def time_strata(binary, onnx_path, ncpu, arrays, ranks, extent, rounds, mpiexec,
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
+    ap.add_argument("--model", help="a Strata JSON model instead of the exported U-Net")
     ap.add_argument("--extent", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--mpiexec", default="mpiexec")
     args = ap.parse_args()
     torch.manual_seed(1)
-    model = UNet3D().eval()
+    model = (JsonNet(args.model) if args.model else UNet3D()).eval()
+    example = torch.rand(1, 1, 16, 16, 16) + 0.5
     with tempfile.TemporaryDirectory() as tmp:
-        path = f"{tmp}/unet3d.onnx"
-        torch.onnx.export(model, torch.randn(1, 1, 16, 16, 16), path, opset_version=13,
-                          input_names=["density"], output_names=["probability"],
-                          dynamic_axes={"density": {2: "d", 3: "h", 4: "w"},
-                                        "probability": {2: "d", 3: "h", 4: "w"}})
-        optimized = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(model)))
+        path = args.model or f"{tmp}/unet3d.onnx"
+        if not args.model:
+            torch.onnx.export(model, example, path, opset_version=13,
+                              input_names=["density"], output_names=["probability"],
+                              dynamic_axes={"density": {2: "d", 3: "h", 4: "w"},
+                                            "probability": {2: "d", 3: "h", 4: "w"}})
+        optimized = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(model,
+                                                                                      example)))
         rows = []
         for threads in (1, 2):
             batches = (1, 2) if threads == 2 else (1,)
@@ -137,7 +195,8 @@ def main():
                              "speedup_vs_torch": torch_forms[best_form]["median"] /
                              strata["median"]})
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    print(json.dumps({"benchmark": "model_vs_torch", "model": "UNet3D(8-16-32), opset 13",
+    print(json.dumps({"benchmark": "model_vs_torch",
+                      "model": args.model or "UNet3D(8-16-32), ONNX opset 13",
                       "extent": args.extent, "rounds": args.rounds,
                       "torch": torch.__version__, "rows": rows,
                       "page_faults_torch_process": {"minor": usage.ru_minflt,

@@ -88,6 +88,13 @@ static inline STRATA__HOST_DEVICE int strata__conv3d_is_pointwise(const struct s
   return L->kernel == 1 && L->stride == 1;
 }
 
+/* A conv3d the CPU runner computes by direct loops: few channels, stride 1,
+ * one group (oneDNN and im2col + SGEMM are slower there). */
+static inline int strata__conv3d_is_direct(const struct strata__layer *L, int64_t in_channels)
+{
+  return L->stride == 1 && L->groups == 1 && in_channels * L->channels <= 4;
+}
+
 /* The one-input element-wise layers, per element. */
 static inline STRATA__HOST_DEVICE float strata__pointwise(int kind, float p, float p2, float v)
 {

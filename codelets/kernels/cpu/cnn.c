@@ -157,6 +157,44 @@ static void add_bias(float *out, int cout, int64_t vol, const float *bias)
         out[o * vol + i] += bias[o];
 }
 
+/* conv3d with few channels, stride 1, one group (im2col + SGEMM has the
+ * wrong shape there, GEMV-like): each tap adds a weighted, shifted source
+ * row to an output row; the x loop vectorises, with AVX2 where the CPU has
+ * it (a clone chosen at load time). */
+__attribute__((target_clones("avx2", "default"))) static void
+conv3d_direct(const float *in, int cin, int64_t n, const struct strata__layer *L, const float *w,
+              float *out)
+{
+  int k = L->kernel, d = L->dilation;
+  int64_t pad = L->pad, vol = cube(n);
+  memset(out, 0, (size_t)(L->channels * vol) * sizeof *out);
+  for (int o = 0; o < L->channels; o++)
+    for (int c = 0; c < cin; c++) {
+      const float *src = in + c * vol, *wc = w + ((int64_t)o * cin + c) * kernel_volume(L);
+      for (int64_t z = 0; z < n; z++)
+        for (int64_t y = 0; y < n; y++) {
+          float *row = out + o * vol + (z * n + y) * n;
+          for (int kz = 0; kz < k; kz++) {
+            int64_t sz = z + (int64_t)kz * d - pad;
+            for (int ky = 0; sz >= 0 && sz < n && ky < k; ky++) {
+              int64_t sy = y + (int64_t)ky * d - pad;
+              if (sy < 0 || sy >= n)
+                continue;
+              const float *s = src + (sz * n + sy) * n;
+              for (int kx = 0; kx < k; kx++) {
+                int64_t dx = (int64_t)kx * d - pad, x0 = dx < 0 ? -dx : 0, x1 = dx > 0 ? n - dx : n;
+                float tap = wc[(kz * k + ky) * k + kx], *r = row + x0;
+                const float *q = s + x0 + dx;
+                /* an unsigned count: the loop vectorises under -fwrapv too */
+                for (size_t i = 0, len = x1 > x0 ? (size_t)(x1 - x0) : 0; i < len; i++)
+                  r[i] += tap * q[i];
+              }
+            }
+          }
+        }
+    }
+}
+
 /* conv3d of layer L on `in` [cin, n^3]: per group, im2col over slabs of
  * output planes and one SGEMM per slab (the input itself is the matrix of
  * a pointwise convolution). */
@@ -166,18 +204,8 @@ static void conv3d(const float *in, int cin, int64_t n, const struct strata__lay
   int g = L->groups, cin_g = cin / g, cout_g = L->channels / g;
   int64_t m = n / L->stride, vol_in = cube(n), vol = cube(m), plane = m * m;
   int64_t rows = cin_g * kernel_volume(L);
-  if (strata__conv3d_is_pointwise(L) && g == 1 && cin * L->channels <= 4) {
-    /* tiny pointwise layer: direct loops */
-    for (int o = 0; o < L->channels; o++) {
-      float *dst = out + o * vol;
-      memset(dst, 0, (size_t)vol * sizeof *dst);
-      for (int c = 0; c < cin; c++) {
-        const float *src = in + c * vol;
-        float wc = w[o * cin + c];
-        for (int64_t i = 0; i < vol; i++)
-          dst[i] += wc * src[i];
-      }
-    }
+  if (strata__conv3d_is_direct(L, cin)) {
+    conv3d_direct(in, cin, n, L, w, out);
     add_bias(out, L->channels, vol, bias);
     activate(L, out, L->channels * vol);
     return;

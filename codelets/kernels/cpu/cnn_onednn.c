@@ -239,7 +239,8 @@ int strata__cnn_prepare(const struct strata__network *net, const float *weights,
     return -1;
   int ret = 0;
   for (int l = 0; l < net->nlayers; l++) {
-    if (net->layers[l].kind != STRATA__LAYER_CONV3D || find(p, l, n))
+    if (net->layers[l].kind != STRATA__LAYER_CONV3D || find(p, l, n) ||
+        strata__conv3d_is_direct(&net->layers[l], strata__layer_in_channels(net, l)))
       continue;
     struct plan *q = make_plan(p->engine, net, l, weights, n);
     if (!q) {

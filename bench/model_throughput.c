@@ -1,11 +1,11 @@
-/* An ONNX model's inference throughput as Strata tasks: each rank keeps
+/* A model file's (ONNX or JSON) inference throughput as Strata tasks: each rank keeps
  * --arrays input arrays of extent --extent in flight per round (one model
  * task each, spread over its StarPU workers), waits, and the round's time
  * is the slowest rank's. Prints JSON: seconds per round (median, min, max)
  * and arrays per second over all ranks. bench/model_vs_torch.py runs it
  * beside PyTorch on the same model.
  *
- *   bench_model_onnx FILE [--extent N] [--arrays A] [--rounds R]
+ *   bench_model_throughput FILE [--extent N] [--arrays A] [--rounds R]
  */
 #include <cjson/cJSON.h>
 #include <mpi.h>
@@ -34,17 +34,17 @@ int main(int argc, char **argv)
       path = NULL;
   }
   if (!path || argc % 2 != 0) {
-    fprintf(stderr, "usage: bench_model_onnx FILE [--extent N] [--arrays A] [--rounds R]\n");
+    fprintf(stderr, "usage: bench_model_throughput FILE [--extent N] [--arrays A] [--rounds R]\n");
     return 2;
   }
   int ret = strata_init(&argc, &argv, NULL);
   if (ret) {
-    fprintf(stderr, "bench_model_onnx: %s\n", strata_strerror(ret));
+    fprintf(stderr, "bench_model_throughput: %s\n", strata_strerror(ret));
     return ret == STRATA_ENODEV ? 77 : 1;
   }
   strata_model *m;
   if ((ret = strata_model_load(path, &m))) {
-    fprintf(stderr, "bench_model_onnx: %s\n", strata_error_message());
+    fprintf(stderr, "bench_model_throughput: %s\n", strata_error_message());
     strata_finalize();
     return 1;
   }
@@ -79,7 +79,7 @@ int main(int argc, char **argv)
   double median = bench_median(t, rounds);
   if (strata_rank() == 0) {
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "benchmark", "model_onnx");
+    cJSON_AddStringToObject(root, "benchmark", "model_throughput");
     cJSON_AddStringToObject(root, "model", strata_model_name(m));
     cJSON_AddNumberToObject(root, "extent", (double)extent);
     cJSON_AddNumberToObject(root, "ranks", strata_size());
