@@ -8,9 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <strata/infer.h>
-
-#include "check.h"
+#include "blob_method.h"
 
 static void save(const char *dir, const int64_t idx[3], const char *what, float *data, int64_t n)
 {
@@ -34,19 +32,7 @@ int main(int argc, char **argv)
   int level_array = atoi(argv[3]);
   strata_model *model = NULL;
   CHECK_EQ(strata_model_load_onnx(argv[1], &model), 0);
-  strata_amr_params p;
-  strata_amr_params_init(&p);
-  p.block_cells = 8;
-  p.max_level = 3;
-  strata_amr *amr = NULL;
-  CHECK_EQ(strata_amr_create(&p, &amr), 0);
-  for (int step = 0; step < 3; step++) {
-    int64_t n = strata_amr_num_leaves(amr);
-    int8_t *flags = malloc((size_t)n);
-    memset(flags, 1, (size_t)n);
-    CHECK_EQ(strata_amr_adapt_flags(amr, flags, NULL), 0);
-    free(flags);
-  }
+  strata_amr *amr = uniform_hierarchy(3);
   strata_cosmology_params cp;
   strata_cosmology_params_init(&cp);
   cp.seed = 11;

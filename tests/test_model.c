@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "blob_field.h"
 #include "check.h"
 #include "cnn_reference.h"
 
@@ -16,40 +17,15 @@ static strata_array *cube(int64_t channels, int64_t n)
   return a;
 }
 
-struct blob {
-  double c[3], amplitude, sigma;
-};
-
 static strata_bubble *detect(strata_model *m, const struct blob *blobs, int nblobs, double base,
                              int64_t *count)
 {
-  int64_t n = 64;
-  strata_array *rho = cube(1, n), *prob = cube(1, n), *table;
-  int64_t tshape[2] = {33, STRATA_BUBBLE_TABLE_COLUMNS};
-  strata_array_create(2, tshape, STRATA_FLOAT64, &table);
+  strata_array *rho = cube(1, 64);
   float *p;
   strata_array_acquire(rho, STRATA_WRITE, (void **)&p);
-  for (int64_t z = 0; z < n; z++)
-    for (int64_t y = 0; y < n; y++)
-      for (int64_t x = 0; x < n; x++) {
-        double v = base;
-        for (int b = 0; b < nblobs; b++) {
-          double dx = x + 0.5 - blobs[b].c[0], dy = y + 0.5 - blobs[b].c[1],
-                 dz = z + 0.5 - blobs[b].c[2], s = blobs[b].sigma;
-          v += blobs[b].amplitude * exp(-(dx * dx + dy * dy + dz * dz) / (2 * s * s));
-        }
-        p[(z * n + y) * n + x] = (float)v;
-      }
+  blob_field(p, 64, NULL, base, blobs, nblobs);
   strata_array_release(rho);
-  CHECK_EQ(strata_model_apply(m, rho, prob), 0);
-  strata_bubble_params bp;
-  strata_bubble_params_init(&bp);
-  bp.min_cells = 4;
-  CHECK_EQ(strata_bubbles_submit(prob, &bp, table), 0);
-  strata_bubble *list = NULL;
-  CHECK_EQ(strata_bubbles_read(table, &list, count, NULL), 0);
-  strata_array_destroy(table);
-  strata_array_destroy(prob);
+  strata_bubble *list = model_bubbles(m, rho, count);
   strata_array_destroy(rho);
   return list;
 }

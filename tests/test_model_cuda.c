@@ -35,23 +35,17 @@ static void check_network(const char *what, struct strata__network net, const fl
   free(in), free(cpu), free(gpu), free(scratch);
 }
 
-static void check_unet(cublasHandle_t h, int64_t n)
+/* A network of cnn_reference.h (its builder), CPU against CUDA. */
+static void check_built(const char *what,
+                        struct strata__network (*build)(struct strata__layer *, float **,
+                                                        int64_t *),
+                        cublasHandle_t h, int64_t n)
 {
-  struct strata__layer L[UNET_LAYERS];
+  struct strata__layer L[32]; /* either network */
   float *w;
   int64_t nw;
-  struct strata__network net = ref_unet(L, &w, &nw);
-  check_network("U-Net", net, w, nw, h, n);
-  free(w);
-}
-
-static void check_zoo(cublasHandle_t h, int64_t n)
-{
-  struct strata__layer L[ZOO_LAYERS];
-  float *w;
-  int64_t nw;
-  struct strata__network net = ref_zoo(L, &w, &nw);
-  check_network("every layer kind", net, w, nw, h, n);
+  struct strata__network net = build(L, &w, &nw);
+  check_network(what, net, w, nw, h, n);
   free(w);
 }
 
@@ -152,10 +146,10 @@ int main(void)
   check_cuda_device();
   cublasHandle_t h;
   CHECK_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
-  check_unet(h, 8);
-  check_unet(h, 32);
-  check_zoo(h, 8);
-  check_zoo(h, 16);
+  check_built("U-Net", ref_unet, h, 8);
+  check_built("U-Net", ref_unet, h, 32);
+  check_built("every layer kind", ref_zoo, h, 8);
+  check_built("every layer kind", ref_zoo, h, 16);
   check_bubbles();
   check_links();
   cublasDestroy(h);

@@ -11,15 +11,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "blob_field.h"
 #include "check.h"
 
 #define N      64
 #define BLOBS  8
 #define FIELDS 3
-
-struct blob {
-  double c[3], sigma, amplitude;
-};
 
 static double uniform(uint64_t *s)
 {
@@ -55,32 +52,14 @@ static void detect(strata_model *m, uint64_t seed, int64_t *hits, int64_t *found
   cp.seed = seed;
   cp.sigma = 0.35;
   CHECK_EQ(strata_cosmology_density(N, &cp, rho), 0);
-  int64_t shape[4] = {1, N, N, N}, tshape[2] = {257, STRATA_BUBBLE_TABLE_COLUMNS};
-  strata_array *in, *prob, *table;
+  int64_t shape[4] = {1, N, N, N}, n = 0;
+  strata_array *in;
   strata_array_create(4, shape, STRATA_FLOAT32, &in);
-  strata_array_create(4, shape, STRATA_FLOAT32, &prob);
-  strata_array_create(2, tshape, STRATA_FLOAT64, &table);
   float *p;
   strata_array_acquire(in, STRATA_WRITE, (void **)&p);
-  for (int64_t z = 0; z < N; z++)
-    for (int64_t y = 0; y < N; y++)
-      for (int64_t x = 0; x < N; x++) {
-        double v = rho[(z * N + y) * N + x];
-        for (int i = 0; i < BLOBS; i++) {
-          double dx = x + 0.5 - b[i].c[0], dy = y + 0.5 - b[i].c[1], dz = z + 0.5 - b[i].c[2];
-          v += b[i].amplitude * exp(-(dx * dx + dy * dy + dz * dz) / (2 * b[i].sigma * b[i].sigma));
-        }
-        p[(z * N + y) * N + x] = (float)v;
-      }
+  blob_field(p, N, rho, 0, b, BLOBS);
   strata_array_release(in);
-  CHECK_EQ(strata_model_apply(m, in, prob), 0);
-  strata_bubble_params bp;
-  strata_bubble_params_init(&bp);
-  bp.min_cells = 4;
-  CHECK_EQ(strata_bubbles_submit(prob, &bp, table), 0);
-  strata_bubble *list = NULL;
-  int64_t n = 0;
-  CHECK_EQ(strata_bubbles_read(table, &list, &n, NULL), 0);
+  strata_bubble *list = model_bubbles(m, in, &n);
   int matched[BLOBS] = {0};
   for (int64_t k = 0; k < n; k++) {
     int best = -1;
@@ -96,7 +75,7 @@ static void detect(strata_model *m, uint64_t seed, int64_t *hits, int64_t *found
   }
   *found += n;
   free(list), free(rho);
-  strata_array_destroy(in), strata_array_destroy(prob), strata_array_destroy(table);
+  strata_array_destroy(in);
 }
 
 int main(int argc, char **argv)

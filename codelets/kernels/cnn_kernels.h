@@ -141,6 +141,25 @@ static inline STRATA__HOST_DEVICE void strata__linear_tap(int64_t o, int64_t n, 
   *t = (float)(src - (double)*i0);
 }
 
+/* Output cell (z, y, x) of the trilinear x2 upsampling of one channel `a`
+ * of extent n. */
+static inline STRATA__HOST_DEVICE float
+strata__upsample_linear_at(const float *a, int64_t n, int align, int64_t z, int64_t y, int64_t x)
+{
+  int64_t z0, z1, y0, y1, x0, x1;
+  float tz, ty, tx;
+  strata__linear_tap(z, n, align, &z0, &z1, &tz);
+  strata__linear_tap(y, n, align, &y0, &y1, &ty);
+  strata__linear_tap(x, n, align, &x0, &x1, &tx);
+  const float *r00 = a + (z0 * n + y0) * n, *r01 = a + (z0 * n + y1) * n,
+              *r10 = a + (z1 * n + y0) * n, *r11 = a + (z1 * n + y1) * n;
+  float v0 =
+      (1 - ty) * ((1 - tx) * r00[x0] + tx * r00[x1]) + ty * ((1 - tx) * r01[x0] + tx * r01[x1]);
+  float v1 =
+      (1 - ty) * ((1 - tx) * r10[x0] + tx * r10[x1]) + ty * ((1 - tx) * r11[x0] + tx * r11[x1]);
+  return (1 - tz) * v0 + tz * v1;
+}
+
 /* Transposed conv3d (stride 2) along one axis: the input index that output
  * index o reads through tap t, (o + pad - t d) / 2 when that divides and
  * lies in [0, n), else -1. */

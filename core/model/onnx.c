@@ -463,6 +463,26 @@ static void set_output_shape(struct loader *ld, const struct strata__layer *L)
   last_output(ld)->level = L->level;
 }
 
+/* The layer that produced x, when it is the last layer and this node its
+ * only reader: such a layer can absorb the node (folding, fusion). */
+static struct strata__layer *absorbing_layer(struct loader *ld, const struct value *x)
+{
+  return x->layer >= 0 && x->layer == ld->nlayers - 1 && x->consumers == 1 ? &ld->layers[x->layer]
+                                                                           : NULL;
+}
+
+/* The node's first output as the activation x itself (no new layer). */
+static struct value *alias_output(struct loader *ld, const struct value *x)
+{
+  struct value *out = new_value(ld, ld->node->output[0]);
+  if (out) {
+    out->layer = x->layer;
+    out->channels = x->channels;
+    out->level = x->level;
+  }
+  return out;
+}
+
 /* ---- operators ---- */
 
 /* auto_pad total padding of one axis for stride s, dilated extent D. */
@@ -482,19 +502,42 @@ static int auto_pads(struct loader *ld, int64_t s, int64_t D, int64_t *begin, in
   return 0;
 }
 
+/* The inputs of Conv and ConvTranspose: an activation, a cubic 5-D weight
+ * (`layout` names its axes for messages) and an optional bias of one value
+ * per output channel, the weight's axis `out_axis`. */
+static int conv_inputs(struct loader *ld, const char *layout, int out_axis, struct value **x,
+                       struct value **w, struct value **b)
+{
+  int ret;
+  if ((ret = node_input(ld, 0, 1, x)) || (ret = node_input(ld, 1, 1, w)) ||
+      (ret = node_input(ld, 2, 0, b)) || (ret = need_activation(ld, *x, "input")) ||
+      (ret = need_constant(ld, *w, "weight")) || (*b && (ret = need_constant(ld, *b, "bias"))))
+    return ret;
+  const int64_t *dims = (*w)->dims;
+  if ((*w)->ndims != 5 || dims[2] != dims[3] || dims[2] != dims[4] || dims[2] < 1)
+    return fail(ld, "weight '%s' must be %s: Strata runs 3-D cubic kernels", (*w)->name, layout);
+  if (*b && (*b)->count != dims[out_axis])
+    return fail(ld, "bias '%s' has %lld values for %lld output channels", (*b)->name,
+                (long long)(*b)->count, (long long)dims[out_axis]);
+  return 0;
+}
+
+/* A convolution layer's weights and bias into the packed buffer. */
+static int conv_weights(struct loader *ld, struct strata__layer *L, const struct value *w,
+                        const struct value *b)
+{
+  L->weight_offset = push_weights(ld, w->data, w->count);
+  L->bias_offset = b ? push_weights(ld, b->data, b->count) : -1;
+  set_output_shape(ld, L);
+  return L->weight_offset < 0 || (b && L->bias_offset < 0) ? STRATA_ENOMEM : 0;
+}
+
 static int op_conv(struct loader *ld)
 {
   struct value *x, *w, *b;
-  int ret;
-  if ((ret = node_input(ld, 0, 1, &x)) || (ret = node_input(ld, 1, 1, &w)) ||
-      (ret = node_input(ld, 2, 0, &b)) || (ret = need_activation(ld, x, "input")) ||
-      (ret = need_constant(ld, w, "weight")) || (b && (ret = need_constant(ld, b, "bias"))))
+  int ret = conv_inputs(ld, "[out, in / groups, k, k, k]", 0, &x, &w, &b);
+  if (ret)
     return ret;
-  if (w->ndims != 5 || w->dims[2] != w->dims[3] || w->dims[2] != w->dims[4] || w->dims[2] < 1)
-    return fail(ld,
-                "weight '%s' must be [out, in / groups, k, k, k]: Strata runs 3-D cubic "
-                "kernels",
-                w->name);
   int64_t groups = attr_int(ld->node, "group", 1), k = w->dims[2], s, d, pb, pe, unused;
   if ((ret = attr_isotropic(ld, "strides", 1, &s, &unused)) ||
       (ret = attr_isotropic(ld, "dilations", 1, &d, &unused)))
@@ -507,9 +550,6 @@ static int op_conv(struct loader *ld)
     return fail(ld, "weight '%s' is [%lld, %lld, ...] with %lld groups, the input has %d channels",
                 w->name, (long long)w->dims[0], (long long)w->dims[1], (long long)groups,
                 x->channels);
-  if (b && b->count != w->dims[0])
-    return fail(ld, "bias '%s' has %lld values for %lld output channels", b->name,
-                (long long)b->count, (long long)w->dims[0]);
   const Onnx__AttributeProto *ks = attribute(ld->node, "kernel_shape");
   for (size_t i = 0; ks && i < ks->n_ints; i++)
     if (ks->ints[i] != k)
@@ -534,24 +574,16 @@ static int op_conv(struct loader *ld)
                               .dilation = (int)d,
                               .stride = (int)s,
                               .pad = (int)pb,
-                              .groups = (int)groups,
-                              .weight_offset = push_weights(ld, w->data, w->count),
-                              .bias_offset = b ? push_weights(ld, b->data, b->count) : -1};
-  set_output_shape(ld, L);
-  return L->weight_offset < 0 || (b && L->bias_offset < 0) ? STRATA_ENOMEM : 0;
+                              .groups = (int)groups};
+  return conv_weights(ld, L, w, b);
 }
 
 static int op_conv_transpose(struct loader *ld)
 {
   struct value *x, *w, *b;
-  int ret;
-  if ((ret = node_input(ld, 0, 1, &x)) || (ret = node_input(ld, 1, 1, &w)) ||
-      (ret = node_input(ld, 2, 0, &b)) || (ret = need_activation(ld, x, "input")) ||
-      (ret = need_constant(ld, w, "weight")) || (b && (ret = need_constant(ld, b, "bias"))))
+  int ret = conv_inputs(ld, "[in, out, k, k, k]", 1, &x, &w, &b);
+  if (ret)
     return ret;
-  if (w->ndims != 5 || w->dims[2] != w->dims[3] || w->dims[2] != w->dims[4] || w->dims[2] < 1)
-    return fail(ld, "weight '%s' must be [in, out, k, k, k]: Strata runs 3-D cubic kernels",
-                w->name);
   int64_t k = w->dims[2], s, d, pb, pe, op, unused;
   if ((ret = attr_isotropic(ld, "strides", 1, &s, &unused)) ||
       (ret = attr_isotropic(ld, "dilations", 1, &d, &unused)) ||
@@ -563,9 +595,6 @@ static int op_conv_transpose(struct loader *ld)
   if (w->dims[0] != x->channels)
     return fail(ld, "weight '%s' expects %lld input channels, the input has %d", w->name,
                 (long long)w->dims[0], x->channels);
-  if (b && b->count != w->dims[1])
-    return fail(ld, "bias '%s' has %lld values for %lld output channels", b->name,
-                (long long)b->count, (long long)w->dims[1]);
   /* Output extent (n - 1) 2 - pads + d (k - 1) + output_padding + 1 = 2 n. */
   if (s != 2 || pb + pe != d * (k - 1) + op - 1 || x->level < 1)
     return fail(ld,
@@ -581,10 +610,7 @@ static int op_conv_transpose(struct loader *ld)
   L->dilation = (int)d;
   L->stride = 2;
   L->pad = (int)pb;
-  L->weight_offset = push_weights(ld, w->data, w->count);
-  L->bias_offset = b ? push_weights(ld, b->data, b->count) : -1;
-  set_output_shape(ld, L);
-  return L->weight_offset < 0 || (b && L->bias_offset < 0) ? STRATA_ENOMEM : 0;
+  return conv_weights(ld, L, w, b);
 }
 
 /* A per-channel affine layer y = x scale[c] + shift[c] on activation x
@@ -593,23 +619,15 @@ static int add_affine(struct loader *ld, struct value *x, const float *scale, co
 {
   /* After a normalisation or affine map that nothing else reads: composed
    * into its per-channel scale and shift (GroupNorm's Mul and Add). */
-  struct strata__layer *prev = x->layer >= 0 && x->layer == ld->nlayers - 1 && x->consumers == 1
-                                   ? &ld->layers[x->layer]
-                                   : NULL;
+  struct strata__layer *prev = absorbing_layer(ld, x);
   if (prev && (prev->kind == STRATA__LAYER_NORM || prev->kind == STRATA__LAYER_AFFINE) &&
       prev->weight_offset >= 0 && prev->bias_offset >= 0) {
-    struct value *out = new_value(ld, ld->node->output[0]);
-    if (!out)
-      return STRATA_EINVAL;
     for (int c = 0; c < x->channels; c++) {
       float a = scale ? scale[c] : 1.0f, b = shift ? shift[c] : 0.0f;
       ld->weights[prev->weight_offset + c] *= a;
       ld->weights[prev->bias_offset + c] = ld->weights[prev->bias_offset + c] * a + b;
     }
-    out->layer = x->layer;
-    out->channels = x->channels;
-    out->level = x->level;
-    return 0;
+    return alias_output(ld, x) ? 0 : STRATA_EINVAL;
   }
   struct strata__layer *L = add_layer(ld, STRATA__LAYER_AFFINE, &x, 1);
   if (!L)
@@ -652,22 +670,19 @@ static int op_batchnorm(struct loader *ld)
     return fail(ld, "training mode (running statistics as outputs) is not inference");
   float eps = attr_float(ld->node, "epsilon", 1e-5f);
   int C = x->channels;
-  float *scale = malloc((size_t)C * sizeof *scale), *shift = malloc((size_t)C * sizeof *shift);
-  if (!scale || !shift) {
-    free(scale), free(shift);
+  float *scale = malloc(2 * (size_t)C * sizeof *scale), *shift = scale + C;
+  if (!scale)
     return STRATA_ENOMEM;
-  }
   for (int c = 0; c < C; c++) {
     scale[c] = (float)(p[0]->data[c] / sqrt((double)p[3]->data[c] + eps));
     shift[c] = p[1]->data[c] - p[2]->data[c] * scale[c];
   }
   /* Folded into the convolution it follows when nothing else reads it. */
-  struct strata__layer *conv = x->layer >= 0 ? &ld->layers[x->layer] : NULL;
-  if (conv && x->consumers == 1 && conv->kind == STRATA__LAYER_CONV3D && !conv->activation) {
+  struct strata__layer *conv = absorbing_layer(ld, x);
+  if (conv && conv->kind == STRATA__LAYER_CONV3D && !conv->activation) {
     if (conv->bias_offset < 0 && (conv->bias_offset = push_weights(ld, NULL, C)) >= 0)
       memset(ld->weights + conv->bias_offset, 0, (size_t)C * sizeof(float));
-    struct value *out = conv->bias_offset >= 0 ? new_value(ld, ld->node->output[0]) : NULL;
-    if (out) {
+    if (conv->bias_offset >= 0) {
       /* weights [C][cin / groups][k^3]: a contiguous block per output channel */
       int cin = conv->inputs[0] == STRATA__NETWORK_INPUT ? ld->in_channels
                                                          : ld->layers[conv->inputs[0]].channels;
@@ -678,15 +693,12 @@ static int op_batchnorm(struct loader *ld)
         float *bias = ld->weights + conv->bias_offset + c;
         *bias = *bias * scale[c] + shift[c];
       }
-      out->layer = x->layer;
-      out->channels = x->channels;
-      out->level = x->level;
     }
-    free(scale), free(shift);
-    return out ? 0 : conv->bias_offset < 0 ? STRATA_ENOMEM : STRATA_EINVAL;
+    free(scale);
+    return conv->bias_offset < 0 ? STRATA_ENOMEM : alias_output(ld, x) ? 0 : STRATA_EINVAL;
   }
   ret = add_affine(ld, x, scale, shift);
-  free(scale), free(shift);
+  free(scale);
   return ret;
 }
 
@@ -738,11 +750,8 @@ static int op_shape(struct loader *ld)
   int ret;
   if ((ret = node_input(ld, 0, 1, &x)) || (ret = need_activation(ld, x, "input")))
     return ret;
-  if (!(out = new_value(ld, ld->node->output[0])))
+  if (!(out = alias_output(ld, x)))
     return STRATA_EINVAL;
-  out->layer = x->layer;
-  out->channels = x->channels;
-  out->level = x->level;
   out->shape = 1;
   return 0;
 }
@@ -763,11 +772,8 @@ static int op_reshape(struct loader *ld)
   else if (!(x->groups && shape->shape && shape->channels == x->channels))
     return fail(ld, "Strata reads Reshape only as the grouping of a group normalisation "
                     "([N, G, -1] and back)");
-  if (!(out = new_value(ld, ld->node->output[0])))
+  if (!(out = alias_output(ld, x)))
     return STRATA_EINVAL;
-  out->layer = x->layer;
-  out->channels = x->channels;
-  out->level = x->level;
   out->groups = groups;
   return 0;
 }
@@ -809,21 +815,13 @@ static int op_unary(struct loader *ld, int kind)
   }
   /* An activation that alone reads the convolution just before it runs
    * inside that convolution (oneDNN post-op; no pass over memory). */
-  struct strata__layer *conv = x->layer >= 0 && x->layer == ld->nlayers - 1 && x->consumers == 1
-                                   ? &ld->layers[x->layer]
-                                   : NULL;
+  struct strata__layer *conv = absorbing_layer(ld, x);
   if (conv && strata__fusable_activation(kind) && !conv->activation &&
       (conv->kind == STRATA__LAYER_CONV3D || conv->kind == STRATA__LAYER_CONV_TRANSPOSE)) {
-    struct value *out = new_value(ld, ld->node->output[0]);
-    if (!out)
-      return STRATA_EINVAL;
     conv->activation = kind;
     conv->act_param = p;
     conv->act_param2 = p2;
-    out->layer = x->layer;
-    out->channels = x->channels;
-    out->level = x->level;
-    return 0;
+    return alias_output(ld, x) ? 0 : STRATA_EINVAL;
   }
   struct strata__layer *L = add_layer(ld, kind, &x, 1);
   if (!L)
@@ -870,11 +868,9 @@ static int op_binary(struct loader *ld, int kind)
   if (kind == STRATA__LAYER_DIV && first_constant)
     return fail(ld, "a constant divided by an activation is not supported");
   int C = x->channels;
-  float *scale = malloc((size_t)C * sizeof *scale), *shift = malloc((size_t)C * sizeof *shift);
-  if (!scale || !shift) {
-    free(scale), free(shift);
+  float *scale = malloc(2 * (size_t)C * sizeof *scale), *shift = scale + C;
+  if (!scale)
     return STRATA_ENOMEM;
-  }
   for (int ch = 0; ch < C; ch++) {
     float v = c->data[per == 1 ? 0 : ch];
     scale[ch] = kind == STRATA__LAYER_MUL                     ? v
@@ -886,7 +882,7 @@ static int op_binary(struct loader *ld, int kind)
                                             : 0.0f;
   }
   ret = add_affine(ld, x, scale, shift);
-  free(scale), free(shift);
+  free(scale);
   return ret;
 }
 
@@ -938,6 +934,10 @@ static int op_pool(struct loader *ld, int kind)
   set_output_shape(ld, L);
   return 0;
 }
+
+static int op_maxpool(struct loader *ld) { return op_pool(ld, STRATA__LAYER_MAXPOOL); }
+
+static int op_avgpool(struct loader *ld) { return op_pool(ld, STRATA__LAYER_AVGPOOL); }
 
 static int op_resize(struct loader *ld)
 {
@@ -1052,6 +1052,23 @@ static int map_node(struct loader *ld)
                 {"Sub", STRATA__LAYER_SUB},
                 {"Mul", STRATA__LAYER_MUL},
                 {"Div", STRATA__LAYER_DIV}};
+  static const struct {
+    const char *op;
+    int (*map)(struct loader *ld);
+  } others[] = {{"Conv", op_conv},
+                {"ConvTranspose", op_conv_transpose},
+                {"BatchNormalization", op_batchnorm},
+                {"InstanceNormalization", op_instancenorm},
+                {"Concat", op_concat},
+                {"MaxPool", op_maxpool},
+                {"AveragePool", op_avgpool},
+                {"Resize", op_resize},
+                {"Identity", op_alias},
+                {"Dropout", op_alias},
+                {"Constant", op_constant},
+                {"Pad", op_pad},
+                {"Reshape", op_reshape},
+                {"Shape", op_shape}};
   const Onnx__NodeProto *node = ld->node;
   const char *op = node->op_type ? node->op_type : "";
   if (node->domain && *node->domain && strcmp(node->domain, "ai.onnx") != 0)
@@ -1064,32 +1081,9 @@ static int map_node(struct loader *ld)
   for (size_t i = 0; i < sizeof binary / sizeof *binary; i++)
     if (strcmp(op, binary[i].op) == 0)
       return op_binary(ld, binary[i].kind);
-  if (strcmp(op, "Conv") == 0)
-    return op_conv(ld);
-  if (strcmp(op, "ConvTranspose") == 0)
-    return op_conv_transpose(ld);
-  if (strcmp(op, "BatchNormalization") == 0)
-    return op_batchnorm(ld);
-  if (strcmp(op, "InstanceNormalization") == 0)
-    return op_instancenorm(ld);
-  if (strcmp(op, "Concat") == 0)
-    return op_concat(ld);
-  if (strcmp(op, "MaxPool") == 0)
-    return op_pool(ld, STRATA__LAYER_MAXPOOL);
-  if (strcmp(op, "AveragePool") == 0)
-    return op_pool(ld, STRATA__LAYER_AVGPOOL);
-  if (strcmp(op, "Resize") == 0)
-    return op_resize(ld);
-  if (strcmp(op, "Identity") == 0 || strcmp(op, "Dropout") == 0)
-    return op_alias(ld);
-  if (strcmp(op, "Constant") == 0)
-    return op_constant(ld);
-  if (strcmp(op, "Pad") == 0)
-    return op_pad(ld);
-  if (strcmp(op, "Reshape") == 0)
-    return op_reshape(ld);
-  if (strcmp(op, "Shape") == 0)
-    return op_shape(ld);
+  for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+    if (strcmp(op, others[i].op) == 0)
+      return others[i].map(ld);
   return fail(ld, "operator '%s' is not supported by Strata's runner", op);
 }
 

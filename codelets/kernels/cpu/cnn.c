@@ -308,25 +308,11 @@ static void upsample_linear(const float *in, int channels, int64_t n, int align,
 {
   int64_t m = 2 * n;
   for (int64_t c = 0; c < channels; c++)
-    for (int64_t z = 0; z < m; z++) {
-      int64_t z0, z1, y0, y1, x0, x1;
-      float tz, ty, tx;
-      strata__linear_tap(z, n, align, &z0, &z1, &tz);
-      for (int64_t y = 0; y < m; y++) {
-        strata__linear_tap(y, n, align, &y0, &y1, &ty);
-        for (int64_t x = 0; x < m; x++) {
-          strata__linear_tap(x, n, align, &x0, &x1, &tx);
-          const float *a = in + c * n * n * n;
-#define AT(zz, yy, xx) a[((zz)*n + (yy)) * n + (xx)]
-          float v0 = (1 - ty) * ((1 - tx) * AT(z0, y0, x0) + tx * AT(z0, y0, x1)) +
-                     ty * ((1 - tx) * AT(z0, y1, x0) + tx * AT(z0, y1, x1));
-          float v1 = (1 - ty) * ((1 - tx) * AT(z1, y0, x0) + tx * AT(z1, y0, x1)) +
-                     ty * ((1 - tx) * AT(z1, y1, x0) + tx * AT(z1, y1, x1));
-#undef AT
-          out[((c * m + z) * m + y) * m + x] = (1 - tz) * v0 + tz * v1;
-        }
-      }
-    }
+    for (int64_t z = 0; z < m; z++)
+      for (int64_t y = 0; y < m; y++)
+        for (int64_t x = 0; x < m; x++)
+          out[((c * m + z) * m + y) * m + x] =
+              strata__upsample_linear_at(in + c * n * n * n, n, align, z, y, x);
 }
 
 /* Per-channel affine map, and normalisation over each channel group (mean

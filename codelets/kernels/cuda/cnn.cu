@@ -177,19 +177,8 @@ __global__ void upsample_linear_kernel(const float *in, int channels, int64_t n,
   int64_t m = 2 * n;
   STRATA_GRID_LOOP(o, channels * m * m * m)
   {
-    int64_t z0, z1, y0, y1, x0, x1;
-    float tz, ty, tx;
-    strata__linear_tap(o / (m * m) % m, n, align, &z0, &z1, &tz);
-    strata__linear_tap(o / m % m, n, align, &y0, &y1, &ty);
-    strata__linear_tap(o % m, n, align, &x0, &x1, &tx);
-    const float *a = in + o / (m * m * m) * n * n * n;
-#define AT(zz, yy, xx) a[((zz)*n + (yy)) * n + (xx)]
-    float v0 = (1 - ty) * ((1 - tx) * AT(z0, y0, x0) + tx * AT(z0, y0, x1)) +
-               ty * ((1 - tx) * AT(z0, y1, x0) + tx * AT(z0, y1, x1));
-    float v1 = (1 - ty) * ((1 - tx) * AT(z1, y0, x0) + tx * AT(z1, y0, x1)) +
-               ty * ((1 - tx) * AT(z1, y1, x0) + tx * AT(z1, y1, x1));
-#undef AT
-    out[o] = (1 - tz) * v0 + tz * v1;
+    out[o] = strata__upsample_linear_at(in + o / (m * m * m) * n * n * n, n, align, o / (m * m) % m,
+                                        o / m % m, o % m);
   }
 }
 
