@@ -425,6 +425,20 @@ static int64_t push_weights(struct loader *ld, const float *data, int64_t count)
   return at;
 }
 
+/* A layer of `kind` with its neutral settings: no weights, unit kernel,
+ * stride, dilation and groups. */
+static struct strata__layer new_layer(int kind, int ninputs)
+{
+  return (struct strata__layer){.kind = kind,
+                                .ninputs = ninputs,
+                                .kernel = 1,
+                                .dilation = 1,
+                                .stride = 1,
+                                .groups = 1,
+                                .weight_offset = -1,
+                                .bias_offset = -1};
+}
+
 /* A new layer of `kind` on `inputs`, at the first input's resolution and
  * channels, its output bound to the node's first output. */
 static struct strata__layer *add_layer(struct loader *ld, int kind, struct value **inputs,
@@ -438,16 +452,9 @@ static struct strata__layer *add_layer(struct loader *ld, int kind, struct value
   if (!out)
     return NULL;
   struct strata__layer *L = &ld->layers[ld->nlayers];
-  *L = (struct strata__layer){.kind = kind,
-                              .ninputs = ninputs,
-                              .channels = inputs[0]->channels,
-                              .level = inputs[0]->level,
-                              .kernel = 1,
-                              .dilation = 1,
-                              .stride = 1,
-                              .groups = 1,
-                              .weight_offset = -1,
-                              .bias_offset = -1};
+  *L = new_layer(kind, ninputs);
+  L->channels = inputs[0]->channels;
+  L->level = inputs[0]->level;
   for (int i = 0; i < ninputs; i++)
     L->inputs[i] = inputs[i]->layer;
   out->layer = ld->nlayers++;
@@ -1172,14 +1179,7 @@ static int bind_outputs(struct loader *ld, struct strata__model_output_range *ra
   if (g->n_output < 1 || g->n_output > STRATA__LAYER_MAX_INPUTS)
     return fail(ld, "the graph has %zu outputs; Strata gives 1 to %d", g->n_output,
                 STRATA__LAYER_MAX_INPUTS);
-  struct strata__layer last = {.kind = STRATA__LAYER_CONCAT,
-                               .ninputs = (int)g->n_output,
-                               .kernel = 1,
-                               .dilation = 1,
-                               .stride = 1,
-                               .groups = 1,
-                               .weight_offset = -1,
-                               .bias_offset = -1};
+  struct strata__layer last = new_layer(STRATA__LAYER_CONCAT, (int)g->n_output);
   for (size_t i = 0; i < g->n_output; i++) {
     const char *name = g->output[i]->name ? g->output[i]->name : "";
     const struct value *v = find_value(ld, name);
