@@ -38,6 +38,16 @@ for ((i = 1; i <= runs; i++)); do
       *) STARPU_NCPU=2 "$exe" "${args[@]}" >"$out/$b-$i.json" ;;
     esac
   done
+  # Against PyTorch (skipped without it): the exported U-Net, the default model.
+  if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    size=(--extent 64 --rounds 5)
+    [ ${#quick[@]} -gt 0 ] && size=(--extent 16 --rounds 1)
+    vs_torch=(/usr/bin/python3 "$root/bench/model_vs_torch.py" "$build/bench/bench_model_throughput"
+              "${size[@]}")
+    "${vs_torch[@]}" >"$out/model_vs_torch-$i.json"
+    "${vs_torch[@]}" --model "$root/models/blob_detector/model.json" \
+      >"$out/model_vs_torch_default-$i.json"
+  fi
   echo "compare: run $i of $runs done" >&2
 done
 python3 "$root/bench/compare_table.py" "$out"

@@ -12,7 +12,7 @@ import sys
 FIGURE = re.compile(r"(ratio|speedup|_vs_|_over_)")
 # Fields that name an entry of a list of results (a case, a size, ...).
 LABELS = ("op", "n", "nodes", "shards", "in_channels", "out_channels", "kernel", "scheduler",
-          "pattern", "count")
+          "pattern", "count", "threads", "strata")
 
 
 def flatten(value, prefix=""):
