@@ -146,14 +146,17 @@ static inline void ref_unet_forward(const float *w, const float *in, int64_t n, 
  * and transposed convolutions, group normalisation, affine, tanh, clip,
  * the four binary operators with channel broadcast, average pooling,
  * trilinear upsampling both ways, a three-way concatenation, softmax), on
- * 2 input channels at extent n (a multiple of 4), 9 output channels. */
-enum { ZOO_LAYERS = 19 };
+ * 2 input channels at extent n (a multiple of 4), and a classifier head
+ * (global average pooling, a per-array pointwise convolution, broadcast):
+ * 11 output channels. */
+enum { ZOO_LAYERS = 23 };
 static inline struct strata__network ref_zoo(struct strata__layer *L, float **weights,
                                              int64_t *nweights)
 {
   /* weight offsets, in layer order */
   const int64_t c0 = 0, c0b = 216, n1 = 220, n1b = 224, c3 = 228, t5 = 444, t5b = 540, t6 = 543,
-                t6b = 759, c10 = 761, c10b = 763, a16 = 764, a16b = 767, total = 770;
+                t6b = 759, c10 = 761, c10b = 763, a16 = 764, a16b = 767, g20 = 770, g20b = 778,
+                total = 780;
   L[0] = ref_layer(STRATA__LAYER_CONV3D, -1, -1, 4, 1, 3, 1, c0, c0b, 0);
   L[0].stride = 2;
   L[0].pad = 1;
@@ -186,6 +189,13 @@ static inline struct strata__network ref_zoo(struct strata__layer *L, float **we
   L[17].ninputs = 3;
   L[17].inputs[2] = 15;
   L[18] = ref_layer(STRATA__LAYER_SOFTMAX, 17, -1, 9, 0, 1, 1, -1, -1, 0);
+  L[19] = ref_layer(STRATA__LAYER_GLOBAL_AVGPOOL, 2, -1, 4, 1, 1, 1, -1, -1, 0);
+  L[19].global = 1;
+  L[20] = ref_layer(STRATA__LAYER_CONV3D, 19, -1, 2, 1, 1, 1, g20, g20b, 0);
+  L[20].global = 1;
+  L[20].activation = STRATA__LAYER_RELU;
+  L[21] = ref_layer(STRATA__LAYER_BROADCAST, 20, -1, 2, 0, 1, 1, -1, -1, 0);
+  L[22] = ref_layer(STRATA__LAYER_CONCAT, 18, 21, 11, 0, 1, 1, -1, -1, 0);
   for (int i = 12; i <= 15; i++)
     L[i].ninputs = 2;
   *nweights = total;

@@ -111,6 +111,30 @@ class UNet(nn.Module):
         return torch.softmax(self.cls(d), 1), self.reg(d)
 
 
+class Head(nn.Module):
+    """A per-cell probability beside a classifier head, as StarNet has one:
+    global average pooling, Flatten, Gemm (Linear), ReLU, Gemm, Softmax over
+    the classes, and MatMul + Add for a regression; the per-array values
+    arrive in every cell."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv3d(1, 8, 3, padding=1)
+        self.down = nn.Conv3d(8, 8, 3, stride=2, padding=1)
+        self.seg = nn.Conv3d(8, 1, 1)
+        self.fc1 = nn.Linear(8, 6)
+        self.fc2 = nn.Linear(6, 3)
+        self.w = nn.Parameter(torch.randn(6, 2))
+        self.b = nn.Parameter(torch.randn(2))
+
+    def forward(self, x):
+        e = F.relu(self.c(x))
+        h = torch.flatten(F.adaptive_avg_pool3d(F.relu(self.down(e)), 1), 1)
+        h = F.relu(self.fc1(h))
+        return (torch.sigmoid(self.seg(e)), torch.softmax(self.fc2(h), 1),
+                torch.matmul(h, self.w) + self.b)
+
+
 def export(model, channels, path, opset, outputs):
     model.eval()
     keep = getattr(model, "keep_batchnorm", False)
@@ -122,12 +146,16 @@ def export(model, channels, path, opset, outputs):
             bn.bias.uniform_(-0.5, 0.5)
     x = torch.randn(1, channels, 8, 8, 8)
     names = [f"out{i}" for i in range(outputs)]
+    with torch.no_grad():
+        ys = model(x)
+    ys = ys if isinstance(ys, tuple) else (ys,)
+    spatial = {2: "d", 3: "h", 4: "w"}
     torch.onnx.export(model, x, path, opset_version=opset, input_names=["field"],
                       training=torch.onnx.TrainingMode.PRESERVE if keep else
                       torch.onnx.TrainingMode.EVAL, do_constant_folding=not keep,
                       output_names=names,
-                      dynamic_axes={"field": {2: "d", 3: "h", 4: "w"},
-                                    **{k: {2: "d", 3: "h", 4: "w"} for k in names}})
+                      dynamic_axes={"field": spatial,
+                                    **{k: spatial for k, y in zip(names, ys) if y.dim() == 5}})
 
 
 def save(path, array):
@@ -139,7 +167,9 @@ def reference(model, channels, n, stem):
     with torch.no_grad():
         out = model(x)
     out = out if isinstance(out, tuple) else (out,)
-    y = torch.cat(out, 1)
+    # per-array values (a classifier head's [N, K]) are in every cell
+    y = torch.cat([o if o.dim() == 5 else o[:, :, None, None, None].expand(-1, -1, n, n, n)
+                   for o in out], 1)
     save(f"{stem}.in.npy", x[0].numpy())
     save(f"{stem}.want.npy", y[0].numpy())
     return y.shape[1]
@@ -189,7 +219,8 @@ def main():
     binary, tool, folder = sys.argv[1], sys.argv[2], sys.argv[3]
     os.makedirs(folder, exist_ok=True)
     lines, out_channels = [], {}
-    cases = [("stem", Stem, 2, 1), ("arith", Arithmetic, 1, 1), ("unet", UNet, 1, 2)]
+    cases = [("stem", Stem, 2, 1), ("arith", Arithmetic, 1, 1), ("unet", UNet, 1, 2),
+             ("head", Head, 1, 3)]
     for name, cls, channels, outputs in cases:
         for opset in (11, 13, 17):
             if name == "unet" and opset < 13:

@@ -9,16 +9,17 @@
 
 static void print_layer(int i, const strata_model_layer *L)
 {
-  char inputs[64] = "", shape[48] = "-", type[48];
+  char inputs[64] = "", shape[48] = "-", type[48], extent[16] = "1";
   snprintf(type, sizeof type, "%s%s%s", L->type, L->activation ? "+" : "",
            L->activation ? L->activation : "");
   for (int j = 0, at = 0; j < L->ninputs && at < (int)sizeof inputs - 8; j++)
     at += snprintf(inputs + at, sizeof inputs - (size_t)at, j ? ",%d" : "%d", L->inputs[j]);
+  if (L->downscale) /* 0: one value per channel and array */
+    snprintf(extent, sizeof extent, "n/%d", L->downscale);
   if (L->kernel)
     snprintf(shape, sizeof shape, "k%d s%d d%d g%d", L->kernel, L->stride, L->dilation, L->groups);
-  printf("  %3d %-24s %-10s %8d %6s%-3d %-14s %9lld %10.1f  %s\n", i, type, inputs, L->channels,
-         "n/", L->downscale, shape, (long long)L->parameters, L->flops * 1e-6,
-         L->cuda ? "CPU CUDA" : "CPU");
+  printf("  %3d %-24s %-10s %8d %9s %-14s %9lld %10.1f  %s\n", i, type, inputs, L->channels, extent,
+         shape, (long long)L->parameters, L->flops * 1e-6, L->cuda ? "CPU CUDA" : "CPU");
 }
 
 static void print_model(const strata_model *m, const char *path, long long n)

@@ -41,6 +41,8 @@ enum strata__layer_kind {
   STRATA__LAYER_SOFTMAX,         /* over the channels of each cell */
   STRATA__LAYER_AVGPOOL,         /* 2x2x2 mean, stride 2: n -> n / 2 */
   STRATA__LAYER_UPSAMPLE_LINEAR, /* trilinear x2: half-pixel centres, or param = 1: align corners */
+  STRATA__LAYER_GLOBAL_AVGPOOL,  /* the mean of each channel: a global layer (extent 1) */
+  STRATA__LAYER_BROADCAST,       /* a global layer's values in every cell at n >> level */
 };
 
 #define STRATA__NETWORK_INPUT (-1)
@@ -55,7 +57,8 @@ struct strata__layer {
   int ninputs;
   int inputs[STRATA__LAYER_MAX_INPUTS]; /* producer layer indices, or STRATA__NETWORK_INPUT */
   int channels;                         /* output channels */
-  int level; /* resolution: output extent is n >> level (network input: 0) */
+  int level;  /* resolution: output extent is n >> level (network input: 0) */
+  int global; /* 1: one value per channel and array (extent 1), as classifier heads give */
   int kernel, dilation, stride, pad, groups; /* conv3d and transposed conv3d */
   /* conv3d: [channels][in_channels / groups][k][k][k]; transposed conv3d:
    * [in_channels][channels][k][k][k]; affine and norm: scale [channels] */
@@ -169,6 +172,20 @@ static inline STRATA__HOST_DEVICE int64_t strata__transposed_source(int64_t o, i
 {
   int64_t a = o + L->pad - (int64_t)t * L->dilation;
   return a >= 0 && a % 2 == 0 && a / 2 < n ? a / 2 : -1;
+}
+
+/* Output extent of a layer for network extent n, and of a layer's source
+ * (a layer index, or STRATA__NETWORK_INPUT). */
+static inline STRATA__HOST_DEVICE int64_t strata__layer_extent(const struct strata__layer *L,
+                                                               int64_t n)
+{
+  return L->global ? 1 : n >> L->level;
+}
+
+static inline STRATA__HOST_DEVICE int64_t strata__source_extent(const struct strata__network *net,
+                                                                int src, int64_t n)
+{
+  return src == STRATA__NETWORK_INPUT ? n : strata__layer_extent(&net->layers[src], n);
 }
 
 /* Channels read by layer l (its first input's, or the network's). */

@@ -622,6 +622,8 @@ int strata_model_layer_info(const strata_model *m, int i, int64_t n, int *count,
       [STRATA__LAYER_SOFTMAX] = "softmax",
       [STRATA__LAYER_AVGPOOL] = "avgpool",
       [STRATA__LAYER_UPSAMPLE_LINEAR] = "upsample_linear",
+      [STRATA__LAYER_GLOBAL_AVGPOOL] = "global_avgpool",
+      [STRATA__LAYER_BROADCAST] = "broadcast",
   };
   strata__clear_error();
   if (!m || n < 1)
@@ -641,7 +643,7 @@ int strata_model_layer_info(const strata_model *m, int i, int64_t n, int *count,
                                .activation = L->activation ? types[L->activation] : NULL,
                                .ninputs = L->ninputs,
                                .channels = L->channels,
-                               .downscale = 1 << L->level,
+                               .downscale = L->global ? 0 : 1 << L->level,
                                .flops = strata__cnn_layer_flops(&m->net, i, n),
                                .cuda = STRATA_HAVE_CUDA_KERNELS};
   for (int j = 0; j < L->ninputs; j++)

@@ -37,6 +37,9 @@ struct value {
    * -1] (groups > 0), and the Shape of an activation (shape = 1), the two
    * views only Reshape and InstanceNormalization read */
   int groups, shape;
+  /* a classifier head's values: one per channel and array (global), seen
+   * as [N, C] after Flatten, Reshape or Gemm (flat) */
+  int global, flat;
 };
 
 struct loader {
@@ -146,6 +149,12 @@ static int need_activation(struct loader *ld, const struct value *v, const char 
   return v->constant
              ? fail(ld, "%s '%s' must be computed from the input, not a constant", what, v->name)
              : 0;
+}
+
+/* Operators over cells refuse a classifier head's per-array values. */
+static int need_cells(struct loader *ld, const struct value *v)
+{
+  return v->global ? fail(ld, "'%s' holds one value per channel (a global pooling's)", v->name) : 0;
 }
 
 static int need_constant(struct loader *ld, const struct value *v, const char *what)
@@ -455,9 +464,11 @@ static struct strata__layer *add_layer(struct loader *ld, int kind, struct value
   *L = new_layer(kind, ninputs);
   L->channels = inputs[0]->channels;
   L->level = inputs[0]->level;
+  L->global = inputs[0]->global;
   for (int i = 0; i < ninputs; i++)
     L->inputs[i] = inputs[i]->layer;
   out->layer = ld->nlayers++;
+  out->flat = inputs[0]->flat;
   return L;
 }
 
@@ -468,6 +479,7 @@ static void set_output_shape(struct loader *ld, const struct strata__layer *L)
 {
   last_output(ld)->channels = L->channels;
   last_output(ld)->level = L->level;
+  last_output(ld)->global = L->global;
 }
 
 /* The layer that produced x, when it is the last layer and this node its
@@ -486,6 +498,8 @@ static struct value *alias_output(struct loader *ld, const struct value *x)
     out->layer = x->layer;
     out->channels = x->channels;
     out->level = x->level;
+    out->global = x->global;
+    out->flat = x->flat;
   }
   return out;
 }
@@ -543,7 +557,7 @@ static int op_conv(struct loader *ld)
 {
   struct value *x, *w, *b;
   int ret = conv_inputs(ld, "[out, in / groups, k, k, k]", 0, &x, &w, &b);
-  if (ret)
+  if (ret || (w->dims[2] > 1 && (ret = need_cells(ld, x))))
     return ret;
   int64_t groups = attr_int(ld->node, "group", 1), k = w->dims[2], s, d, pb, pe, unused;
   if ((ret = attr_isotropic(ld, "strides", 1, &s, &unused)) ||
@@ -581,7 +595,8 @@ static int op_conv(struct loader *ld)
                               .dilation = (int)d,
                               .stride = (int)s,
                               .pad = (int)pb,
-                              .groups = (int)groups};
+                              .groups = (int)groups,
+                              .global = x->global};
   return conv_weights(ld, L, w, b);
 }
 
@@ -589,7 +604,7 @@ static int op_conv_transpose(struct loader *ld)
 {
   struct value *x, *w, *b;
   int ret = conv_inputs(ld, "[in, out, k, k, k]", 1, &x, &w, &b);
-  if (ret)
+  if (ret || (ret = need_cells(ld, x)))
     return ret;
   int64_t k = w->dims[2], s, d, pb, pe, op, unused;
   if ((ret = attr_isotropic(ld, "strides", 1, &s, &unused)) ||
@@ -648,10 +663,12 @@ static int add_affine(struct loader *ld, struct value *x, const float *scale, co
 /* The per-channel values of a constant that broadcasts against [N, C, D,
  * H, W] with C = channels: a scalar, or [C, 1, 1, 1] with leading 1s.
  * Returns 1 (scalar), channels, or 0 (neither). */
-static int64_t per_channel(const struct value *c, int channels)
+static int64_t per_channel(const struct value *c, int channels, int flat)
 {
   if (c->count == 1)
     return 1;
+  if (flat) /* [C], or [1, C]: the last axis */
+    return c->count == channels && c->dims[c->ndims - 1] == channels ? channels : 0;
   if (c->count != channels || c->ndims < 4)
     return 0;
   for (int d = 0; d < c->ndims; d++)
@@ -722,7 +739,7 @@ static int op_instancenorm(struct loader *ld)
       (ret = need_constant(ld, b, "bias")))
     return ret;
   int groups = x->groups ? x->groups : x->channels;
-  if (!x->groups && (ret = need_activation(ld, x, "input")))
+  if ((!x->groups && (ret = need_activation(ld, x, "input"))) || (ret = need_cells(ld, x)))
     return ret;
   if (scale->count != groups || b->count != groups)
     return fail(ld, "scale and bias need %d values each", groups);
@@ -772,13 +789,21 @@ static int op_reshape(struct loader *ld)
   int ret, groups = 0;
   if ((ret = node_input(ld, 0, 1, &x)) || (ret = node_input(ld, 1, 1, &shape)))
     return ret;
+  if (x->global && !x->constant && shape->constant && shape->count == 2 &&
+      (shape->data[1] == -1 || shape->data[1] == x->channels)) {
+    /* a classifier head's [N, C, 1, 1, 1] as [N, C] */
+    if (!(out = alias_output(ld, x)))
+      return STRATA_EINVAL;
+    out->flat = 1;
+    return 0;
+  }
   if (!x->groups && !x->constant && !x->shape && shape->constant && shape->count == 3 &&
       (shape->data[0] == 0 || shape->data[0] == 1) && shape->data[2] == -1 && shape->data[1] >= 1 &&
       x->channels % (int)shape->data[1] == 0)
     groups = (int)shape->data[1];
   else if (!(x->groups && shape->shape && shape->channels == x->channels))
     return fail(ld, "Strata reads Reshape only as the grouping of a group normalisation "
-                    "([N, G, -1] and back)");
+                    "([N, G, -1] and back) or as the flattening of a classifier head");
   if (!(out = alias_output(ld, x)))
     return STRATA_EINVAL;
   out->groups = groups;
@@ -814,7 +839,11 @@ static int op_unary(struct loader *ld, int kind)
     }
   } else if (kind == STRATA__LAYER_SOFTMAX) {
     int64_t axis = attr_int(ld->node, "axis", ld->opset < 13 ? 1 : -1);
-    if (ld->opset < 13 || (axis != 1 && axis != -4))
+    /* Before opset 13 the axis flattens all that follows it: the channels
+     * alone only for a classifier head's values. */
+    int channels_only =
+        x->flat ? axis == 1 || axis == -1 : axis == 1 && (x->global || ld->opset >= 13);
+    if (!channels_only && !(ld->opset >= 13 && axis == -4 && !x->flat))
       return fail(ld,
                   "Strata's softmax runs over channels (axis 1, opset 13 or later); this "
                   "one has axis %lld at opset %d",
@@ -851,7 +880,7 @@ static int op_binary(struct loader *ld, int kind)
     if ((ret = need_activation(ld, in[0], "operand")) ||
         (ret = need_activation(ld, in[1], "operand")))
       return ret;
-    if (in[0]->level != in[1]->level ||
+    if (in[0]->level != in[1]->level || in[0]->global != in[1]->global ||
         (in[0]->channels != in[1]->channels && in[0]->channels != 1 && in[1]->channels != 1))
       return fail(ld,
                   "operands '%s' [%d channels] and '%s' [%d channels] do not broadcast "
@@ -868,7 +897,7 @@ static int op_binary(struct loader *ld, int kind)
   struct value *x = in[first_constant], *c = in[!first_constant];
   if ((ret = need_activation(ld, x, "operand")))
     return ret;
-  int64_t per = per_channel(c, x->channels);
+  int64_t per = per_channel(c, x->channels, x->flat);
   if (!per)
     return fail(ld, "constant '%s' must be a scalar or per-channel [%d, 1, 1, 1]", c->name,
                 x->channels);
@@ -906,7 +935,7 @@ static int op_concat(struct loader *ld)
   for (size_t i = 0; i < ld->node->n_input; i++) {
     if ((ret = node_input(ld, i, 1, &in[i])) || (ret = need_activation(ld, in[i], "input")))
       return ret;
-    if (in[i]->level != in[0]->level)
+    if (in[i]->level != in[0]->level || in[i]->global != in[0]->global)
       return fail(ld, "inputs '%s' and '%s' have different resolutions", in[0]->name, in[i]->name);
     channels += in[i]->channels;
   }
@@ -924,7 +953,7 @@ static int op_pool(struct loader *ld, int kind)
   int64_t k, s, d, pb, pe, unused;
   int ret;
   if ((ret = node_input(ld, 0, 1, &x)) || (ret = need_activation(ld, x, "input")) ||
-      (ret = attr_isotropic(ld, "kernel_shape", 0, &k, &unused)) ||
+      (ret = need_cells(ld, x)) || (ret = attr_isotropic(ld, "kernel_shape", 0, &k, &unused)) ||
       (ret = attr_isotropic(ld, "strides", 1, &s, &unused)) ||
       (ret = attr_isotropic(ld, "dilations", 1, &d, &unused)) ||
       (ret = auto_pads(ld, s, d * (k - 1), &pb, &pe)))
@@ -946,12 +975,88 @@ static int op_maxpool(struct loader *ld) { return op_pool(ld, STRATA__LAYER_MAXP
 
 static int op_avgpool(struct loader *ld) { return op_pool(ld, STRATA__LAYER_AVGPOOL); }
 
+/* GlobalAveragePool: the mean of each channel, a classifier head's start. */
+static int op_global_avgpool(struct loader *ld)
+{
+  struct value *x;
+  int ret;
+  if ((ret = node_input(ld, 0, 1, &x)) || (ret = need_activation(ld, x, "input")) ||
+      (ret = need_cells(ld, x)))
+    return ret;
+  struct strata__layer *L = add_layer(ld, STRATA__LAYER_GLOBAL_AVGPOOL, &x, 1);
+  if (!L)
+    return STRATA_EINVAL;
+  L->global = 1;
+  set_output_shape(ld, L);
+  return 0;
+}
+
+/* Flatten of a classifier head's [N, C, 1, 1, 1] (axis 1): [N, C]. */
+static int op_flatten(struct loader *ld)
+{
+  struct value *x, *out;
+  int ret;
+  if ((ret = node_input(ld, 0, 1, &x)) || (ret = need_activation(ld, x, "input")))
+    return ret;
+  if (!x->global || attr_int(ld->node, "axis", 1) != 1)
+    return fail(ld, "Strata flattens only a global pooling's [N, C, 1, 1, 1] at axis 1");
+  if (!(out = alias_output(ld, x)))
+    return STRATA_EINVAL;
+  out->flat = 1;
+  return 0;
+}
+
+/* Gemm and MatMul on a classifier head's [N, C] with constant weights: a
+ * pointwise convolution of the per-array values, weights alpha B (as
+ * [K, C]) and bias beta C. */
+static int op_dense(struct loader *ld)
+{
+  int gemm = strcmp(ld->node->op_type, "Gemm") == 0;
+  struct value *x, *w, *c = NULL;
+  int ret;
+  if ((ret = node_input(ld, 0, 1, &x)) || (ret = node_input(ld, 1, 1, &w)) ||
+      (gemm && (ret = node_input(ld, 2, 0, &c))) || (ret = need_activation(ld, x, "input")) ||
+      (ret = need_constant(ld, w, "weight")) || (c && (ret = need_constant(ld, c, "bias"))))
+    return ret;
+  int trans = gemm ? (int)attr_int(ld->node, "transB", 0) : 0;
+  if (!x->flat || (gemm && attr_int(ld->node, "transA", 0)))
+    return fail(ld, "Strata multiplies only a classifier head's [N, C] (after a global pooling "
+                    "and Flatten), not transposed");
+  if (w->ndims != 2 || w->dims[trans ? 1 : 0] != x->channels)
+    return fail(ld, "weight '%s' does not fit %d input channels", w->name, x->channels);
+  int64_t K = w->dims[trans ? 0 : 1], C = x->channels;
+  if (c && c->count != 1 && c->count != K)
+    return fail(ld, "bias '%s' has %lld values for %lld outputs", c->name, (long long)c->count,
+                (long long)K);
+  float alpha = gemm ? attr_float(ld->node, "alpha", 1.0f) : 1.0f,
+        beta = gemm ? attr_float(ld->node, "beta", 1.0f) : 1.0f;
+  float *packed = malloc((size_t)(K * C + K) * sizeof *packed);
+  if (!packed)
+    return STRATA_ENOMEM;
+  for (int64_t k = 0; k < K; k++) {
+    for (int64_t i = 0; i < C; i++)
+      packed[k * C + i] = alpha * w->data[trans ? k * C + i : i * K + k];
+    packed[K * C + k] = c ? beta * c->data[c->count == 1 ? 0 : k] : 0.0f;
+  }
+  struct strata__layer *L = add_layer(ld, STRATA__LAYER_CONV3D, &x, 1);
+  if (L) {
+    L->channels = (int)K;
+    L->weight_offset = push_weights(ld, packed, K * C);
+    L->bias_offset = c ? push_weights(ld, packed + K * C, K) : -1;
+    set_output_shape(ld, L);
+    last_output(ld)->flat = 1;
+  }
+  free(packed);
+  return !L ? STRATA_EINVAL : L->weight_offset < 0 || (c && L->bias_offset < 0) ? STRATA_ENOMEM : 0;
+}
+
 static int op_resize(struct loader *ld)
 {
   struct value *x, *scales, *sizes;
   int ret;
   if ((ret = node_input(ld, 0, 1, &x)) || (ret = need_activation(ld, x, "input")) ||
-      (ret = node_input(ld, 2, 0, &scales)) || (ret = node_input(ld, 3, 0, &sizes)))
+      (ret = need_cells(ld, x)) || (ret = node_input(ld, 2, 0, &scales)) ||
+      (ret = node_input(ld, 3, 0, &sizes)))
     return ret;
   if (sizes || !scales)
     return fail(ld, "Strata resizes by constant scales, not to sizes");
@@ -1075,7 +1180,11 @@ static int map_node(struct loader *ld)
                 {"Constant", op_constant},
                 {"Pad", op_pad},
                 {"Reshape", op_reshape},
-                {"Shape", op_shape}};
+                {"Shape", op_shape},
+                {"GlobalAveragePool", op_global_avgpool},
+                {"Flatten", op_flatten},
+                {"Gemm", op_dense},
+                {"MatMul", op_dense}};
   const Onnx__NodeProto *node = ld->node;
   const char *op = node->op_type ? node->op_type : "";
   if (node->domain && *node->domain && strcmp(node->domain, "ai.onnx") != 0)
@@ -1183,16 +1292,27 @@ static int bind_outputs(struct loader *ld, struct strata__model_output_range *ra
   for (size_t i = 0; i < g->n_output; i++) {
     const char *name = g->output[i]->name ? g->output[i]->name : "";
     const struct value *v = find_value(ld, name);
-    if (!v || v->constant || v->groups || v->shape || v->level != 0)
+    if (!v || v->constant || v->groups || v->shape || (!v->global && v->level != 0))
       return fail(ld, "output '%s' must be computed from the input at its resolution", name);
+    int layer = v->layer;
+    if (i == 0)
+      *first_layer = layer;
+    if (v->global) { /* a classifier head's values, in every cell */
+      if (ld->nlayers == STRATA__CNN_MAX_LAYERS)
+        return fail(ld, "the network has over %d layers", STRATA__CNN_MAX_LAYERS);
+      struct strata__layer *L = &ld->layers[ld->nlayers];
+      *L = new_layer(STRATA__LAYER_BROADCAST, 1);
+      L->inputs[0] = layer;
+      L->channels = v->channels;
+      layer = ld->nlayers++;
+    }
     snprintf(ranges[i].name, sizeof ranges[i].name, "%s", name);
     ranges[i].first = last.channels;
     ranges[i].channels = v->channels;
-    last.inputs[i] = v->layer;
+    last.inputs[i] = layer;
     last.channels += v->channels;
   }
   *noutputs = (int)g->n_output;
-  *first_layer = last.inputs[0];
   if (g->n_output == 1 && last.inputs[0] == ld->nlayers - 1 && last.inputs[0] >= 0)
     return 0;
   if (ld->nlayers == STRATA__CNN_MAX_LAYERS)

@@ -73,14 +73,19 @@ int strata_model_load(const char *json_path, strata_model **out);
  *  (stride 2, doubling the extent), BatchNormalization (folded into the
  *  convolution it follows, else a per-channel affine map),
  *  InstanceNormalization, GroupNorm as PyTorch exports it (Reshape to
- *  [N, G, -1], InstanceNormalization, Reshape back, Mul, Add), Add, Sub, Mul, Div (two activations,
- * one of them possibly single-channel, or an activation and a scalar or per-channel constant),
- * Concat on channels, MaxPool and AveragePool (2x2x2, stride 2), Resize x2 (nearest, or linear with
- * half-pixel or aligned corners), Relu, LeakyRelu, Sigmoid, Tanh, Softmax (over channels, opset
- * 13+), Clip, Log, Identity, Dropout and Constant.
+ *  [N, G, -1], InstanceNormalization, Reshape back, Mul, Add), Add, Sub,
+ *  Mul, Div (two activations, one of them possibly single-channel, or an
+ *  activation and a scalar or per-channel constant), Concat on channels,
+ *  MaxPool and AveragePool (2x2x2, stride 2), Resize x2 (nearest, or linear
+ *  with half-pixel or aligned corners), Relu, LeakyRelu, Sigmoid, Tanh,
+ *  Softmax (over channels), Clip, Log, Identity, Dropout, Constant, and
+ *  classifier heads (GlobalAveragePool, Flatten, Gemm, MatMul) whose
+ *  per-array outputs fill every cell of the output. docs/models.md lists
+ *  the limits.
  *
  *  Metadata (optional): "strata.output" = "probability" or "field"
- *  (default: probability when the last operator is Sigmoid or Softmax),
+ *  (default: probability when the first output comes out of a Sigmoid,
+ *  fused or not, or a Softmax),
  *  "strata.fields" = the comma-separated field names of the channels.
  *
  *  @return 0; STRATA_EIO (unreadable, or not an ONNX protobuf);
@@ -147,7 +152,8 @@ typedef struct strata_model_layer {
   int ninputs;            /**< layers it reads */
   int inputs[16];         /**< their indices, -1 for the model's input */
   int channels;           /**< output channels */
-  int downscale;          /**< its output extent is n / downscale (1 at the input's resolution) */
+  int downscale; /**< its output extent is n / downscale (1 at the input's resolution), or 0 for one
+                    value per channel and array (a classifier head) */
   int kernel, stride, dilation, groups; /**< convolutions (0 for other layers) */
   int64_t parameters;                   /**< weights, biases, scales and shifts */
   double flops;                         /**< operations at input extent n (2 per multiply-add) */

@@ -22,8 +22,7 @@ int strata__layer_in_channels(const struct strata__network *net, int l)
 /* Extent of the input a layer reads (its first input's), for network extent n. */
 static int64_t input_extent(const struct strata__network *net, int l, int64_t n)
 {
-  int src = net->layers[l].inputs[0];
-  return src == STRATA__NETWORK_INPUT ? n : n >> net->layers[src].level;
+  return strata__source_extent(net, net->layers[l].inputs[0], n);
 }
 
 static int64_t kernel_volume(const struct strata__layer *L)
@@ -48,7 +47,7 @@ int64_t strata__conv3d_slab_planes(int64_t rows, int64_t n, size_t col_floats)
 static size_t col_need(const struct strata__network *net, int l, int64_t n)
 {
   const struct strata__layer *L = &net->layers[l];
-  int64_t m = n >> L->level;
+  int64_t m = strata__layer_extent(L, n);
   if (L->kind == STRATA__LAYER_CONV3D) {
     /* oneDNN's areas, and im2col's should a oneDNN run fail */
     size_t onednn = strata__cnn_onednn_floats(net, l, n), im2col = 0;
@@ -68,7 +67,7 @@ size_t strata__cnn_scratch_floats(const struct strata__network *net, int64_t n)
   for (int l = 0; l < net->nlayers; l++) {
     const struct strata__layer *L = &net->layers[l];
     if (l < net->nlayers - 1)
-      total += (size_t)(L->channels * cube(n >> L->level));
+      total += (size_t)(L->channels * cube(strata__layer_extent(L, n)));
     size_t need = col_need(net, l, n);
     col = need > col ? need : col;
   }
@@ -79,7 +78,8 @@ double strata__cnn_layer_flops(const struct strata__network *net, int l, int64_t
 {
   const struct strata__layer *L = &net->layers[l];
   if (L->kind == STRATA__LAYER_CONV3D)
-    return 2.0 * (double)L->channels * (double)col_rows(net, l) * (double)cube(n >> L->level);
+    return 2.0 * (double)L->channels * (double)col_rows(net, l) *
+           (double)cube(strata__layer_extent(L, n));
   if (L->kind == STRATA__LAYER_CONV_TRANSPOSE)
     return 2.0 * (double)L->channels * (double)strata__layer_in_channels(net, l) *
            (double)kernel_volume(L) * (double)cube(input_extent(net, l, n));
@@ -352,6 +352,24 @@ static void binary(int kind, const float *a, int ca, const float *b, int cb, int
   }
 }
 
+/* The mean of each channel (double sums), and its broadcast to vol cells. */
+static void global_mean(const float *in, int channels, int64_t vol, float *out)
+{
+  for (int64_t c = 0; c < channels; c++) {
+    double sum = 0;
+    for (int64_t i = 0; i < vol; i++)
+      sum += in[c * vol + i];
+    out[c] = (float)(sum / (double)vol);
+  }
+}
+
+static void broadcast(const float *in, int channels, int64_t vol, float *out)
+{
+  for (int64_t c = 0; c < channels; c++)
+    for (int64_t i = 0; i < vol; i++)
+      out[c * vol + i] = in[c];
+}
+
 static void softmax(const float *in, int channels, int64_t vol, float *out)
 {
   for (int64_t i = 0; i < vol; i++) {
@@ -372,7 +390,7 @@ void strata__cnn_layout(const struct strata__network *net, int64_t n, int64_t *o
   int64_t at = 0;
   for (int l = 0; l < net->nlayers - 1; l++) {
     offsets[l] = at;
-    at += net->layers[l].channels * cube(n >> net->layers[l].level);
+    at += net->layers[l].channels * cube(strata__layer_extent(&net->layers[l], n));
   }
   *col_offset = at;
   *col_floats = strata__cnn_scratch_floats(net, n) - (size_t)at;
@@ -430,6 +448,10 @@ void strata__cnn_forward_cpu(const struct strata__network *net, const float *wei
       binary(L->kind, src[0], cin, src[1], src_c[1], L->channels, vol, dst);
       break;
     case STRATA__LAYER_SOFTMAX: softmax(src[0], cin, vol, dst); break;
+    case STRATA__LAYER_GLOBAL_AVGPOOL: global_mean(src[0], cin, vol, dst); break;
+    case STRATA__LAYER_BROADCAST:
+      broadcast(src[0], cin, cube(strata__layer_extent(L, n)), dst);
+      break;
     default: pointwise(L->kind, L->param, L->param2, src[0], cin * vol, dst); break;
     }
   }

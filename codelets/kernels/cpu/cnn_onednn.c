@@ -159,7 +159,7 @@ static struct plan *make_plan(dnnl_engine_t e, const struct strata__network *net
 {
   const struct strata__layer *L = &net->layers[l];
   int src = L->inputs[0];
-  int64_t cin = strata__layer_in_channels(net, l), nin = src < 0 ? n : n >> net->layers[src].level;
+  int64_t cin = strata__layer_in_channels(net, l), nin = strata__source_extent(net, src, n);
   int64_t nout = nin / L->stride, g = L->groups, k = L->kernel, D = (int64_t)L->dilation * (k - 1);
   dnnl_dims_t sdims = {1, cin, nin, nin, nin}, ddims = {1, L->channels, nout, nout, nout},
               bdims = {L->channels}, strides = {L->stride, L->stride, L->stride},

@@ -142,6 +142,30 @@ __global__ void affine_kernel(strata__layer L, const float *weights, const float
   }
 }
 
+// The mean of each channel: one block a channel, double sums.
+__global__ void global_mean_kernel(const float *in, int64_t vol, float *out)
+{
+  __shared__ double sums[strata_cuda::kThreads];
+  const float *src = in + blockIdx.x * vol;
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < vol; i += blockDim.x)
+    sum += src[i];
+  sums[threadIdx.x] = sum;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half)
+      sums[threadIdx.x] += sums[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    out[blockIdx.x] = (float)(sums[0] / (double)vol);
+}
+
+__global__ void broadcast_kernel(const float *in, int channels, int64_t vol, float *out)
+{
+  STRATA_GRID_LOOP(i, channels * vol) out[i] = in[i / vol];
+}
+
 // 2x2x2 pooling, stride 2: the maximum (NaN wins) or the mean.
 __global__ void pool_kernel(const float *in, int channels, int64_t n, int mean, float *out)
 {
@@ -268,7 +292,7 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
       src[i] = p == STRATA__NETWORK_INPUT ? in : scratch + offsets[p];
       src_c[i] = p == STRATA__NETWORK_INPUT ? net->in_channels : net->layers[p].channels;
       if (i == 0)
-        sn = p == STRATA__NETWORK_INPUT ? n : n >> net->layers[p].level;
+        sn = strata__source_extent(net, p, n);
     }
     int cin = src_c[0];
     int64_t vol = sn * sn * sn, count = cin * vol;
@@ -314,6 +338,15 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
       STRATA_LAUNCH(blocks_for(L->channels * vol), kThreads, s, binary_kernel)
       (L->kind, src[0], cin, src[1], src_c[1], L->channels, vol, dst);
       break;
+    case STRATA__LAYER_GLOBAL_AVGPOOL:
+      STRATA_LAUNCH(cin, kThreads, s, global_mean_kernel)(src[0], vol, dst);
+      break;
+    case STRATA__LAYER_BROADCAST: {
+      int64_t m = strata__layer_extent(L, n);
+      STRATA_LAUNCH(blocks_for(cin * m * m * m), kThreads, s, broadcast_kernel)
+      (src[0], cin, m * m * m, dst);
+      break;
+    }
     case STRATA__LAYER_SOFTMAX:
       STRATA_LAUNCH(blocks_for(vol), kThreads, s, softmax_kernel)(src[0], cin, vol, dst);
       break;
