@@ -639,14 +639,30 @@ static int op_conv_transpose(struct loader *ld)
  * (scale or shift NULL: 1 or 0). */
 static int add_affine(struct loader *ld, struct value *x, const float *scale, const float *shift)
 {
-  /* After a normalisation or affine map that nothing else reads: composed
-   * into its per-channel scale and shift (GroupNorm's Mul and Add). */
+  /* After a layer that nothing else reads and that ends in a per-channel
+   * scale and shift (a normalisation, an affine map, a convolution without
+   * activation: BatchNorm folding, GroupNorm's Mul and Add, a head's bias),
+   * composed into it: each output channel's weights (a contiguous block of
+   * `block` values) scaled, its shift (or bias, created) mapped. */
   struct strata__layer *prev = absorbing_layer(ld, x);
-  if (prev && (prev->kind == STRATA__LAYER_NORM || prev->kind == STRATA__LAYER_AFFINE) &&
-      prev->weight_offset >= 0 && prev->bias_offset >= 0) {
-    for (int c = 0; c < x->channels; c++) {
+  int conv = prev && prev->kind == STRATA__LAYER_CONV3D && !prev->activation;
+  if (prev && (conv || ((prev->kind == STRATA__LAYER_NORM || prev->kind == STRATA__LAYER_AFFINE) &&
+                        prev->weight_offset >= 0 && prev->bias_offset >= 0))) {
+    int C = x->channels;
+    int64_t block = 1;
+    if (conv) { /* weights [C][cin / groups][k^3] */
+      int src = prev->inputs[0];
+      int cin = src == STRATA__NETWORK_INPUT ? ld->in_channels : ld->layers[src].channels;
+      block = (int64_t)cin / prev->groups * prev->kernel * prev->kernel * prev->kernel;
+    }
+    if (prev->bias_offset < 0 && (prev->bias_offset = push_weights(ld, NULL, C)) >= 0)
+      memset(ld->weights + prev->bias_offset, 0, (size_t)C * sizeof(float));
+    if (prev->bias_offset < 0)
+      return STRATA_ENOMEM;
+    for (int c = 0; c < C; c++) {
       float a = scale ? scale[c] : 1.0f, b = shift ? shift[c] : 0.0f;
-      ld->weights[prev->weight_offset + c] *= a;
+      for (int64_t i = 0; i < block; i++)
+        ld->weights[prev->weight_offset + c * block + i] *= a;
       ld->weights[prev->bias_offset + c] = ld->weights[prev->bias_offset + c] * a + b;
     }
     return alias_output(ld, x) ? 0 : STRATA_EINVAL;
@@ -700,26 +716,6 @@ static int op_batchnorm(struct loader *ld)
   for (int c = 0; c < C; c++) {
     scale[c] = (float)(p[0]->data[c] / sqrt((double)p[3]->data[c] + eps));
     shift[c] = p[1]->data[c] - p[2]->data[c] * scale[c];
-  }
-  /* Folded into the convolution it follows when nothing else reads it. */
-  struct strata__layer *conv = absorbing_layer(ld, x);
-  if (conv && conv->kind == STRATA__LAYER_CONV3D && !conv->activation) {
-    if (conv->bias_offset < 0 && (conv->bias_offset = push_weights(ld, NULL, C)) >= 0)
-      memset(ld->weights + conv->bias_offset, 0, (size_t)C * sizeof(float));
-    if (conv->bias_offset >= 0) {
-      /* weights [C][cin / groups][k^3]: a contiguous block per output channel */
-      int cin = conv->inputs[0] == STRATA__NETWORK_INPUT ? ld->in_channels
-                                                         : ld->layers[conv->inputs[0]].channels;
-      int64_t block = (int64_t)cin / conv->groups * conv->kernel * conv->kernel * conv->kernel;
-      for (int c = 0; c < C; c++) {
-        for (int64_t i = 0; i < block; i++)
-          ld->weights[conv->weight_offset + c * block + i] *= scale[c];
-        float *bias = ld->weights + conv->bias_offset + c;
-        *bias = *bias * scale[c] + shift[c];
-      }
-    }
-    free(scale);
-    return conv->bias_offset < 0 ? STRATA_ENOMEM : alias_output(ld, x) ? 0 : STRATA_EINVAL;
   }
   ret = add_affine(ld, x, scale, shift);
   free(scale);
