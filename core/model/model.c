@@ -168,6 +168,33 @@ int strata_model_create(const strata_model_ops *ops, strata_model **out)
   return 0;
 }
 
+/* Each layer kind by the name that JSON descriptions and
+ * strata_model_layer_info() use. */
+static const char *const layer_names[] = {
+    [STRATA__LAYER_CONV3D] = "conv3d",
+    [STRATA__LAYER_RELU] = "relu",
+    [STRATA__LAYER_LEAKY_RELU] = "leaky_relu",
+    [STRATA__LAYER_SIGMOID] = "sigmoid",
+    [STRATA__LAYER_LOG] = "log",
+    [STRATA__LAYER_MAXPOOL] = "maxpool",
+    [STRATA__LAYER_UPSAMPLE] = "upsample",
+    [STRATA__LAYER_CONCAT] = "concat",
+    [STRATA__LAYER_CONV_TRANSPOSE] = "conv_transpose3d",
+    [STRATA__LAYER_TANH] = "tanh",
+    [STRATA__LAYER_CLIP] = "clip",
+    [STRATA__LAYER_AFFINE] = "affine",
+    [STRATA__LAYER_NORM] = "norm",
+    [STRATA__LAYER_ADD] = "add",
+    [STRATA__LAYER_SUB] = "sub",
+    [STRATA__LAYER_MUL] = "mul",
+    [STRATA__LAYER_DIV] = "div",
+    [STRATA__LAYER_SOFTMAX] = "softmax",
+    [STRATA__LAYER_AVGPOOL] = "avgpool",
+    [STRATA__LAYER_UPSAMPLE_LINEAR] = "upsample_linear",
+    [STRATA__LAYER_GLOBAL_AVGPOOL] = "global_avgpool",
+    [STRATA__LAYER_BROADCAST] = "broadcast",
+};
+
 /* ---- loading a network description ---- */
 
 struct loader {
@@ -179,21 +206,25 @@ struct loader {
   int64_t sizes[STRATA__CNN_MAX_LAYERS][2];
 };
 
-static char *read_text(const char *path, size_t limit)
+char *strata__model_read_file(const char *path, size_t limit, size_t *size)
 {
   FILE *f = fopen(path, "rb");
   if (!f)
     return NULL;
-  char *text = malloc(limit + 1);
-  size_t n = text ? fread(text, 1, limit, f) : 0;
-  int too_long = n == limit && fgetc(f) != EOF;
-  fclose(f);
-  if (!text || too_long) {
-    free(text);
-    return NULL;
+  long end = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  char *data = end >= 0 && (size_t)end <= limit && fseek(f, 0, SEEK_SET) == 0
+                   ? malloc((size_t)end + 1)
+                   : NULL;
+  if (data && fread(data, 1, (size_t)end, f) != (size_t)end) {
+    free(data);
+    data = NULL;
   }
-  text[n] = '\0';
-  return text;
+  fclose(f);
+  if (data) {
+    data[end] = '\0';
+    *size = (size_t)end;
+  }
+  return data;
 }
 
 static int json_int(const cJSON *obj, const char *key, int fallback, int *value)
@@ -254,17 +285,10 @@ static int load_tensor(struct loader *ld, int l, int which, const char *file, in
 
 static int parse_layer(struct loader *ld, const cJSON *js, int l)
 {
-  static const struct {
-    const char *name;
-    int kind, ninputs;
-  } kinds[] = {{"conv3d", STRATA__LAYER_CONV3D, 1},
-               {"relu", STRATA__LAYER_RELU, 1},
-               {"leaky_relu", STRATA__LAYER_LEAKY_RELU, 1},
-               {"sigmoid", STRATA__LAYER_SIGMOID, 1},
-               {"log", STRATA__LAYER_LOG, 1},
-               {"maxpool", STRATA__LAYER_MAXPOOL, 1},
-               {"upsample", STRATA__LAYER_UPSAMPLE, 1},
-               {"concat", STRATA__LAYER_CONCAT, 2}};
+  /* the kinds JSON descriptions may use (concat: of exactly two inputs) */
+  static const int kinds[] = {STRATA__LAYER_CONV3D,   STRATA__LAYER_RELU,  STRATA__LAYER_LEAKY_RELU,
+                              STRATA__LAYER_SIGMOID,  STRATA__LAYER_LOG,   STRATA__LAYER_MAXPOOL,
+                              STRATA__LAYER_UPSAMPLE, STRATA__LAYER_CONCAT};
   struct strata__layer *L = &ld->m->layers[l];
   const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(js, "name"));
   const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(js, "type"));
@@ -276,9 +300,9 @@ static int parse_layer(struct loader *ld, const cJSON *js, int l)
   ld->names[l] = name;
   L->kind = -1;
   for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
-    if (strcmp(type, kinds[k].name) == 0) {
-      L->kind = kinds[k].kind;
-      L->ninputs = kinds[k].ninputs;
+    if (strcmp(type, layer_names[kinds[k]]) == 0) {
+      L->kind = kinds[k];
+      L->ninputs = kinds[k] == STRATA__LAYER_CONCAT ? 2 : 1;
     }
   if (L->kind < 0)
     return strata__fail(STRATA_EINVAL, "%s: layer '%s': unknown type '%s'", ld->path, name, type);
@@ -498,7 +522,8 @@ int strata_model_load(const char *json_path, strata_model **out)
   size_t len = strlen(json_path);
   if (len > 5 && strcmp(json_path + len - 5, ".onnx") == 0)
     return strata_model_load_onnx(json_path, out);
-  char *text = read_text(json_path, 1 << 24);
+  size_t size;
+  char *text = strata__model_read_file(json_path, (size_t)1 << 24, &size);
   if (!text)
     return strata__fail(STRATA_EIO, "%s: cannot read (missing, or over 16 MiB)", json_path);
   cJSON *root = cJSON_Parse(text);
@@ -601,30 +626,6 @@ int strata_model_outputs(const strata_model *m, int i, int *count, const char **
 int strata_model_layer_info(const strata_model *m, int i, int64_t n, int *count,
                             strata_model_layer *info)
 {
-  static const char *const types[] = {
-      [STRATA__LAYER_CONV3D] = "conv3d",
-      [STRATA__LAYER_RELU] = "relu",
-      [STRATA__LAYER_LEAKY_RELU] = "leaky_relu",
-      [STRATA__LAYER_SIGMOID] = "sigmoid",
-      [STRATA__LAYER_LOG] = "log",
-      [STRATA__LAYER_MAXPOOL] = "maxpool",
-      [STRATA__LAYER_UPSAMPLE] = "upsample",
-      [STRATA__LAYER_CONCAT] = "concat",
-      [STRATA__LAYER_CONV_TRANSPOSE] = "conv_transpose3d",
-      [STRATA__LAYER_TANH] = "tanh",
-      [STRATA__LAYER_CLIP] = "clip",
-      [STRATA__LAYER_AFFINE] = "affine",
-      [STRATA__LAYER_NORM] = "norm",
-      [STRATA__LAYER_ADD] = "add",
-      [STRATA__LAYER_SUB] = "sub",
-      [STRATA__LAYER_MUL] = "mul",
-      [STRATA__LAYER_DIV] = "div",
-      [STRATA__LAYER_SOFTMAX] = "softmax",
-      [STRATA__LAYER_AVGPOOL] = "avgpool",
-      [STRATA__LAYER_UPSAMPLE_LINEAR] = "upsample_linear",
-      [STRATA__LAYER_GLOBAL_AVGPOOL] = "global_avgpool",
-      [STRATA__LAYER_BROADCAST] = "broadcast",
-  };
   strata__clear_error();
   if (!m || n < 1)
     return STRATA_EINVAL;
@@ -639,8 +640,8 @@ int strata_model_layer_info(const strata_model *m, int i, int64_t n, int *count,
   int conv = L->kind == STRATA__LAYER_CONV3D || L->kind == STRATA__LAYER_CONV_TRANSPOSE;
   int64_t cin = strata__layer_in_channels(&m->net, i),
           k3 = (int64_t)L->kernel * L->kernel * L->kernel;
-  *info = (strata_model_layer){.type = types[L->kind],
-                               .activation = L->activation ? types[L->activation] : NULL,
+  *info = (strata_model_layer){.type = layer_names[L->kind],
+                               .activation = L->activation ? layer_names[L->activation] : NULL,
                                .ninputs = L->ninputs,
                                .channels = L->channels,
                                .downscale = L->global ? 0 : 1 << L->level,

@@ -27,6 +27,11 @@ struct strata__network_spec {
   int noutputs;
 };
 
+/* A whole model file (at most `limit` bytes) in a malloc'd buffer with a
+ * terminating NUL after its *size bytes; NULL when it cannot be read or is
+ * larger. */
+char *strata__model_read_file(const char *path, size_t limit, size_t *size);
+
 /* A model running `spec`'s network: layers[nlayers - 1] gives the output. */
 int strata__model_from_network(const struct strata__network_spec *spec, strata_model **out);
 

@@ -1407,23 +1407,6 @@ static int map_graph(struct loader *ld, strata_model **out)
   return ret;
 }
 
-static uint8_t *read_file(const char *path, size_t *size)
-{
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  uint8_t *data = NULL;
-  long end = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-  if (end >= 0 && (size_t)end <= MAX_FILE_BYTES && fseek(f, 0, SEEK_SET) == 0 &&
-      (data = malloc(end ? (size_t)end : 1)) && fread(data, 1, (size_t)end, f) != (size_t)end) {
-    free(data);
-    data = NULL;
-  }
-  fclose(f);
-  *size = end > 0 ? (size_t)end : 0;
-  return data;
-}
-
 int strata_model_load_onnx(const char *onnx_path, strata_model **out)
 {
   strata__clear_error();
@@ -1434,7 +1417,7 @@ int strata_model_load_onnx(const char *onnx_path, strata_model **out)
     return STRATA_EINVAL;
   *out = NULL;
   size_t size;
-  uint8_t *bytes = read_file(onnx_path, &size);
+  uint8_t *bytes = (uint8_t *)strata__model_read_file(onnx_path, MAX_FILE_BYTES, &size);
   if (!bytes)
     return strata__fail(STRATA_EIO, "%s: cannot read (missing, or over 2 GiB)", onnx_path);
   struct loader ld = {.path = onnx_path};

@@ -106,15 +106,27 @@ static int make_reorder(dnnl_engine_t e, const dnnl_memory_desc_t *from,
   return ret;
 }
 
-static int run(dnnl_engine_t e, dnnl_primitive_t prim, int nargs, const dnnl_exec_arg_t *args)
+/* Primitives run on an in-order stream of the calling thread, created for
+ * one conv3d (or one weight reorder) and waited for once. */
+static int run(dnnl_stream_t s, dnnl_primitive_t prim, int nargs, const dnnl_exec_arg_t *args)
+{
+  return dnnl_primitive_execute(prim, s, nargs, args) == dnnl_success ? 0 : -1;
+}
+
+static dnnl_stream_t new_stream(dnnl_engine_t e)
 {
   dnnl_stream_t s;
-  if (dnnl_stream_create(&s, e, dnnl_stream_default_flags) != dnnl_success)
+  return dnnl_stream_create(&s, e, dnnl_stream_default_flags) == dnnl_success ? s : NULL;
+}
+
+/* Wait for a stream's work and destroy it: 0, or -1 for an earlier
+ * failure `ret` or a failed wait. */
+static int finish_stream(dnnl_stream_t s, int ret)
+{
+  if (!s)
     return -1;
-  int ret = dnnl_primitive_execute(prim, s, nargs, args) == dnnl_success &&
-                    dnnl_stream_wait(s) == dnnl_success
-                ? 0
-                : -1;
+  if (dnnl_stream_wait(s) != dnnl_success)
+    ret = -1;
   dnnl_stream_destroy(s);
   return ret;
 }
@@ -215,7 +227,8 @@ static struct plan *make_plan(dnnl_engine_t e, const struct strata__network *net
       dnnl_memory_t from = wrap(e, &w_plain, weights + L->weight_offset),
                     to = wrap(e, &q->weights_md, q->weights);
       dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-      ok = from && to && run(e, w_reorder, 2, args) == 0;
+      dnnl_stream_t st = new_stream(e);
+      ok = finish_stream(st, from && to && st ? run(st, w_reorder, 2, args) : -1) == 0;
       dnnl_memory_destroy(from), dnnl_memory_destroy(to);
       dnnl_primitive_destroy(w_reorder);
     } else if (ok)
@@ -278,10 +291,11 @@ int strata__cnn_onednn_conv(const struct strata__network *net, int l, int64_t n,
                 m_w = wrap(e, &q->weights_md, q->weights),
                 m_b = bias ? wrap(e, &q->bias_md, bias) : NULL, m_dst = wrap(e, &q->dst_md, dst),
                 m_out = wrap(e, &q->dst_plain, out), m_pad = wrap(e, &q->pad_md, pad);
-  int ret = m_in && m_src && m_w && (m_b || !bias) && m_dst && m_out && m_pad ? 0 : -1;
+  dnnl_stream_t st = new_stream(e);
+  int ret = st && m_in && m_src && m_w && (m_b || !bias) && m_dst && m_out && m_pad ? 0 : -1;
   if (!ret && q->src_in) {
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m_in}, {DNNL_ARG_TO, m_src}};
-    ret = run(e, q->src_in, 2, args);
+    ret = run(st, q->src_in, 2, args);
   }
   if (!ret) {
     dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, m_src},
@@ -289,12 +303,13 @@ int strata__cnn_onednn_conv(const struct strata__network *net, int l, int64_t n,
                                {DNNL_ARG_DST, m_dst},
                                {DNNL_ARG_SCRATCHPAD, m_pad},
                                {DNNL_ARG_BIAS, m_b}};
-    ret = run(e, q->conv, bias ? 5 : 4, args);
+    ret = run(st, q->conv, bias ? 5 : 4, args);
   }
   if (!ret && q->dst_out) {
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m_dst}, {DNNL_ARG_TO, m_out}};
-    ret = run(e, q->dst_out, 2, args);
+    ret = run(st, q->dst_out, 2, args);
   }
+  ret = finish_stream(st, ret);
   dnnl_memory_t all[] = {m_in, m_src, m_w, m_b, m_dst, m_out, m_pad};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++)
     if (all[i])
