@@ -84,11 +84,13 @@ int strata__amr_neighbor_region(const strata_amr *amr, const strata_amr_block *b
                                 int64_t shift[3]);
 
 /* Particles written with a hierarchy: the bubbles and, per bubble, the
- * leaf that holds it. */
+ * leaf that holds it; the bubbles' value channels as named columns. */
 struct strata__amr_particles {
   int64_t n;
   const strata_bubble *bubbles;
   const strata_amr_block *leaves;
+  int nvalues;                    /* value columns after the fixed ones */
+  const char *const *value_names; /* their names */
 };
 
 /* strata_amr_write_hdf5_annotated() plus, when `particles` is not NULL, a

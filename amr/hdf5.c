@@ -60,6 +60,7 @@ struct particle_row {
   int64_t cells, parts;
   int32_t leaf_level;
   int64_t leaf_index[3];
+  double values[STRATA_BUBBLE_MAX_VALUES];
 };
 
 /* The particles as a compound table that h5py reads as a structured array. */
@@ -81,6 +82,7 @@ static int write_particles(hid_t file, const struct strata__amr_particles *p)
                                     .parts = b->parts,
                                     .leaf_level = p->leaves[k].level};
     memcpy(rows[k].leaf_index, p->leaves[k].index, sizeof rows[k].leaf_index);
+    memcpy(rows[k].values, b->values, sizeof rows[k].values);
   }
   hsize_t three = 3, n = (hsize_t)p->n;
   hid_t index = H5Tarray_create2(H5T_NATIVE_INT64, 1, &three);
@@ -104,6 +106,12 @@ static int write_particles(hid_t file, const struct strata__amr_particles *p)
   for (size_t k = 0; k < sizeof fields / sizeof *fields && !ret; k++)
     if (H5Tinsert(type, fields[k].name, fields[k].offset, fields[k].type) < 0)
       ret = STRATA_EIO;
+  for (int k = 0; k < p->nvalues && !ret; k++)
+    if (H5Tinsert(type, p->value_names[k],
+                  HOFFSET(struct particle_row, values) + (size_t)k * sizeof(double),
+                  H5T_NATIVE_DOUBLE) < 0)
+      ret = strata__fail(STRATA_EIO, "particle column '%s' (a value channel) is taken",
+                         p->value_names[k]);
   if (!ret)
     ret = write_dataset(file, "particles", type, 1, &n, rows);
   if (type >= 0)

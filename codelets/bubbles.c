@@ -5,13 +5,19 @@
 #include "bubbles.h"
 #include "kernels/bubble_kernels.h"
 
+/* The map's extent and the table's capacity. */
+static int64_t map_extent(void *buffers[], const struct strata__bubble_params *p, int64_t *capacity)
+{
+  *capacity = STARPU_VECTOR_GET_NX(buffers[1]) / strata__bubble_columns(p->values) - 1;
+  return strata__cube_root(STARPU_VECTOR_GET_NX(buffers[0]) / (1 + (uint32_t)p->values));
+}
+
 static void extract_cpu(void *buffers[], void *cl_arg, int32_t *faces)
 {
-  int64_t n = strata__cube_root(STARPU_VECTOR_GET_NX(buffers[0]));
+  int64_t capacity, n = map_extent(buffers, cl_arg, &capacity);
   strata__bubbles_cpu((const float *)STARPU_VECTOR_GET_PTR(buffers[0]), n, cl_arg,
                       (int32_t *)STARPU_VECTOR_GET_PTR(buffers[2]),
-                      (double *)STARPU_VECTOR_GET_PTR(buffers[1]),
-                      STARPU_VECTOR_GET_NX(buffers[1]) / STRATA__BUBBLE_FIELDS - 1, faces);
+                      (double *)STARPU_VECTOR_GET_PTR(buffers[1]), capacity, faces);
 }
 
 static void bubbles_cpu(void *buffers[], void *cl_arg) { extract_cpu(buffers, cl_arg, NULL); }
@@ -24,11 +30,10 @@ static void bubbles_faces_cpu(void *buffers[], void *cl_arg)
 #if STRATA__USE_CUDA
 static void extract_cuda(void *buffers[], void *cl_arg, int32_t *faces)
 {
-  int64_t n = strata__cube_root(STARPU_VECTOR_GET_NX(buffers[0]));
+  int64_t capacity, n = map_extent(buffers, cl_arg, &capacity);
   strata__bubbles_cuda((const float *)STARPU_VECTOR_GET_PTR(buffers[0]), n, cl_arg,
                        (void *)STARPU_VECTOR_GET_PTR(buffers[2]),
-                       (double *)STARPU_VECTOR_GET_PTR(buffers[1]),
-                       STARPU_VECTOR_GET_NX(buffers[1]) / STRATA__BUBBLE_FIELDS - 1, faces,
+                       (double *)STARPU_VECTOR_GET_PTR(buffers[1]), capacity, faces,
                        starpu_cuda_get_local_stream());
 }
 
@@ -52,13 +57,14 @@ STRATA__CODELET_SHARING(bubbles_faces_cl, bubbles_cl, "strata_bubbles", 0xfc8d59
                         bubbles_faces_cuda, NULL, .nbuffers = 4,
                         .modes = {STARPU_R, STARPU_W, STARPU_SCRATCH, STARPU_W});
 
-uint64_t strata__bubbles_scratch_bytes(int64_t n)
+uint64_t strata__bubbles_scratch_bytes(int64_t n, int values)
 {
   uint64_t cpu = (uint64_t)(n * n * n) * sizeof(int32_t);
 #if STRATA_HAVE_CUDA_KERNELS
-  uint64_t cuda = strata__bubbles_cuda_scratch_bytes(n);
+  uint64_t cuda = strata__bubbles_cuda_scratch_bytes(n, values);
   return cuda > cpu ? cuda : cpu;
 #else
+  (void)values;
   return cpu;
 #endif
 }

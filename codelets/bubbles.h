@@ -9,16 +9,17 @@
 struct strata__bubble_params;
 struct strata__bubble_links_params;
 
-/* One task: bubble table (W, float64 [1 + capacity, fields]) from a
- * probability map (R, float32 n^3); scratch sized for n; the border faces
+/* One task: bubble table (W, float64 [1 + capacity, columns]) from a
+ * probability map with its value channels (R, float32 (1 + values) n^3);
+ * scratch sized for n and the values; the border faces
  * (W, int32 6 n^2) too unless `faces` is NULL. */
 int strata__bubbles_submit(starpu_data_handle_t prob, starpu_data_handle_t table,
                            starpu_data_handle_t scratch, starpu_data_handle_t faces,
                            const struct strata__bubble_params *p);
 
-/* Scratch bytes of bubble extraction for extent n (the larger of the CPU
- * and CUDA needs). */
-uint64_t strata__bubbles_scratch_bytes(int64_t n);
+/* Scratch bytes of bubble extraction for extent n and `values` value
+ * channels (the larger of the CPU and CUDA needs). */
+uint64_t strata__bubbles_scratch_bytes(int64_t n, int values);
 
 /* One StarPU-MPI task (every rank of `comm` calls it), on the owner of
  * `links`: the links (W, int32 2 strata__bubble_link_slots(n)) of the map

@@ -1,10 +1,20 @@
 #!/usr/bin/env python3
-"""PyTorch parity inside the inference method: a small U-Net (BatchNorm,
-ReLU, max-pool, transposed and strided convolutions, trilinear resize,
-concatenation, sigmoid) exported to ONNX, run by strata_infer_run on 1 and
-2 ranks with elements of 32^3 and 64^3 cells (test_infer_onnx saves each
-element's input and probability), and by PyTorch on the same inputs: every
-probability within 1e-5 of PyTorch's.
+"""PyTorch parity inside the inference method, and the bubbles' value
+channels.
+
+1. A small U-Net (BatchNorm, ReLU, max-pool, transposed and strided
+   convolutions, trilinear resize, concatenation, sigmoid) exported to ONNX,
+   run by strata_infer_run on 1 and 2 ranks with elements of 32^3 and 64^3
+   cells (test_infer_onnx saves each element's input and outputs), and by
+   PyTorch on the same inputs: every probability within 1e-5 of PyTorch's.
+2. A StarNet-like model with three outputs (a probability, a regression
+   channel and a two-class softmax) on 1 and 2 ranks: every output channel
+   within 1e-5 of PyTorch's, the value channels named after the outputs,
+   and the joined bubbles equal to this script's own labelling of the whole
+   periodic grid (26-connected, from Strata's saved probabilities): the
+   same ids and cells, masses and probability-weighted value means within
+   1e-9; the particles table of the method's HDF5 file has a column per
+   value channel, named after the outputs.
 
 usage: infer_onnx_parity.py TEST_INFER_ONNX MPIEXEC DIR
 Exit 77 (skip) without PyTorch."""
@@ -15,6 +25,7 @@ import subprocess
 import sys
 
 try:
+    import h5py
     import numpy as np
     import onnx
     import torch
@@ -43,6 +54,134 @@ class Detector(nn.Module):
         return torch.sigmoid(self.head(torch.cat([e, self.up(d), smooth], 1)))
 
 
+class StarNetLike(nn.Module):
+    """A probability from the smoothed log density, a regression channel and
+    a class softmax from features of it."""
+
+    def __init__(self):
+        super().__init__()
+        self.smooth = nn.Conv3d(1, 1, 3, padding=1, bias=False)
+        self.feat = nn.Conv3d(1, 4, 3, padding=1)
+        self.regress = nn.Conv3d(5, 1, 1)
+        self.classes = nn.Conv3d(5, 2, 1)
+
+    def forward(self, density):
+        x = torch.log(density)
+        s = self.smooth(x)
+        h = torch.cat([F.relu(self.feat(x)), s], 1)
+        return torch.sigmoid(6 * (s - 1.2)), self.regress(h), torch.softmax(self.classes(h), 1)
+
+
+def export(model, path, outputs):
+    torch.onnx.export(model, torch.ones(1, 1, 16, 16, 16), path, opset_version=13,
+                      input_names=["density"], output_names=outputs,
+                      dynamic_axes={name: {2: "d", 3: "h", 4: "w"}
+                                    for name in ["density"] + outputs})
+    m = onnx.load(path)
+    entry = m.metadata_props.add()
+    entry.key, entry.value = "strata.fields", "density"
+    onnx.save(m, path)
+
+
+def run(binary, mpiexec, path, out, ranks, level_array):
+    os.makedirs(out)
+    cmd = [binary, path, out, str(level_array)]
+    if ranks > 1:
+        cmd = [mpiexec, "-n", str(ranks)] + cmd
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    print(result.stdout + result.stderr, end="")
+    if result.returncode:
+        print(f"{ranks} rank(s): exit {result.returncode}")
+        return None
+    return result.stdout
+
+
+def outputs_error(model, out, channels):
+    """Largest error of any saved output channel against PyTorch's, relative
+    to the channel's largest magnitude."""
+    worst = 0.0
+    for f in sorted(glob.glob(f"{out}/*.in.npy")):
+        x = torch.from_numpy(np.load(f))[None, None]
+        with torch.no_grad():
+            got = model(x)
+        want = torch.cat(got if isinstance(got, tuple) else (got,), 1)[0].numpy()
+        if want.shape[0] != channels:
+            raise SystemExit(f"model has {want.shape[0]} channels, expected {channels}")
+        for c in range(channels):
+            have = np.load(f.replace(".in.npy", f".out{c}.npy"))
+            scale = max(np.abs(want[c]).max(), 1e-30)
+            worst = max(worst, float(np.abs(have - want[c]).max() / scale))
+    return worst
+
+
+def whole_grid(out, channels, n):
+    """The saved output channels assembled into [channels, S, S, S] (z, y, x)."""
+    files = sorted(glob.glob(f"{out}/*.out0.npy"))
+    side = round(len(files) ** (1 / 3)) * n
+    grid = np.zeros((channels, side, side, side), dtype=np.float32)
+    for f in files:
+        ex, ey, ez = (int(v) for v in os.path.basename(f)[1:].split(".")[0].split("_"))
+        for c in range(channels):
+            grid[c, ez * n:(ez + 1) * n, ey * n:(ey + 1) * n, ex * n:(ex + 1) * n] = \
+                np.load(f.replace(".out0.npy", f".out{c}.npy"))
+    return grid
+
+
+def label(mask):
+    """26-connected labels of a periodic mask: each cell above threshold gets
+    the smallest scan index (z, y, x) of its region, the others -1."""
+    big = np.iinfo(np.int64).max
+    index = np.arange(mask.size, dtype=np.int64).reshape(mask.shape)
+    lab = np.where(mask, index, big)
+    offsets = [(dz, dy, dx) for dz in (-1, 0, 1) for dy in (-1, 0, 1) for dx in (-1, 0, 1)
+               if (dz, dy, dx) != (0, 0, 0)]
+    while True:
+        new = lab
+        for o in offsets:
+            new = np.minimum(new, np.roll(lab, o, axis=(0, 1, 2)))
+        new = np.where(mask, new, big)
+        flat = new.reshape(-1)
+        inside = flat != big
+        flat[inside] = np.minimum(flat[inside], flat[flat[inside]])  # jump to the label's label
+        if np.array_equal(new, lab):
+            return np.where(mask, lab, -1)
+        lab = new
+
+
+def check_bubbles(out, channels, n):
+    """Strata's bubbles (bubbles.txt) against a labelling of the whole grid."""
+    grid = whole_grid(out, channels, n)
+    prob = grid[0].astype(np.float64)
+    labels = label(prob > 0.5).reshape(-1)
+    inside = labels >= 0
+    ids, where = np.unique(labels[inside], return_inverse=True)
+    p = prob.reshape(-1)[inside]
+    cells = np.bincount(where)
+    mass = np.bincount(where, weights=p)
+    values = [np.bincount(where, weights=p * grid[c].reshape(-1)[inside].astype(np.float64)) / mass
+              for c in range(1, channels)]
+    rows = np.loadtxt(f"{out}/bubbles.txt", ndmin=2)
+    with h5py.File(f"{out}/infer.h5", "r") as f:
+        particles = np.sort(f["particles"][:], order="id")
+    names = ["log_mass", "class_0", "class_1"][:channels - 1]
+    in_file = (len(particles) == len(rows) and
+               np.array_equal(particles["id"], rows[:, 0].astype(np.int64)) and
+               all(np.array_equal(particles[name], rows[:, 3 + k]) for k, name in enumerate(names)))
+    print(f"the particles table of infer.h5 has the value columns {names}, equal to the "
+          f"bubbles': {'yes' if in_file else 'NO'}")
+    if len(rows) != len(ids):
+        print(f"{len(rows)} bubbles from Strata, {len(ids)} regions in the grid")
+        return False
+    ok = (in_file and np.array_equal(rows[:, 0].astype(np.int64), ids) and
+          np.array_equal(rows[:, 1].astype(np.int64), cells) and
+          np.allclose(rows[:, 2], mass, rtol=1e-9, atol=0))
+    for c in range(1, channels):
+        ok = ok and np.allclose(rows[:, 2 + c], values[c - 1], rtol=1e-9, atol=1e-9)
+    print(f"{len(ids)} bubbles (the largest {cells.max()} cells) with "
+          f"{channels - 1} value channels equal the whole-grid labelling: {'yes' if ok else 'NO'}")
+    return ok
+
+
 def main():
     binary, mpiexec, folder = sys.argv[1:4]
     shutil.rmtree(folder, ignore_errors=True)
@@ -53,43 +192,40 @@ def main():
         model.bn.running_mean.uniform_(-0.5, 0.5)
         model.bn.running_var.uniform_(0.5, 2.0)
     path = f"{folder}/detector.onnx"
-    torch.onnx.export(model, torch.ones(1, 1, 16, 16, 16), path, opset_version=13,
-                      input_names=["density"], output_names=["probability"],
-                      dynamic_axes={"density": {2: "d", 3: "h", 4: "w"},
-                                    "probability": {2: "d", 3: "h", 4: "w"}})
-    m = onnx.load(path)
-    entry = m.metadata_props.add()
-    entry.key, entry.value = "strata.fields", "density"
-    onnx.save(m, path)
+    export(model, path, ["probability"])
     worst, checked = 0.0, 0
     for ranks in (1, 2):
         for level_array, cells in ((1, 32), (0, 64)):
             out = f"{folder}/np{ranks}_n{cells}"
-            os.makedirs(out)
-            cmd = [binary, path, out, str(level_array)]
-            if ranks > 1:
-                cmd = [mpiexec, "-n", str(ranks)] + cmd
-            run = subprocess.run(cmd, capture_output=True, text=True)
-            print(run.stdout + run.stderr, end="")
-            if run.returncode:
-                print(f"{ranks} rank(s), {cells}^3: exit {run.returncode}")
+            if run(binary, mpiexec, path, out, ranks, level_array) is None:
                 return 1
-            inputs = sorted(glob.glob(f"{out}/*.in.npy"))
+            inputs = glob.glob(f"{out}/*.in.npy")
             if len(inputs) != (64 if cells == 32 else 8):
                 print(f"{ranks} rank(s), {cells}^3: {len(inputs)} elements saved")
                 return 1
-            for f in inputs:
-                x = torch.from_numpy(np.load(f))[None, None]
-                with torch.no_grad():
-                    want = model(x)[0, 0].numpy()
-                got = np.load(f.replace(".in.npy", ".prob.npy"))
-                err = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
-                worst = max(worst, err)
-                checked += 1
+            worst = max(worst, outputs_error(model, out, 1))
+            checked += len(inputs)
             print(f"{ranks} rank(s), elements of {cells}^3: max error {worst:.2e}")
     ok = worst <= 1e-5
     print(f"{checked} elements inside strata_infer_run match PyTorch within 1e-5: "
           f"{'yes' if ok else 'NO'} (max error {worst:.2e})")
+
+    star = StarNetLike().eval()
+    with torch.no_grad():
+        star.smooth.weight.fill_(1 / 27)
+    path = f"{folder}/starnet.onnx"
+    export(star, path, ["probability", "log_mass", "class"])
+    for ranks in (1, 2):
+        out = f"{folder}/starnet_np{ranks}"
+        stdout = run(binary, mpiexec, path, out, ranks, 1)
+        if stdout is None:
+            return 1
+        named = "values: log_mass class_0 class_1" in stdout
+        err = outputs_error(star, out, 4)
+        print(f"StarNet-like, {ranks} rank(s): value channels named after the outputs: "
+              f"{'yes' if named else 'NO'}; 4 output channels, max error {err:.2e}")
+        ok = check_bubbles(out, 4, 32) and ok and named and err <= 1e-5
+    print("infer_onnx_parity: all checks passed" if ok else "infer_onnx_parity: a check FAILED")
     return 0 if ok else 1
 
 

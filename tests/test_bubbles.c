@@ -1,6 +1,7 @@
 /* Bubble extraction as tasks: planted spheres are found once each, centres
  * within one cell and radii within 15 %; 26-connectivity joins spheres that
- * touch only at a corner; min-size filter; capacity; domain coordinates. */
+ * touch only at a corner; min-size filter; capacity; domain coordinates;
+ * value channels. */
 #include <math.h>
 
 #include "check.h"
@@ -129,11 +130,60 @@ static void check_connectivity(void)
   strata_array_destroy(prob);
 }
 
+/* Value channels: each bubble gets sum(p v) / sum(p) of each, computed
+ * here by brute force over its cells; a table of the wrong width is
+ * refused. */
+static void check_values(void)
+{
+  const int64_t n = 16, cells = n * n * n, shape[4] = {3, n, n, n};
+  strata_array *map, *table;
+  CHECK_EQ(strata_array_create(4, shape, STRATA_FLOAT32, &map), 0);
+  float *p;
+  strata_array_acquire(map, STRATA_WRITE, (void **)&p);
+  double want[2][2] = {{0}}, mass[2] = {0};
+  for (int64_t i = 0; i < cells; i++) {
+    int64_t x = i % n, y = i / n % n, z = i / (n * n);
+    int blob = x >= 2 && x < 6 && y >= 3 && y < 7 && z >= 1 && z < 4 ? 0
+               : x >= 9 && x < 14 && y >= 8 && y < 12 && z >= 10     ? 1
+                                                                     : -1;
+    p[i] = blob < 0 ? 0.1f : 0.6f + 0.03f * (float)((x + 2 * y + 3 * z) % 11);
+    p[cells + i] = (float)(x * y) - 0.5f * (float)z; /* a regression channel */
+    p[2 * cells + i] = (float)((i * 7919) % 101) / 100.0f;
+    if (blob >= 0) {
+      mass[blob] += p[i];
+      want[blob][0] += (double)p[i] * p[cells + i];
+      want[blob][1] += (double)p[i] * p[2 * cells + i];
+    }
+  }
+  strata_array_release(map);
+  strata_bubble_params bp;
+  strata_bubble_params_init(&bp);
+  int64_t tshape[2] = {5, STRATA_BUBBLE_TABLE_COLUMNS + 2}, count;
+  CHECK_EQ(strata_array_create(2, tshape, STRATA_FLOAT64, &table), 0);
+  CHECK_EQ(strata_bubbles_submit(map, &bp, table), 0);
+  strata_bubble *b = NULL;
+  CHECK_EQ(strata_bubbles_read(table, &b, &count, NULL), 0);
+  CHECK_EQ(count, 2);
+  for (int k = 0; k < 2 && count == 2; k++) {
+    CHECK_EQ(b[k].nvalues, 2);
+    for (int v = 0; v < 2; v++)
+      CHECK(fabs(b[k].values[v] - want[k][v] / mass[k]) <= 1e-9 * (1 + fabs(want[k][v])));
+  }
+  free(b);
+  strata_array_destroy(table);
+  tshape[1] = STRATA_BUBBLE_TABLE_COLUMNS; /* no room for the values */
+  CHECK_EQ(strata_array_create(2, tshape, STRATA_FLOAT64, &table), 0);
+  CHECK_EQ(strata_bubbles_submit(map, &bp, table), STRATA_EINVAL);
+  strata_array_destroy(table);
+  strata_array_destroy(map);
+}
+
 int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
   check_planted();
   check_connectivity();
+  check_values();
   strata_finalize();
   return check_status();
 }

@@ -43,12 +43,11 @@ int main(void)
   check_device_bytes(dparent, parent, 64);
   cudaFree(dchild);
 
-  double table[(1 + CAP) * STRATA__BUBBLE_FIELDS] = {CAP + 2},
-                           list[(1 + CAP) * STRATA__BUBBLE_FIELDS] = {0};
+  enum { COLS = STRATA__BUBBLE_FIELDS + 2 }; /* two value channels */
+  double table[(1 + CAP) * COLS] = {CAP + 2}, list[(1 + CAP) * COLS] = {0};
   for (int b = 1; b <= CAP; b++)
-    for (int k = 0; k < STRATA__BUBBLE_FIELDS; k++)
-      table[b * STRATA__BUBBLE_FIELDS + k] =
-          k == STRATA__BUBBLE_RADIUS ? 0.05 : (double)rand() / RAND_MAX;
+    for (int k = 0; k < COLS; k++)
+      table[b * COLS + k] = k == STRATA__BUBBLE_RADIUS ? 0.05 : (double)rand() / RAND_MAX;
   double *marks = calloc(CELLS, sizeof *marks);
   double *dtable = check_device_copy(table, sizeof table),
          *dlist = check_device_copy(list, sizeof list);
@@ -60,6 +59,7 @@ int main(void)
                                   .lower = {0.25, 0.25, 0.25},
                                   .array_lo = {0.2, 0.2, 0.2},
                                   .array_hi = {0.6, 0.6, 0.6},
+                                  .columns = COLS,
                                   .table_capacity = CAP,
                                   .list_capacity = 3};
   strata__infer_mark_cpu(&mk, table, list, marks);

@@ -1,10 +1,13 @@
 /* An ONNX model inside strata_infer_run: a cosmology-like field on a
  * uniform hierarchy of 16^3 leaves of 8^3 cells (level 3), every element of
  * level_array (1: 64 elements of 32^3 cells, 0: 8 of 64^3) populated and
- * run through the model. Each rank saves the input and the probability of
- * its elements as .npy files (DIR/e<x>_<y>_<z>.in.npy, .prob.npy), which
- * tests/infer_onnx_parity.py compares with PyTorch's outputs.
- * usage: test_infer_onnx MODEL.onnx DIR LEVEL_ARRAY */
+ * run through the model. Each rank saves the input and every output
+ * channel of its elements as .npy files (DIR/e<x>_<y>_<z>.in.npy,
+ * .out<c>.npy); rank 0 writes the joined bubbles to DIR/bubbles.txt (id,
+ * cells, mass, then the value channels), prints the value channels' names,
+ * and the method writes DIR/infer.h5 with its particles table. tests/infer_onnx_parity.py compares
+ * the outputs with PyTorch's and the bubbles with its own labelling of the whole grid. usage:
+ * test_infer_onnx MODEL.onnx DIR LEVEL_ARRAY */
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,19 +65,51 @@ int main(int argc, char **argv)
   CHECK_EQ(strata_infer_elements(inf, idx, ranks, 64, &n_elements), 0);
   CHECK_EQ(n_elements, (2 << level_array) * (2 << level_array) * (2 << level_array));
   float *in = malloc((size_t)(cells * cells * cells) * sizeof *in),
-        *prob = malloc((size_t)(cells * cells * cells) * sizeof *prob);
+        *out = malloc((size_t)(cells * cells * cells) * sizeof *out);
+  const int values = strata_infer_values(inf);
   for (int64_t e = 0; e < n_elements; e++) {
     if (ranks[e] != strata_rank())
       continue;
     CHECK_EQ(strata_infer_read_array(inf, idx[e], 0, in), 0);
-    CHECK_EQ(strata_infer_read_probability(inf, idx[e], prob), 0);
     save(argv[2], idx[e], "in", in, cells);
-    save(argv[2], idx[e], "prob", prob, cells);
+    for (int c = 0; c <= values; c++) {
+      char what[16];
+      snprintf(what, sizeof what, "out%d", c);
+      CHECK_EQ(strata_infer_read_output(inf, idx[e], c, out), 0);
+      save(argv[2], idx[e], what, out, cells);
+    }
+    CHECK_EQ(strata_infer_read_output(inf, idx[e], values + 1, out), STRATA_EINVAL);
     mine++;
   }
+  char h5[4096];
+  snprintf(h5, sizeof h5, "%s/infer.h5", argv[2]);
+  CHECK_EQ(strata_infer_write_hdf5(inf, h5, NULL, NULL, 0), 0);
+  strata_bubble *b = NULL;
+  int64_t nb = 0;
+  CHECK_EQ(strata_infer_bubbles(inf, &b, NULL, &nb), 0);
+  if (strata_rank() == 0) {
+    printf("values:");
+    for (int k = 0; k < values; k++)
+      printf(" %s", strata_infer_value_name(inf, k));
+    printf("\n");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bubbles.txt", argv[2]);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    for (int64_t k = 0; f && k < nb; k++) {
+      CHECK_EQ(b[k].nvalues, values);
+      fprintf(f, "%lld %lld %.17g", (long long)b[k].id, (long long)b[k].cells, b[k].mass);
+      for (int v = 0; v < values; v++)
+        fprintf(f, " %.17g", b[k].values[v]);
+      fprintf(f, "\n");
+    }
+    if (f)
+      fclose(f);
+  }
+  free(b);
   printf("rank %d: %lld of %lld elements of %lld^3 cells saved\n", strata_rank(), (long long)mine,
          (long long)n_elements, (long long)cells);
-  free(in), free(prob);
+  free(in), free(out);
   strata_infer_destroy(inf);
   strata_amr_destroy(amr);
   strata_model_destroy(model);

@@ -66,21 +66,23 @@ static void check_merge(void)
 
 static void check_mark(void)
 {
-  enum { CAP = 4 };
-  double table[(1 + CAP) * STRATA__BUBBLE_FIELDS] = {0};
+  enum { CAP = 4, COLS = STRATA__BUBBLE_FIELDS + 1 }; /* one value channel */
+  double table[(1 + CAP) * COLS] = {0};
   table[0] = 2;
-  double *b1 = table + STRATA__BUBBLE_FIELDS, *b2 = table + 2 * STRATA__BUBBLE_FIELDS;
+  double *b1 = table + COLS, *b2 = table + 2 * COLS;
   b1[STRATA__BUBBLE_X] = b1[STRATA__BUBBLE_Y] = b1[STRATA__BUBBLE_Z] = 0.25;
   b1[STRATA__BUBBLE_RADIUS] = 0.11; /* reaches the 8 cells around its centre */
   b1[STRATA__BUBBLE_CELLS] = 8;
+  b1[STRATA__BUBBLE_FIELDS] = 42; /* its value travels with it */
   b2[STRATA__BUBBLE_X] = b2[STRATA__BUBBLE_Y] = b2[STRATA__BUBBLE_Z] = 0.9;
   b2[STRATA__BUBBLE_RADIUS] = 0.05; /* outside the array: clipped away */
-  double field[SIDE * SIDE * SIDE] = {0}, list[(1 + CAP) * STRATA__BUBBLE_FIELDS] = {0};
+  double field[SIDE * SIDE * SIDE] = {0}, list[(1 + CAP) * COLS] = {0};
   struct strata__infer_mark mk = {.is_double = 1,
                                   .ghost = 1,
                                   .cells = M,
                                   .h = 1.0 / M,
                                   .array_hi = {0.5, 0.5, 0.5},
+                                  .columns = COLS,
                                   .table_capacity = CAP,
                                   .list_capacity = CAP};
   strata__infer_mark_cpu(&mk, table, list, field);
@@ -90,12 +92,12 @@ static void check_mark(void)
   CHECK_EQ(marked, 8);
   CHECK_EQ(field[at(1, 1, 1)] + field[at(2, 2, 2)], 2);
   CHECK_EQ(list[0], 1);
-  CHECK(memcmp(list + STRATA__BUBBLE_FIELDS, b1, sizeof(double) * STRATA__BUBBLE_FIELDS) == 0);
+  CHECK(memcmp(list + COLS, b1, sizeof(double) * COLS) == 0);
   /* A full list still counts; no marker field. */
   mk.list_capacity = 1;
   strata__infer_mark_cpu(&mk, table, list, NULL);
   CHECK_EQ(list[0], 2);
-  CHECK_EQ(list[2 * STRATA__BUBBLE_FIELDS + STRATA__BUBBLE_CELLS], 0);
+  CHECK_EQ(list[2 * COLS + STRATA__BUBBLE_CELLS], 0);
 }
 
 /* Linear data, x fastest, on a cube of n cells (ghosts included). */

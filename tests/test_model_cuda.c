@@ -56,12 +56,12 @@ static int32_t *extract_both(const float *prob, int64_t n, const struct strata__
                              int64_t cap, double *cpu, double *gpu, int32_t *faces)
 {
   int64_t v = n * n * n;
-  size_t tbytes = (size_t)(1 + cap) * STRATA__BUBBLE_FIELDS * sizeof(double);
+  size_t tbytes = (size_t)((1 + cap) * strata__bubble_columns(p->values)) * sizeof(double);
   size_t fbytes = (size_t)(6 * n * n) * sizeof(int32_t);
   int32_t *labels = malloc((size_t)v * 4), *gfaces = malloc(fbytes);
   strata__bubbles_cpu(prob, n, p, labels, cpu, cap, faces);
-  float *dprob = check_device_copy(prob, (size_t)v * 4);
-  void *dscratch = check_device_copy(NULL, strata__bubbles_cuda_scratch_bytes(n));
+  float *dprob = check_device_copy(prob, (size_t)((1 + p->values) * v) * 4);
+  void *dscratch = check_device_copy(NULL, strata__bubbles_cuda_scratch_bytes(n, p->values));
   double *dtable = check_device_copy(NULL, tbytes);
   int32_t *dfaces = check_device_copy(NULL, fbytes);
   CHECK_EQ(strata__bubbles_cuda(dprob, n, p, dscratch, dtable, cap, dfaces, NULL), 0);
@@ -73,25 +73,35 @@ static int32_t *extract_both(const float *prob, int64_t n, const struct strata__
   return dfaces;
 }
 
+/* Two blobs and isolated cells, with two value channels: the cell's x
+ * (so a bubble's value is its centre's x in cells) and a constant 3. */
 static void check_bubbles(void)
 {
   int64_t n = 40, v = n * n * n, cap = 8;
-  float *prob = malloc((size_t)v * 4);
+  float *prob = malloc((size_t)(3 * v) * 4);
   for (int64_t i = 0; i < v; i++) {
     double x = i % n + 0.5, y = i / n % n + 0.5, z = i / (n * n) + 0.5;
     double a = pow(x - 10.3, 2) + pow(y - 12.1, 2) + pow(z - 9.7, 2);
     double b = pow(x - 28.8, 2) + pow(y - 25.5, 2) + pow(z - 30.2, 2);
     prob[i] = a < 16 ? 0.8f : b < 36 ? 0.95f : (i % 97 == 0 ? 0.7f : 0.1f);
+    prob[v + i] = (float)x;
+    prob[2 * v + i] = 3.0f;
   }
-  struct strata__bubble_params p = {0.5f, 2, {1, 2, 3}, 0.5};
-  size_t tbytes = (size_t)(1 + cap) * STRATA__BUBBLE_FIELDS * sizeof(double);
+  struct strata__bubble_params p = {0.5f, 2, {1, 2, 3}, 0.5, 2};
+  const int64_t columns = strata__bubble_columns(2);
+  size_t tbytes = (size_t)((1 + cap) * columns) * sizeof(double);
   double *want = calloc(1, tbytes), *got = calloc(1, tbytes);
   int32_t *faces = malloc((size_t)(6 * n * n) * sizeof(int32_t));
   cudaFree(extract_both(prob, n, &p, cap, want, got, faces));
   CHECK_EQ(got[0], want[0]);
   CHECK(want[0] == 2); /* isolated single cells are below min_cells */
-  for (int64_t i = STRATA__BUBBLE_FIELDS; i < (int64_t)(1 + want[0]) * STRATA__BUBBLE_FIELDS; i++)
+  for (int64_t i = columns; i < (int64_t)(1 + want[0]) * columns; i++)
     CHECK(fabs(got[i] - want[i]) <= 1e-9 * (1 + fabs(want[i])));
+  for (int64_t b = 1; b <= 2; b++) {
+    const double *row = want + b * columns;
+    CHECK(fabs(row[STRATA__BUBBLE_FIELDS] - (row[STRATA__BUBBLE_X] - 1) / 0.5) < 1e-9);
+    CHECK(fabs(row[STRATA__BUBBLE_FIELDS + 1] - 3) < 1e-12);
+  }
   free(prob), free(want), free(got), free(faces);
 }
 
@@ -107,7 +117,7 @@ static void check_links(void)
         (y / 3 == 2 && z / 3 == 5) || (x / 3 == 6 && z / 3 == 1) || (x / 2 == 3 && y / 2 == 9);
     prob[i] = rod ? 0.9f : 0.1f;
   }
-  struct strata__bubble_params p = {0.5f, 1, {0, 0, 0}, 1};
+  struct strata__bubble_params p = {0.5f, 1, {0, 0, 0}, 1, 0};
   size_t tbytes = (size_t)(1 + cap) * STRATA__BUBBLE_FIELDS * sizeof(double);
   double *cpu = calloc(1, tbytes), *gpu = calloc(1, tbytes);
   int32_t *faces = malloc((size_t)(6 * n * n) * sizeof(int32_t));

@@ -236,12 +236,20 @@ static int write_bubbles(strata_infer *inf, const char *path)
   strata_output *out = NULL;
   if (!ret && strata_rank() == 0 && !(ret = strata_output_begin(path, &out))) {
     FILE *f = strata_output_stream(out);
-    if (f)
-      fprintf(f, "# id element x y z radius mass peak cells parts\n");
-    for (int64_t i = 0; f && !ferror(f) && i < n; i++)
-      fprintf(f, "%lld %lld %.17g %.17g %.17g %.17g %.17g %.17g %lld %lld\n", (long long)b[i].id,
+    if (f) {
+      fprintf(f, "# id element x y z radius mass peak cells parts");
+      for (int k = 0; k < strata_infer_values(inf); k++)
+        fprintf(f, " %s", strata_infer_value_name(inf, k));
+      fputc('\n', f);
+    }
+    for (int64_t i = 0; f && !ferror(f) && i < n; i++) {
+      fprintf(f, "%lld %lld %.17g %.17g %.17g %.17g %.17g %.17g %lld %lld", (long long)b[i].id,
               (long long)element[i], b[i].center[0], b[i].center[1], b[i].center[2], b[i].radius,
               b[i].mass, b[i].peak, (long long)b[i].cells, (long long)b[i].parts);
+      for (int k = 0; k < b[i].nvalues; k++)
+        fprintf(f, " %.17g", b[i].values[k]);
+      fputc('\n', f);
+    }
     ret = strata_output_finish(out, f);
   }
   free(b);

@@ -55,8 +55,11 @@ int strata__infer_submit_links(strata_infer *inf)
 
 /* ---- joining ---- */
 
-/* A part as gathered: its element, its first cell, then its figures. */
-enum { P_ELEMENT, P_FIRST, P_X, P_Y, P_Z, P_MASS, P_PEAK, P_CELLS, PART_VALUES };
+/* A part as gathered: its element, its first cell, then its figures and
+ * its value channels' means (part_width() doubles in all). */
+enum { P_ELEMENT, P_FIRST, P_X, P_Y, P_Z, P_MASS, P_PEAK, P_CELLS, P_VALUES };
+
+static int64_t part_width(const strata_infer *inf) { return P_VALUES + inf->values; }
 /* A link as gathered: element and first cell of each side. */
 enum { LINK_VALUES = 4 };
 
@@ -137,7 +140,8 @@ static int local_parts(strata_infer *inf, double **parts, int64_t *np, int64_t *
   int64_t mine = 0, link_capacity = 0;
   for (int64_t i = 0; i < inf->nel; i++)
     mine += inf->el[i].rank == inf->amr->rank;
-  *parts = malloc((size_t)(mine * cap + 1) * PART_VALUES * sizeof **parts);
+  const int64_t width = part_width(inf), columns = strata__bubble_columns(inf->values);
+  *parts = malloc((size_t)((mine * cap + 1) * width) * sizeof **parts);
   *links = NULL;
   *np = *nl = counts[0] = counts[1] = 0;
   if (!*parts)
@@ -154,8 +158,8 @@ static int local_parts(strata_infer *inf, double **parts, int64_t *np, int64_t *
     counts[0] += found;
     counts[1] += found - stored;
     for (int64_t r = 0; r < stored; r++) {
-      const double *row = t + (1 + r) * TABLE_COLUMNS;
-      double *p = *parts + *np * PART_VALUES;
+      const double *row = t + (1 + r) * columns;
+      double *p = *parts + *np * width;
       p[P_ELEMENT] = (double)i;
       p[P_FIRST] = row[STRATA__BUBBLE_FIRST];
       p[P_X] = row[STRATA__BUBBLE_X];
@@ -164,6 +168,8 @@ static int local_parts(strata_infer *inf, double **parts, int64_t *np, int64_t *
       p[P_MASS] = row[STRATA__BUBBLE_MASS];
       p[P_PEAK] = row[STRATA__BUBBLE_PEAK];
       p[P_CELLS] = row[STRATA__BUBBLE_CELLS];
+      for (int k = 0; k < inf->values; k++)
+        p[P_VALUES + k] = row[STRATA__BUBBLE_FIELDS + k];
       (*np)++;
     }
     starpu_data_release(e->table);
@@ -185,11 +191,12 @@ static int64_t find_root(int64_t *parent, int64_t i)
   return i;
 }
 
-static int64_t find_part(const double *parts, int64_t np, int64_t element, int64_t first)
+static int64_t find_part(const double *parts, int64_t width, int64_t np, int64_t element,
+                         int64_t first)
 {
-  double key[PART_VALUES] = {(double)element, (double)first};
-  const double *hit = bsearch(key, parts, (size_t)np, PART_VALUES * sizeof *parts, part_cmp);
-  return hit ? (hit - parts) / PART_VALUES : -1;
+  double key[P_FIRST + 1] = {(double)element, (double)first}; /* what part_cmp reads */
+  const double *hit = bsearch(key, parts, (size_t)np, (size_t)width * sizeof *parts, part_cmp);
+  return hit ? (hit - parts) / width : -1;
 }
 
 /* Index of a part's first cell in the scan order of the whole level_infer grid. */
@@ -230,12 +237,12 @@ static int build_bubbles(strata_infer *inf, const double *parts, int64_t np, int
   }
   int64_t nb = 0;
   for (int64_t i = 0; i < np; i++) {
-    const double *p = parts + i * PART_VALUES;
+    const double *p = parts + i * part_width(inf);
     int64_t root = find_root(parent, i);
-    const double *r = parts + root * PART_VALUES;
+    const double *r = parts + root * part_width(inf);
     if (root == i) {
       slot[i] = nb;
-      b[nb] = (strata_bubble){.id = INT64_MAX};
+      b[nb] = (strata_bubble){.id = INT64_MAX, .nvalues = inf->values};
       element[nb++] = -1;
     }
     strata_bubble *x = &b[slot[root]];
@@ -246,6 +253,8 @@ static int build_bubbles(strata_infer *inf, const double *parts, int64_t np, int
       x->center[a] += p[P_MASS] * c;
     }
     x->mass += p[P_MASS];
+    for (int k = 0; k < inf->values; k++)
+      x->values[k] += p[P_MASS] * p[P_VALUES + k];
     x->peak = fmax(x->peak, p[P_PEAK]);
     x->cells += (int64_t)p[P_CELLS];
     x->parts++;
@@ -260,6 +269,8 @@ static int build_bubbles(strata_infer *inf, const double *parts, int64_t np, int
     strata_bubble *x = &b[k];
     if (x->cells < inf->p.bubble_min_cells)
       continue;
+    for (int k = 0; k < inf->values; k++)
+      x->values[k] /= x->mass;
     for (int a = 0; a < 3; a++) {
       x->center[a] /= x->mass;
       if (periodic) { /* into [0, 1): a tiny negative would round to 1 */
@@ -363,7 +374,7 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
   void *all_parts = NULL, *all_links = NULL;
   int64_t total_parts = 0, total_links = 0;
   if (!ret)
-    ret = strata__infer_allgather_values(amr, mine, np * PART_VALUES, MPI_DOUBLE, &all_parts,
+    ret = strata__infer_allgather_values(amr, mine, np * part_width(inf), MPI_DOUBLE, &all_parts,
                                          &total_parts);
   if (!ret)
     ret = strata__infer_allgather_values(amr, mine_links, nl * LINK_VALUES, MPI_INT64_T, &all_links,
@@ -372,7 +383,7 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
   free(mine_links);
   double *parts = all_parts;
   int64_t *links = all_links, *parent = NULL;
-  np = total_parts / PART_VALUES;
+  np = total_parts / part_width(inf);
   nl = total_links / LINK_VALUES;
   if (!ret) {
     parent = malloc((size_t)(np + 1) * sizeof *parent);
@@ -380,12 +391,13 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
   }
   if (!ret) {
     /* The same order on every rank whatever the ranks' shares. */
-    qsort(parts, (size_t)np, PART_VALUES * sizeof *parts, part_cmp);
+    qsort(parts, (size_t)np, (size_t)part_width(inf) * sizeof *parts, part_cmp);
     for (int64_t i = 0; i < np; i++)
       parent[i] = i;
     for (int64_t k = 0; k < nl; k++) {
       const int64_t *l = links + k * LINK_VALUES;
-      int64_t a = find_part(parts, np, l[0], l[1]), b = find_part(parts, np, l[2], l[3]);
+      int64_t a = find_part(parts, part_width(inf), np, l[0], l[1]),
+              b = find_part(parts, part_width(inf), np, l[2], l[3]);
       if (a < 0 || b < 0) /* a part beyond its table's capacity */
         continue;
       a = find_root(parent, a);
@@ -478,7 +490,11 @@ int strata_infer_write_hdf5(strata_infer *inf, const char *path, const char *con
     const struct strata__amr_node *leaf = leaf_at(inf->amr, inf->bubbles[k].center);
     leaves[k] = leaf ? leaf->b : (strata_amr_block){.level = -1};
   }
-  struct strata__amr_particles particles = {inf->nbubbles, inf->bubbles, leaves};
+  const char *names[STRATA_BUBBLE_MAX_VALUES];
+  for (int k = 0; k < inf->values; k++)
+    names[k] = inf->value_names[k];
+  struct strata__amr_particles particles = {inf->nbubbles, inf->bubbles, leaves, inf->values,
+                                            names};
   ret = strata__amr_write_hdf5(inf->amr, path, keys, values, n, &particles);
   free(leaves);
   return ret;

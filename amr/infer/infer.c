@@ -58,6 +58,38 @@ int strata_infer_check_geometry(const strata_amr_params *a, const strata_infer_p
   return 0;
 }
 
+/* The particle table's column of each value channel: the name of the
+ * model output holding it (with its channel within that output when the
+ * output has several), "value<k>" when that name is missing, taken by a
+ * column of the table or by an earlier value. */
+static void name_values(strata_infer *inf)
+{
+  static const char *const taken[] = {"id",   "x",     "y",     "z",          "radius",    "mass",
+                                      "peak", "cells", "parts", "leaf_level", "leaf_index"};
+  for (int k = 0; k < inf->values; k++) {
+    char *name = inf->value_names[k];
+    const int size = (int)sizeof inf->value_names[k];
+    snprintf(name, (size_t)size, "value%d", k);
+    const char *output;
+    int count = 0, first, channels;
+    for (int i = 0; strata_model_outputs(inf->p.model, i, &count, &output, &first, &channels) == 0;
+         i++)
+      if (output && *output && 1 + k >= first && 1 + k < first + channels) {
+        if (channels == 1)
+          snprintf(name, (size_t)size, "%.*s", size - 1, output);
+        else
+          snprintf(name, (size_t)size, "%.*s_%d", size - 12, output, 1 + k - first);
+      }
+    int clash = 0;
+    for (size_t t = 0; t < sizeof taken / sizeof *taken; t++)
+      clash |= !strcmp(name, taken[t]);
+    for (int j = 0; j < k; j++)
+      clash |= !strcmp(name, inf->value_names[j]);
+    if (clash)
+      snprintf(name, (size_t)size, "value%d", k);
+  }
+}
+
 static int check_params(const strata_amr *amr, strata_infer_params *p)
 {
   const strata_amr_params *a = &amr->p;
@@ -69,9 +101,11 @@ static int check_params(const strata_amr *amr, strata_infer_params *p)
   int in_ch = 0, out_ch = 0;
   strata_model_output kind;
   strata_model_describe(p->model, &in_ch, &out_ch, &kind);
-  if (out_ch != 1 || kind != STRATA_MODEL_PROBABILITY)
-    return strata__fail(STRATA_EINVAL, "model '%s' must output one probability channel",
-                        strata_model_name(p->model));
+  if (out_ch < 1 || out_ch > 1 + STRATA_BUBBLE_MAX_VALUES || kind != STRATA_MODEL_PROBABILITY)
+    return strata__fail(STRATA_EINVAL,
+                        "model '%s' must output a probability channel, then at most %d value "
+                        "channels",
+                        strata_model_name(p->model), STRATA_BUBBLE_MAX_VALUES);
   if (p->n_fields == 0) {
     /* The model's named fields, else field 0. */
     p->n_fields = in_ch;
@@ -141,7 +175,12 @@ int strata_infer_create(strata_amr *amr, const strata_infer_params *params, stra
   inf->amr = amr;
   inf->p = p;
   inf->n = (int64_t)amr->p.block_cells << (p.level_infer - p.level_array);
-  inf->bubble_scratch = strata__scratch_register(strata__bubbles_scratch_bytes(inf->n));
+  int in_ch, out_ch;
+  strata_model_describe(p.model, &in_ch, &out_ch, NULL);
+  inf->values = out_ch - 1;
+  name_values(inf);
+  inf->bubble_scratch =
+      strata__scratch_register(strata__bubbles_scratch_bytes(inf->n, inf->values));
   starpu_pthread_mutex_init(&inf->lock, NULL);
   strata__live_add(&strata__objects, &inf->live, "inference method", inf, destroy_live);
   *out = inf;
@@ -210,6 +249,13 @@ int strata_infer_destroy(strata_infer *inf)
 
 int64_t strata_infer_array_cells(const strata_infer *inf) { return inf ? inf->n : 0; }
 
+int strata_infer_values(const strata_infer *inf) { return inf ? inf->values : 0; }
+
+const char *strata_infer_value_name(const strata_infer *inf, int k)
+{
+  return inf && k >= 0 && k < inf->values ? inf->value_names[k] : NULL;
+}
+
 const strata_infer_params *strata_infer_get_params(const strata_infer *inf)
 {
   return inf ? &inf->p : NULL;
@@ -238,7 +284,8 @@ static int read_element(strata_infer *inf, const int64_t idx[3], int output, int
                         float *out)
 {
   strata__clear_error();
-  if (!inf || !idx || !out || channel < 0 || channel >= inf->p.n_fields)
+  if (!inf || !idx || !out || channel < 0 ||
+      channel >= (output ? 1 + inf->values : inf->p.n_fields))
     return STRATA_EINVAL;
   struct element *e = strata__infer_find_element(inf, idx);
   if (!e)
@@ -263,6 +310,11 @@ int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel
 int strata_infer_read_probability(strata_infer *inf, const int64_t idx[3], float *out)
 {
   return read_element(inf, idx, 1, 0, out);
+}
+
+int strata_infer_read_output(strata_infer *inf, const int64_t idx[3], int channel, float *out)
+{
+  return read_element(inf, idx, 1, channel, out);
 }
 
 int strata_infer_read_mask(strata_infer *inf, const strata_amr_block *b, uint8_t *out, int64_t *m)
@@ -306,7 +358,7 @@ int strata_infer_leaf_bubbles(strata_infer *inf, const strata_amr_block *b, stra
     return STRATA_ESTARPU;
   }
   *n = strata__bubble_rows((const void *)starpu_vector_get_local_ptr(l->h), inf->p.bubble_capacity,
-                           *list, found);
+                           inf->values, *list, found);
   starpu_data_release(l->h);
   return 0;
 }
@@ -352,7 +404,7 @@ int strata_infer_bubble_parts(strata_infer *inf, strata_bubble **list, int64_t *
       break;
     }
     int64_t got = strata__bubble_rows((const void *)starpu_vector_get_local_ptr(inf->el[i].table),
-                                      inf->p.bubble_capacity, rows, NULL);
+                                      inf->p.bubble_capacity, inf->values, rows, NULL);
     starpu_data_release(inf->el[i].table);
     for (int64_t b = 0; b < got; b++, k++) {
       mine[k * ROW] = (double)i;

@@ -30,8 +30,6 @@
 #include "kernels/bubble_kernels.h"
 #include "kernels/infer_kernels.h"
 
-enum { TABLE_COLUMNS = STRATA__BUBBLE_FIELDS };
-
 /* One element of the level array. */
 struct element {
   int64_t idx[3];
@@ -87,8 +85,10 @@ struct particle {
 struct strata_infer {
   strata_amr *amr;
   strata_infer_params p;
-  int64_t n;         /* array cells per axis */
-  strata__tags tags; /* StarPU-MPI tags: elements, masks, mailboxes */
+  int64_t n;  /* array cells per axis */
+  int values; /* the model's channels after the probability, carried by each bubble */
+  char value_names[STRATA_BUBBLE_MAX_VALUES][64]; /* their particle table columns */
+  strata__tags tags;                              /* StarPU-MPI tags: elements, masks, mailboxes */
   int64_t cycles;
   int64_t next_serial;
   struct element *el;
@@ -124,7 +124,7 @@ static inline int is_double(const strata_infer *inf) { return inf->amr->p.dtype 
 static inline size_t amr_elemsize(const strata_infer *inf) { return is_double(inf) ? 8 : 4; }
 static inline int64_t table_len(const strata_infer *inf)
 {
-  return (1 + (int64_t)inf->p.bubble_capacity) * TABLE_COLUMNS;
+  return (1 + (int64_t)inf->p.bubble_capacity) * strata__bubble_columns(inf->values);
 }
 
 /* cycle.c */

@@ -18,8 +18,10 @@ int strata__infer_submit_apply(strata_infer *inf)
       continue;
     ret = strata__model_submit_handles(inf->p.model, inf->n, e->in, e->out);
     /* Every part is kept: bubble_min_cells applies to the joined bubbles. */
-    struct strata__bubble_params bp = {
-        .threshold = inf->p.bubble_threshold, .min_cells = 1, .cell_size = h};
+    struct strata__bubble_params bp = {.threshold = inf->p.bubble_threshold,
+                                       .min_cells = 1,
+                                       .cell_size = h,
+                                       .values = inf->values};
     for (int a = 0; a < 3; a++)
       bp.origin[a] = (double)strata__infer_element_lo(inf, e, a) * h;
     if (!ret)
@@ -112,6 +114,7 @@ int strata__infer_submit_update(strata_infer *inf, struct transfer *t, int64_t n
                                     .ghost = amr->p.ghost_depth,
                                     .cells = m,
                                     .h = h,
+                                    .columns = strata__bubble_columns(inf->values),
                                     .table_offset = e->rank == me ? 0 : t[k].offset,
                                     .table_capacity = inf->p.bubble_capacity,
                                     .list_capacity = inf->p.bubble_capacity};

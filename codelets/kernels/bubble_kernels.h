@@ -15,16 +15,24 @@
 extern "C" {
 #endif
 
+/* Most value channels a map carries beside its probability. */
+enum { STRATA__BUBBLE_MAX_VALUES = 16 };
+
+/* The map is 1 + values channels of n^3 floats: the probability, then
+ * channels whose probability-weighted mean each bubble gets (the
+ * regression outputs of a model). */
 struct strata__bubble_params {
   float threshold;   /* cells with p > threshold belong to bubbles */
   int64_t min_cells; /* smaller components are dropped */
   double origin[3];  /* domain coordinates of the array's corner (x, y, z) */
   double cell_size;  /* edge of one cell in domain units */
+  int values;        /* value channels after the probability, 0 ... STRATA__BUBBLE_MAX_VALUES */
 };
 
 /* One row of a bubble table (all float64): centre x, y, z, radius,
- * mass (sum of p), peak p, cells, and the index of its first cell in scan
- * order (z, y, x), which names the component in the border faces. */
+ * mass (sum of p), peak p, cells, the index of its first cell in scan
+ * order (z, y, x), which names the component in the border faces, then
+ * the probability-weighted mean of each value channel. */
 enum {
   STRATA__BUBBLE_X,
   STRATA__BUBBLE_Y,
@@ -37,9 +45,13 @@ enum {
   STRATA__BUBBLE_FIELDS
 };
 
-/* A table is 1 + capacity rows of STRATA__BUBBLE_FIELDS doubles: row 0
- * holds the number of bubbles found, rows 1.. the first `capacity` of them
- * in the order of their first cell (z, y, x scan order). */
+/* A table is 1 + capacity rows of strata__bubble_columns(values) doubles:
+ * row 0 holds the number of bubbles found, rows 1.. the first `capacity`
+ * of them in the order of their first cell (z, y, x scan order). */
+STRATA__HOST_DEVICE static inline int64_t strata__bubble_columns(int values)
+{
+  return STRATA__BUBBLE_FIELDS + values;
+}
 
 /* Radius of the sphere of `cells` cells of edge `cell_size`. */
 STRATA__HOST_DEVICE static inline double strata__bubble_radius(double cells, double cell_size)
@@ -169,7 +181,7 @@ int strata__bubble_links_cuda(const struct strata__bubble_links_params *p, const
                               const int32_t *const *b, int32_t *links, void *stream);
 
 /* Scratch bytes of the CUDA extraction for extent n. */
-uint64_t strata__bubbles_cuda_scratch_bytes(int64_t n);
+uint64_t strata__bubbles_cuda_scratch_bytes(int64_t n, int values);
 
 /* CUDA extraction, asynchronous on `stream`; `table` in device memory. */
 int strata__bubbles_cuda(const float *prob, int64_t n, const struct strata__bubble_params *p,

@@ -5,7 +5,7 @@
  * Masks are uint8 cubes, x fastest. Block fields are cubes of
  * cells + 2 ghost values per axis, x fastest, float32 or float64. Bubble
  * tables have the layout of bubble_kernels.h: row 0 holds the number
- * found, then up to `capacity` rows of STRATA__BUBBLE_FIELDS doubles. */
+ * found, then up to `capacity` rows of strata__bubble_columns() doubles. */
 #ifndef STRATA_INFER_KERNELS_H
 #define STRATA_INFER_KERNELS_H
 
@@ -48,6 +48,7 @@ struct strata__infer_mark {
   int64_t cells;      /* interior cells per axis of the leaf */
   double lower[3], h; /* lower corner of the leaf's interior, cell edge */
   double array_lo[3], array_hi[3];
+  int64_t columns;        /* doubles per row of the table and the list */
   int64_t table_offset;   /* doubles before the table in its buffer */
   int64_t table_capacity; /* rows the table holds */
   int64_t list_capacity;  /* rows the list holds */

@@ -26,9 +26,10 @@ double strata__model_expected(const strata_model *m, int64_t n, int workerid);
 /* CPU time its CPU tasks have taken so far in this process (seconds). */
 double strata__model_cpu_seconds(const strata_model *m);
 
-/* The stored rows of a bubble table (at most `capacity`) into `out`;
- * returns their number, *found (may be NULL) gets how many were found. */
-int64_t strata__bubble_rows(const double *table, int64_t capacity, strata_bubble *out,
+/* The stored rows of a bubble table with `values` value columns (at most
+ * `capacity`) into `out`; returns their number, *found (may be NULL) gets
+ * how many were found. */
+int64_t strata__bubble_rows(const double *table, int64_t capacity, int values, strata_bubble *out,
                             int64_t *found);
 
 /* A float32 `.npy` file read whole: shape and malloc'd data (free it). */

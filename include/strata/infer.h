@@ -188,7 +188,11 @@ int strata_infer_check_geometry(const strata_amr_params *a, const strata_infer_p
  *  level_infer <= max_level, masks finer than a block's cells, leaves
  *  finer than level_infer that do not restrict to whole cells, fields out
  *  of range, a model whose channels differ from the fields or whose
- *  output is not a probability, N not accepted by the model. */
+ *  output is not a probability (in its first channel), more than
+ *  STRATA_BUBBLE_MAX_VALUES value channels after it, N not accepted by the
+ *  model. A model's channels after the probability are value channels:
+ *  every bubble gets their probability-weighted means
+ *  (strata_bubble::values), joined across arrays weighted by mass. */
 int strata_infer_create(strata_amr *amr, const strata_infer_params *p, strata_infer **out);
 
 /** @brief Free the method and its level array. NULL is a no-op. A cycle
@@ -232,6 +236,18 @@ const strata_infer_params *strata_infer_get_params(const strata_infer *inf);
 /** @brief Extent N of the inference arrays (cells per axis). Not collective. */
 int64_t strata_infer_array_cells(const strata_infer *inf);
 
+/** @brief Value channels each bubble carries: the model's output channels
+ *  after the probability (its regression outputs), 0 ...
+ *  STRATA_BUBBLE_MAX_VALUES. Not collective. */
+int strata_infer_values(const strata_infer *inf);
+
+/** @brief Name of value channel @p k (strata_bubble::values[k]), its column
+ *  in the particle table: the model output holding it, with the channel
+ *  within that output appended ("class_2") when the output has several,
+ *  or "value<k>" when the output has no name or the name is taken. NULL
+ *  when @p k is out of range. Not collective. */
+const char *strata_infer_value_name(const strata_infer *inf, int k);
+
 /** @brief The level array's elements after the last cycle, in Morton order
  *  (not collective): up to @p cap indices (3 each) into @p idx and owner
  *  ranks into @p ranks (either may be NULL); @p n gets the count. */
@@ -247,6 +263,12 @@ int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel
  *  fastest) computed by the last cycle; the owner only, as
  *  strata_infer_read_array(). */
 int strata_infer_read_probability(strata_infer *inf, const int64_t idx[3], float *out);
+
+/** @brief Output channel @p channel of the model on element @p idx (0: the
+ *  probability, 1 ... strata_infer_values(): the value channels), N^3
+ *  floats, x fastest, from the last cycle; the owner only, as
+ *  strata_infer_read_array(). */
+int strata_infer_read_output(strata_infer *inf, const int64_t idx[3], int channel, float *out);
 
 /** @brief The mask of block @p b computed by the last cycle's evaluation:
  *  m^3 bytes (m = max(1, 2^(level_array - level))), m into @p m. Only on

@@ -189,6 +189,9 @@ typedef struct strata_bubble_params {
 /** @brief Fill @p p with the defaults. */
 void strata_bubble_params_init(strata_bubble_params *p);
 
+/** Most value channels a bubble carries. */
+#define STRATA_BUBBLE_MAX_VALUES 16
+
 /** A bubble: a 26-connected region of cells above the threshold. */
 typedef struct strata_bubble {
   double center[3]; /**< probability-weighted centre (x, y, z), domain coordinates */
@@ -201,17 +204,24 @@ typedef struct strata_bubble {
    *  level_infer cells (strata_infer_bubbles()). */
   int64_t id;
   int64_t parts; /**< arrays it spans (1 for one array's bubbles) */
+  int nvalues;   /**< value channels of the map (a model's channels after the probability) */
+  /** Probability-weighted mean of each value channel over the bubble's
+   *  cells, sum(p v) / sum(p): a model's per-bubble regression outputs. */
+  double values[STRATA_BUBBLE_MAX_VALUES];
 } strata_bubble;
 
-/** Row width of a bubble table array. */
+/** Row width of a bubble table array without value channels; each value
+ *  channel adds one column. */
 #define STRATA_BUBBLE_TABLE_COLUMNS 8
 
 /** @brief Submit one task extracting the bubbles of @p prob (float32
- *  [N, N, N] or [1, N, N, N]) into @p table, a float64 array
- *  [1 + capacity, STRATA_BUBBLE_TABLE_COLUMNS]: row 0 holds the number
- *  found, the next rows the first `capacity` bubbles (x, y, z, radius,
- *  mass, peak, cells, first cell) in the scan order (z, y, x) of their
- *  first cell.
+ *  [N, N, N], or [C, N, N, N] with C <= 1 + STRATA_BUBBLE_MAX_VALUES:
+ *  channel 0 is the probability, the others value channels) into
+ *  @p table, a float64 array [1 + capacity, STRATA_BUBBLE_TABLE_COLUMNS +
+ *  C - 1]: row 0 holds the number found, the next rows the first
+ *  `capacity` bubbles (x, y, z, radius, mass, peak, cells, first cell,
+ *  then the probability-weighted mean of each value channel) in the scan
+ *  order (z, y, x) of their first cell.
  *  Read it with strata_bubbles_read(). */
 int strata_bubbles_submit(strata_array *prob, const strata_bubble_params *p, strata_array *table);
 

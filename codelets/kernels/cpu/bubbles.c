@@ -31,6 +31,7 @@ static void unite(int32_t *parent, int32_t a, int32_t b)
 struct component {
   double mass, px, py, pz, peak;
   int64_t cells, first;
+  double value[STRATA__BUBBLE_MAX_VALUES]; /* sums of p v */
 };
 
 /* The six border faces of the root labels. */
@@ -109,14 +110,17 @@ void strata__bubbles_cpu(const float *prob, int64_t n, const struct strata__bubb
     c->pz += w * ((double)z + 0.5);
     c->peak = w > c->peak ? w : c->peak;
     c->cells++;
+    for (int k = 0; k < p->values; k++)
+      c->value[k] += w * prob[(1 + k) * vol + i];
   }
+  const int64_t columns = strata__bubble_columns(p->values);
   int64_t kept = 0;
   for (int64_t id = 0; id < ncomp; id++) {
     const struct component *c = &comp[id];
     if (c->cells < p->min_cells)
       continue;
     if (kept < capacity) {
-      double *row = table + (1 + kept) * STRATA__BUBBLE_FIELDS;
+      double *row = table + (1 + kept) * columns;
       row[STRATA__BUBBLE_X] = p->origin[0] + c->px / c->mass * p->cell_size;
       row[STRATA__BUBBLE_Y] = p->origin[1] + c->py / c->mass * p->cell_size;
       row[STRATA__BUBBLE_Z] = p->origin[2] + c->pz / c->mass * p->cell_size;
@@ -125,10 +129,12 @@ void strata__bubbles_cpu(const float *prob, int64_t n, const struct strata__bubb
       row[STRATA__BUBBLE_PEAK] = c->peak;
       row[STRATA__BUBBLE_CELLS] = (double)c->cells;
       row[STRATA__BUBBLE_FIRST] = (double)c->first;
+      for (int k = 0; k < p->values; k++)
+        row[STRATA__BUBBLE_FIELDS + k] = c->value[k] / c->mass;
     }
     kept++;
   }
-  memset(table, 0, STRATA__BUBBLE_FIELDS * sizeof *table);
+  memset(table, 0, (size_t)columns * sizeof *table);
   table[0] = (double)kept;
   free(comp);
 }

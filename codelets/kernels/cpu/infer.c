@@ -56,14 +56,13 @@ void strata__infer_mark_cpu(const struct strata__infer_mark *m, const double *ta
   for (int a = 0; a < 3; a++)
     hi[a] = m->lower[a] + (double)n * m->h;
   for (int64_t b = 0; b < rows; b++) {
-    const double *row = table + (1 + b) * STRATA__BUBBLE_FIELDS;
+    const double *row = table + (1 + b) * m->columns;
     const double *centre = row + STRATA__BUBBLE_X, r = row[STRATA__BUBBLE_RADIUS];
     if (!strata__infer_bubble_reaches(m, centre, r, m->lower, hi))
       continue;
     int64_t slot = (int64_t)list[0];
     if (slot < m->list_capacity)
-      memcpy(list + (1 + slot) * STRATA__BUBBLE_FIELDS, row,
-             sizeof(double) * STRATA__BUBBLE_FIELDS);
+      memcpy(list + (1 + slot) * m->columns, row, sizeof(double) * (size_t)m->columns);
     list[0] = (double)(slot + 1);
     if (!field)
       continue;

@@ -17,17 +17,18 @@ using strata_cuda::kThreads;
 
 constexpr int kScanThreads = 1024;
 
-// Scratch layout: per cell mass, px, py, pz (double), cells (u64), label
-// (int32), peak bits (int); then one change flag.
+// Scratch layout: per cell mass, px, py, pz, then `values` sums of p v
+// (double), cells (u64), label (int32), peak bits (int); then one change
+// flag.
 struct Scratch {
   int32_t *label;
-  double *mass, *px, *py, *pz;
+  double *mass, *px, *py, *pz, *value;
   int *peak;
   unsigned long long *cells;
   int *changed;
 };
 
-Scratch carve(void *base, int64_t vol)
+Scratch carve(void *base, int64_t vol, int values)
 {
   char *p = static_cast<char *>(base);
   Scratch s;
@@ -35,19 +36,22 @@ Scratch carve(void *base, int64_t vol)
   s.px = s.mass + vol;
   s.py = s.px + vol;
   s.pz = s.py + vol;
-  s.cells = reinterpret_cast<unsigned long long *>(s.pz + vol);
+  s.value = s.pz + vol;
+  s.cells = reinterpret_cast<unsigned long long *>(s.value + values * vol);
   s.label = reinterpret_cast<int32_t *>(s.cells + vol);
   s.peak = reinterpret_cast<int *>(s.label + vol);
   s.changed = s.peak + vol;
   return s;
 }
 
-__global__ void init_kernel(const float *prob, int64_t vol, float threshold, Scratch s)
+__global__ void init_kernel(const float *prob, int64_t vol, float threshold, int values, Scratch s)
 {
   STRATA_GRID_LOOP(i, vol)
   {
     s.label[i] = prob[i] > threshold ? (int32_t)i : -1;
     s.mass[i] = s.px[i] = s.py[i] = s.pz[i] = 0.0;
+    for (int k = 0; k < values; k++)
+      s.value[k * vol + i] = 0.0;
     s.peak[i] = 0;
     s.cells[i] = 0;
   }
@@ -96,14 +100,17 @@ __global__ void jump_kernel(int64_t vol, Scratch s)
   }
 }
 
-__global__ void accumulate_kernel(const float *prob, int64_t n, Scratch s)
+__global__ void accumulate_kernel(const float *prob, int64_t n, int values, Scratch s)
 {
-  STRATA_GRID_LOOP(i, n * n * n)
+  const int64_t vol = n * n * n;
+  STRATA_GRID_LOOP(i, vol)
   {
     int32_t r = s.label[i];
     if (r < 0)
       continue;
     double w = prob[i];
+    for (int k = 0; k < values; k++)
+      atomicAdd(&s.value[k * vol + r], w * prob[(1 + k) * vol + i]);
     atomicAdd(&s.mass[r], w);
     atomicAdd(&s.px[r], w * ((double)(i % n) + 0.5));
     atomicAdd(&s.py[r], w * ((double)(i / n % n) + 0.5));
@@ -171,7 +178,7 @@ __global__ void __launch_bounds__(kScanThreads)
     }
     int64_t slot = base + counts[threadIdx.x] - 1;
     if (keep && slot < capacity) {
-      double *row = table + (1 + slot) * STRATA__BUBBLE_FIELDS;
+      double *row = table + (1 + slot) * strata__bubble_columns(p.values);
       double cells = (double)s.cells[i];
       row[STRATA__BUBBLE_X] = p.origin[0] + s.px[i] / s.mass[i] * p.cell_size;
       row[STRATA__BUBBLE_Y] = p.origin[1] + s.py[i] / s.mass[i] * p.cell_size;
@@ -181,22 +188,25 @@ __global__ void __launch_bounds__(kScanThreads)
       row[STRATA__BUBBLE_PEAK] = (double)__int_as_float(s.peak[i]);
       row[STRATA__BUBBLE_CELLS] = cells;
       row[STRATA__BUBBLE_FIRST] = (double)i;
+      for (int k = 0; k < p.values; k++)
+        row[STRATA__BUBBLE_FIELDS + k] = s.value[k * vol + i] / s.mass[i];
     }
     __syncthreads();
     if (threadIdx.x == kScanThreads - 1)
       base += counts[threadIdx.x];
     __syncthreads();
   }
-  if (threadIdx.x < STRATA__BUBBLE_FIELDS)
+  if (threadIdx.x < strata__bubble_columns(p.values))
     table[threadIdx.x] = threadIdx.x == 0 ? (double)base : 0.0;
 }
 
 } // namespace
 
-extern "C" uint64_t strata__bubbles_cuda_scratch_bytes(int64_t n)
+extern "C" uint64_t strata__bubbles_cuda_scratch_bytes(int64_t n, int values)
 {
   uint64_t vol = (uint64_t)(n * n * n);
-  return vol * (4 * sizeof(double) + sizeof(unsigned long long) + sizeof(int32_t) + sizeof(int)) +
+  return vol * ((4 + (uint64_t)values) * sizeof(double) + sizeof(unsigned long long) +
+                sizeof(int32_t) + sizeof(int)) +
          sizeof(int);
 }
 
@@ -206,8 +216,8 @@ extern "C" int strata__bubbles_cuda(const float *prob, int64_t n,
 {
   cudaStream_t st = static_cast<cudaStream_t>(stream);
   int64_t vol = n * n * n;
-  Scratch s = carve(scratch, vol);
-  STRATA_LAUNCH(blocks_for(vol), kThreads, st, init_kernel)(prob, vol, p->threshold, s);
+  Scratch s = carve(scratch, vol, p->values);
+  STRATA_LAUNCH(blocks_for(vol), kThreads, st, init_kernel)(prob, vol, p->threshold, p->values, s);
   for (;;) {
     int changed = 0;
     cudaMemsetAsync(s.changed, 0, sizeof(int), st);
@@ -222,7 +232,7 @@ extern "C" int strata__bubbles_cuda(const float *prob, int64_t n,
   }
   if (faces)
     STRATA_LAUNCH(blocks_for(6 * n * n), kThreads, st, faces_kernel)(n, s, faces);
-  STRATA_LAUNCH(blocks_for(vol), kThreads, st, accumulate_kernel)(prob, n, s);
+  STRATA_LAUNCH(blocks_for(vol), kThreads, st, accumulate_kernel)(prob, n, p->values, s);
   STRATA_LAUNCH(1, kScanThreads, st, compact_kernel)(vol, *p, s, table, capacity);
   return (int)cudaGetLastError();
 }

@@ -82,14 +82,14 @@ __global__ void list_kernel(strata__infer_mark m, const double *table, double *l
   double lo[3], hi[3];
   leaf_box(m, lo, hi);
   for (int64_t b = 0; b < stored_rows(m, table); b++) {
-    const double *row = table + (1 + b) * STRATA__BUBBLE_FIELDS;
+    const double *row = table + (1 + b) * m.columns;
     if (!strata__infer_bubble_reaches(&m, row + STRATA__BUBBLE_X, row[STRATA__BUBBLE_RADIUS], lo,
                                       hi))
       continue;
     const int64_t slot = (int64_t)list[0];
     if (slot < m.list_capacity)
-      for (int k = 0; k < STRATA__BUBBLE_FIELDS; k++)
-        list[(1 + slot) * STRATA__BUBBLE_FIELDS + k] = row[k];
+      for (int64_t k = 0; k < m.columns; k++)
+        list[(1 + slot) * m.columns + k] = row[k];
     list[0] = (double)(slot + 1);
   }
 }
@@ -108,7 +108,7 @@ __global__ void mark_kernel(strata__infer_mark m, const double *table, void *fie
     if (!inside)
       continue;
     for (int64_t b = 0; b < stored_rows(m, table); b++) {
-      const double *row = table + (1 + b) * STRATA__BUBBLE_FIELDS;
+      const double *row = table + (1 + b) * m.columns;
       double d2 = 0;
       for (int a = 0; a < 3; a++)
         d2 += (p[a] - row[a]) * (p[a] - row[a]);
