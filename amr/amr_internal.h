@@ -7,6 +7,7 @@
 
 #include <strata/amr.h>
 #include <strata/io.h>
+#include <strata/mesh.h>
 #include <strata/model.h>
 
 #include "internal/exchange.h"
@@ -50,6 +51,66 @@ struct strata_amr {
   int busy; /* inference cycles in flight, whose plans point into the tree */
   strata__live live;
 };
+
+/* Interleave the low 21 bits of x, y, z. */
+static inline uint64_t strata__morton(const int64_t idx[3])
+{
+  uint64_t key = 0;
+  for (int bit = 20; bit >= 0; bit--)
+    for (int a = 2; a >= 0; a--)
+      key = key << 1 | (((uint64_t)idx[a] >> bit) & 1);
+  return key;
+}
+
+/* A leaf of a mesh, on its owner: its field handles (`owned`: registered
+ * by Strata on the application's memory, unregistered with the leaf). */
+struct strata__mesh_leaf {
+  strata_amr_block b;
+  uint64_t key; /* Morton key of the index */
+  int owned;
+  starpu_data_handle_t h[STRATA_AMR_MAX_FIELDS];
+};
+
+/* A mesh: this rank's leaves only, sorted by (level, key) once committed. */
+struct strata_mesh {
+  strata_mesh_params p;
+  char names[STRATA_AMR_MAX_FIELDS][64];
+  MPI_Comm comm; /* StarPU-MPI communicator (strata_comm()) */
+  MPI_Comm meta; /* Strata's own collectives */
+  int rank, size;
+  struct strata__mesh_leaf *leaves;
+  int64_t nleaves, cap;
+  int error; /* the first error of the description in progress */
+  char error_message[512];
+  int committed;
+  int users;       /* inference methods reading it */
+  int busy;        /* their cycles in flight */
+  strata_amr *amr; /* the hierarchy it describes (Strata's own octree), or NULL */
+  strata__live live;
+};
+
+/* A mesh describing `amr` (not registered as a live object: its method
+ * owns it); strata__mesh_describe_amr() fills it. Collective. */
+int strata__mesh_of_amr(strata_amr *amr, strata_mesh **out);
+/* This rank's leaves of the hierarchy as they are now, with its handles,
+ * committed without the checks (the octree tiles its domain). Not
+ * collective. */
+int strata__mesh_describe_amr(strata_mesh *m);
+/* Free a mesh (the public destroy without its checks). */
+void strata__mesh_free(strata_mesh *m);
+/* The local leaf named b, NULL when b is not a leaf of this rank. */
+struct strata__mesh_leaf *strata__mesh_find(const strata_mesh *m, const strata_amr_block *b);
+/* Blocks along axis a at `level`. */
+static inline int64_t strata__mesh_blocks(const strata_mesh *m, int a, int level)
+{
+  return (int64_t)m->p.root[a] << level;
+}
+/* Edge of a cell at `level` in domain units (cells are cubes). */
+static inline double strata__mesh_cell(const strata_mesh *m, int level)
+{
+  return (m->p.upper[0] - m->p.lower[0]) /
+         (double)(strata__mesh_blocks(m, 0, level) * m->p.block_cells);
+}
 
 /* Cells of a block array (ghosts included) and per axis. */
 int64_t strata__amr_side(const strata_amr *amr);

@@ -1,7 +1,6 @@
 /* Inference-array codelets: the evaluation criterion (a leaf's field into
- * its mask), the merge of a child's mask into its parent's, and the
- * marking of an inference array's bubbles into a leaf (its bubble list
- * and, optionally, a marker field). */
+ * its mask) and the marking of an inference array's bubbles into a leaf
+ * (its bubble list and, optionally, a marker field). */
 #include "infer.h"
 #include "kernels/infer_kernels.h"
 
@@ -9,12 +8,6 @@ static void criterion_cpu(void *buffers[], void *cl_arg)
 {
   strata__infer_criterion_cpu(cl_arg, (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
                               (uint8_t *)STARPU_VECTOR_GET_PTR(buffers[1]));
-}
-
-static void merge_cpu(void *buffers[], void *cl_arg)
-{
-  strata__infer_merge_cpu(cl_arg, (const uint8_t *)STARPU_VECTOR_GET_PTR(buffers[0]),
-                          (uint8_t *)STARPU_VECTOR_GET_PTR(buffers[1]));
 }
 
 /* Buffers: table (R), list (RW), then the marker field (RW) when given. */
@@ -35,13 +28,6 @@ static void criterion_cuda(void *buffers[], void *cl_arg)
                                starpu_cuda_get_local_stream());
 }
 
-static void merge_cuda(void *buffers[], void *cl_arg)
-{
-  strata__infer_merge_cuda(cl_arg, (const uint8_t *)STARPU_VECTOR_GET_PTR(buffers[0]),
-                           (uint8_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
-                           starpu_cuda_get_local_stream());
-}
-
 static void mark_cuda(void *buffers[], void *cl_arg)
 {
   struct starpu_task *task = starpu_task_get_current();
@@ -53,7 +39,7 @@ static void mark_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
-/* Perf models keyed on the size of the last buffer (mask, parent mask, leaf). */
+/* Perf models keyed on the size of the last buffer (mask, leaf). */
 static uint32_t last_buffer_footprint(struct starpu_task *task)
 {
   starpu_data_handle_t h = STARPU_TASK_GET_HANDLE(task, STARPU_TASK_GET_NBUFFERS(task) - 1);
@@ -64,26 +50,14 @@ static uint32_t last_buffer_footprint(struct starpu_task *task)
 STRATA__CODELET(criterion_cl, "strata_infer_criterion", 0xe7298a, criterion_cpu, criterion_cuda,
                 last_buffer_footprint, NULL, .nbuffers = 2, .modes = {STARPU_R, STARPU_W});
 
-STRATA__CODELET(merge_cl, "strata_infer_merge", 0xc994c7, merge_cpu, merge_cuda,
-                last_buffer_footprint, NULL, .nbuffers = 2, .modes = {STARPU_R, STARPU_RW});
-
 STRATA__CODELET(mark_cl, "strata_infer_mark", 0xce1256, mark_cpu, mark_cuda, last_buffer_footprint,
                 NULL, .nbuffers = STARPU_VARIABLE_NBUFFERS);
 
-int strata__infer_criterion_submit(MPI_Comm comm, starpu_data_handle_t field,
-                                   starpu_data_handle_t mask,
+int strata__infer_criterion_submit(starpu_data_handle_t field, starpu_data_handle_t mask,
                                    const struct strata__infer_criterion *c)
 {
   starpu_data_handle_t h[2] = {field, mask};
-  return strata__mpi_submit_copy_arg(comm, &criterion_cl, c, sizeof *c, 2, h,
-                                     criterion_cl.cl.modes);
-}
-
-int strata__infer_merge_submit(MPI_Comm comm, starpu_data_handle_t child,
-                               starpu_data_handle_t parent, const struct strata__infer_merge *m)
-{
-  starpu_data_handle_t h[2] = {child, parent};
-  return strata__mpi_submit_copy_arg(comm, &merge_cl, m, sizeof *m, 2, h, merge_cl.cl.modes);
+  return strata__submit_copy_arg(&criterion_cl, c, sizeof *c, 2, h, criterion_cl.cl.modes);
 }
 
 int strata__infer_mark_submit(starpu_data_handle_t table, starpu_data_handle_t list,

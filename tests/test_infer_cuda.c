@@ -1,5 +1,5 @@
 /* CUDA inference-array kernels against the CPU ones: the criterion (block
- * mean and fixed reference), mask merges, bubble marking with leaf lists,
+ * mean and fixed reference), bubble marking with leaf lists,
  * and float64-to-float32 transfers. Exit 77 without a GPU. */
 #include <math.h>
 #include <stdlib.h>
@@ -32,16 +32,6 @@ int main(void)
     CHECK_EQ(strata__infer_criterion_cuda(&c, dfield, gpu, NULL), 0);
     check_device_bytes(gpu, cpu, sizeof cpu);
   }
-  uint8_t child[8], parent[64] = {0};
-  for (int i = 0; i < 8; i++)
-    child[i] = rand() & 1;
-  parent[3] = 1;
-  uint8_t *dchild = check_device_copy(child, 8), *dparent = check_device_copy(parent, 64);
-  struct strata__infer_merge mg = {.child = 2, .parent = 4, .offset = {2, 2, 0}};
-  strata__infer_merge_cpu(&mg, child, parent);
-  CHECK_EQ(strata__infer_merge_cuda(&mg, dchild, dparent, NULL), 0);
-  check_device_bytes(dparent, parent, 64);
-  cudaFree(dchild);
 
   enum { COLS = STRATA__BUBBLE_FIELDS + 2 }; /* two value channels */
   double table[(1 + CAP) * COLS] = {CAP + 2}, list[(1 + CAP) * COLS] = {0};

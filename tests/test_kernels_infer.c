@@ -1,6 +1,5 @@
 /* Inference-array kernels alone: the criterion into masks (block mean and
- * fixed reference, ghosts ignored), the merge of masks into their parent's
- * octant, bubble marking and leaf lists (clipped to the array, list
+ * fixed reference, ghosts ignored), bubble marking and leaf lists (clipped to the array, list
  * overflow), and float64 sources written to float32 arrays by the
  * transfer kernels (exact on linear data, equal to the float64 result
  * rounded once). */
@@ -47,21 +46,6 @@ static void check_criterion(void)
   f[at(5, 2, 6)] = 1;
   strata__infer_criterion_cpu(&c, f, mask);
   CHECK_EQ(mask[0], 0); /* 1 > 0.5 * 2 is false */
-}
-
-static void check_merge(void)
-{
-  uint8_t parent[64] = {0}, child[8] = {1, 0, 0, 0, 0, 0, 0, 1};
-  parent[0] = 1;
-  struct strata__infer_merge m = {.child = 2, .parent = 4, .offset = {2, 0, 2}};
-  strata__infer_merge_cpu(&m, child, parent);
-  int set = 0;
-  for (int i = 0; i < 64; i++)
-    set += parent[i];
-  CHECK_EQ(set, 3);
-  CHECK_EQ(parent[0], 1);
-  CHECK_EQ(parent[(2 * 4 + 0) * 4 + 2], 1); /* child (0,0,0) at (2,0,2) */
-  CHECK_EQ(parent[(3 * 4 + 1) * 4 + 3], 1); /* child (1,1,1) at (3,1,3) */
 }
 
 static void check_mark(void)
@@ -147,7 +131,6 @@ static void check_conversion(void)
 int main(void)
 {
   check_criterion();
-  check_merge();
   check_mark();
   check_conversion();
   return check_status();

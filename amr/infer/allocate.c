@@ -13,22 +13,22 @@ static int element_cmp(const void *x, const void *y)
 
 struct element *strata__infer_find_element(const strata_infer *inf, const int64_t idx[3])
 {
-  struct element key = {.key = morton(idx)};
+  struct element key = {.key = strata__morton(idx)};
   return bsearch(&key, inf->el, (size_t)inf->nel, sizeof *inf->el, element_cmp);
 }
 
-int strata__infer_allgather_values(const strata_amr *amr, const void *mine, int64_t n,
+int strata__infer_allgather_values(const strata_mesh *mesh, const void *mine, int64_t n,
                                    MPI_Datatype type, void **all, int64_t *total)
 {
-  int *counts = calloc((size_t)amr->size, sizeof *counts);
-  int *displs = calloc((size_t)amr->size, sizeof *displs);
+  int *counts = calloc((size_t)mesh->size, sizeof *counts);
+  int *displs = calloc((size_t)mesh->size, sizeof *displs);
   int ret = strata__agree(counts && displs ? 0 : STRATA_ENOMEM, NULL, 0);
   *all = NULL;
   *total = 0;
   if (!ret) {
     int mine_count = (int)n;
-    MPI_Allgather(&mine_count, 1, MPI_INT, counts, 1, MPI_INT, amr->meta);
-    for (int r = 0; r < amr->size; r++) {
+    MPI_Allgather(&mine_count, 1, MPI_INT, counts, 1, MPI_INT, mesh->meta);
+    for (int r = 0; r < mesh->size; r++) {
       displs[r] = (int)*total;
       *total += counts[r];
     }
@@ -36,7 +36,7 @@ int strata__infer_allgather_values(const strata_amr *amr, const void *mine, int6
     ret = strata__agree(*all ? 0 : STRATA_ENOMEM, NULL, 0);
   }
   if (!ret)
-    MPI_Allgatherv(mine, (int)n, type, *all, counts, displs, type, amr->meta);
+    MPI_Allgatherv(mine, (int)n, type, *all, counts, displs, type, mesh->meta);
   else {
     free(*all);
     *all = NULL;
@@ -46,38 +46,59 @@ int strata__infer_allgather_values(const strata_amr *amr, const void *mine, int6
   return ret;
 }
 
+static int index_cmp(const void *x, const void *y)
+{
+  const int64_t *a = x, *b = y;
+  for (int k = 0; k < 3; k++)
+    if (a[k] != b[k])
+      return a[k] < b[k] ? -1 : 1;
+  return 0;
+}
+
+/* Sort n element indices (3 each) and drop repeats: the new count. */
+static int64_t sort_unique_indices(int64_t *idx, int64_t n)
+{
+  if (!idx || n == 0)
+    return 0;
+  qsort(idx, (size_t)n, 3 * sizeof *idx, index_cmp);
+  int64_t u = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (!u || index_cmp(idx + 3 * (u - 1), idx + 3 * i))
+      memmove(idx + 3 * u++, idx + 3 * i, 3 * sizeof *idx);
+  return u;
+}
+
 int strata__infer_gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n_out)
 {
-  strata_amr *amr = inf->amr;
+  const int la = inf->p.level_array;
   int64_t cap = 0, n = 0;
   for (int64_t i = 0; i < inf->nmasks; i++)
-    if (inf->masks[i].b.level == inf->p.level_base && inf->masks[i].rank == amr->rank)
-      cap += inf->masks[i].cells * inf->masks[i].cells * inf->masks[i].cells;
+    cap += inf->masks[i].cells * inf->masks[i].cells * inf->masks[i].cells;
   int64_t *mine = malloc((size_t)(3 * cap + 1) * sizeof *mine);
   int ret = mine ? 0 : STRATA_ENOMEM;
   for (int64_t i = 0; i < inf->nmasks && !ret; i++) {
     struct mask *m = &inf->masks[i];
-    if (m->b.level != inf->p.level_base || m->rank != amr->rank)
-      continue;
     if (strata__acquire(m->h, STARPU_R) != 0) {
       ret = STRATA_ESTARPU;
       break;
     }
     const uint8_t *bits = (const void *)starpu_vector_get_local_ptr(m->h);
+    const int finer = m->b.level > la ? m->b.level - la : 0;
     for (int64_t c = 0; c < m->cells * m->cells * m->cells; c++)
       if (bits[c]) {
         int64_t cell[3] = {c % m->cells, c / m->cells % m->cells, c / (m->cells * m->cells)};
-        for (int a = 0; a < 3; a++)
-          mine[3 * n + a] = m->b.index[a] * m->cells + cell[a];
+        for (int a = 0; a < 3; a++) /* the element holding this part of the leaf */
+          mine[3 * n + a] = (m->b.index[a] >> finer) * m->cells + cell[a];
         n++;
       }
     starpu_data_release(m->h);
   }
+  n = sort_unique_indices(mine, n);
   int err = strata__agree(ret, NULL, 0);
   void *all = NULL;
   int64_t total = 0;
   if (!err)
-    err = strata__infer_allgather_values(amr, mine, 3 * n, MPI_INT64_T, &all, &total);
+    err = strata__infer_allgather_values(inf->mesh, mine, 3 * n, MPI_INT64_T, &all, &total);
   free(mine);
   if (err)
     return ret ? ret : err;
@@ -107,7 +128,7 @@ static int register_element(strata_infer *inf, struct element *e)
   starpu_data_handle_t hs[ELEMENT_HANDLES] = {e->in, e->out, e->table, e->faces, e->links};
   for (int k = 0; k < ELEMENT_HANDLES; k++)
     starpu_mpi_data_register(hs[k], tag - (ELEMENT_HANDLES - 1) + k, e->rank);
-  if (e->rank != inf->amr->rank)
+  if (e->rank != inf->mesh->rank)
     return 0;
   /* A first write, so that the transfers may read-modify-write it. */
   struct strata__amr_fill zero = {0};
@@ -122,7 +143,7 @@ int strata__infer_update_level_array(strata_infer *inf, const int64_t *idx, int6
     return STRATA_ENOMEM;
   for (int64_t i = 0; i < n; i++) {
     memcpy(next[i].idx, idx + 3 * i, sizeof next[i].idx);
-    next[i].key = morton(next[i].idx);
+    next[i].key = strata__morton(next[i].idx);
     next[i].serial = -1;
   }
   qsort(next, (size_t)n, sizeof *next, element_cmp);
@@ -187,14 +208,14 @@ static struct worker_times local_times(const strata_infer *inf)
  * Collective. */
 static int gather_speeds(strata_infer *inf, double *speed)
 {
-  const int size = inf->amr->size;
+  const int size = inf->mesh->size;
   struct worker_times mine = local_times(inf), *all = malloc((size_t)size * sizeof *all);
   int ret = strata__agree(all ? 0 : STRATA_ENOMEM, NULL, 0);
   if (ret) {
     free(all);
     return ret;
   }
-  MPI_Allgather(&mine, 2 * KINDS, MPI_DOUBLE, all, 2 * KINDS, MPI_DOUBLE, inf->amr->meta);
+  MPI_Allgather(&mine, 2 * KINDS, MPI_DOUBLE, all, 2 * KINDS, MPI_DOUBLE, inf->mesh->meta);
   double mean[KINDS];
   int measured = 1;
   for (int k = 0; k < KINDS; k++) {
@@ -233,7 +254,7 @@ static void kept_before(const strata_infer *inf, int64_t c, int r, int64_t count
  * first, then no needless migration. */
 static void place_measured(strata_infer *inf, const double *speed, int *ranks)
 {
-  const int size = inf->amr->size;
+  const int size = inf->mesh->size;
   const int64_t n = inf->nel;
   double total = 0, cum = 0;
   for (int r = 0; r < size; r++)
@@ -287,24 +308,31 @@ static void place_measured(strata_infer *inf, const double *speed, int *ranks)
 static void place_curve(strata_infer *inf, int *ranks)
 {
   for (int64_t i = 0; i < inf->nel; i++)
-    ranks[i] = (int)(i * inf->amr->size / inf->nel);
+    ranks[i] = (int)(i * inf->mesh->size / inf->nel);
 }
 
 /* The greedy policy: largest estimated cost onto the least loaded rank. */
 static int place_greedy(strata_infer *inf, const struct transfer *t, int64_t nt, int *ranks)
 {
-  const int size = inf->amr->size;
-  for (int64_t i = 0; i < inf->nel; i++)
-    inf->el[i].cost = (double)(inf->n * inf->n * inf->n);
-  for (int64_t k = 0; k < nt; k++)
-    inf->el[t[k].element].cost += (double)strata__infer_piece_cells(inf, &t[k]);
-  struct element **order = malloc((size_t)inf->nel * sizeof *order);
+  const int size = inf->mesh->size;
+  /* The cells each element receives, from the transfers of every rank's
+   * leaves. */
+  double *cost = calloc((size_t)(inf->nel + 1), sizeof *cost);
+  struct element **order = malloc((size_t)(inf->nel + 1) * sizeof *order);
   double *load = calloc((size_t)size, sizeof *load);
-  if (!order || !load) {
-    free(order);
-    free(load);
-    return STRATA_ENOMEM;
+  int ret = strata__agree(cost && order && load ? 0 : STRATA_ENOMEM, NULL, 0);
+  for (int64_t k = 0; !ret && k < nt; k++)
+    cost[t[k].element] += (double)strata__infer_piece_cells(inf, &t[k]);
+  if (!ret && MPI_Allreduce(MPI_IN_PLACE, cost, (int)inf->nel, MPI_DOUBLE, MPI_SUM,
+                            inf->mesh->meta) != MPI_SUCCESS)
+    ret = STRATA_EMPI;
+  if (ret) {
+    free(cost), free(order), free(load);
+    return ret;
   }
+  for (int64_t i = 0; i < inf->nel; i++)
+    inf->el[i].cost = (double)(inf->n * inf->n * inf->n) + cost[i];
+  free(cost);
   for (int64_t i = 0; i < inf->nel; i++)
     order[i] = &inf->el[i];
   qsort(order, (size_t)inf->nel, sizeof *order, cost_cmp);
@@ -324,7 +352,7 @@ static int place_greedy(strata_infer *inf, const struct transfer *t, int64_t nt,
 int strata__infer_place_elements(strata_infer *inf, const struct transfer *t, int64_t nt,
                                  int *ranks, strata_infer_stats *st)
 {
-  const int size = inf->amr->size;
+  const int size = inf->mesh->size;
   double *speed = malloc((size_t)size * sizeof *speed);
   int ret = strata__agree(speed ? 0 : STRATA_ENOMEM, NULL, 0);
   if (!ret)

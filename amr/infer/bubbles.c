@@ -15,10 +15,10 @@
 struct element *strata__infer_neighbour(const strata_infer *inf, const struct element *e,
                                         const int d[3])
 {
-  const int64_t blocks = strata__amr_blocks_at(inf->amr, inf->p.level_array);
-  const int periodic = inf->amr->p.boundary == STRATA_AMR_PERIODIC;
+  const int periodic = inf->mesh->p.boundary == STRATA_AMR_PERIODIC;
   int64_t idx[3];
   for (int a = 0; a < 3; a++) {
+    const int64_t blocks = array_blocks(inf, a);
     idx[a] = e->idx[a] + d[a];
     if (idx[a] < 0 || idx[a] >= blocks) {
       if (!periodic)
@@ -43,13 +43,13 @@ int strata__infer_submit_links(strata_infer *inf)
       lp.present[k] = nb != NULL;
       faces[k] = nb ? nb->faces : NULL;
     }
-    ret = strata__bubble_links_submit(inf->amr->comm, e->links, e->faces, faces, &lp);
+    ret = strata__bubble_links_submit(inf->mesh->comm, e->links, e->faces, faces, &lp);
   }
   /* A rank that received a neighbour's faces keeps them in StarPU-MPI's
    * cache, and the owner's next extraction (a task of its own, not a
    * StarPU-MPI one) does not invalidate them there: drop them now. */
   for (int64_t i = 0; i < inf->nel && !ret; i++)
-    starpu_mpi_cache_flush(inf->amr->comm, inf->el[i].faces);
+    starpu_mpi_cache_flush(inf->mesh->comm, inf->el[i].faces);
   return ret;
 }
 
@@ -139,7 +139,7 @@ static int local_parts(strata_infer *inf, double **parts, int64_t *np, int64_t *
   const int64_t cap = inf->p.bubble_capacity;
   int64_t mine = 0, link_capacity = 0;
   for (int64_t i = 0; i < inf->nel; i++)
-    mine += inf->el[i].rank == inf->amr->rank;
+    mine += inf->el[i].rank == inf->mesh->rank;
   const int64_t width = part_width(inf), columns = strata__bubble_columns(inf->values);
   *parts = malloc((size_t)((mine * cap + 1) * width) * sizeof **parts);
   *links = NULL;
@@ -149,7 +149,7 @@ static int local_parts(strata_infer *inf, double **parts, int64_t *np, int64_t *
   int ret = 0;
   for (int64_t i = 0; i < inf->nel && !ret; i++) {
     struct element *e = &inf->el[i];
-    if (e->rank != inf->amr->rank)
+    if (e->rank != inf->mesh->rank)
       continue;
     if (strata__acquire(e->table, STARPU_R) != 0)
       return STRATA_ESTARPU;
@@ -202,12 +202,12 @@ static int64_t find_part(const double *parts, int64_t width, int64_t np, int64_t
 /* Index of a part's first cell in the scan order of the whole level_infer grid. */
 static int64_t global_cell(const strata_infer *inf, const double *part)
 {
-  const int64_t n = inf->n, side = strata__amr_blocks_at(inf->amr, inf->p.level_array) * n;
+  const int64_t n = inf->n, side[3] = {array_blocks(inf, 0) * n, array_blocks(inf, 1) * n};
   const struct element *e = &inf->el[(int64_t)part[P_ELEMENT]];
   int64_t f = (int64_t)part[P_FIRST], local[3] = {f % n, f / n % n, f / (n * n)}, g[3];
   for (int a = 0; a < 3; a++)
     g[a] = e->idx[a] * n + local[a];
-  return (g[2] * side + g[1]) * side + g[0];
+  return (g[2] * side[1] + g[1]) * side[0] + g[0];
 }
 
 struct ranked {
@@ -226,8 +226,9 @@ static int ranked_cmp(const void *x, const void *y)
  * part's, then wrapped into the domain. */
 static int build_bubbles(strata_infer *inf, const double *parts, int64_t np, int64_t *parent)
 {
-  const int periodic = inf->amr->p.boundary == STRATA_AMR_PERIODIC;
-  const double h = 1.0 / (double)(strata__amr_blocks_at(inf->amr, inf->p.level_array) * inf->n);
+  const strata_mesh_params *mp = &inf->mesh->p;
+  const int periodic = mp->boundary == STRATA_AMR_PERIODIC;
+  const double h = array_cell(inf);
   int64_t *slot = malloc((size_t)(np + 1) * sizeof *slot);
   strata_bubble *b = calloc((size_t)(np + 1), sizeof *b);
   int64_t *element = malloc((size_t)(np + 1) * sizeof *element);
@@ -247,9 +248,9 @@ static int build_bubbles(strata_infer *inf, const double *parts, int64_t np, int
     }
     strata_bubble *x = &b[slot[root]];
     for (int a = 0; a < 3; a++) {
-      double c = p[P_X + a];
+      double c = p[P_X + a], length = mp->upper[a] - mp->lower[a];
       if (periodic) /* the image nearest the root part's centre */
-        c += round(r[P_X + a] - c);
+        c += length * round((r[P_X + a] - c) / length);
       x->center[a] += p[P_MASS] * c;
     }
     x->mass += p[P_MASS];
@@ -273,9 +274,11 @@ static int build_bubbles(strata_infer *inf, const double *parts, int64_t np, int
       x->values[k] /= x->mass;
     for (int a = 0; a < 3; a++) {
       x->center[a] /= x->mass;
-      if (periodic) { /* into [0, 1): a tiny negative would round to 1 */
-        x->center[a] -= floor(x->center[a]);
-        x->center[a] = x->center[a] < 1.0 ? x->center[a] : 0.0;
+      if (periodic) { /* into [lower, upper): a tiny negative would round to 1 */
+        const double length = mp->upper[a] - mp->lower[a];
+        double f = (x->center[a] - mp->lower[a]) / length;
+        f -= floor(f);
+        x->center[a] = mp->lower[a] + length * (f < 1.0 ? f : 0.0);
       }
     }
     x->radius = strata__bubble_radius((double)x->cells, h);
@@ -310,43 +313,40 @@ static int particle_cmp(const void *x, const void *y)
   return c ? c : (a->bubble > b->bubble) - (a->bubble < b->bubble);
 }
 
-struct leaf_hit {
-  struct strata__amr_node *leaf;
-};
-
-static int hit_leaf(void *ctx, struct strata__amr_node *leaf)
+/* The local leaf holding point x of the domain (clamped inside), NULL when
+ * another rank's leaf holds it: the leaf containing its cell of the finest
+ * level, looked for at each level. */
+static const struct strata__mesh_leaf *local_leaf_at(const strata_mesh *mesh, const double x[3])
 {
-  ((struct leaf_hit *)ctx)->leaf = leaf;
-  return 1;
-}
-
-/* The leaf holding point x of the domain (clamped inside). */
-static struct strata__amr_node *leaf_at(const strata_amr *amr, const double x[3])
-{
-  const int level = amr->p.max_level;
-  const int64_t cells = strata__amr_blocks_at(amr, level) * amr->p.block_cells;
-  int64_t lo[3], hi[3];
+  const int top = mesh->p.max_level;
+  int64_t cell[3];
   for (int a = 0; a < 3; a++) {
-    lo[a] = (int64_t)floor(x[a] * (double)cells);
-    lo[a] = lo[a] < 0 ? 0 : lo[a] >= cells ? cells - 1 : lo[a];
-    hi[a] = lo[a] + 1;
+    const int64_t cells = strata__mesh_blocks(mesh, a, top) * mesh->p.block_cells;
+    const double scale = (double)cells / (mesh->p.upper[a] - mesh->p.lower[a]);
+    cell[a] = (int64_t)floor((x[a] - mesh->p.lower[a]) * scale);
+    cell[a] = cell[a] < 0 ? 0 : cell[a] >= cells ? cells - 1 : cell[a];
   }
-  struct leaf_hit hit = {NULL};
-  strata__amr_visit_box(amr, level, lo, hi, hit_leaf, &hit);
-  return hit.leaf;
+  for (int level = 0; level <= top; level++) {
+    strata_amr_block b = {.level = level};
+    for (int a = 0; a < 3; a++)
+      b.index[a] = (cell[a] / mesh->p.block_cells) >> (top - level);
+    const struct strata__mesh_leaf *leaf = strata__mesh_find(mesh, &b);
+    if (leaf)
+      return leaf;
+  }
+  return NULL;
 }
 
 /* Each bubble to the leaf holding its centre, kept where that leaf is local. */
 static int deliver_particles(strata_infer *inf)
 {
-  const strata_amr *amr = inf->amr;
   inf->particles = malloc((size_t)(inf->nbubbles + 1) * sizeof *inf->particles);
   if (!inf->particles)
     return STRATA_ENOMEM;
   for (int64_t k = 0; k < inf->nbubbles; k++) {
-    struct strata__amr_node *leaf = leaf_at(amr, inf->bubbles[k].center);
-    if (leaf && leaf->rank == amr->rank)
-      inf->particles[inf->nparticles++] = (struct particle){leaf->b, morton(leaf->b.index), k};
+    const struct strata__mesh_leaf *leaf = local_leaf_at(inf->mesh, inf->bubbles[k].center);
+    if (leaf)
+      inf->particles[inf->nparticles++] = (struct particle){leaf->b, leaf->key, k};
   }
   qsort(inf->particles, (size_t)inf->nparticles, sizeof *inf->particles, particle_cmp);
   return 0;
@@ -365,7 +365,7 @@ void strata__infer_drop_bubbles(strata_infer *inf)
 
 int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
 {
-  strata_amr *amr = inf->amr;
+  const strata_mesh *mesh = inf->mesh;
   strata__infer_drop_bubbles(inf);
   double *mine = NULL;
   int64_t *mine_links = NULL, np = 0, nl = 0, counts[2] = {0, 0};
@@ -374,11 +374,11 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
   void *all_parts = NULL, *all_links = NULL;
   int64_t total_parts = 0, total_links = 0;
   if (!ret)
-    ret = strata__infer_allgather_values(amr, mine, np * part_width(inf), MPI_DOUBLE, &all_parts,
+    ret = strata__infer_allgather_values(mesh, mine, np * part_width(inf), MPI_DOUBLE, &all_parts,
                                          &total_parts);
   if (!ret)
-    ret = strata__infer_allgather_values(amr, mine_links, nl * LINK_VALUES, MPI_INT64_T, &all_links,
-                                         &total_links);
+    ret = strata__infer_allgather_values(mesh, mine_links, nl * LINK_VALUES, MPI_INT64_T,
+                                         &all_links, &total_links);
   free(mine);
   free(mine_links);
   double *parts = all_parts;
@@ -410,7 +410,7 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
   if (!ret)
     ret = strata__agree(deliver_particles(inf), NULL, 0);
   if (!ret) {
-    MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT64_T, MPI_SUM, amr->meta);
+    MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT64_T, MPI_SUM, mesh->meta);
     st->bubbles = inf->nbubbles;
     st->parts = counts[0];
     st->parts_lost = counts[1];
@@ -452,7 +452,7 @@ int strata_infer_leaf_particles(strata_infer *inf, const strata_amr_block *b, st
   strata__clear_error();
   if (!inf || !b || !list || !n || !strata__infer_is_local_leaf(inf, b))
     return STRATA_EINVAL;
-  struct particle key = {.leaf = *b, .key = morton(b->index), .bubble = -1};
+  struct particle key = {.leaf = *b, .key = strata__morton(b->index), .bubble = -1};
   int64_t lo = 0, hi = inf->nparticles;
   while (lo < hi) { /* the first particle at or after (leaf, -1) */
     int64_t mid = (lo + hi) / 2;
@@ -480,16 +480,31 @@ int strata_infer_write_hdf5(strata_infer *inf, const char *path, const char *con
   strata__clear_error();
   if (!inf)
     return STRATA_EINVAL;
+  int ret = strata__agree(inf->amr ? 0 : STRATA_EINVAL, NULL, 0);
+  if (ret)
+    return strata__fail(ret, "strata_infer_write_hdf5 needs Strata's own hierarchy: an "
+                             "application's mesh is written by the application");
+  /* The leaf of each bubble from its rank's particles (4 numbers each). */
+  int64_t *where = malloc((size_t)(4 * inf->nbubbles + 1) * sizeof *where);
   strata_amr_block *leaves = malloc((size_t)(inf->nbubbles + 1) * sizeof *leaves);
-  int ret = strata__agree(leaves ? 0 : STRATA_ENOMEM, NULL, 0);
-  if (ret) {
-    free(leaves);
+  if ((ret = strata__agree(where && leaves ? 0 : STRATA_ENOMEM, NULL, 0))) {
+    free(where), free(leaves);
     return ret;
   }
-  for (int64_t k = 0; k < inf->nbubbles; k++) {
-    const struct strata__amr_node *leaf = leaf_at(inf->amr, inf->bubbles[k].center);
-    leaves[k] = leaf ? leaf->b : (strata_amr_block){.level = -1};
+  for (int64_t k = 0; k < 4 * inf->nbubbles; k++)
+    where[k] = -1;
+  for (int64_t k = 0; k < inf->nparticles; k++) {
+    const struct particle *p = &inf->particles[k];
+    where[4 * p->bubble] = p->leaf.level;
+    memcpy(where + 4 * p->bubble + 1, p->leaf.index, 3 * sizeof *where);
   }
+  MPI_Allreduce(MPI_IN_PLACE, where, (int)(4 * inf->nbubbles), MPI_INT64_T, MPI_MAX,
+                inf->mesh->meta);
+  for (int64_t k = 0; k < inf->nbubbles; k++) {
+    leaves[k] = (strata_amr_block){.level = (int)where[4 * k]};
+    memcpy(leaves[k].index, where + 4 * k + 1, sizeof leaves[k].index);
+  }
+  free(where);
   const char *names[STRATA_BUBBLE_MAX_VALUES];
   for (int k = 0; k < inf->values; k++)
     names[k] = inf->value_names[k];

@@ -43,7 +43,7 @@ static void phase_barrier(strata_infer *inf)
   if (!inf->p.bulk_synchronous)
     return;
   starpu_task_wait_for_all();
-  MPI_Barrier(inf->amr->meta);
+  MPI_Barrier(inf->mesh->meta);
 }
 
 /* ---- one cycle ---- */
@@ -61,39 +61,44 @@ static int64_t table_found(starpu_data_handle_t h)
 static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt,
                          strata_infer_stats *st)
 {
-  strata_amr *amr = inf->amr;
+  const strata_mesh *mesh = inf->mesh;
   st->elements = inf->nel;
-  st->volume_min = inf->nel ? INFINITY : 0;
-  st->volume_max = 0;
+  /* The volume of each local element, from the transfers into it. */
   double *volume = calloc((size_t)(inf->nel ? inf->nel : 1), sizeof *volume);
   for (int64_t k = 0; volume && k < nt; k++)
     volume[t[k].element] += (double)strata__infer_cells_of(t[k].lo, t[k].hi);
+  double range[2] = {INFINITY, INFINITY}; /* min, -max */
   for (int64_t i = 0; i < inf->nel; i++) {
+    if (inf->el[i].rank != mesh->rank)
+      continue;
     double v = volume ? volume[i] / (double)(inf->n * inf->n * inf->n) : NAN;
-    st->volume_min = fmin(st->volume_min, v);
-    st->volume_max = fmax(st->volume_max, v);
-    st->elements_local += inf->el[i].rank == amr->rank;
+    range[0] = fmin(range[0], v);
+    range[1] = fmin(range[1], -v);
+    st->elements_local++;
   }
   free(volume);
+  MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_DOUBLE, MPI_MIN, mesh->meta);
+  st->volume_min = inf->nel ? range[0] : 0;
+  st->volume_max = inf->nel ? -range[1] : 0;
   int64_t leaf_bubbles = 0;
   for (int64_t i = 0; i < inf->nlists; i++)
     leaf_bubbles += table_found(inf->lists[i].h);
   int64_t sums[3] = {leaf_bubbles, st->messages, st->transfers};
-  MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_INT64_T, MPI_SUM, amr->meta);
+  MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_INT64_T, MPI_SUM, mesh->meta);
   st->leaf_bubbles = sums[0];
   st->messages = sums[1];
   st->transfers = sums[2];
-  MPI_Allreduce(MPI_IN_PLACE, st->transfers_by_kind, 3, MPI_INT64_T, MPI_SUM, amr->meta);
-  MPI_Allreduce(&st->elements_local, &st->elements_max, 1, MPI_INT64_T, MPI_MAX, amr->meta);
+  MPI_Allreduce(MPI_IN_PLACE, st->transfers_by_kind, 3, MPI_INT64_T, MPI_SUM, mesh->meta);
+  MPI_Allreduce(&st->elements_local, &st->elements_max, 1, MPI_INT64_T, MPI_MAX, mesh->meta);
   double ends[STRATA_INFER_PHASES + 1];
   memcpy(ends, inf->phase_end, sizeof inf->phase_end);
   ends[STRATA_INFER_PHASES] = starpu_timing_now() * 1e-6 - inf->t0;
-  MPI_Allreduce(MPI_IN_PLACE, ends, STRATA_INFER_PHASES + 1, MPI_DOUBLE, MPI_MAX, amr->meta);
-  MPI_Allreduce(MPI_IN_PLACE, &st->submit_seconds, 1, MPI_DOUBLE, MPI_MAX, amr->meta);
+  MPI_Allreduce(MPI_IN_PLACE, ends, STRATA_INFER_PHASES + 1, MPI_DOUBLE, MPI_MAX, mesh->meta);
+  MPI_Allreduce(MPI_IN_PLACE, &st->submit_seconds, 1, MPI_DOUBLE, MPI_MAX, mesh->meta);
   double measured_sum = st->measured_max;
-  MPI_Allreduce(MPI_IN_PLACE, &st->measured_max, 1, MPI_DOUBLE, MPI_MAX, amr->meta);
-  MPI_Allreduce(MPI_IN_PLACE, &measured_sum, 1, MPI_DOUBLE, MPI_SUM, amr->meta);
-  st->measured_mean = measured_sum / amr->size;
+  MPI_Allreduce(MPI_IN_PLACE, &st->measured_max, 1, MPI_DOUBLE, MPI_MAX, mesh->meta);
+  MPI_Allreduce(MPI_IN_PLACE, &measured_sum, 1, MPI_DOUBLE, MPI_SUM, mesh->meta);
+  st->measured_mean = measured_sum / mesh->size;
   double previous = 0;
   for (int k = 0; k < STRATA_INFER_PHASES; k++) {
     double end = fmax(ends[k], previous); /* a phase absent on every rank ends with the last */
@@ -119,7 +124,7 @@ static void drain(strata_infer *inf)
 {
   for (int64_t i = 0; i < inf->nel; i++) {
     const struct element *e = &inf->el[i];
-    if (e->rank != inf->amr->rank)
+    if (e->rank != inf->mesh->rank)
       continue;
     settle(e->in);
     settle(e->table);
@@ -135,7 +140,9 @@ struct strata__infer_cycle *strata__infer_take_cycle(strata_infer *inf)
   if (c) {
     drain(inf);
     inf->cycle = NULL;
-    inf->amr->busy--;
+    inf->mesh->busy--;
+    if (inf->amr)
+      inf->amr->busy--;
   }
   return c;
 }
@@ -150,7 +157,9 @@ int strata_infer_submit(strata_infer *inf)
     return STRATA_EINVAL;
   int early = inf->cycle ? strata__fail(STRATA_ESTATE, "a cycle is in flight: "
                                                        "strata_infer_wait() first")
-                         : 0;
+              : !inf->amr && !inf->mesh->committed
+                  ? strata__fail(STRATA_ESTATE, "the mesh is not committed: strata_mesh_commit()")
+                  : 0;
   struct strata__infer_cycle *c = early ? NULL : calloc(1, sizeof *c);
   if (!early && !c)
     early = STRATA_ENOMEM;
@@ -167,7 +176,9 @@ int strata_infer_submit(strata_infer *inf)
   strata__infer_drop_masks(inf);
   strata__infer_drop_lists(inf);
 
-  int local = strata__infer_submit_evaluate(inf);
+  int local = inf->amr ? strata__mesh_describe_amr(inf->mesh) : 0;
+  if (!local)
+    local = strata__infer_submit_evaluate(inf);
   phase_barrier(inf);
   int64_t *needed = NULL, nneeded = 0;
   if (!local)
@@ -178,8 +189,10 @@ int strata_infer_submit(strata_infer *inf)
 
   if (!local)
     local = strata__infer_update_level_array(inf, needed, nneeded, st);
-  if (!local) {
+  if (!local)
     local = strata__infer_plan_transfers(inf, &c->t, &c->nt);
+  local = strata__agree(local, NULL, 0); /* placement and sharing are collective */
+  if (!local) {
     st->reused = !st->created && !st->removed && inf->nel > 0;
     int *ranks = local ? NULL : malloc((size_t)(inf->nel ? inf->nel : 1) * sizeof *ranks);
     if (!local && !ranks)
@@ -189,7 +202,10 @@ int strata_infer_submit(strata_infer *inf)
     if (!local && !st->reused)
       local = strata__infer_apply_placement(inf, ranks, st);
     free(ranks);
+    local = strata__agree(local, NULL, 0);
   }
+  if (!local)
+    local = strata__infer_share_transfers(inf, &c->t, &c->nt);
   free(needed);
   note_now(inf, STRATA_INFER_ALLOCATE);
   phase_barrier(inf);
@@ -213,7 +229,9 @@ int strata_infer_submit(strata_infer *inf)
     return local ? local : ret;
   }
   inf->cycle = c;
-  inf->amr->busy++;
+  inf->mesh->busy++;
+  if (inf->amr)
+    inf->amr->busy++;
   return 0;
 }
 

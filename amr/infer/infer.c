@@ -26,13 +26,12 @@ void strata_infer_params_init(strata_infer_params *p)
 
 /* ---- creation ---- */
 
-int strata_infer_check_geometry(const strata_amr_params *a, const strata_infer_params *p)
+/* The geometric conditions on the levels, for any mesh of these blocks. */
+static int check_levels(int max_level, int block_cells, const strata_infer_params *p)
 {
-  strata__clear_error();
-  if (!a || !p)
-    return STRATA_EINVAL;
-  if (a->dim != 3)
-    return strata__fail(STRATA_EINVAL, "inference arrays need a 3-D hierarchy");
+  const struct {
+    int max_level, block_cells;
+  } mesh = {max_level, block_cells}, *a = &mesh;
   if (a->max_level < 0 || a->max_level > STRATA_AMR_MAX_LEVEL || a->block_cells < 1)
     return strata__fail(STRATA_EINVAL, "max_level %d or block_cells %d out of range", a->max_level,
                         a->block_cells);
@@ -56,6 +55,16 @@ int strata_infer_check_geometry(const strata_amr_params *a, const strata_infer_p
   if (((int64_t)a->block_cells << (p->level_infer - p->level_array)) > 1024)
     return strata__fail(STRATA_EINVAL, "inference arrays of more than 1024 cells per axis");
   return 0;
+}
+
+int strata_infer_check_geometry(const strata_amr_params *a, const strata_infer_params *p)
+{
+  strata__clear_error();
+  if (!a || !p)
+    return STRATA_EINVAL;
+  if (a->dim != 3)
+    return strata__fail(STRATA_EINVAL, "inference arrays need a 3-D hierarchy");
+  return check_levels(a->max_level, a->block_cells, p);
 }
 
 /* The particle table's column of each value channel: the name of the
@@ -90,10 +99,10 @@ static void name_values(strata_infer *inf)
   }
 }
 
-static int check_params(const strata_amr *amr, strata_infer_params *p)
+static int check_params(const strata_mesh *mesh, strata_infer_params *p)
 {
-  const strata_amr_params *a = &amr->p;
-  int ret = strata_infer_check_geometry(a, p);
+  const strata_mesh_params *a = &mesh->p;
+  int ret = check_levels(a->max_level, a->block_cells, p);
   if (ret)
     return ret;
   if (!p->model)
@@ -113,7 +122,7 @@ static int check_params(const strata_amr *amr, strata_infer_params *p)
       const char *name = strata_model_input_field(p->model, c);
       p->fields[c] = name || in_ch > 1 ? -1 : 0;
       for (int f = 0; name && f < a->nfields; f++)
-        if (!strcmp(name, amr->names[f]))
+        if (!strcmp(name, mesh->names[f]))
           p->fields[c] = f;
       if (p->fields[c] < 0)
         return strata__fail(STRATA_EINVAL, "model input '%s' is not a field of the hierarchy",
@@ -149,21 +158,17 @@ static int check_params(const strata_amr *amr, strata_infer_params *p)
 
 static int destroy_live(void *inf) { return strata_infer_destroy(inf); }
 
-int strata_infer_create(strata_amr *amr, const strata_infer_params *params, strata_infer **out)
+/* The method on `mesh`, which it owns when it describes `amr`. */
+static int create(strata_mesh *mesh, strata_amr *amr, const strata_infer_params *params,
+                  strata_infer **out)
 {
-  strata__clear_error();
-  int ret = strata__check_ready();
-  if (ret)
-    return ret;
-  if (!amr || !params || !out)
-    return STRATA_EINVAL;
-  *out = NULL;
   strata_infer_params p = *params;
-  int local = check_params(amr, &p);
+  int local = mesh->committed || amr ? check_params(mesh, &p)
+                                     : strata__fail(STRATA_EINVAL, "the mesh is not committed");
   int64_t same[] = {p.level_base,      p.level_array,     p.level_infer,     p.n_fields,
                     p.criterion_field, p.reference,       p.bubble_capacity, p.marker_field,
                     p.placement,       p.bulk_synchronous};
-  ret = strata__agree(local, same, (int)(sizeof same / sizeof *same));
+  int ret = strata__agree(local, same, (int)(sizeof same / sizeof *same));
   if (ret)
     return local ? local : ret;
   strata_infer *inf = calloc(1, sizeof *inf);
@@ -172,9 +177,11 @@ int strata_infer_create(strata_amr *amr, const strata_infer_params *params, stra
     free(inf);
     return ret;
   }
+  inf->mesh = mesh;
   inf->amr = amr;
+  mesh->users++;
   inf->p = p;
-  inf->n = (int64_t)amr->p.block_cells << (p.level_infer - p.level_array);
+  inf->n = (int64_t)mesh->p.block_cells << (p.level_infer - p.level_array);
   int in_ch, out_ch;
   strata_model_describe(p.model, &in_ch, &out_ch, NULL);
   inf->values = out_ch - 1;
@@ -185,6 +192,38 @@ int strata_infer_create(strata_amr *amr, const strata_infer_params *params, stra
   strata__live_add(&strata__objects, &inf->live, "inference method", inf, destroy_live);
   *out = inf;
   return 0;
+}
+
+int strata_infer_create(strata_amr *amr, const strata_infer_params *params, strata_infer **out)
+{
+  strata__clear_error();
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!amr || !params || !out)
+    return STRATA_EINVAL;
+  *out = NULL;
+  if (amr->p.dim != 3)
+    ret = strata__fail(STRATA_EINVAL, "inference arrays need a 3-D hierarchy");
+  strata_mesh *mesh = NULL;
+  if ((ret = strata__agree(ret, NULL, 0)) || (ret = strata__mesh_of_amr(amr, &mesh)))
+    return ret;
+  if ((ret = create(mesh, amr, params, out)))
+    strata__mesh_free(mesh);
+  return ret;
+}
+
+int strata_infer_create_on_mesh(strata_mesh *mesh, const strata_infer_params *params,
+                                strata_infer **out)
+{
+  strata__clear_error();
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!mesh || !params || !out)
+    return STRATA_EINVAL;
+  *out = NULL;
+  return create(mesh, NULL, params, out);
 }
 
 void strata__infer_drop_element(struct element *e)
@@ -198,8 +237,7 @@ void strata__infer_drop_element(struct element *e)
 
 int strata__infer_is_local_leaf(const strata_infer *inf, const strata_amr_block *b)
 {
-  const struct strata__amr_node *node = strata__amr_find(inf->amr, b);
-  return node && node->is_leaf && node->rank == inf->amr->rank;
+  return strata__mesh_find(inf->mesh, b) != NULL;
 }
 
 void strata__infer_drop_masks(strata_infer *inf)
@@ -243,6 +281,9 @@ int strata_infer_destroy(strata_infer *inf)
   starpu_data_unregister_submit(inf->bubble_scratch);
   starpu_pthread_mutex_destroy(&inf->lock);
   strata__tags_release(&inf->tags);
+  inf->mesh->users--;
+  if (inf->amr) /* the method's own description of the octree */
+    strata__mesh_free(inf->mesh);
   free(inf);
   return 0;
 }
@@ -290,7 +331,7 @@ static int read_element(strata_infer *inf, const int64_t idx[3], int output, int
   struct element *e = strata__infer_find_element(inf, idx);
   if (!e)
     return STRATA_ERANGE;
-  if (e->rank != inf->amr->rank)
+  if (e->rank != inf->mesh->rank)
     return STRATA_EINVAL;
   starpu_data_handle_t h = output ? e->out : e->in;
   if (strata__acquire(h, STARPU_R) != 0)
@@ -323,10 +364,8 @@ int strata_infer_read_mask(strata_infer *inf, const strata_amr_block *b, uint8_t
   if (!inf || !b || !out || !m)
     return STRATA_EINVAL;
   struct mask *mk = strata__infer_find_mask(inf, b);
-  if (!mk)
-    return STRATA_ERANGE;
-  if (mk->rank != inf->amr->rank)
-    return STRATA_EINVAL;
+  if (!mk) /* a mask exists for each leaf at level_base or finer, on its rank */
+    return b->level < inf->p.level_base ? STRATA_ERANGE : STRATA_EINVAL;
   if (strata__acquire(mk->h, STARPU_R) != 0)
     return STRATA_ESTARPU;
   memcpy(out, (const void *)starpu_vector_get_local_ptr(mk->h),
@@ -385,19 +424,19 @@ int strata_infer_bubble_parts(strata_infer *inf, strata_bubble **list, int64_t *
     return ret;
   if (!inf || !list || !n)
     return STRATA_EINVAL;
-  strata_amr *amr = inf->amr;
+  strata_mesh *mesh = inf->mesh;
   /* Per bubble: element position, then the bubble's fields. */
   enum { ROW = 1 + sizeof(strata_bubble) / sizeof(double) };
   _Static_assert(sizeof(strata_bubble) % sizeof(double) == 0, "bubble is a row of 8-byte fields");
   int64_t cap = 0;
   for (int64_t i = 0; i < inf->nel; i++)
-    cap += inf->el[i].rank == amr->rank ? inf->p.bubble_capacity : 0;
+    cap += inf->el[i].rank == mesh->rank ? inf->p.bubble_capacity : 0;
   double *mine = malloc((size_t)(cap * ROW + 1) * sizeof *mine);
   strata_bubble *rows = malloc((size_t)(inf->p.bubble_capacity) * sizeof *rows);
   int local = mine && rows ? 0 : STRATA_ENOMEM;
   int64_t k = 0;
   for (int64_t i = 0; i < inf->nel && !local; i++) {
-    if (inf->el[i].rank != amr->rank)
+    if (inf->el[i].rank != mesh->rank)
       continue;
     if (strata__acquire(inf->el[i].table, STARPU_R) != 0) {
       local = STRATA_ESTARPU;
@@ -416,7 +455,7 @@ int strata_infer_bubble_parts(strata_infer *inf, strata_bubble **list, int64_t *
   void *gathered_rows = NULL;
   int64_t total = 0;
   if (!ret)
-    ret = strata__infer_allgather_values(amr, mine, k * ROW, MPI_DOUBLE, &gathered_rows, &total);
+    ret = strata__infer_allgather_values(mesh, mine, k * ROW, MPI_DOUBLE, &gathered_rows, &total);
   const double *all = gathered_rows;
   if (!ret) {
     *n = total / ROW;

@@ -4,12 +4,15 @@
  * (apply and update); cycle.c runs a cycle, infer.c holds creation and
  * queries.
  *
- * Every rank knows the whole tree, so every rank computes the same plan:
- * which masks exist and who owns them, which elements exist, which leaf
- * sends what to which element and at which offset of which message. Data
- * only moves where it is needed: masks through StarPU-MPI tasks, leaf
- * parts and bubble tables in one packed message per pair of ranks (the
- * per-message cost of StarPU-MPI dominates small transfers). */
+ * The method reads a mesh (strata/mesh.h): each rank knows only its own
+ * leaves. Every rank knows every element (the level array is agreed on,
+ * O(elements)); each rank plans the transfers of its own leaves, and one
+ * exchange of their descriptions tells each element's rank what it
+ * receives, so both sides of a pair of ranks hold the same list of
+ * transfers between them, in the same order, and agree on the offsets of
+ * their messages. Data only moves where it is needed: leaf parts and
+ * bubble tables in one packed message per pair of ranks (the per-message
+ * cost of StarPU-MPI dominates small transfers). */
 #ifndef STRATA_AMR_INFER_IMPL_H
 #define STRATA_AMR_INFER_IMPL_H
 
@@ -41,13 +44,11 @@ struct element {
   double cost;                         /* placement estimate */
 };
 
-/* The mask of one block at level >= level_base. */
+/* The mask of one local leaf at level >= level_base. */
 struct mask {
   strata_amr_block b;
   uint64_t key;
   int64_t cells; /* per axis */
-  int64_t first; /* Morton position of its first leaf (owner: that leaf's rank) */
-  int rank;
   starpu_data_handle_t h;
 };
 
@@ -61,8 +62,11 @@ struct leaf_list {
 /* One leaf-to-element transfer, overlap in cells of level_infer. */
 struct transfer {
   int64_t element;
-  struct strata__amr_node *leaf;
-  int kind; /* enum strata__amr_kind */
+  strata_amr_block leaf;
+  uint64_t leaf_key;
+  int leaf_rank;
+  const struct strata__mesh_leaf *local; /* the leaf, on its rank; NULL elsewhere */
+  int kind;                              /* enum strata__amr_kind */
   int64_t lo[3], hi[3];
   int64_t offset; /* in the message between the two ranks, when they differ */
 };
@@ -83,7 +87,8 @@ struct particle {
 };
 
 struct strata_infer {
-  strata_amr *amr;
+  strata_mesh *mesh; /* what the method reads and writes */
+  strata_amr *amr;   /* the octree the mesh describes; NULL for an application's mesh */
   strata_infer_params p;
   int64_t n;  /* array cells per axis */
   int values; /* the model's channels after the probability, carried by each bubble */
@@ -110,18 +115,25 @@ struct strata_infer {
   strata__live live;
 };
 
-/* Interleave the low 21 bits of x, y, z. */
-static inline uint64_t morton(const int64_t idx[3])
+static inline int is_double(const strata_infer *inf)
 {
-  uint64_t key = 0;
-  for (int bit = 20; bit >= 0; bit--)
-    for (int a = 2; a >= 0; a--)
-      key = key << 1 | (((uint64_t)idx[a] >> bit) & 1);
-  return key;
+  return inf->mesh->p.dtype == STRATA_FLOAT64;
 }
-
-static inline int is_double(const strata_infer *inf) { return inf->amr->p.dtype == STRATA_FLOAT64; }
 static inline size_t amr_elemsize(const strata_infer *inf) { return is_double(inf) ? 8 : 4; }
+/* Elements along axis a. */
+static inline int64_t array_blocks(const strata_infer *inf, int a)
+{
+  return strata__mesh_blocks(inf->mesh, a, inf->p.level_array);
+}
+/* Edge of an element and of an array cell, in domain units. */
+static inline double array_edge(const strata_infer *inf)
+{
+  return (inf->mesh->p.upper[0] - inf->mesh->p.lower[0]) / (double)array_blocks(inf, 0);
+}
+static inline double array_cell(const strata_infer *inf)
+{
+  return (inf->mesh->p.upper[0] - inf->mesh->p.lower[0]) / (double)(array_blocks(inf, 0) * inf->n);
+}
 static inline int64_t table_len(const strata_infer *inf)
 {
   return (1 + (int64_t)inf->p.bubble_capacity) * strata__bubble_columns(inf->values);
@@ -153,7 +165,7 @@ int strata__infer_submit_evaluate(strata_infer *inf);
 struct element *strata__infer_find_element(const strata_infer *inf, const int64_t idx[3]);
 /* Every rank's `n` 8-byte values of `type` concatenated in rank order, on
  * every rank: *all (malloc'd) and *total. Collective; errors agreed. */
-int strata__infer_allgather_values(const strata_amr *amr, const void *mine, int64_t n,
+int strata__infer_allgather_values(const strata_mesh *mesh, const void *mine, int64_t n,
                                    MPI_Datatype type, void **all, int64_t *total);
 /* The elements marked in this rank's level_base masks, gathered on every
  * rank, sorted and unique. */
@@ -172,9 +184,14 @@ int strata__infer_apply_placement(strata_infer *inf, const int *ranks, strata_in
 
 /* populate.c */
 int64_t strata__infer_element_lo(const strata_infer *inf, const struct element *e, int a);
-/* Every (element, leaf) pair, elements in Morton order, leaves in tree
- * order: the same list on every rank. */
+/* Every (element, local leaf) pair, in transfer order (element, then
+ * leaf level and key). */
 int strata__infer_plan_transfers(strata_infer *inf, struct transfer **out, int64_t *n);
+/* After placement: the transfers of other ranks' leaves into this rank's
+ * elements added to this rank's list (one exchange of their
+ * descriptions), the list sorted in transfer order; transfers between
+ * two other ranks dropped. Collective. */
+int strata__infer_share_transfers(strata_infer *inf, struct transfer **t, int64_t *nt);
 int64_t strata__infer_cells_of(const int64_t lo[3], const int64_t hi[3]);
 /* Values per channel of a transfer's piece in a message. */
 int64_t strata__infer_piece_cells(const strata_infer *inf, const struct transfer *t);

@@ -5,68 +5,158 @@
 
 /* ---- transfers between leaves and elements ---- */
 
-struct plan {
-  strata_infer *inf;
-  int64_t element;
-  struct transfer *t;
-  int64_t n, cap;
-};
-
 int64_t strata__infer_element_lo(const strata_infer *inf, const struct element *e, int a)
 {
   return e->idx[a] * inf->n;
 }
 
-static int add_transfer(void *ctx, struct strata__amr_node *leaf)
+/* The transfer between local leaf `leaf` and element i: the overlap in
+ * cells of level_infer. */
+static struct transfer transfer_of(const strata_infer *inf, int64_t i,
+                                   const struct strata__mesh_leaf *leaf)
 {
-  struct plan *pl = ctx;
-  strata_infer *inf = pl->inf;
-  if (pl->n == pl->cap) {
-    int64_t cap = pl->cap ? 2 * pl->cap : 256;
-    struct transfer *t = realloc(pl->t, (size_t)cap * sizeof *t);
-    if (!t)
-      return STRATA_ENOMEM;
-    pl->t = t;
-    pl->cap = cap;
-  }
-  const struct element *e = &inf->el[pl->element];
+  const struct element *e = &inf->el[i];
   const int li = inf->p.level_infer, l = leaf->b.level;
-  const int64_t m = inf->amr->p.block_cells;
-  struct transfer *t = &pl->t[pl->n++];
-  *t = (struct transfer){.element = pl->element,
-                         .leaf = leaf,
-                         .kind = l == li  ? STRATA__AMR_COPY
-                                 : l > li ? STRATA__AMR_RESTRICT
-                                          : STRATA__AMR_PROLONG};
+  const int64_t m = inf->mesh->p.block_cells;
+  struct transfer t = {.element = i,
+                       .leaf = leaf->b,
+                       .leaf_key = leaf->key,
+                       .leaf_rank = inf->mesh->rank,
+                       .local = leaf,
+                       .kind = l == li  ? STRATA__AMR_COPY
+                               : l > li ? STRATA__AMR_RESTRICT
+                                        : STRATA__AMR_PROLONG};
   for (int a = 0; a < 3; a++) {
     int64_t llo = l <= li ? (leaf->b.index[a] * m) << (li - l) : (leaf->b.index[a] * m) >> (l - li);
     int64_t lhi = l <= li ? ((leaf->b.index[a] + 1) * m) << (li - l)
                           : ((leaf->b.index[a] + 1) * m) >> (l - li);
     int64_t elo = strata__infer_element_lo(inf, e, a), ehi = elo + inf->n;
-    t->lo[a] = llo > elo ? llo : elo;
-    t->hi[a] = lhi < ehi ? lhi : ehi;
+    t.lo[a] = llo > elo ? llo : elo;
+    t.hi[a] = lhi < ehi ? lhi : ehi;
   }
-  return 0;
+  return t;
+}
+
+/* Transfer order: element, then leaf level and key. */
+static int transfer_cmp(const void *x, const void *y)
+{
+  const struct transfer *a = x, *b = y;
+  if (a->element != b->element)
+    return a->element < b->element ? -1 : 1;
+  return strata__infer_block_cmp(&a->leaf, a->leaf_key, &b->leaf, b->leaf_key);
 }
 
 int strata__infer_plan_transfers(strata_infer *inf, struct transfer **out, int64_t *n)
 {
-  struct plan pl = {.inf = inf};
+  const strata_mesh *mesh = inf->mesh;
   const int la = inf->p.level_array;
-  const int64_t m = inf->amr->p.block_cells;
-  int ret = 0;
-  for (int64_t i = 0; i < inf->nel && !ret; i++) {
-    pl.element = i;
-    int64_t lo[3], hi[3];
-    for (int a = 0; a < 3; a++) {
-      lo[a] = inf->el[i].idx[a] * m;
-      hi[a] = lo[a] + m;
+  struct transfer *t = NULL;
+  int64_t nt = 0, cap = 0;
+  for (int64_t i = 0; i < mesh->nleaves; i++) {
+    const struct strata__mesh_leaf *leaf = &mesh->leaves[i];
+    /* The elements the leaf overlaps: its ancestor at level_array, or
+     * the 2^(level_array - level) per axis below it. */
+    const int l = leaf->b.level;
+    const int64_t span = l < la ? (int64_t)1 << (la - l) : 1;
+    int64_t first[3];
+    for (int a = 0; a < 3; a++)
+      first[a] = l < la ? leaf->b.index[a] << (la - l) : leaf->b.index[a] >> (l - la);
+    for (int64_t c = 0; c < span * span * span; c++) {
+      const int64_t idx[3] = {first[0] + c % span, first[1] + c / span % span,
+                              first[2] + c / (span * span)};
+      const struct element *e = strata__infer_find_element(inf, idx);
+      if (!e)
+        continue;
+      if (nt == cap) {
+        cap = cap ? 2 * cap : 256;
+        struct transfer *more = realloc(t, (size_t)cap * sizeof *more);
+        if (!more) {
+          free(t);
+          return STRATA_ENOMEM;
+        }
+        t = more;
+      }
+      t[nt++] = transfer_of(inf, e - inf->el, leaf);
     }
-    ret = strata__amr_visit_box(inf->amr, la, lo, hi, add_transfer, &pl);
   }
-  *out = pl.t;
-  *n = pl.n;
-  return ret;
+  if (nt)
+    qsort(t, (size_t)nt, sizeof *t, transfer_cmp);
+  *out = t;
+  *n = nt;
+  return 0;
+}
+
+/* A transfer's description between ranks. */
+enum {
+  D_ELEMENT,
+  D_RANK, /* the leaf's */
+  D_LEVEL,
+  D_INDEX,
+  D_KIND = D_INDEX + 3,
+  D_LO,
+  D_HI = D_LO + 3,
+  D_WIDTH = D_HI + 3
+};
+
+int strata__infer_share_transfers(strata_infer *inf, struct transfer **t, int64_t *nt)
+{
+  const strata_mesh *mesh = inf->mesh;
+  const int me = mesh->rank;
+  int64_t *counts = calloc((size_t)mesh->size, sizeof *counts), *at = NULL, *send = NULL;
+  int local = counts ? 0 : STRATA_ENOMEM;
+  for (int64_t k = 0; !local && k < *nt; k++)
+    counts[inf->el[(*t)[k].element].rank]++;
+  if (!local) {
+    counts[me] = 0; /* this rank's own elements need no description */
+    at = calloc((size_t)mesh->size + 1, sizeof *at);
+    send = malloc((size_t)(*nt + 1) * D_WIDTH * sizeof *send);
+    local = at && send ? 0 : STRATA_ENOMEM;
+  }
+  for (int r = 0; !local && r < mesh->size; r++)
+    at[r + 1] = at[r] + counts[r];
+  for (int64_t k = 0; !local && k < *nt; k++) {
+    const struct transfer *x = &(*t)[k];
+    const int to = inf->el[x->element].rank;
+    if (to == me)
+      continue;
+    int64_t *d = send + at[to]++ * D_WIDTH;
+    d[D_ELEMENT] = x->element, d[D_RANK] = me, d[D_LEVEL] = x->leaf.level, d[D_KIND] = x->kind;
+    for (int a = 0; a < 3; a++)
+      d[D_INDEX + a] = x->leaf.index[a], d[D_LO + a] = x->lo[a], d[D_HI + a] = x->hi[a];
+  }
+  int ret = strata__agree(local, NULL, 0);
+  int64_t *got = NULL, ngot = 0;
+  if (!ret)
+    ret = strata__exchange_records(mesh->meta, send, counts, D_WIDTH, &got, &ngot);
+  free(counts), free(at), free(send);
+  struct transfer *all = ret ? NULL : malloc((size_t)(*nt + ngot + 1) * sizeof *all);
+  if (!ret)
+    ret = strata__agree(all ? 0 : STRATA_ENOMEM, NULL, 0);
+  if (ret) {
+    free(got);
+    return ret;
+  }
+  /* This rank's leaves' transfers, all kept (the leaf side sends), then
+   * the received ones. */
+  memcpy(all, *t, (size_t)*nt * sizeof *all);
+  int64_t n = *nt;
+  for (int64_t k = 0; k < ngot; k++) {
+    const int64_t *d = got + k * D_WIDTH;
+    struct transfer x = {.element = d[D_ELEMENT],
+                         .leaf = {.level = (int)d[D_LEVEL]},
+                         .kind = (int)d[D_KIND],
+                         .leaf_rank = (int)d[D_RANK]};
+    for (int a = 0; a < 3; a++)
+      x.leaf.index[a] = d[D_INDEX + a], x.lo[a] = d[D_LO + a], x.hi[a] = d[D_HI + a];
+    x.leaf_key = strata__morton(x.leaf.index);
+    all[n++] = x;
+  }
+  free(got);
+  free(*t);
+  qsort(all, (size_t)n, sizeof *all, transfer_cmp);
+  *t = all;
+  *nt = n;
+  return 0;
 }
 
 int64_t strata__infer_cells_of(const int64_t lo[3], const int64_t hi[3])
@@ -80,9 +170,9 @@ int64_t strata__infer_cells_of(const int64_t lo[3], const int64_t hi[3])
 static void leaf_xfer(const strata_infer *inf, const struct transfer *t, struct strata__amr_xfer *x,
                       int64_t box_lo[3], int64_t box_n[3])
 {
-  const strata_amr *amr = inf->amr;
-  const int64_t m = amr->p.block_cells, g = amr->p.ghost_depth, side = m + 2 * g;
-  const int li = inf->p.level_infer, l = t->leaf->b.level;
+  const strata_mesh *mesh = inf->mesh;
+  const int64_t m = mesh->p.block_cells, g = mesh->p.ghost_depth, side = m + 2 * g;
+  const int li = inf->p.level_infer, l = t->leaf.level;
   const struct element *e = &inf->el[t->element];
   *x = (struct strata__amr_xfer){.kind = t->kind,
                                  .dim = 3,
@@ -90,7 +180,7 @@ static void leaf_xfer(const strata_infer *inf, const struct transfer *t, struct 
                                  .dst_float = 1,
                                  .factor = l == li ? 1 : 1 << (l > li ? l - li : li - l)};
   for (int a = 0; a < 3; a++) {
-    const int64_t origin = t->leaf->b.index[a] * m - g; /* leaf array cell 0, leaf's level */
+    const int64_t origin = t->leaf.index[a] * m - g; /* leaf array cell 0, leaf's level */
     x->count[a] = t->hi[a] - t->lo[a];
     x->dst_dims[a] = inf->n;
     x->dst_start[a] = t->lo[a] - strata__infer_element_lo(inf, e, a);
@@ -130,7 +220,7 @@ int strata__infer_open_mailbox(strata_infer *inf, struct strata__mailbox *mb, si
   memset(mb, 0, sizeof *mb);
   strata__tags_part(&inf->tags, 2, 4, &mail);
   int ret = strata__tag(&mail, inf->cycles * 4 + which, &tag);
-  return ret ? ret : strata__mailbox_open(mb, inf->amr->comm, tag, elemsize);
+  return ret ? ret : strata__mailbox_open(mb, inf->mesh->comm, tag, elemsize);
 }
 
 /* ---- phase 3: populate ---- */
@@ -138,13 +228,12 @@ int strata__infer_open_mailbox(strata_infer *inf, struct strata__mailbox *mb, si
 int strata__infer_submit_populate(strata_infer *inf, struct transfer *t, int64_t nt,
                                   strata_infer_stats *st)
 {
-  strata_amr *amr = inf->amr;
-  const int me = amr->rank, nch = inf->p.n_fields;
+  const int me = inf->mesh->rank, nch = inf->p.n_fields;
   const int64_t cells = inf->n * inf->n * inf->n;
   struct strata__mailbox mb;
   int ret = strata__infer_open_mailbox(inf, &mb, amr_elemsize(inf), 0);
   for (int64_t k = 0; k < nt && !ret; k++) {
-    int from = t[k].leaf->rank, to = inf->el[t[k].element].rank;
+    int from = t[k].leaf_rank, to = inf->el[t[k].element].rank;
     t[k].offset = from == to ? -1
                              : strata__mailbox_reserve(&mb, from, to,
                                                        nch * strata__infer_piece_cells(inf, &t[k]));
@@ -155,7 +244,7 @@ int strata__infer_submit_populate(strata_infer *inf, struct transfer *t, int64_t
    * boxes that remote elements prolong from. */
   for (int64_t k = 0; k < nt && !ret; k++) {
     const struct element *e = &inf->el[t[k].element];
-    if (t[k].leaf->rank != me || e->rank == me)
+    if (t[k].leaf_rank != me || e->rank == me)
       continue;
     struct strata__amr_xfer x;
     int64_t box_lo[3], box_n[3];
@@ -176,7 +265,7 @@ int strata__infer_submit_populate(strata_infer *inf, struct transfer *t, int64_t
     const int64_t piece = box_n[0] * box_n[1] * box_n[2];
     for (int c = 0; c < nch && !ret; c++) {
       x.dst_offset = t[k].offset + c * piece;
-      ret = strata__amr_xfer_submit(MPI_COMM_NULL, t[k].leaf->h[inf->p.fields[c]],
+      ret = strata__amr_xfer_submit(MPI_COMM_NULL, t[k].local->h[inf->p.fields[c]],
                                     mb.outbox[e->rank], &x);
     }
   }
@@ -193,7 +282,7 @@ int strata__infer_submit_populate(strata_infer *inf, struct transfer *t, int64_t
     struct strata__amr_xfer x;
     int64_t box_lo[3], box_n[3];
     leaf_xfer(inf, &t[k], &x, box_lo, box_n);
-    const int remote = t[k].leaf->rank != me;
+    const int remote = t[k].leaf_rank != me;
     if (remote) {
       for (int a = 0; a < 3; a++) {
         x.src_dims[a] = box_n[a];
@@ -210,7 +299,7 @@ int strata__infer_submit_populate(strata_infer *inf, struct transfer *t, int64_t
       x.dst_offset = c * cells;
       x.src_offset = remote ? t[k].offset + c * piece : 0;
       ret = strata__amr_xfer_submit(
-          MPI_COMM_NULL, remote ? mb.inbox[t[k].leaf->rank] : t[k].leaf->h[inf->p.fields[c]], e->in,
+          MPI_COMM_NULL, remote ? mb.inbox[t[k].leaf_rank] : t[k].local->h[inf->p.fields[c]], e->in,
           &x);
     }
   }

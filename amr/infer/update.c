@@ -9,12 +9,12 @@
 
 int strata__infer_submit_apply(strata_infer *inf)
 {
-  const strata_amr *amr = inf->amr;
-  const double h = 1.0 / (double)(strata__amr_blocks_at(amr, inf->p.level_array) * inf->n);
+  const strata_mesh *mesh = inf->mesh;
+  const double h = array_cell(inf);
   int ret = 0;
   for (int64_t i = 0; i < inf->nel && !ret; i++) {
     struct element *e = &inf->el[i];
-    if (e->rank != amr->rank)
+    if (e->rank != mesh->rank)
       continue;
     ret = strata__model_submit_handles(inf->p.model, inf->n, e->in, e->out);
     /* Every part is kept: bubble_min_cells applies to the joined bubbles. */
@@ -23,7 +23,7 @@ int strata__infer_submit_apply(strata_infer *inf)
                                        .cell_size = h,
                                        .values = inf->values};
     for (int a = 0; a < 3; a++)
-      bp.origin[a] = (double)strata__infer_element_lo(inf, e, a) * h;
+      bp.origin[a] = mesh->p.lower[a] + (double)strata__infer_element_lo(inf, e, a) * h;
     if (!ret)
       ret = strata__bubbles_submit(e->out, e->table, inf->bubble_scratch, e->faces, &bp);
     strata__infer_note_phase_end(inf, STRATA_INFER_APPLY, e->table);
@@ -41,7 +41,7 @@ static int list_cmp(const void *x, const void *y)
 
 struct leaf_list *strata__infer_find_list(const strata_infer *inf, const strata_amr_block *b)
 {
-  struct leaf_list key = {.b = *b, .key = morton(b->index)};
+  struct leaf_list key = {.b = *b, .key = strata__morton(b->index)};
   return bsearch(&key, inf->lists, (size_t)inf->nlists, sizeof *inf->lists, list_cmp);
 }
 
@@ -53,8 +53,8 @@ static int make_lists(strata_infer *inf, const struct transfer *t, int64_t nt)
     return STRATA_ENOMEM;
   int64_t n = 0;
   for (int64_t k = 0; k < nt; k++)
-    if (t[k].leaf->rank == inf->amr->rank)
-      inf->lists[n++] = (struct leaf_list){.b = t[k].leaf->b, .key = morton(t[k].leaf->b.index)};
+    if (t[k].local)
+      inf->lists[n++] = (struct leaf_list){.b = t[k].leaf, .key = t[k].leaf_key};
   qsort(inf->lists, (size_t)n, sizeof *inf->lists, list_cmp);
   int64_t u = 0;
   for (int64_t i = 0; i < n; i++)
@@ -73,16 +73,16 @@ static int make_lists(strata_infer *inf, const struct transfer *t, int64_t nt)
 int strata__infer_submit_update(strata_infer *inf, struct transfer *t, int64_t nt,
                                 strata_infer_stats *st)
 {
-  strata_amr *amr = inf->amr;
-  const int me = amr->rank;
-  const int64_t len = table_len(inf), m = amr->p.block_cells;
+  const strata_mesh *mesh = inf->mesh;
+  const int me = mesh->rank;
+  const int64_t len = table_len(inf), m = mesh->p.block_cells;
   int ret = make_lists(inf, t, nt);
   if (ret)
     return ret;
   struct strata__mailbox mb;
   ret = strata__infer_open_mailbox(inf, &mb, sizeof(double), 1);
   for (int64_t k = 0; k < nt && !ret; k++) {
-    int from = inf->el[t[k].element].rank, to = t[k].leaf->rank;
+    int from = inf->el[t[k].element].rank, to = t[k].leaf_rank;
     t[k].offset = from == to ? -1 : strata__mailbox_reserve(&mb, from, to, len);
   }
   if (!ret)
@@ -96,22 +96,22 @@ int strata__infer_submit_update(strata_infer *inf, struct transfer *t, int64_t n
                                   .src_dims = {len, 1, 1}};
   for (int64_t k = 0; k < nt && !ret; k++) {
     const struct element *e = &inf->el[t[k].element];
-    if (e->rank != me || t[k].leaf->rank == me)
+    if (e->rank != me || t[k].leaf_rank == me)
       continue;
     copy.dst_offset = t[k].offset;
-    ret = strata__amr_xfer_submit(MPI_COMM_NULL, e->table, mb.outbox[t[k].leaf->rank], &copy);
+    ret = strata__amr_xfer_submit(MPI_COMM_NULL, e->table, mb.outbox[t[k].leaf_rank], &copy);
   }
   if (!ret)
     ret = strata__mailbox_post(&mb, &st->messages);
-  const double h_array = 1.0 / (double)strata__amr_blocks_at(amr, inf->p.level_array);
+  const double h_array = array_edge(inf);
   for (int64_t k = 0; k < nt && !ret; k++) {
-    const struct strata__amr_node *leaf = t[k].leaf;
+    const struct strata__mesh_leaf *leaf = t[k].local;
     const struct element *e = &inf->el[t[k].element];
-    if (leaf->rank != me)
+    if (!leaf)
       continue;
-    const double h = 1.0 / (double)(strata__amr_blocks_at(amr, leaf->b.level) * m);
+    const double h = strata__mesh_cell(mesh, leaf->b.level);
     struct strata__infer_mark mk = {.is_double = is_double(inf),
-                                    .ghost = amr->p.ghost_depth,
+                                    .ghost = mesh->p.ghost_depth,
                                     .cells = m,
                                     .h = h,
                                     .columns = strata__bubble_columns(inf->values),
@@ -119,9 +119,9 @@ int strata__infer_submit_update(strata_infer *inf, struct transfer *t, int64_t n
                                     .table_capacity = inf->p.bubble_capacity,
                                     .list_capacity = inf->p.bubble_capacity};
     for (int a = 0; a < 3; a++) {
-      mk.lower[a] = (double)(leaf->b.index[a] * m) * h;
-      mk.array_lo[a] = (double)e->idx[a] * h_array;
-      mk.array_hi[a] = (double)(e->idx[a] + 1) * h_array;
+      mk.lower[a] = mesh->p.lower[a] + (double)(leaf->b.index[a] * m) * h;
+      mk.array_lo[a] = mesh->p.lower[a] + (double)e->idx[a] * h_array;
+      mk.array_hi[a] = mesh->p.lower[a] + (double)(e->idx[a] + 1) * h_array;
     }
     ret = strata__infer_mark_submit(
         e->rank == me ? e->table : mb.inbox[e->rank], strata__infer_find_list(inf, &leaf->b)->h,

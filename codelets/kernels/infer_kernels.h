@@ -1,6 +1,5 @@
 /* Pure kernels of the inference-array method: the evaluation criterion
- * into a block's mask, the merge of a child's mask into its parent's, and
- * the marking of bubbles into a leaf. No StarPU, no Strata runtime.
+ * into a block's mask and the marking of bubbles into a leaf. No StarPU, no Strata runtime.
  *
  * Masks are uint8 cubes, x fastest. Block fields are cubes of
  * cells + 2 ghost values per axis, x fastest, float32 or float64. Bubble
@@ -30,13 +29,6 @@ struct strata__infer_criterion {
   double threshold, reference;
 };
 
-/* parent[offset + i] |= child[i] for the child's cube of `child` cells per
- * axis, inside the parent's cube of `parent` cells per axis. */
-struct strata__infer_merge {
-  int64_t child, parent;
-  int64_t offset[3];
-};
-
 /* The bubbles of one inference array's table, clipped to the array's box
  * [array_lo, array_hi): the leaf's cells whose centres lie inside a
  * clipped bubble become 1 in the marker field (when there is one), and
@@ -56,8 +48,6 @@ struct strata__infer_mark {
 
 void strata__infer_criterion_cpu(const struct strata__infer_criterion *c, const void *field,
                                  uint8_t *mask);
-void strata__infer_merge_cpu(const struct strata__infer_merge *m, const uint8_t *child,
-                             uint8_t *parent);
 /* `field` may be NULL (no marker field). */
 void strata__infer_mark_cpu(const struct strata__infer_mark *m, const double *table, double *list,
                             void *field);
@@ -83,8 +73,6 @@ strata__infer_bubble_reaches(const struct strata__infer_mark *m, const double ce
 /* CUDA versions, asynchronous on `stream`; 0 or a cudaError_t. */
 int strata__infer_criterion_cuda(const struct strata__infer_criterion *c, const void *field,
                                  uint8_t *mask, void *stream);
-int strata__infer_merge_cuda(const struct strata__infer_merge *m, const uint8_t *child,
-                             uint8_t *parent, void *stream);
 int strata__infer_mark_cuda(const struct strata__infer_mark *m, const double *table, double *list,
                             void *field, void *stream);
 

@@ -17,6 +17,9 @@
  *   and split per peer by a partition plan, because it reuses them across
  *   exchanges: StarPU-MPI 1.3 keeps ~120 B per message on the child of a
  *   plan that is made and cleaned around the message (docs/gindexer.md).
+ * - Host-side records: plans and descriptions that ranks exchange between
+ *   tasks (strata__exchange_records), one all-to-all of counts and one of
+ *   the records.
  * - One error mapping: a StarPU-MPI send or receive that cannot be posted
  *   is STRATA_EMPI; a StarPU call, strata__from_starpu(). */
 #ifndef STRATA_INTERNAL_EXCHANGE_H
@@ -98,4 +101,10 @@ int strata__mailbox_post(struct strata__mailbox *mb, int64_t *messages);
 /* Unregister the boxes once their tasks are done and free the mailbox. */
 void strata__mailbox_close(struct strata__mailbox *mb);
 
+/* Host-side records between ranks (plans, descriptions): each rank sends
+ * counts[r] records of `width` int64 to rank r, laid out rank after rank in
+ * `send`, and receives *nrecv records, rank after rank, in *recv
+ * (malloc'd). Collective over `comm`; errors agreed. */
+int strata__exchange_records(MPI_Comm comm, const int64_t *send, const int64_t *counts, int width,
+                             int64_t **recv, int64_t *nrecv);
 #endif

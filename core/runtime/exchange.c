@@ -188,3 +188,45 @@ void strata__mailbox_close(struct strata__mailbox *mb)
   free(mb->inbox);
   memset(mb, 0, sizeof *mb);
 }
+
+/* ---- records between the host sides of the ranks ---- */
+
+int strata__exchange_records(MPI_Comm comm, const int64_t *send, const int64_t *counts, int width,
+                             int64_t **recv, int64_t *nrecv)
+{
+  int size;
+  MPI_Comm_size(comm, &size);
+  int *sc = calloc((size_t)size, sizeof *sc), *sd = calloc((size_t)size, sizeof *sd);
+  int *rc = calloc((size_t)size, sizeof *rc), *rd = calloc((size_t)size, sizeof *rd);
+  int local = sc && sd && rc && rd ? 0 : STRATA_ENOMEM;
+  int64_t sent = 0, received = 0;
+  for (int r = 0; r < size && !local; r++) {
+    if (counts[r] * width > INT32_MAX || sent > INT32_MAX)
+      local = strata__fail(STRATA_ENOMEM, "more than 2^31 values to one rank in one exchange");
+    else {
+      sc[r] = (int)(counts[r] * width);
+      sd[r] = (int)sent;
+      sent += sc[r];
+    }
+  }
+  int ret = strata__agree_on(comm, local, NULL, 0);
+  if (!ret && MPI_Alltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, comm) != MPI_SUCCESS)
+    ret = STRATA_EMPI;
+  for (int r = 0; r < size && !ret; r++) {
+    rd[r] = (int)received;
+    received += rc[r];
+  }
+  *recv = ret ? NULL : malloc((size_t)(received + 1) * sizeof **recv);
+  if (!ret)
+    ret = strata__agree_on(comm, *recv ? 0 : STRATA_ENOMEM, NULL, 0);
+  if (!ret &&
+      MPI_Alltoallv(send, sc, sd, MPI_INT64_T, *recv, rc, rd, MPI_INT64_T, comm) != MPI_SUCCESS)
+    ret = STRATA_EMPI;
+  if (ret) {
+    free(*recv);
+    *recv = NULL;
+  }
+  *nrecv = ret ? 0 : received / width;
+  free(sc), free(sd), free(rc), free(rd);
+  return ret;
+}

@@ -12,16 +12,19 @@
  *  One cycle (strata_infer_run()) has five phases:
  *  1. Evaluate: each leaf at level >= level_base applies the criterion into
  *     a mask of max(1, 2^(level_array - level)) cells per axis (one per
- *     level-array element it covers); masks merge up the tree to
- *     level_base, OR at levels >= level_array, placed in their octant
- *     below; all as tasks on mask handles.
+ *     level-array element it covers), a task on its rank; each rank reads
+ *     its own leaves' masks and the elements they mark are agreed on by all
+ *     ranks (the union of the marks, what Enzo-E's merge up the tree to
+ *     level_base computes).
  *  2. Allocate: the elements marked in the level_base masks, each created
  *     once, placed on ranks by the placement policy; an element kept from
  *     the previous cycle whose rank changes is registered anew there
  *     (populate overwrites all its data, so none of it moves); the level
  *     array is reused untouched when the same
  *     elements are needed again. No element: the cycle ends here.
- *  3. Populate: each element's intersecting leaves (tree traversal) copy,
+ *  3. Populate: each element's intersecting leaves (found by each leaf's
+ *     rank from its own leaves; the element's rank learns of them from one
+ *     exchange of transfer descriptions) copy,
  *     restrict (finer than level_infer, on the leaf's rank) or prolong
  *     (coarser, on the element's rank) their part straight into the
  *     element; across ranks one message per pair of ranks.
@@ -182,6 +185,17 @@ typedef struct strata_infer_stats {
  *  strata_error_message(). */
 int strata_infer_check_geometry(const strata_amr_params *a, const strata_infer_params *p);
 
+struct strata_mesh; /* strata/mesh.h, which includes StarPU's headers */
+
+/** @brief Set the method up on an application's mesh (strata/mesh.h,
+ *  committed), read and written in place, with @p p (copied); as
+ *  strata_infer_create() otherwise. The mesh must outlive the method; the
+ *  application may describe new leaves between cycles (strata_mesh_begin,
+ *  add, commit), which the next cycle reads. strata_infer_write_hdf5()
+ *  needs Strata's own hierarchy (STRATA_EINVAL here). Collective. */
+int strata_infer_create_on_mesh(struct strata_mesh *mesh, const strata_infer_params *p,
+                                strata_infer **out);
+
 /** @brief Set the method up on @p amr (3-D) with @p p (copied). Invalid
  *  combinations give STRATA_EINVAL with the reason in
  *  strata_error_message(): levels not ordered level_base <= level_array <=
@@ -270,11 +284,11 @@ int strata_infer_read_probability(strata_infer *inf, const int64_t idx[3], float
  *  strata_infer_read_array(). */
 int strata_infer_read_output(strata_infer *inf, const int64_t idx[3], int channel, float *out);
 
-/** @brief The mask of block @p b computed by the last cycle's evaluation:
+/** @brief The mask of leaf @p b computed by the last cycle's evaluation:
  *  m^3 bytes (m = max(1, 2^(level_array - level))), m into @p m. Only on
- *  the mask's owner (the leaf's owner; for non-leaves the owner of their
- *  first leaf in Morton order), else STRATA_EINVAL; STRATA_ERANGE for a
- *  block without mask. @p out holds at least 4096 bytes. Not collective. */
+ *  the leaf's owner, else STRATA_EINVAL; STRATA_ERANGE for a block
+ *  coarser than level_base (no mask). @p out holds at least 4096 bytes.
+ *  Not collective. */
 int strata_infer_read_mask(strata_infer *inf, const strata_amr_block *b, uint8_t *out, int64_t *m);
 
 /** @brief The bubbles of the last cycle, on every rank (not collective):

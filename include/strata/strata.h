@@ -1,6 +1,7 @@
 /** @file strata.h
- *  @brief The umbrella header: every public header except strata/starpu.h
- *  (StarPU interoperability). Applications include this one; Strata's own
+ *  @brief The umbrella header: every public header except those that
+ *  include StarPU's (strata/starpu.h, StarPU interoperability, and
+ *  strata/mesh.h, an application's mesh). Applications include this one; Strata's own
  *  sources include the headers they use. */
 #ifndef STRATA_STRATA_H
 #define STRATA_STRATA_H

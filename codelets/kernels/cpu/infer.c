@@ -35,16 +35,6 @@ void strata__infer_criterion_cpu(const struct strata__infer_criterion *c, const 
           mask[((k / part) * c->mask + j / part) * c->mask + i / part] = 1;
 }
 
-void strata__infer_merge_cpu(const struct strata__infer_merge *m, const uint8_t *child,
-                             uint8_t *parent)
-{
-  for (int64_t k = 0; k < m->child; k++)
-    for (int64_t j = 0; j < m->child; j++)
-      for (int64_t i = 0; i < m->child; i++)
-        parent[((m->offset[2] + k) * m->parent + m->offset[1] + j) * m->parent + m->offset[0] +
-               i] |= child[(k * m->child + j) * m->child + i];
-}
-
 void strata__infer_mark_cpu(const struct strata__infer_mark *m, const double *table, double *list,
                             void *field)
 {

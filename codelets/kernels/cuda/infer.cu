@@ -53,16 +53,6 @@ __global__ void criterion_kernel(strata__infer_criterion c, const void *field, u
     }
 }
 
-__global__ void merge_kernel(strata__infer_merge m, const uint8_t *child, uint8_t *parent)
-{
-  STRATA_GRID_LOOP(i, m.child * m.child * m.child)
-  {
-    const int64_t x = i % m.child, y = i / m.child % m.child, z = i / (m.child * m.child);
-    parent[((m.offset[2] + z) * m.parent + m.offset[1] + y) * m.parent + m.offset[0] + x] |=
-        child[i];
-  }
-}
-
 __device__ int64_t stored_rows(const strata__infer_mark &m, const double *table)
 {
   const int64_t found = (int64_t)table[0];
@@ -130,15 +120,6 @@ extern "C" int strata__infer_criterion_cuda(const strata__infer_criterion *c, co
                                             uint8_t *mask, void *stream)
 {
   STRATA_LAUNCH(1, kThreads, (cudaStream_t)stream, criterion_kernel)(*c, field, mask);
-  return (int)cudaGetLastError();
-}
-
-extern "C" int strata__infer_merge_cuda(const strata__infer_merge *m, const uint8_t *child,
-                                        uint8_t *parent, void *stream)
-{
-  STRATA_LAUNCH(blocks_for(m->child * m->child * m->child), kThreads, (cudaStream_t)stream,
-                merge_kernel)
-  (*m, child, parent);
   return (int)cudaGetLastError();
 }
 

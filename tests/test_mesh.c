@@ -1,0 +1,389 @@
+/* The inference method on an application's mesh (strata/mesh.h):
+ * - the same leaves and the same field as Strata's own octree, spread over
+ *   the ranks differently (each rank describes only its own leaves), give
+ *   the same elements and the same bubbles, field for field, and the same
+ *   number of marked cells; again after the application re-describes its
+ *   leaves on another distribution;
+ * - zero-copy: each field's StarPU handle has the application's pointer as
+ *   its main-memory copy, and the marker is written into that memory;
+ * - bad descriptions get STRATA_EINVAL on every rank with the reason:
+ *   overlapping leaves (on one rank and across ranks), a leaf outside the
+ *   domain, a gap, a 2:1 violation, a field pointer missing on one rank,
+ *   ranks that disagree on the domain; the mesh is usable afterwards. */
+#include <math.h>
+#include <string.h>
+
+#include <strata/mesh.h>
+#include <strata/starpu.h>
+
+#include "check.h"
+
+enum { CELLS = 8, GHOST = 1, SIDE = CELLS + 2 * GHOST, FIELDS = 2 };
+
+static int my_rank(void) { return strata_rank(); }
+static int num_ranks(void) { return strata_size(); }
+
+/* Two Gaussian blobs on a background of 1 (periodic distance): one where
+ * the leaves are fine, one where they are coarser than the arrays. */
+static double density(const double x[3])
+{
+  static const double c[2][3] = {{0.74, 0.31, 0.62}, {0.12, 0.78, 0.2}};
+  double v = 1;
+  for (int k = 0; k < 2; k++) {
+    double d2 = 0;
+    for (int a = 0; a < 3; a++) {
+      double d = fabs(x[a] - c[k][a]);
+      d = fmin(d, 1 - d);
+      d2 += d * d;
+    }
+    v += 12 * exp(-d2 / (2 * 0.04 * 0.04));
+  }
+  return v;
+}
+
+/* The whole ghosted block of leaf b: the density at every cell centre. */
+static void fill_block(const strata_amr_block *b, double *out)
+{
+  const double h = 1.0 / (double)((2 << b->level) * CELLS);
+  for (int k = 0; k < SIDE; k++)
+    for (int j = 0; j < SIDE; j++)
+      for (int i = 0; i < SIDE; i++) {
+        const int c[3] = {i, j, k};
+        double x[3];
+        for (int a = 0; a < 3; a++)
+          x[a] = ((double)(b->index[a] * CELLS + c[a] - GHOST) + 0.5) * h;
+        out[(k * SIDE + j) * SIDE + i] = density(x);
+      }
+}
+
+/* Level 1 everywhere, level 2 for x >= 1/2, level 3 around the first blob. */
+static strata_amr *octree(void)
+{
+  strata_amr_params p;
+  strata_amr_params_init(&p);
+  p.block_cells = CELLS;
+  p.max_level = 3;
+  p.nfields = FIELDS;
+  p.field_names[1] = "marker";
+  strata_amr *amr = NULL;
+  CHECK_EQ(strata_amr_create(&p, &amr), 0);
+  for (int step = 0; step < 3; step++) {
+    int64_t n = strata_amr_num_leaves(amr);
+    strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
+    int8_t *flags = calloc((size_t)n, 1);
+    strata_amr_leaves(amr, leaves, n, &n);
+    for (int64_t i = 0; i < n; i++) {
+      strata_amr_block_info info;
+      strata_amr_block_query(amr, &leaves[i], &info);
+      double centre[3];
+      for (int a = 0; a < 3; a++)
+        centre[a] = 0.5 * (info.lower[a] + info.upper[a]);
+      double d = fabs(centre[0] - 0.74) + fabs(centre[1] - 0.31) + fabs(centre[2] - 0.62);
+      flags[i] = step == 0 || (step == 1 && centre[0] >= 0.5) || (step == 2 && d < 0.15);
+    }
+    CHECK_EQ(strata_amr_adapt_flags(amr, flags, NULL), 0);
+    free(leaves);
+    free(flags);
+  }
+  int64_t n = strata_amr_num_leaves(amr);
+  strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
+  strata_amr_leaves(amr, leaves, n, &n);
+  for (int64_t i = 0; i < n; i++) {
+    starpu_data_handle_t h = strata_amr_field_handle(amr, &leaves[i], 0);
+    strata_amr_block_info info;
+    strata_amr_block_query(amr, &leaves[i], &info);
+    if (info.rank != my_rank())
+      continue;
+    CHECK_EQ(starpu_data_acquire(h, STARPU_W), 0);
+    fill_block(&leaves[i], starpu_data_get_local_ptr(h));
+    starpu_data_release(h);
+  }
+  free(leaves);
+  return amr;
+}
+
+/* The application's side: the octree's leaves, but leaf i on rank
+ * (i * stride + 1) % ranks, in memory the application owns. */
+struct app {
+  strata_mesh *mesh;
+  int64_t n;
+  strata_amr_block *leaves;
+  double **field; /* per leaf: FIELDS blocks, NULL on other ranks */
+};
+
+static void describe(struct app *app, int stride)
+{
+  CHECK_EQ(strata_mesh_begin(app->mesh), 0);
+  for (int64_t i = 0; i < app->n; i++) {
+    if ((int)((i * stride + 1) % num_ranks()) != my_rank()) {
+      free(app->field[i]);
+      app->field[i] = NULL;
+      continue;
+    }
+    if (!app->field[i]) {
+      app->field[i] = calloc(FIELDS * SIDE * SIDE * SIDE, sizeof(double));
+      fill_block(&app->leaves[i], app->field[i]);
+    }
+    void *ptrs[FIELDS] = {app->field[i], app->field[i] + SIDE * SIDE * SIDE};
+    CHECK_EQ(strata_mesh_add_leaf(app->mesh, app->leaves[i].level, app->leaves[i].index, ptrs), 0);
+  }
+  int ret = strata_mesh_commit(app->mesh);
+  if (ret)
+    fprintf(stderr, "commit: %s\n", strata_error_message());
+  CHECK_EQ(ret, 0);
+}
+
+static strata_infer *method(strata_amr *amr, strata_mesh *mesh, strata_model *model)
+{
+  strata_infer_params ip;
+  strata_infer_params_init(&ip);
+  ip.level_base = 1;
+  ip.level_array = 2;
+  ip.level_infer = 3;
+  ip.model = model;
+  ip.reference = STRATA_INFER_FIXED;
+  ip.overdensity_threshold = 2;
+  ip.fields[0] = 0;
+  ip.n_fields = 1;
+  ip.marker_field = 1;
+  strata_infer *inf = NULL;
+  int ret =
+      amr ? strata_infer_create(amr, &ip, &inf) : strata_infer_create_on_mesh(mesh, &ip, &inf);
+  if (ret)
+    fprintf(stderr, "create: %s\n", strata_error_message());
+  CHECK_EQ(ret, 0);
+  return inf;
+}
+
+static int same_bubble(const strata_bubble *a, const strata_bubble *b)
+{
+  return !memcmp(a->center, b->center, sizeof a->center) && a->radius == b->radius &&
+         a->mass == b->mass && a->peak == b->peak && a->cells == b->cells && a->id == b->id &&
+         a->parts == b->parts && a->nvalues == b->nvalues;
+}
+
+/* Elements and bubbles of two methods after a cycle: equal. */
+static void compare(strata_infer *a, strata_infer *b)
+{
+  int64_t na, nb;
+  strata_infer_elements(a, NULL, NULL, 0, &na);
+  strata_infer_elements(b, NULL, NULL, 0, &nb);
+  CHECK_EQ(na, nb);
+  int64_t(*ia)[3] = malloc((size_t)(na + 1) * sizeof *ia),
+  (*ib)[3] = malloc((size_t)(nb + 1) * sizeof *ib);
+  strata_infer_elements(a, ia, NULL, na, &na);
+  strata_infer_elements(b, ib, NULL, nb, &nb);
+  CHECK(na == nb && memcmp(ia, ib, (size_t)na * sizeof *ia) == 0);
+  free(ia), free(ib);
+  strata_bubble *ba, *bb;
+  CHECK_EQ(strata_infer_bubbles(a, &ba, NULL, &na), 0);
+  CHECK_EQ(strata_infer_bubbles(b, &bb, NULL, &nb), 0);
+  CHECK_EQ(na, nb);
+  int64_t differ = 0;
+  for (int64_t k = 0; k < na && na == nb; k++)
+    differ += !same_bubble(&ba[k], &bb[k]);
+  CHECK_EQ(differ, 0);
+  CHECK(na >= 2); /* both blobs, the coarse one through prolongation */
+  if (my_rank() == 0)
+    printf("%lld bubbles, the same through the mesh and the octree\n", (long long)na);
+  free(ba), free(bb);
+}
+
+/* Marked cells of the application's leaves (read in its own memory, after
+ * acquiring the handle, whose main-memory pointer must be that memory). */
+static int64_t app_marked(struct app *app)
+{
+  int64_t marked = 0, checked = 0, same = 0;
+  for (int64_t i = 0; i < app->n; i++) {
+    if (!app->field[i])
+      continue;
+    for (int f = 0; f < FIELDS; f++) {
+      starpu_data_handle_t h;
+      CHECK_EQ(strata_mesh_field_handle(app->mesh, &app->leaves[i], f, &h), 0);
+      double *mine = app->field[i] + f * SIDE * SIDE * SIDE;
+      same += starpu_data_handle_to_pointer(h, STARPU_MAIN_RAM) == mine;
+      CHECK_EQ(starpu_data_acquire(h, STARPU_R), 0);
+      same += starpu_data_get_local_ptr(h) == mine;
+      starpu_data_release(h);
+      checked += 2;
+    }
+    for (int c = 0; c < SIDE * SIDE * SIDE; c++)
+      marked += app->field[i][SIDE * SIDE * SIDE + c] == 1;
+  }
+  CHECK_EQ(same, checked);
+  MPI_Allreduce(MPI_IN_PLACE, &marked, 1, MPI_INT64_T, MPI_SUM, strata_comm());
+  return marked;
+}
+
+static int64_t octree_marked(strata_amr *amr)
+{
+  int64_t n = strata_amr_num_leaves(amr), marked = 0;
+  strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
+  double *block = malloc(SIDE * SIDE * SIDE * sizeof *block);
+  strata_amr_leaves(amr, leaves, n, &n);
+  for (int64_t i = 0; i < n; i++) {
+    strata_amr_block_info info;
+    strata_amr_block_query(amr, &leaves[i], &info);
+    if (info.rank != my_rank())
+      continue;
+    CHECK_EQ(strata_amr_read(amr, &leaves[i], 1, 1, block), 0);
+    for (int c = 0; c < SIDE * SIDE * SIDE; c++)
+      marked += block[c] == 1;
+  }
+  free(leaves), free(block);
+  MPI_Allreduce(MPI_IN_PLACE, &marked, 1, MPI_INT64_T, MPI_SUM, strata_comm());
+  return marked;
+}
+
+static void check_same_as_octree(strata_model *model)
+{
+  strata_amr *amr = octree();
+  strata_mesh_params mp;
+  strata_mesh_params_init(&mp);
+  mp.block_cells = CELLS;
+  mp.max_level = 3;
+  mp.nfields = FIELDS;
+  mp.field_names[1] = "marker";
+  struct app app = {0};
+  CHECK_EQ(strata_mesh_create(&mp, &app.mesh), 0);
+  app.n = strata_amr_num_leaves(amr);
+  app.leaves = malloc((size_t)app.n * sizeof *app.leaves);
+  app.field = calloc((size_t)app.n, sizeof *app.field);
+  strata_amr_leaves(amr, app.leaves, app.n, &app.n);
+  describe(&app, 3);
+  strata_infer *own = method(amr, NULL, model), *theirs = method(NULL, app.mesh, model);
+  CHECK_EQ(strata_infer_run(own, NULL), 0);
+  CHECK_EQ(strata_infer_run(theirs, NULL), 0);
+  compare(own, theirs);
+  int64_t marked = octree_marked(amr);
+  CHECK_EQ(app_marked(&app), marked);
+  CHECK(marked > 0);
+  /* A cycle in flight: the mesh cannot be re-described. */
+  CHECK_EQ(strata_infer_submit(theirs), 0);
+  CHECK_EQ(strata_mesh_begin(app.mesh), STRATA_ESTATE);
+  CHECK_EQ(strata_mesh_destroy(app.mesh), STRATA_ESTATE);
+  CHECK_EQ(strata_infer_wait(theirs, NULL), 0);
+  /* Re-described on another distribution: the same again. */
+  describe(&app, 5);
+  CHECK_EQ(strata_infer_run(theirs, NULL), 0);
+  compare(own, theirs);
+  CHECK_EQ(app_marked(&app), marked);
+  CHECK_EQ(strata_infer_write_hdf5(theirs, "unused.h5", NULL, NULL, 0), STRATA_EINVAL);
+  strata_infer_destroy(own);
+  strata_infer_destroy(theirs);
+  CHECK_EQ(strata_mesh_destroy(app.mesh), 0);
+  for (int64_t i = 0; i < app.n; i++)
+    free(app.field[i]);
+  free(app.field), free(app.leaves);
+  strata_amr_destroy(amr);
+}
+
+/* ---- bad descriptions ---- */
+
+static double scratch[SIDE * SIDE * SIDE];
+
+/* Level-l leaves everywhere, leaf i on rank i % ranks, all fields on
+ * `scratch` (never read: the descriptions are only committed). */
+static void uniform(strata_mesh *m, int level)
+{
+  const int64_t n = 2 << level;
+  void *ptrs[FIELDS] = {scratch, scratch};
+  for (int64_t i = 0; i < n * n * n; i++)
+    if (i % num_ranks() == my_rank()) {
+      const int64_t idx[3] = {i % n, i / n % n, i / (n * n)};
+      strata_mesh_add_leaf(m, level, idx, ptrs);
+    }
+}
+
+static void expect_refused(strata_mesh *m, const char *why)
+{
+  int ret = strata_mesh_commit(m);
+  CHECK_EQ(ret, STRATA_EINVAL);
+  if (!strstr(strata_error_message(), why)) {
+    fprintf(stderr, "rank %d: '%s' lacks '%s'\n", my_rank(), strata_error_message(), why);
+    CHECK(0);
+  }
+  CHECK_EQ(strata_mesh_begin(m), 0);
+}
+
+static void check_bad_input(void)
+{
+  strata_mesh_params mp;
+  strata_mesh_params_init(&mp);
+  mp.block_cells = CELLS;
+  mp.max_level = 3;
+  mp.nfields = FIELDS;
+  strata_mesh *m = NULL;
+  CHECK_EQ(strata_mesh_create(&mp, &m), 0);
+  void *ptrs[FIELDS] = {scratch, scratch};
+  const int last = num_ranks() - 1;
+
+  uniform(m, 1); /* a leaf and one of its children, on the last rank */
+  if (my_rank() == last)
+    strata_mesh_add_leaf(m, 2, (int64_t[3]){0, 0, 0}, ptrs);
+  expect_refused(m, "overlap");
+
+  uniform(m, 1); /* the same leaf on two ranks (or twice on one) */
+  if (my_rank() == last)
+    strata_mesh_add_leaf(m, 1, (int64_t[3]){1, 0, 0}, ptrs);
+  expect_refused(m, "overlap");
+
+  uniform(m, 1);
+  if (my_rank() == 0)
+    CHECK_EQ(strata_mesh_add_leaf(m, 1, (int64_t[3]){4, 0, 0}, ptrs), STRATA_EINVAL);
+  expect_refused(m, "outside the domain");
+
+  for (int64_t i = 1; i < 8; i++) /* root block 0 missing */
+    if (i % num_ranks() == my_rank())
+      strata_mesh_add_leaf(m, 0, (int64_t[3]){i % 2, i / 2 % 2, i / 4}, ptrs);
+  expect_refused(m, "gap");
+
+  /* Root block 0 at level 3 beside level-1 leaves: 2:1 broken. */
+  for (int64_t i = 0; i < 64; i++) {
+    const int64_t idx[3] = {i % 4, i / 4 % 4, i / 16};
+    if (idx[0] < 2 && idx[1] < 2 && idx[2] < 2)
+      continue;
+    if (i % num_ranks() == my_rank())
+      strata_mesh_add_leaf(m, 1, idx, ptrs);
+  }
+  for (int64_t i = 0; i < 512 && my_rank() == last; i++) {
+    const int64_t idx[3] = {i % 8, i / 8 % 8, i / 64};
+    strata_mesh_add_leaf(m, 3, idx, ptrs);
+  }
+  expect_refused(m, "2:1");
+
+  uniform(m, 1); /* one rank forgets a field */
+  if (my_rank() == last)
+    CHECK_EQ(strata_mesh_add_leaf(m, 2, (int64_t[3]){7, 7, 7}, (void *[FIELDS]){scratch, NULL}),
+             STRATA_EINVAL);
+  expect_refused(m, "has no field 1");
+
+  uniform(m, 1); /* and the mesh still serves a good description */
+  CHECK_EQ(strata_mesh_commit(m), 0);
+  CHECK_EQ(strata_mesh_destroy(m), 0);
+
+  mp.upper[1] = my_rank() == last ? 2 : 1; /* ranks that disagree on the domain */
+  mp.root[1] = my_rank() == last ? 4 : 2;
+  m = NULL;
+  int ret = strata_mesh_create(&mp, &m);
+  CHECK_EQ(ret, num_ranks() > 1 ? STRATA_EINVAL : 0);
+  if (num_ranks() > 1)
+    CHECK(m == NULL && strstr(strata_error_message(), "different domains") != NULL);
+  strata_mesh_destroy(m);
+  mp.upper[1] = 1, mp.root[1] = 2;
+  mp.upper[2] = 3; /* blocks that are not cubes */
+  CHECK_EQ(strata_mesh_create(&mp, &m), STRATA_EINVAL);
+  CHECK(strstr(strata_error_message(), "cubes") != NULL);
+}
+
+int main(int argc, char **argv)
+{
+  check_init(&argc, &argv);
+  strata_model *model = NULL;
+  CHECK_EQ(strata_model_load_default(&model), 0);
+  check_same_as_octree(model);
+  check_bad_input();
+  strata_model_destroy(model);
+  strata_finalize();
+  return check_status();
+}
