@@ -20,6 +20,8 @@ packages=(
   libdnnl-dev
   # spectra of the cosmology test problem, AMR field output
   libfftw3-dev libhdf5-dev
+  # an external AMR mesh: the p4est example and its tests (examples/p4est_infer.c)
+  libp4est-dev
   # pictures: the PNG slices of strata infer
   libcairo2-dev
   # rendering of exported graphs (strata graph dot | dot -Tsvg)
