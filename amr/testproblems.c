@@ -123,6 +123,16 @@ int strata_amr_problem_custom(strata_amr_problem_fn fn, void *ctx, strata_amr_pr
   return make_problem(fn, ctx, NULL, out);
 }
 
+int strata_amr_problem_eval(const strata_amr_problem *problem, int field, const double centre[3],
+                            double h, int64_t n, double *out)
+{
+  strata__clear_error();
+  if (!problem || !centre || !out || field < 0 || field >= STRATA_AMR_MAX_FIELDS || n < 0)
+    return STRATA_EINVAL;
+  problem->fn(problem->ctx, field, centre, h, n, out);
+  return 0;
+}
+
 static void linear_fn(void *ctx, int field, const double centre[3], double h, int64_t n,
                       double *out)
 {

@@ -1,18 +1,30 @@
 /* Inference-array benchmark: the main job's cycle (Enzo-E's inference test
  * sizes, cosmology problem) as a task graph against the same phases
  * separated by global barriers (--bulk-synchronous), in the same run on the
- * same hierarchy, alternating round by round. Both methods are warmed up
- * once (performance models, level arrays), then every round reuses the
- * level array, as steady cycles do. Run it under mpiexec for 1, 2 and 4
- * ranks. Target: task graph >= 1.3x faster than bulk-synchronous on 2
- * ranks. Prints JSON (rank 0) with medians over the rounds.
+ * same hierarchy, alternating round by round; and the same cycle through
+ * the mesh interface (strata/mesh.h) on blocks that the application owns,
+ * as p4est's quadrants hold them: each rank describes its own leaves (the
+ * octree's distribution), with copies of their fields. Every method is
+ * warmed up once (performance models, level arrays), then every round
+ * reuses the level array, as steady cycles do. Run it under mpiexec for 1,
+ * 2 and 4 ranks. Targets: task graph >= 1.3x faster than bulk-synchronous
+ * on 2 ranks; the mesh's cycle <= 1.05x the octree's. Prints JSON (rank 0)
+ * with medians over the rounds.
  *
  *   bench_infer [--rounds R] [--quick]   (--quick: fewer arrays)
  */
 #include <cjson/cJSON.h>
+#include <math.h>
+#include <string.h>
+
+#include <strata/mesh.h>
+#include <strata/starpu.h>
 
 #include "bench_util.h"
 #include "infer_job.h"
+#if STRATA_BENCH_P4EST
+#include "p4est_mesh.h"
+#endif
 
 /* Medians of each phase, of the total and of the time until
  * strata_infer_submit() returned, over the rounds, as JSON. */
@@ -41,6 +53,201 @@ static void record(const strata_infer_stats *st, double *row)
   row[STRATA_INFER_PHASES + 1] = st->submit_seconds; /* the caller's share of the cycle */
 }
 
+/* The application's copy of the hierarchy: this rank's leaves, each
+ * field in a block of its own memory, described to a mesh. */
+struct app_mesh {
+  strata_mesh *mesh;
+  int nfields;
+  int64_t n; /* leaves */
+  strata_amr_block *leaves;
+  void **blocks; /* per leaf and field, NULL for other ranks' leaves */
+};
+
+/* This rank's leaves described anew (what an application does after it
+ * re-meshes): seconds taken, the slowest rank's; negative on failure. */
+static double app_mesh_describe(struct app_mesh *app)
+{
+  MPI_Barrier(strata_comm());
+  double t0 = bench_now();
+  int ret = strata_mesh_begin(app->mesh);
+  for (int64_t i = 0; i < app->n && !ret; i++)
+    if (app->blocks[i * app->nfields])
+      ret = strata_mesh_add_leaf(app->mesh, app->leaves[i].level, app->leaves[i].index,
+                                 app->blocks + i * app->nfields);
+  int commit = strata_mesh_commit(app->mesh);
+  double t = bench_now() - t0;
+  MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, strata_comm());
+  return ret || commit ? -1 : t;
+}
+
+/* The octree's geometry as mesh parameters. */
+static void mesh_params_of(const strata_amr *amr, strata_mesh_params *mp)
+{
+  const strata_amr_params *ap = strata_amr_get_params(amr);
+  strata_mesh_params_init(mp);
+  for (int a = 0; a < 3; a++)
+    mp->root[a] = ap->root_blocks;
+  mp->block_cells = ap->block_cells;
+  mp->ghost_depth = ap->ghost_depth;
+  mp->max_level = ap->max_level;
+  mp->dtype = ap->dtype;
+  mp->nfields = ap->nfields;
+  memcpy(mp->field_names, ap->field_names, sizeof mp->field_names);
+  mp->boundary = ap->boundary;
+}
+
+static int app_mesh_make(strata_amr *amr, struct app_mesh *app)
+{
+  const strata_amr_params *ap = strata_amr_get_params(amr);
+  strata_mesh_params mp;
+  mesh_params_of(amr, &mp);
+  int ret = strata_mesh_create(&mp, &app->mesh);
+  const int64_t side = ap->block_cells + 2 * ap->ghost_depth;
+  const size_t bytes = (size_t)(side * side * side) * (ap->dtype == STRATA_FLOAT64 ? 8 : 4);
+  app->n = strata_amr_num_leaves(amr);
+  app->nfields = ap->nfields;
+  app->leaves = malloc((size_t)app->n * sizeof *app->leaves);
+  app->blocks = calloc((size_t)(app->n * ap->nfields), sizeof *app->blocks);
+  strata_amr_leaves(amr, app->leaves, app->n, &app->n);
+  for (int64_t i = 0; i < app->n && !ret; i++) {
+    strata_amr_block_info info;
+    strata_amr_block_query(amr, &app->leaves[i], &info);
+    for (int f = 0; f < ap->nfields && info.rank == strata_rank(); f++) {
+      starpu_data_handle_t h = strata_amr_field_handle(amr, &app->leaves[i], f);
+      void *block = app->blocks[i * ap->nfields + f] = malloc(bytes);
+      starpu_data_acquire(h, STARPU_R);
+      memcpy(block, starpu_data_get_local_ptr(h), bytes);
+      starpu_data_release(h);
+    }
+  }
+  return ret ? ret : app_mesh_describe(app) < 0 ? STRATA_EINVAL : 0;
+}
+
+#if STRATA_BENCH_P4EST
+/* ---- the p4est path: a brick forest refined to the octree's leaves,
+ * partitioned by p4est, each quadrant's user data holding its fields
+ * (evaluated from the job's problem, ghosts included) ---- */
+
+struct forest {
+  p8est_connectivity_t *conn;
+  p8est_t *p;
+  strata_mesh *mesh;
+};
+
+static size_t field_bytes; /* one field of one block */
+
+static void forest_fields(void *user_data, void **out)
+{
+  for (int f = 0; f < STRATA_AMR_MAX_FIELDS; f++)
+    out[f] = (char *)user_data + (size_t)f * field_bytes;
+}
+
+static int refine_to_octree(p8est_t *p, p4est_topidx_t t, p8est_quadrant_t *q)
+{
+  strata_amr_block b;
+  strata_amr_block_info info;
+  p4est_mesh_name(p, t, q, &b);
+  return strata_amr_block_query(p->user_pointer, &b, &info) == 0 && info.exists && !info.is_leaf;
+}
+
+static void fill_quadrant(const strata_amr_params *ap, const strata_amr_problem *problem,
+                          const strata_amr_block *b, void *user_data, double *row)
+{
+  const int64_t m = ap->block_cells, g = ap->ghost_depth, side = m + 2 * g;
+  const double h = 1.0 / (double)((int64_t)ap->root_blocks << b->level) / (double)m;
+  for (int f = 0; f < ap->nfields; f++)
+    for (int64_t k = 0; k < side; k++)
+      for (int64_t j = 0; j < side; j++) {
+        const int64_t cell[3] = {0, j, k};
+        double centre[3];
+        for (int a = 0; a < 3; a++)
+          centre[a] = ((double)(b->index[a] * m + cell[a] - g) + 0.5) * h;
+        strata_amr_problem_eval(problem, f, centre, h, side, row);
+        char *block = (char *)user_data + (size_t)f * field_bytes;
+        for (int64_t i = 0; i < side; i++) {
+          const int64_t at = (k * side + j) * side + i;
+          if (ap->dtype == STRATA_FLOAT64)
+            ((double *)(void *)block)[at] = row[i];
+          else
+            ((float *)(void *)block)[at] = (float)row[i];
+        }
+      }
+}
+
+static int forest_make(struct infer_run *run, struct forest *fo)
+{
+  const strata_amr_params *ap = strata_amr_get_params(run->amr);
+  const int64_t side = ap->block_cells + 2 * ap->ghost_depth;
+  field_bytes = (size_t)(side * side * side) * (ap->dtype == STRATA_FLOAT64 ? 8 : 4);
+  sc_init(strata_comm(), 0, 0, NULL, SC_LP_ERROR);
+  p4est_init(NULL, SC_LP_ERROR);
+  const int r = ap->root_blocks, periodic = ap->boundary == STRATA_AMR_PERIODIC;
+  fo->conn = p8est_connectivity_new_brick(r, r, r, periodic, periodic, periodic);
+  fo->p = p8est_new_ext(strata_comm(), fo->conn, 0, 0, 1, field_bytes * (size_t)ap->nfields, NULL,
+                        run->amr);
+  p8est_refine(fo->p, 1, refine_to_octree, NULL);
+  p8est_partition(fo->p, 0, NULL);
+  strata_amr_problem *problem = NULL;
+  int ret = infer_job_problem(run, 0, &problem);
+  double *row = malloc((size_t)side * sizeof *row);
+  for (p4est_topidx_t t = fo->p->first_local_tree; !ret && t <= fo->p->last_local_tree; t++) {
+    sc_array_t *qs = &p8est_tree_array_index(fo->p->trees, t)->quadrants;
+    for (size_t i = 0; i < qs->elem_count; i++) {
+      p8est_quadrant_t *q = p8est_quadrant_array_index(qs, i);
+      strata_amr_block b;
+      p4est_mesh_name(fo->p, t, q, &b);
+      fill_quadrant(ap, problem, &b, q->p.user_data, row);
+    }
+  }
+  free(row);
+  strata_amr_problem_destroy(problem);
+  strata_mesh_params mp;
+  mesh_params_of(run->amr, &mp);
+  if (!ret)
+    ret = strata_mesh_create(&mp, &fo->mesh);
+  return ret ? ret : p4est_mesh_describe(fo->p, fo->mesh, forest_fields);
+}
+
+static void forest_free(struct forest *fo)
+{
+  strata_mesh_destroy(fo->mesh);
+  if (fo->p)
+    p8est_destroy(fo->p);
+  if (fo->conn)
+    p8est_connectivity_destroy(fo->conn);
+  sc_finalize();
+}
+#endif
+
+static void app_mesh_free(struct app_mesh *app)
+{
+  strata_mesh_destroy(app->mesh);
+  for (int64_t i = 0; i < app->n * app->nfields; i++)
+    free(app->blocks[i]);
+  free(app->blocks);
+  free(app->leaves);
+}
+
+/* A ratio's median, least and largest over the rounds into `o`. */
+static void add_ratio(cJSON *o, const char *name, double *v, int rounds)
+{
+  double lo = v[0], hi = v[0];
+  for (int r = 1; r < rounds; r++)
+    lo = fmin(lo, v[r]), hi = fmax(hi, v[r]);
+  char key[64];
+  snprintf(key, sizeof key, "%s_median", name);
+  cJSON_AddNumberToObject(o, key, bench_median(v, rounds));
+  snprintf(key, sizeof key, "%s_min", name);
+  cJSON_AddNumberToObject(o, key, lo);
+  snprintf(key, sizeof key, "%s_max", name);
+  cJSON_AddNumberToObject(o, key, hi);
+}
+
+/* The methods compared, each run once a round in this order. */
+enum { GRAPH, BULK, MESH, P4EST, METHODS };
+static const char *const method_names[METHODS] = {"task_graph_s", "bulk_synchronous_s",
+                                                  "mesh_interface_s", "p4est_s"};
+
 int main(int argc, char **argv)
 {
   int rounds = 5, quick = 0;
@@ -53,27 +260,53 @@ int main(int argc, char **argv)
   if (quick)
     job.threshold = 64;
   struct infer_run run;
-  strata_infer *graph = NULL, *bulk = NULL;
+  struct app_mesh app = {0};
+  strata_infer *m[METHODS] = {NULL};
   strata_infer_stats st = {0};
+  strata_infer_params ip;
   int ret = infer_job_setup(&job, &run);
+  infer_job_params(&run, 0, &ip);
   if (!ret)
-    ret = infer_job_method(&run, 0, &graph);
+    ret = infer_job_method(&run, 0, &m[GRAPH]);
   if (!ret)
-    ret = infer_job_method(&run, 1, &bulk);
+    ret = infer_job_method(&run, 1, &m[BULK]);
   if (!ret)
-    ret = strata_infer_run(graph, &st);
+    ret = app_mesh_make(run.amr, &app);
   if (!ret)
-    ret = strata_infer_run(bulk, &st);
-  double(*tg)[STRATA_INFER_PHASES + 2] = calloc((size_t)rounds, sizeof *tg);
-  double(*tb)[STRATA_INFER_PHASES + 2] = calloc((size_t)rounds, sizeof *tb);
+    ret = strata_infer_create_on_mesh(app.mesh, &ip, &m[MESH]);
+#if STRATA_BENCH_P4EST
+  struct forest fo = {0};
+  if (!ret)
+    ret = forest_make(&run, &fo);
+  if (!ret)
+    ret = strata_infer_create_on_mesh(fo.mesh, &ip, &m[P4EST]);
+#endif
+  for (int k = 0; k < METHODS && !ret; k++) /* warm-up */
+    if (m[k])
+      ret = strata_infer_run(m[k], &st);
+  double(*t[METHODS])[STRATA_INFER_PHASES + 2];
+  for (int k = 0; k < METHODS; k++)
+    t[k] = calloc((size_t)rounds, sizeof *t[k]);
   double *ratio = calloc((size_t)rounds, sizeof *ratio);
+  double *mesh_ratio = calloc((size_t)rounds, sizeof *mesh_ratio);
+  double *p4est_ratio = calloc((size_t)rounds, sizeof *p4est_ratio);
+  double *describe = calloc((size_t)rounds, sizeof *describe);
   for (int r = 0; r < rounds && !ret; r++) {
-    ret = strata_infer_run(graph, &st);
-    record(&st, tg[r]);
-    if (!ret)
-      ret = strata_infer_run(bulk, &st);
-    record(&st, tb[r]);
-    ratio[r] = tb[r][STRATA_INFER_PHASES] / tg[r][STRATA_INFER_PHASES];
+    for (int k = 0; k < METHODS && !ret; k++) {
+      if (!m[k])
+        continue;
+      if (k == MESH) { /* as after a re-mesh: described again, timed apart */
+        describe[r] = app_mesh_describe(&app);
+        ret = describe[r] < 0 ? STRATA_EINVAL : 0;
+      }
+      if (!ret)
+        ret = strata_infer_run(m[k], &st);
+      record(&st, t[k][r]);
+    }
+    const double octree = t[GRAPH][r][STRATA_INFER_PHASES];
+    ratio[r] = t[BULK][r][STRATA_INFER_PHASES] / octree;
+    mesh_ratio[r] = t[MESH][r][STRATA_INFER_PHASES] / octree;
+    p4est_ratio[r] = t[P4EST][r][STRATA_INFER_PHASES] / octree;
   }
   if (!ret && strata_rank() == 0) {
     cJSON *root = cJSON_CreateObject();
@@ -84,18 +317,30 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(root, "elements", (double)st.elements);
     cJSON_AddNumberToObject(root, "elements_max_per_rank", (double)st.elements_max);
     cJSON_AddNumberToObject(root, "bubbles", (double)st.bubbles);
-    cJSON_AddItemToObject(root, "task_graph_s", summary(tg, rounds));
-    cJSON_AddItemToObject(root, "bulk_synchronous_s", summary(tb, rounds));
+    for (int k = 0; k < METHODS; k++)
+      if (m[k])
+        cJSON_AddItemToObject(root, method_names[k], summary(t[k], rounds));
     cJSON_AddNumberToObject(root, "speedup_median", bench_median(ratio, rounds));
+    add_ratio(root, "mesh_over_octree", mesh_ratio, rounds);
+    if (m[P4EST])
+      add_ratio(root, "p4est_over_octree", p4est_ratio, rounds);
+    cJSON_AddNumberToObject(root, "mesh_describe_s", bench_median(describe, rounds));
     bench_print_json(root);
   }
   if (ret && strata_rank() == 0)
     fprintf(stderr, "bench_infer: %s %s\n", strata_strerror(ret), strata_error_message());
-  free(tg);
-  free(tb);
+  for (int k = 0; k < METHODS; k++) {
+    free(t[k]);
+    strata_infer_destroy(m[k]);
+  }
   free(ratio);
-  strata_infer_destroy(graph);
-  strata_infer_destroy(bulk);
+  free(mesh_ratio);
+  free(p4est_ratio);
+  free(describe);
+  app_mesh_free(&app);
+#if STRATA_BENCH_P4EST
+  forest_free(&fo);
+#endif
   infer_job_teardown(&run);
   strata_finalize();
   return ret ? 1 : 0;

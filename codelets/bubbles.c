@@ -9,7 +9,7 @@
 static int64_t map_extent(void *buffers[], const struct strata__bubble_params *p, int64_t *capacity)
 {
   *capacity = STARPU_VECTOR_GET_NX(buffers[1]) / strata__bubble_columns(p->values) - 1;
-  return strata__cube_root(STARPU_VECTOR_GET_NX(buffers[0]) / (1 + (uint32_t)p->values));
+  return strata__cube_root(STARPU_VECTOR_GET_NX(buffers[0]) / (uint32_t)p->channels);
 }
 
 static void extract_cpu(void *buffers[], void *cl_arg, int32_t *faces)

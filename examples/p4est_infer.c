@@ -40,6 +40,8 @@
 #include <strata/starpu.h>
 #include <strata/strata.h>
 
+#include "p4est_mesh.h"
+
 enum { BLOCK = 8, GHOST = 1, SIDE = BLOCK + 2 * GHOST, CUBE = SIDE * SIDE * SIDE };
 enum { DENSITY, MARKER, FIELDS };
 enum { ROOT = 2, MAX_LEVEL = 3 };
@@ -72,19 +74,6 @@ static double density_at(int level, const int64_t g[3])
   return v;
 }
 
-/* Level and index of a quadrant of tree `t` (the brick's tree coordinates
- * from its first vertex). */
-static void name_of(const p8est_t *p, p4est_topidx_t t, const p8est_quadrant_t *q,
-                    strata_amr_block *b)
-{
-  const p8est_connectivity_t *conn = p->connectivity;
-  const double *corner = conn->vertices + 3 * conn->tree_to_vertex[P8EST_CHILDREN * t];
-  const p4est_qcoord_t xyz[3] = {q->x, q->y, q->z};
-  b->level = q->level;
-  for (int a = 0; a < 3; a++)
-    b->index[a] = ((int64_t)corner[a] << q->level) + (xyz[a] >> (P8EST_MAXLEVEL - q->level));
-}
-
 /* Every cell of the block, ghosts included, from the density; the marker 0. */
 static void fill(const strata_amr_block *b, block_t *d, int interior_only)
 {
@@ -108,7 +97,7 @@ static void fill(const strata_amr_block *b, block_t *d, int interior_only)
 static void init_quadrant(p8est_t *p, p4est_topidx_t t, p8est_quadrant_t *q)
 {
   strata_amr_block b;
-  name_of(p, t, q, &b);
+  p4est_mesh_name(p, t, q, &b);
   fill(&b, q->p.user_data, 0);
 }
 
@@ -193,7 +182,7 @@ static void write_density(p8est_t *p)
     for (size_t i = 0; i < qs->elem_count; i++) {
       p8est_quadrant_t *q = p8est_quadrant_array_index(qs, i);
       strata_amr_block b;
-      name_of(p, t, q, &b);
+      p4est_mesh_name(p, t, q, &b);
       fill(&b, q->p.user_data, 0);
     }
   }
@@ -207,23 +196,12 @@ static void write_density(p8est_t *p)
 
 /* ---- the Strata side ---- */
 
-/* Each rank's quadrants, described to Strata with their blocks' addresses. */
-static int describe(p8est_t *p, strata_mesh *mesh)
+/* A quadrant's fields, for the mesh description: its blocks' addresses. */
+static void block_fields(void *user_data, void **out)
 {
-  int ret = strata_mesh_begin(mesh);
-  for (p4est_topidx_t t = p->first_local_tree; !ret && t <= p->last_local_tree; t++) {
-    sc_array_t *qs = &p8est_tree_array_index(p->trees, t)->quadrants;
-    for (size_t i = 0; !ret && i < qs->elem_count; i++) {
-      p8est_quadrant_t *q = p8est_quadrant_array_index(qs, i);
-      block_t *d = q->p.user_data;
-      strata_amr_block b;
-      name_of(p, t, q, &b);
-      void *fields[FIELDS] = {d->field[DENSITY], d->field[MARKER]};
-      ret = strata_mesh_add_leaf(mesh, b.level, b.index, fields);
-    }
-  }
-  int commit = strata_mesh_commit(mesh); /* collective: every rank calls it */
-  return ret ? ret : commit;
+  block_t *d = user_data;
+  for (int f = 0; f < FIELDS; f++)
+    out[f] = d->field[f];
 }
 
 static void method_params(strata_infer_params *ip, strata_model *model)
@@ -251,7 +229,7 @@ static int64_t marked_cells(p8est_t *p, strata_mesh *mesh)
       p8est_quadrant_t *q = p8est_quadrant_array_index(qs, i);
       block_t *d = q->p.user_data;
       strata_amr_block b;
-      name_of(p, t, q, &b);
+      p4est_mesh_name(p, t, q, &b);
       starpu_data_handle_t h;
       strata_mesh_field_handle(mesh, &b, MARKER, &h);
       starpu_data_acquire(h, STARPU_R);
@@ -285,14 +263,15 @@ static strata_amr *same_octree(p8est_t *p)
     sc_array_t *qs = &p8est_tree_array_index(p->trees, t)->quadrants;
     for (size_t i = 0; i < qs->elem_count; i++) {
       strata_amr_block b;
-      name_of(p, t, p8est_quadrant_array_index(qs, i), &b);
+      p4est_mesh_name(p, t, p8est_quadrant_array_index(qs, i), &b);
       names[k++] = b.level;
       memcpy(names + k, b.index, 3 * sizeof *names);
       k += 3;
     }
   }
   int size = strata_size(), count = (int)(4 * mine);
-  int *counts = malloc((size_t)size * sizeof *counts), *displs = malloc((size_t)size * sizeof *displs);
+  int *counts = malloc((size_t)size * sizeof *counts),
+      *displs = malloc((size_t)size * sizeof *displs);
   MPI_Allgather(&count, 1, MPI_INT, counts, 1, MPI_INT, strata_comm());
   int total = 0;
   for (int r = 0; r < size; r++)
@@ -435,7 +414,7 @@ int main(int argc, char **argv)
     p8est_balance(p, P8EST_CONNECT_FULL, init_quadrant); /* as Strata's octree balances */
     p8est_partition(p, 0, NULL);
     write_density(p);
-    failed = describe(p, mesh);
+    failed = p4est_mesh_describe(p, mesh, block_fields);
     if (!failed && !inf) {
       strata_infer_params ip;
       method_params(&ip, model);

@@ -14,7 +14,9 @@ channels.
    periodic grid (26-connected, from Strata's saved probabilities): the
    same ids and cells, masses and probability-weighted value means within
    1e-9; the particles table of the method's HDF5 file has a column per
-   value channel, named after the outputs.
+   value channel, named after the outputs. Again with the outputs reordered
+   (the probability second) and named in the parameters, with all other
+   channels or only the class channels as values.
 
 usage: infer_onnx_parity.py TEST_INFER_ONNX MPIEXEC DIR
 Exit 77 (skip) without PyTorch."""
@@ -83,9 +85,9 @@ def export(model, path, outputs):
     onnx.save(m, path)
 
 
-def run(binary, mpiexec, path, out, ranks, level_array):
+def run(binary, mpiexec, path, out, ranks, level_array, outputs=()):
     os.makedirs(out)
-    cmd = [binary, path, out, str(level_array)]
+    cmd = [binary, path, out, str(level_array)] + list(outputs)
     if ranks > 1:
         cmd = [mpiexec, "-n", str(ranks)] + cmd
     result = subprocess.run(cmd, capture_output=True, text=True)
@@ -148,22 +150,23 @@ def label(mask):
         lab = new
 
 
-def check_bubbles(out, channels, n):
-    """Strata's bubbles (bubbles.txt) against a labelling of the whole grid."""
+def check_bubbles(out, channels, n, probability, values, names):
+    """Strata's bubbles (bubbles.txt) against a labelling of the whole grid:
+    the probability in channel `probability`, the value channels `values`,
+    named `names` in the particles table."""
     grid = whole_grid(out, channels, n)
-    prob = grid[0].astype(np.float64)
+    prob = grid[probability].astype(np.float64)
     labels = label(prob > 0.5).reshape(-1)
     inside = labels >= 0
     ids, where = np.unique(labels[inside], return_inverse=True)
     p = prob.reshape(-1)[inside]
     cells = np.bincount(where)
     mass = np.bincount(where, weights=p)
-    values = [np.bincount(where, weights=p * grid[c].reshape(-1)[inside].astype(np.float64)) / mass
-              for c in range(1, channels)]
+    means = [np.bincount(where, weights=p * grid[c].reshape(-1)[inside].astype(np.float64)) / mass
+             for c in values]
     rows = np.loadtxt(f"{out}/bubbles.txt", ndmin=2)
     with h5py.File(f"{out}/infer.h5", "r") as f:
         particles = np.sort(f["particles"][:], order="id")
-    names = ["log_mass", "class_0", "class_1"][:channels - 1]
     in_file = (len(particles) == len(rows) and
                np.array_equal(particles["id"], rows[:, 0].astype(np.int64)) and
                all(np.array_equal(particles[name], rows[:, 3 + k]) for k, name in enumerate(names)))
@@ -175,10 +178,11 @@ def check_bubbles(out, channels, n):
     ok = (in_file and np.array_equal(rows[:, 0].astype(np.int64), ids) and
           np.array_equal(rows[:, 1].astype(np.int64), cells) and
           np.allclose(rows[:, 2], mass, rtol=1e-9, atol=0))
-    for c in range(1, channels):
-        ok = ok and np.allclose(rows[:, 2 + c], values[c - 1], rtol=1e-9, atol=1e-9)
+    ok = ok and rows.shape[1] == 3 + len(values)
+    for k in range(len(values)):
+        ok = ok and np.allclose(rows[:, 3 + k], means[k], rtol=1e-9, atol=1e-9)
     print(f"{len(ids)} bubbles (the largest {cells.max()} cells) with "
-          f"{channels - 1} value channels equal the whole-grid labelling: {'yes' if ok else 'NO'}")
+          f"{len(values)} value channels equal the whole-grid labelling: {'yes' if ok else 'NO'}")
     return ok
 
 
@@ -224,7 +228,44 @@ def main():
         err = outputs_error(star, out, 4)
         print(f"StarNet-like, {ranks} rank(s): value channels named after the outputs: "
               f"{'yes' if named else 'NO'}; 4 output channels, max error {err:.2e}")
-        ok = check_bubbles(out, 4, 32) and ok and named and err <= 1e-5
+        ok = (check_bubbles(out, 4, 32, 0, [1, 2, 3], ["log_mass", "class_0", "class_1"]) and
+              ok and named and err <= 1e-5)
+    # The outputs named in the parameters: the probability not first, the
+    # values only some of the channels.
+    class Reordered(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, density):
+            probability, log_mass, classes = self.inner(density)
+            return log_mass, probability, classes
+
+    reordered = Reordered(star).eval()
+    path = f"{folder}/starnet_reordered.onnx"
+    export(reordered, path, ["log_mass", "probability", "class"])
+    for args, values, names in (((), [0, 2, 3], ["log_mass", "class_0", "class_1"]),
+                                (("class",), [2, 3], ["class_0", "class_1"])):
+        out = f"{folder}/reordered_{len(values)}"
+        stdout = run(binary, mpiexec, path, out, 1, 1, ("probability",) + args)
+        if stdout is None:
+            return 1
+        named = f"values: {' '.join(names)}" in stdout
+        print(f"probability_output 'probability' (channel 1), value_outputs "
+              f"{args[0] if args else '(default)'}: named {names}: {'yes' if named else 'NO'}")
+        ok = check_bubbles(out, 4, 32, 1, values, names) and ok and named
+    # Names that do not fit the model are refused, with the reason.
+    for args, reason in (((), "does not output a probability first"),
+                         (("nosuch",), "has no output 'nosuch'"),
+                         (("probability", "class,nosuch"), "has no output 'nosuch'")):
+        out = f"{folder}/refused_{len(args)}"
+        os.makedirs(out)
+        result = subprocess.run([binary, path, out, "1"] + list(args), capture_output=True,
+                                text=True, env=dict(os.environ, EXPECT_REFUSAL=reason))
+        refused = result.returncode == 0 and "refused:" in result.stdout
+        print(f"outputs {args or '(default)'}: refused with '{reason}': "
+              f"{'yes' if refused else 'NO ' + result.stdout + result.stderr}")
+        ok = ok and refused
     print("infer_onnx_parity: all checks passed" if ok else "infer_onnx_parity: a check FAILED")
     return 0 if ok else 1
 

@@ -4,10 +4,14 @@
  * run through the model. Each rank saves the input and every output
  * channel of its elements as .npy files (DIR/e<x>_<y>_<z>.in.npy,
  * .out<c>.npy); rank 0 writes the joined bubbles to DIR/bubbles.txt (id,
- * cells, mass, then the value channels), prints the value channels' names,
- * and the method writes DIR/infer.h5 with its particles table. tests/infer_onnx_parity.py compares
- * the outputs with PyTorch's and the bubbles with its own labelling of the whole grid. usage:
- * test_infer_onnx MODEL.onnx DIR LEVEL_ARRAY */
+ * cells, mass, then the value channels) and prints the value channels'
+ * names; the method writes DIR/infer.h5 with its particles table. The
+ * optional arguments name the probability output ("-": none) and the
+ * value outputs; with EXPECT_REFUSAL set, the creation must fail with that
+ * text in its message.
+ * tests/infer_onnx_parity.py compares the outputs with PyTorch's and the
+ * bubbles with its own labelling of the whole grid.
+ * usage: test_infer_onnx MODEL.onnx DIR LEVEL_ARRAY [PROBABILITY [VALUES]] */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,8 +32,8 @@ static void save(const char *dir, const int64_t idx[3], const char *what, float 
 int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
-  if (argc != 4) {
-    fprintf(stderr, "usage: test_infer_onnx MODEL.onnx DIR LEVEL_ARRAY\n");
+  if (argc < 4 || argc > 6) {
+    fprintf(stderr, "usage: test_infer_onnx MODEL.onnx DIR LEVEL_ARRAY [PROBABILITY [VALUES]]\n");
     return 2;
   }
   int level_array = atoi(argv[3]);
@@ -51,10 +55,22 @@ int main(int argc, char **argv)
   ip.level_array = level_array;
   ip.level_infer = 3;
   ip.model = model;
+  ip.probability_output = argc > 4 && strcmp(argv[4], "-") ? argv[4] : NULL;
+  ip.value_outputs = argc > 5 ? argv[5] : NULL;
   ip.reference = STRATA_INFER_FIXED;
   ip.overdensity_threshold = 1e-6; /* every element: the field is positive */
   strata_infer *inf = NULL;
   int ret = strata_infer_create(amr, &ip, &inf);
+  const char *refusal = getenv("EXPECT_REFUSAL"); /* a message the creation must fail with */
+  if (refusal) {
+    CHECK_EQ(ret, STRATA_EINVAL);
+    CHECK(inf == NULL && strstr(strata_error_message(), refusal) != NULL);
+    printf("refused: %s\n", strata_error_message());
+    strata_amr_destroy(amr);
+    strata_model_destroy(model);
+    strata_finalize();
+    return check_status();
+  }
   if (ret)
     fprintf(stderr, "strata_infer_create: %s\n", strata_error_message());
   CHECK_EQ(ret, 0);
@@ -67,18 +83,20 @@ int main(int argc, char **argv)
   float *in = malloc((size_t)(cells * cells * cells) * sizeof *in),
         *out = malloc((size_t)(cells * cells * cells) * sizeof *out);
   const int values = strata_infer_values(inf);
+  int channels = 0;
+  strata_model_describe(model, NULL, &channels, NULL);
   for (int64_t e = 0; e < n_elements; e++) {
     if (ranks[e] != strata_rank())
       continue;
     CHECK_EQ(strata_infer_read_array(inf, idx[e], 0, in), 0);
     save(argv[2], idx[e], "in", in, cells);
-    for (int c = 0; c <= values; c++) {
+    for (int c = 0; c < channels; c++) {
       char what[16];
       snprintf(what, sizeof what, "out%d", c);
       CHECK_EQ(strata_infer_read_output(inf, idx[e], c, out), 0);
       save(argv[2], idx[e], what, out, cells);
     }
-    CHECK_EQ(strata_infer_read_output(inf, idx[e], values + 1, out), STRATA_EINVAL);
+    CHECK_EQ(strata_infer_read_output(inf, idx[e], channels, out), STRATA_EINVAL);
     mine++;
   }
   char h5[4096];

@@ -60,7 +60,7 @@ static int32_t *extract_both(const float *prob, int64_t n, const struct strata__
   size_t fbytes = (size_t)(6 * n * n) * sizeof(int32_t);
   int32_t *labels = malloc((size_t)v * 4), *gfaces = malloc(fbytes);
   strata__bubbles_cpu(prob, n, p, labels, cpu, cap, faces);
-  float *dprob = check_device_copy(prob, (size_t)((1 + p->values) * v) * 4);
+  float *dprob = check_device_copy(prob, (size_t)(p->channels * v) * 4);
   void *dscratch = check_device_copy(NULL, strata__bubbles_cuda_scratch_bytes(n, p->values));
   double *dtable = check_device_copy(NULL, tbytes);
   int32_t *dfaces = check_device_copy(NULL, fbytes);
@@ -73,8 +73,9 @@ static int32_t *extract_both(const float *prob, int64_t n, const struct strata__
   return dfaces;
 }
 
-/* Two blobs and isolated cells, with two value channels: the cell's x
- * (so a bubble's value is its centre's x in cells) and a constant 3. */
+/* Two blobs and isolated cells in channel 1 of a map of three, with two
+ * value channels: channel 2, the cell's x (so a bubble's value is its
+ * centre's x in cells), then channel 0, a constant 3. */
 static void check_bubbles(void)
 {
   int64_t n = 40, v = n * n * n, cap = 8;
@@ -83,11 +84,18 @@ static void check_bubbles(void)
     double x = i % n + 0.5, y = i / n % n + 0.5, z = i / (n * n) + 0.5;
     double a = pow(x - 10.3, 2) + pow(y - 12.1, 2) + pow(z - 9.7, 2);
     double b = pow(x - 28.8, 2) + pow(y - 25.5, 2) + pow(z - 30.2, 2);
-    prob[i] = a < 16 ? 0.8f : b < 36 ? 0.95f : (i % 97 == 0 ? 0.7f : 0.1f);
-    prob[v + i] = (float)x;
-    prob[2 * v + i] = 3.0f;
+    prob[v + i] = a < 16 ? 0.8f : b < 36 ? 0.95f : (i % 97 == 0 ? 0.7f : 0.1f);
+    prob[2 * v + i] = (float)x;
+    prob[i] = 3.0f;
   }
-  struct strata__bubble_params p = {0.5f, 2, {1, 2, 3}, 0.5, 2};
+  struct strata__bubble_params p = {.threshold = 0.5f,
+                                    .min_cells = 2,
+                                    .origin = {1, 2, 3},
+                                    .cell_size = 0.5,
+                                    .channels = 3,
+                                    .probability = 1,
+                                    .values = 2,
+                                    .value_channel = {2, 0}};
   const int64_t columns = strata__bubble_columns(2);
   size_t tbytes = (size_t)((1 + cap) * columns) * sizeof(double);
   double *want = calloc(1, tbytes), *got = calloc(1, tbytes);
@@ -117,7 +125,8 @@ static void check_links(void)
         (y / 3 == 2 && z / 3 == 5) || (x / 3 == 6 && z / 3 == 1) || (x / 2 == 3 && y / 2 == 9);
     prob[i] = rod ? 0.9f : 0.1f;
   }
-  struct strata__bubble_params p = {0.5f, 1, {0, 0, 0}, 1, 0};
+  struct strata__bubble_params p = {
+      .threshold = 0.5f, .min_cells = 1, .cell_size = 1, .channels = 1};
   size_t tbytes = (size_t)(1 + cap) * STRATA__BUBBLE_FIELDS * sizeof(double);
   double *cpu = calloc(1, tbytes), *gpu = calloc(1, tbytes);
   int32_t *faces = malloc((size_t)(6 * n * n) * sizeof(int32_t));

@@ -6,8 +6,7 @@ usage: trace_check.py TRACE_DIR
 tasks.rec: every phase's codelet ran, on both ranks (marking: where the
 bubbles are), in both cycles (iteration numbers); the data dependencies of
 the method are recorded (bubble extraction after the model on the same
-probability map; mask merges after a criterion or an earlier merge when the
-child mask is local; the model after the population of its input).
+probability map; the model after the population of its input).
 paje.trace, read by pajeng's pj_dump: the same codelets appear as states of
 the worker containers of the ranks they ran on.
 """
@@ -16,13 +15,12 @@ import subprocess
 import sys
 
 PHASES = ["strata_amr_fill", "strata_amr_ghosts", "strata_amr_prolong", "strata_amr_copy",
-          "strata_infer_criterion", "strata_infer_merge", "strata_model", "strata_bubbles",
+          "strata_infer_criterion", "strata_model", "strata_bubbles",
           "strata_infer_mark"]
 ANY_RANK = {"strata_infer_mark"}
 # consumer -> codelets one of its direct predecessors must have
 DEPENDENCIES = {
     "strata_bubbles": {"strata_model"},
-    "strata_infer_merge": {"strata_infer_criterion", "strata_infer_merge"},
     "strata_model": {"strata_amr_copy", "strata_amr_restrict", "strata_amr_prolong"},
 }
 

@@ -19,8 +19,7 @@ void infer_job_defaults(struct infer_job *job)
                             .placement = STRATA_INFER_PLACE_CURVE};
 }
 
-/* The cosmology field of `cycle`, into the leaves (ghosts filled after). */
-static int fill_cycle(struct infer_run *run, int cycle, strata_amr_problem **problem)
+int infer_job_problem(const struct infer_run *run, int cycle, strata_amr_problem **problem)
 {
   strata_cosmology_params cp;
   strata_cosmology_params_init(&cp);
@@ -51,6 +50,8 @@ static void infer_params(const struct infer_job *job, strata_infer_params *ip)
   ip->overdensity_threshold = job->threshold;
   ip->marker_field = INFER_STARS;
   ip->placement = job->placement;
+  ip->probability_output = job->probability_output;
+  ip->value_outputs = job->value_outputs;
 }
 
 int infer_job_check(const struct infer_job *job)
@@ -76,7 +77,7 @@ int infer_job_setup(const struct infer_job *job, struct infer_run *run)
   if (!ret)
     ret = strata_amr_create(&p, &run->amr);
   if (!ret)
-    ret = fill_cycle(run, 0, &problem);
+    ret = infer_job_problem(run, 0, &problem);
   if (!ret)
     ret = strata_amr_build(run->amr, problem, &run->refine);
   strata_amr_problem_destroy(problem);
@@ -86,7 +87,7 @@ int infer_job_setup(const struct infer_job *job, struct infer_run *run)
 int infer_job_evolve(struct infer_run *run, int cycle)
 {
   strata_amr_problem *problem = NULL;
-  int ret = fill_cycle(run, cycle, &problem);
+  int ret = infer_job_problem(run, cycle, &problem);
   /* New field, new refinement, then the exact field on the new leaves. */
   if (!ret)
     ret = strata_amr_fill(run->amr, problem);
@@ -100,12 +101,17 @@ int infer_job_evolve(struct infer_run *run, int cycle)
   return ret;
 }
 
+void infer_job_params(const struct infer_run *run, int bulk_synchronous, strata_infer_params *ip)
+{
+  infer_params(run->job, ip);
+  ip->model = run->model;
+  ip->bulk_synchronous = bulk_synchronous;
+}
+
 int infer_job_method(struct infer_run *run, int bulk_synchronous, strata_infer **inf)
 {
   strata_infer_params ip;
-  infer_params(run->job, &ip);
-  ip.model = run->model;
-  ip.bulk_synchronous = bulk_synchronous;
+  infer_job_params(run, bulk_synchronous, &ip);
   return strata_infer_create(run->amr, &ip, inf);
 }
 

@@ -18,7 +18,8 @@ struct infer_job {
   int period;             /* > 0: the evolution restarts every `period` cycles */
   double threshold;       /* criterion: density > threshold * block mean */
   const char *model_path; /* NULL: the default model */
-  const char *input;      /* NULL: the cosmology problem; else a saved hierarchy */
+  const char *probability_output, *value_outputs; /* strata_infer_params' (NULL: defaults) */
+  const char *input; /* NULL: the cosmology problem; else a saved hierarchy */
   strata_infer_placement placement;
 };
 
@@ -46,6 +47,12 @@ int infer_job_setup(const struct infer_job *job, struct infer_run *run);
 /* Evolve the field to `cycle` (> 0) and adapt the hierarchy (collective;
  * not for a loaded hierarchy). */
 int infer_job_evolve(struct infer_run *run, int cycle);
+
+/* The cosmology field of `cycle` (destroy it after use). */
+int infer_job_problem(const struct infer_run *run, int cycle, strata_amr_problem **problem);
+
+/* The job's method parameters, with its model. */
+void infer_job_params(const struct infer_run *run, int bulk_synchronous, strata_infer_params *ip);
 
 /* An inference method on the run's hierarchy (bulk-synchronous or not). */
 int infer_job_method(struct infer_run *run, int bulk_synchronous, strata_infer **inf);

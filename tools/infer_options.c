@@ -144,6 +144,10 @@ static int set_valued(struct infer_options *o, const char *a, const char *v, FIL
       return fprintf(err, "strata infer: --placement is curve, greedy or measured\n"), -1;
   } else if (!strcmp(a, "--model"))
     o->job.model_path = v;
+  else if (!strcmp(a, "--probability-output"))
+    o->job.probability_output = v;
+  else if (!strcmp(a, "--value-outputs"))
+    o->job.value_outputs = v;
   else if (!strcmp(a, "--input"))
     o->job.input = v;
   else if (!strcmp(a, "--png"))
@@ -225,6 +229,10 @@ void infer_options_describe(const struct infer_options *o, struct infer_params_t
   add_param(t, "levels", "%d/%d/%d", j->level_base, j->level_array, j->level_infer);
   add_param(t, "threshold", "%.17g", j->threshold);
   add_param(t, "model", "%s", j->model_path ? j->model_path : "(default: the blob detector)");
+  add_param(t, "probability_output", "%s",
+            j->probability_output ? j->probability_output : "(the first channel)");
+  add_param(t, "value_outputs", "%s",
+            j->value_outputs ? j->value_outputs : "(every other channel)");
   static const char *const policies[] = {"curve", "greedy", "measured"};
   add_param(t, "placement", "%s", policies[j->placement]);
   add_param(t, "mode", "%s", o->bulk ? "bulk-synchronous" : "task graph");

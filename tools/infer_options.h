@@ -23,7 +23,7 @@ int infer_options_parse(int argc, char **argv, struct infer_options *o, FILE *er
  * order: rank 0 echoes them, the ranks agree on them (an MPMD run whose
  * ranks got different options stops before any work), and the HDF5 file
  * keeps them. */
-enum { INFER_PARAMS_MAX = 24 };
+enum { INFER_PARAMS_MAX = 32 };
 struct infer_params_text {
   int n;
   const char *key[INFER_PARAMS_MAX];

@@ -120,7 +120,7 @@ static int register_element(strata_infer *inf, struct element *e)
   if (ret)
     return ret;
   starpu_vector_data_register(&e->in, -1, 0, (uint32_t)(cells * inf->p.n_fields), sizeof(float));
-  starpu_vector_data_register(&e->out, -1, 0, (uint32_t)(cells * (1 + inf->values)), sizeof(float));
+  starpu_vector_data_register(&e->out, -1, 0, (uint32_t)(cells * inf->channels), sizeof(float));
   starpu_vector_data_register(&e->table, -1, 0, (uint32_t)table_len(inf), sizeof(double));
   starpu_vector_data_register(&e->faces, -1, 0, (uint32_t)(6 * inf->n * inf->n), sizeof(int32_t));
   starpu_vector_data_register(&e->links, -1, 0, (uint32_t)(2 * strata__bubble_link_slots(inf->n)),

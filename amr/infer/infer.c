@@ -81,13 +81,14 @@ static void name_values(strata_infer *inf)
     snprintf(name, (size_t)size, "value%d", k);
     const char *output;
     int count = 0, first, channels;
+    const int c = inf->value_channel[k];
     for (int i = 0; strata_model_outputs(inf->p.model, i, &count, &output, &first, &channels) == 0;
          i++)
-      if (output && *output && 1 + k >= first && 1 + k < first + channels) {
+      if (output && *output && c >= first && c < first + channels) {
         if (channels == 1)
           snprintf(name, (size_t)size, "%.*s", size - 1, output);
         else
-          snprintf(name, (size_t)size, "%.*s_%d", size - 12, output, 1 + k - first);
+          snprintf(name, (size_t)size, "%.*s_%d", size - 12, output, c - first);
       }
     int clash = 0;
     for (size_t t = 0; t < sizeof taken / sizeof *taken; t++)
@@ -110,11 +111,6 @@ static int check_params(const strata_mesh *mesh, strata_infer_params *p)
   int in_ch = 0, out_ch = 0;
   strata_model_output kind;
   strata_model_describe(p->model, &in_ch, &out_ch, &kind);
-  if (out_ch < 1 || out_ch > 1 + STRATA_BUBBLE_MAX_VALUES || kind != STRATA_MODEL_PROBABILITY)
-    return strata__fail(STRATA_EINVAL,
-                        "model '%s' must output a probability channel, then at most %d value "
-                        "channels",
-                        strata_model_name(p->model), STRATA_BUBBLE_MAX_VALUES);
   if (p->n_fields == 0) {
     /* The model's named fields, else field 0. */
     p->n_fields = in_ch;
@@ -158,16 +154,84 @@ static int check_params(const strata_mesh *mesh, strata_infer_params *p)
 
 static int destroy_live(void *inf) { return strata_infer_destroy(inf); }
 
+/* The model's channels that the method uses: the probability's and the
+ * value channels, from the parameters' output names. */
+struct channels {
+  int all, probability, values;
+  int value[STRATA_BUBBLE_MAX_VALUES];
+};
+
+/* Output `name` of the model: its first channel and channel count. */
+static int find_output(const strata_model *m, const char *name, size_t len, int *first, int *n)
+{
+  const char *output;
+  int count = 0;
+  for (int i = 0; strata_model_outputs(m, i, &count, &output, first, n) == 0; i++)
+    if (output && strlen(output) == len && !strncmp(output, name, len))
+      return 0;
+  return strata__fail(STRATA_EINVAL, "model '%s' has no output '%.*s'", strata_model_name(m),
+                      (int)len, name);
+}
+
+static int add_value(struct channels *c, int channel)
+{
+  if (c->values == STRATA_BUBBLE_MAX_VALUES)
+    return strata__fail(STRATA_EINVAL, "more than %d value channels", STRATA_BUBBLE_MAX_VALUES);
+  c->value[c->values++] = channel;
+  return 0;
+}
+
+static int select_channels(const strata_infer_params *p, struct channels *c)
+{
+  strata_model_output kind;
+  int in_ch, first, n, ret = 0;
+  strata_model_describe(p->model, &in_ch, &c->all, &kind);
+  *c = (struct channels){.all = c->all};
+  if (p->probability_output) {
+    if ((ret = find_output(p->model, p->probability_output, strlen(p->probability_output), &first,
+                           &n)))
+      return ret;
+    c->probability = first;
+  } else if (kind != STRATA_MODEL_PROBABILITY) {
+    return strata__fail(STRATA_EINVAL,
+                        "model '%s' does not output a probability first: name the output that "
+                        "does (probability_output)",
+                        strata_model_name(p->model));
+  }
+  if (!p->value_outputs) { /* every channel but the probability's */
+    for (int k = 0; k < c->all && !ret; k++)
+      if (k != c->probability)
+        ret = add_value(c, k);
+    return ret;
+  }
+  for (const char *s = p->value_outputs; *s && !ret;) {
+    size_t len = strcspn(s, ",");
+    if ((ret = find_output(p->model, s, len, &first, &n)))
+      return ret;
+    for (int k = first; k < first + n && !ret; k++)
+      ret = add_value(c, k);
+    s += len + (s[len] == ',');
+  }
+  return ret;
+}
+
 /* The method on `mesh`, which it owns when it describes `amr`. */
 static int create(strata_mesh *mesh, strata_amr *amr, const strata_infer_params *params,
                   strata_infer **out)
 {
   strata_infer_params p = *params;
+  struct channels c = {0};
   int local = mesh->committed || amr ? check_params(mesh, &p)
                                      : strata__fail(STRATA_EINVAL, "the mesh is not committed");
-  int64_t same[] = {p.level_base,      p.level_array,     p.level_infer,     p.n_fields,
-                    p.criterion_field, p.reference,       p.bubble_capacity, p.marker_field,
-                    p.placement,       p.bulk_synchronous};
+  if (!local)
+    local = select_channels(&p, &c);
+  uint64_t value_list = 0; /* the value channels, folded (strata__agree takes 16 numbers) */
+  for (int k = 0; k < c.values; k++)
+    value_list = value_list * 1000003u + (uint64_t)c.value[k] + 1;
+  int64_t same[] = {
+      p.level_base,  p.level_array,     p.level_infer,  p.n_fields,         p.criterion_field,
+      p.reference,   p.bubble_capacity, p.marker_field, p.placement,        p.bulk_synchronous,
+      c.probability, c.values,          c.all,          (int64_t)value_list};
   int ret = strata__agree(local, same, (int)(sizeof same / sizeof *same));
   if (ret)
     return local ? local : ret;
@@ -182,9 +246,10 @@ static int create(strata_mesh *mesh, strata_amr *amr, const strata_infer_params 
   mesh->users++;
   inf->p = p;
   inf->n = (int64_t)mesh->p.block_cells << (p.level_infer - p.level_array);
-  int in_ch, out_ch;
-  strata_model_describe(p.model, &in_ch, &out_ch, NULL);
-  inf->values = out_ch - 1;
+  inf->channels = c.all;
+  inf->probability = c.probability;
+  inf->values = c.values;
+  memcpy(inf->value_channel, c.value, sizeof c.value);
   name_values(inf);
   inf->bubble_scratch =
       strata__scratch_register(strata__bubbles_scratch_bytes(inf->n, inf->values));
@@ -325,8 +390,7 @@ static int read_element(strata_infer *inf, const int64_t idx[3], int output, int
                         float *out)
 {
   strata__clear_error();
-  if (!inf || !idx || !out || channel < 0 ||
-      channel >= (output ? 1 + inf->values : inf->p.n_fields))
+  if (!inf || !idx || !out || channel < 0 || channel >= (output ? inf->channels : inf->p.n_fields))
     return STRATA_EINVAL;
   struct element *e = strata__infer_find_element(inf, idx);
   if (!e)
@@ -350,7 +414,7 @@ int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel
 
 int strata_infer_read_probability(strata_infer *inf, const int64_t idx[3], float *out)
 {
-  return read_element(inf, idx, 1, 0, out);
+  return read_element(inf, idx, 1, inf ? inf->probability : 0, out);
 }
 
 int strata_infer_read_output(strata_infer *inf, const int64_t idx[3], int channel, float *out)

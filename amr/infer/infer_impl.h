@@ -90,8 +90,11 @@ struct strata_infer {
   strata_mesh *mesh; /* what the method reads and writes */
   strata_amr *amr;   /* the octree the mesh describes; NULL for an application's mesh */
   strata_infer_params p;
-  int64_t n;  /* array cells per axis */
-  int values; /* the model's channels after the probability, carried by each bubble */
+  int64_t n;       /* array cells per axis */
+  int channels;    /* of the model's output */
+  int probability; /* the probability's channel */
+  int values;      /* channels each bubble carries (strata_bubble::values) */
+  int value_channel[STRATA_BUBBLE_MAX_VALUES];
   char value_names[STRATA_BUBBLE_MAX_VALUES][64]; /* their particle table columns */
   strata__tags tags;                              /* StarPU-MPI tags: elements, masks, mailboxes */
   int64_t cycles;

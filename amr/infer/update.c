@@ -21,7 +21,10 @@ int strata__infer_submit_apply(strata_infer *inf)
     struct strata__bubble_params bp = {.threshold = inf->p.bubble_threshold,
                                        .min_cells = 1,
                                        .cell_size = h,
+                                       .channels = inf->channels,
+                                       .probability = inf->probability,
                                        .values = inf->values};
+    memcpy(bp.value_channel, inf->value_channel, sizeof bp.value_channel);
     for (int a = 0; a < 3; a++)
       bp.origin[a] = mesh->p.lower[a] + (double)strata__infer_element_lo(inf, e, a) * h;
     if (!ret)

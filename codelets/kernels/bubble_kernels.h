@@ -18,15 +18,19 @@ extern "C" {
 /* Most value channels a map carries beside its probability. */
 enum { STRATA__BUBBLE_MAX_VALUES = 16 };
 
-/* The map is 1 + values channels of n^3 floats: the probability, then
- * channels whose probability-weighted mean each bubble gets (the
+/* The map is `channels` channels of n^3 floats (a model's outputs): the
+ * probability is channel `probability`, and each bubble gets the
+ * probability-weighted mean of channels value_channel[0 ... values) (the
  * regression outputs of a model). */
 struct strata__bubble_params {
   float threshold;   /* cells with p > threshold belong to bubbles */
   int64_t min_cells; /* smaller components are dropped */
   double origin[3];  /* domain coordinates of the array's corner (x, y, z) */
   double cell_size;  /* edge of one cell in domain units */
-  int values;        /* value channels after the probability, 0 ... STRATA__BUBBLE_MAX_VALUES */
+  int channels;      /* of the map, >= 1 */
+  int probability;   /* its channel */
+  int values;        /* 0 ... STRATA__BUBBLE_MAX_VALUES */
+  int value_channel[STRATA__BUBBLE_MAX_VALUES];
 };
 
 /* One row of a bubble table (all float64): centre x, y, z, radius,
@@ -81,8 +85,9 @@ STRATA__HOST_DEVICE static inline int64_t strata__bubble_face_to_map(int64_t n, 
   return (c[2] * n + c[1]) * n + c[0];
 }
 
-/* CPU extraction; `labels` is scratch of n^3 int32. */
-void strata__bubbles_cpu(const float *prob, int64_t n, const struct strata__bubble_params *p,
+/* CPU extraction from a map of p->channels channels; `labels` is scratch
+ * of n^3 int32. */
+void strata__bubbles_cpu(const float *map, int64_t n, const struct strata__bubble_params *p,
                          int32_t *labels, double *table, int64_t capacity, int32_t *faces);
 
 /* ---- links between neighbouring maps ---- */
@@ -184,7 +189,7 @@ int strata__bubble_links_cuda(const struct strata__bubble_links_params *p, const
 uint64_t strata__bubbles_cuda_scratch_bytes(int64_t n, int values);
 
 /* CUDA extraction, asynchronous on `stream`; `table` in device memory. */
-int strata__bubbles_cuda(const float *prob, int64_t n, const struct strata__bubble_params *p,
+int strata__bubbles_cuda(const float *map, int64_t n, const struct strata__bubble_params *p,
                          void *scratch, double *table, int64_t capacity, int32_t *faces,
                          void *stream);
 

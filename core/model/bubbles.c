@@ -38,11 +38,14 @@ int strata_bubbles_submit(strata_array *prob, const strata_bubble_params *p, str
                         1 + STRATA_BUBBLE_MAX_VALUES, STRATA_BUBBLE_TABLE_COLUMNS);
   if (prob->acquired || table->acquired)
     return strata__array_busy();
-  struct strata__bubble_params kp = {p->threshold,
-                                     p->min_cells,
-                                     {p->origin[0], p->origin[1], p->origin[2]},
-                                     p->cell_size,
-                                     channels - 1};
+  struct strata__bubble_params kp = {.threshold = p->threshold,
+                                     .min_cells = p->min_cells,
+                                     .origin = {p->origin[0], p->origin[1], p->origin[2]},
+                                     .cell_size = p->cell_size,
+                                     .channels = channels,
+                                     .values = channels - 1};
+  for (int k = 0; k < kp.values; k++) /* the probability first, then the values */
+    kp.value_channel[k] = 1 + k;
   starpu_data_handle_t scratch =
       strata__scratch_register(strata__bubbles_scratch_bytes(n, kp.values));
   ret = strata__bubbles_submit(prob->handle, table->handle, scratch, NULL, &kp);

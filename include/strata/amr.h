@@ -110,6 +110,15 @@ int strata_amr_problem_blobs(int n, const double *centres, const double *sigma,
 int strata_amr_problem_cosmology(int64_t grid, const struct strata_cosmology_params *p,
                                  strata_amr_problem **out);
 
+/** @brief Evaluate a problem as the fill tasks do: field @p field at the
+ *  centres of @p n cells along x, the first at @p centre, the next @p h
+ *  apart, into @p out. For applications that fill their own mesh
+ *  (strata/mesh.h) with Strata's test problems: the values are the ones
+ *  strata_amr_fill() writes at the same centres. Not collective; needs no
+ *  strata_init(). */
+int strata_amr_problem_eval(const strata_amr_problem *problem, int field, const double centre[3],
+                            double h, int64_t n, double *out);
+
 /** @brief Free a problem (NULL is a no-op), after the submitted tasks,
  *  which may still evaluate it. */
 void strata_amr_problem_destroy(strata_amr_problem *problem);

@@ -113,10 +113,19 @@ typedef struct strata_infer_params {
   double overdensity_threshold; /**< a cell fires when value > threshold * reference (default 4) */
   double reference_value;       /**< reference of STRATA_INFER_FIXED (default 1) */
   strata_model *model;          /**< required; must outlive the method */
-  float bubble_threshold;       /**< probability above which cells are in bubbles (0.5) */
-  int64_t bubble_min_cells;     /**< smaller joined bubbles are dropped (default 1) */
-  int bubble_capacity;          /**< parts kept per array and per leaf list (default 64) */
-  int marker_field;             /**< field set to 1 inside bubbles, -1: none (default) */
+  /** The model output whose (first) channel is the probability, by name;
+   *  NULL (default): the model's first channel, which must then be a
+   *  probability (strata_model_describe()). */
+  const char *probability_output;
+  /** The model outputs whose channels every bubble carries as values
+   *  (strata_bubble::values: probability-weighted means over its cells), by
+   *  name, comma-separated ("mass,class"); NULL (default): every channel but
+   *  the probability's; "": none. At most STRATA_BUBBLE_MAX_VALUES channels. */
+  const char *value_outputs;
+  float bubble_threshold;           /**< probability above which cells are in bubbles (0.5) */
+  int64_t bubble_min_cells;         /**< smaller joined bubbles are dropped (default 1) */
+  int bubble_capacity;              /**< parts kept per array and per leaf list (default 64) */
+  int marker_field;                 /**< field set to 1 inside bubbles, -1: none (default) */
   strata_infer_placement placement; /**< default STRATA_INFER_PLACE_CURVE */
   /** Run the phases separated by global barriers (all tasks of a phase
    *  finish on every rank before the next starts), as the original
@@ -202,10 +211,10 @@ int strata_infer_create_on_mesh(struct strata_mesh *mesh, const strata_infer_par
  *  level_infer <= max_level, masks finer than a block's cells, leaves
  *  finer than level_infer that do not restrict to whole cells, fields out
  *  of range, a model whose channels differ from the fields or whose
- *  output is not a probability (in its first channel), more than
- *  STRATA_BUBBLE_MAX_VALUES value channels after it, N not accepted by the
- *  model. A model's channels after the probability are value channels:
- *  every bubble gets their probability-weighted means
+ *  first channel is not a probability when no probability_output is named,
+ *  an output name the model does not have, more than
+ *  STRATA_BUBBLE_MAX_VALUES value channels, N not accepted by the model.
+ *  Every bubble gets the probability-weighted means of the value channels
  *  (strata_bubble::values), joined across arrays weighted by mass. */
 int strata_infer_create(strata_amr *amr, const strata_infer_params *p, strata_infer **out);
 
@@ -250,9 +259,10 @@ const strata_infer_params *strata_infer_get_params(const strata_infer *inf);
 /** @brief Extent N of the inference arrays (cells per axis). Not collective. */
 int64_t strata_infer_array_cells(const strata_infer *inf);
 
-/** @brief Value channels each bubble carries: the model's output channels
- *  after the probability (its regression outputs), 0 ...
- *  STRATA_BUBBLE_MAX_VALUES. Not collective. */
+/** @brief Value channels each bubble carries (strata_bubble::values): the
+ *  channels of strata_infer_params::value_outputs, by default every model
+ *  channel but the probability's; 0 ... STRATA_BUBBLE_MAX_VALUES. Not
+ *  collective. */
 int strata_infer_values(const strata_infer *inf);
 
 /** @brief Name of value channel @p k (strata_bubble::values[k]), its column
@@ -278,10 +288,9 @@ int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel
  *  strata_infer_read_array(). */
 int strata_infer_read_probability(strata_infer *inf, const int64_t idx[3], float *out);
 
-/** @brief Output channel @p channel of the model on element @p idx (0: the
- *  probability, 1 ... strata_infer_values(): the value channels), N^3
- *  floats, x fastest, from the last cycle; the owner only, as
- *  strata_infer_read_array(). */
+/** @brief Output channel @p channel of the model (0 ... its output channels
+ *  - 1, strata_model_describe()) on element @p idx, N^3 floats, x fastest,
+ *  from the last cycle; the owner only, as strata_infer_read_array(). */
 int strata_infer_read_output(strata_infer *inf, const int64_t idx[3], int channel, float *out);
 
 /** @brief The mask of leaf @p b computed by the last cycle's evaluation:

@@ -50,10 +50,11 @@ static void write_faces(const int32_t *labels, int64_t n, int32_t *faces)
         }
 }
 
-void strata__bubbles_cpu(const float *prob, int64_t n, const struct strata__bubble_params *p,
+void strata__bubbles_cpu(const float *map, int64_t n, const struct strata__bubble_params *p,
                          int32_t *labels, double *table, int64_t capacity, int32_t *faces)
 {
   int64_t vol = n * n * n;
+  const float *prob = map + p->probability * vol;
   for (int64_t i = 0; i < vol; i++)
     labels[i] = prob[i] > p->threshold ? (int32_t)i : -1;
   /* Half of the 26 neighbours: those before the cell in scan order. */
@@ -111,7 +112,7 @@ void strata__bubbles_cpu(const float *prob, int64_t n, const struct strata__bubb
     c->peak = w > c->peak ? w : c->peak;
     c->cells++;
     for (int k = 0; k < p->values; k++)
-      c->value[k] += w * prob[(1 + k) * vol + i];
+      c->value[k] += w * map[p->value_channel[k] * vol + i];
   }
   const int64_t columns = strata__bubble_columns(p->values);
   int64_t kept = 0;

@@ -100,17 +100,19 @@ __global__ void jump_kernel(int64_t vol, Scratch s)
   }
 }
 
-__global__ void accumulate_kernel(const float *prob, int64_t n, int values, Scratch s)
+__global__ void accumulate_kernel(const float *map, int64_t n, struct strata__bubble_params p,
+                                  Scratch s)
 {
   const int64_t vol = n * n * n;
+  const float *prob = map + p.probability * vol;
   STRATA_GRID_LOOP(i, vol)
   {
     int32_t r = s.label[i];
     if (r < 0)
       continue;
     double w = prob[i];
-    for (int k = 0; k < values; k++)
-      atomicAdd(&s.value[k * vol + r], w * prob[(1 + k) * vol + i]);
+    for (int k = 0; k < p.values; k++)
+      atomicAdd(&s.value[k * vol + r], w * map[p.value_channel[k] * vol + i]);
     atomicAdd(&s.mass[r], w);
     atomicAdd(&s.px[r], w * ((double)(i % n) + 0.5));
     atomicAdd(&s.py[r], w * ((double)(i / n % n) + 0.5));
@@ -210,13 +212,14 @@ extern "C" uint64_t strata__bubbles_cuda_scratch_bytes(int64_t n, int values)
          sizeof(int);
 }
 
-extern "C" int strata__bubbles_cuda(const float *prob, int64_t n,
+extern "C" int strata__bubbles_cuda(const float *map, int64_t n,
                                     const struct strata__bubble_params *p, void *scratch,
                                     double *table, int64_t capacity, int32_t *faces, void *stream)
 {
   cudaStream_t st = static_cast<cudaStream_t>(stream);
   int64_t vol = n * n * n;
   Scratch s = carve(scratch, vol, p->values);
+  const float *prob = map + p->probability * vol;
   STRATA_LAUNCH(blocks_for(vol), kThreads, st, init_kernel)(prob, vol, p->threshold, p->values, s);
   for (;;) {
     int changed = 0;
@@ -232,7 +235,7 @@ extern "C" int strata__bubbles_cuda(const float *prob, int64_t n,
   }
   if (faces)
     STRATA_LAUNCH(blocks_for(6 * n * n), kThreads, st, faces_kernel)(n, s, faces);
-  STRATA_LAUNCH(blocks_for(vol), kThreads, st, accumulate_kernel)(prob, n, p->values, s);
+  STRATA_LAUNCH(blocks_for(vol), kThreads, st, accumulate_kernel)(map, n, *p, s);
   STRATA_LAUNCH(1, kScanThreads, st, compact_kernel)(vol, *p, s, table, capacity);
   return (int)cudaGetLastError();
 }

@@ -1,0 +1,49 @@
+/* p4est quadrants as the leaves of a Strata mesh (strata/mesh.h): the
+ * naming and the description that a p8est application needs, shared by
+ * examples/p4est_infer.c and the p4est path of bench/infer.c. The forest
+ * is a brick of trees (p8est_connectivity_new_brick), one tree per root
+ * block, and each quadrant's user data holds its blocks. */
+#ifndef STRATA_EXAMPLES_P4EST_MESH_H
+#define STRATA_EXAMPLES_P4EST_MESH_H
+
+#include <p8est_extended.h>
+#include <strata/mesh.h>
+
+/* Level and index of quadrant q of tree t: the tree's brick coordinates
+ * (its first vertex) times 2^level, plus the quadrant's coordinates at
+ * its level. */
+static inline void p4est_mesh_name(const p8est_t *p, p4est_topidx_t t, const p8est_quadrant_t *q,
+                                   strata_amr_block *b)
+{
+  const p8est_connectivity_t *conn = p->connectivity;
+  const double *corner = conn->vertices + 3 * conn->tree_to_vertex[P8EST_CHILDREN * t];
+  const p4est_qcoord_t xyz[3] = {q->x, q->y, q->z};
+  b->level = q->level;
+  for (int a = 0; a < 3; a++)
+    b->index[a] = ((int64_t)corner[a] << q->level) + (xyz[a] >> (P8EST_MAXLEVEL - q->level));
+}
+
+/* Each rank's quadrants described anew (after every re-mesh):
+ * strata_mesh_begin, one strata_mesh_add_leaf per local quadrant with the
+ * addresses `fields` gives for its user data, strata_mesh_commit
+ * (collective: every rank calls it, whatever happened before). */
+static inline int p4est_mesh_describe(p8est_t *p, strata_mesh *mesh,
+                                      void (*fields)(void *user_data, void **out))
+{
+  int ret = strata_mesh_begin(mesh);
+  for (p4est_topidx_t t = p->first_local_tree; !ret && t <= p->last_local_tree; t++) {
+    sc_array_t *qs = &p8est_tree_array_index(p->trees, t)->quadrants;
+    for (size_t i = 0; !ret && i < qs->elem_count; i++) {
+      p8est_quadrant_t *q = p8est_quadrant_array_index(qs, i);
+      void *ptrs[STRATA_AMR_MAX_FIELDS];
+      strata_amr_block b;
+      p4est_mesh_name(p, t, q, &b);
+      fields(q->p.user_data, ptrs);
+      ret = strata_mesh_add_leaf(mesh, b.level, b.index, ptrs);
+    }
+  }
+  int commit = strata_mesh_commit(mesh);
+  return ret ? ret : commit;
+}
+
+#endif
