@@ -4,6 +4,9 @@
  *   the same elements and the same bubbles, field for field, and the same
  *   number of marked cells; again after the application re-describes its
  *   leaves on another distribution;
+ * - a domain box that is not the unit cube, on a root grid that is not
+ *   cubic: a blob across its periodic boundary is one bubble, centred where
+ *   it was planted, inside the box, delivered to one leaf;
  * - zero-copy: each field's StarPU handle has the application's pointer as
  *   its main-memory copy, and the marker is written into that memory;
  * - bad descriptions get STRATA_EINVAL on every rank with the reason:
@@ -278,6 +281,97 @@ static void check_same_as_octree(strata_model *model)
   strata_amr_destroy(amr);
 }
 
+/* ---- a box that is not the unit cube ---- */
+
+/* A blob at (0.99, 0.3, 2.3) in the domain [-1, 1) x [0, 1) x [2, 3) of
+ * 4 x 2 x 2 root blocks, periodic: it straddles the x boundary. */
+static double box_density(const double x[3])
+{
+  static const double length[3] = {2, 1, 1}, c[3] = {0.99, 0.3, 2.3};
+  double d2 = 0;
+  for (int a = 0; a < 3; a++) {
+    double d = fmod(fabs(x[a] - c[a]), length[a]);
+    d = fmin(d, length[a] - d);
+    d2 += d * d;
+  }
+  return 1 + 12 * exp(-d2 / (2 * 0.05 * 0.05));
+}
+
+static void check_box(strata_model *model)
+{
+  strata_mesh_params mp;
+  strata_mesh_params_init(&mp);
+  const double lower[3] = {-1, 0, 2}, upper[3] = {1, 1, 3};
+  const int root[3] = {4, 2, 2};
+  for (int a = 0; a < 3; a++)
+    mp.lower[a] = lower[a], mp.upper[a] = upper[a], mp.root[a] = root[a];
+  mp.block_cells = CELLS;
+  mp.max_level = 1;
+  strata_mesh *m = NULL;
+  CHECK_EQ(strata_mesh_create(&mp, &m), 0);
+  const int64_t blocks[3] = {8, 4, 4}, n = 8 * 4 * 4;
+  const double h = 2.0 / (8 * CELLS);
+  double **field = calloc((size_t)n, sizeof *field);
+  for (int64_t i = 0; i < n; i++) {
+    if (i % num_ranks() != my_rank())
+      continue;
+    const int64_t idx[3] = {i % blocks[0], i / blocks[0] % blocks[1], i / (blocks[0] * blocks[1])};
+    field[i] = malloc(SIDE * SIDE * SIDE * sizeof **field);
+    for (int c = 0; c < SIDE * SIDE * SIDE; c++) {
+      const int64_t cell[3] = {c % SIDE, c / SIDE % SIDE, c / (SIDE * SIDE)};
+      double x[3];
+      for (int a = 0; a < 3; a++)
+        x[a] = lower[a] + ((double)(idx[a] * CELLS + cell[a] - GHOST) + 0.5) * h;
+      field[i][c] = box_density(x);
+    }
+    CHECK_EQ(strata_mesh_add_leaf(m, 1, idx, (void *[]){field[i]}), 0);
+  }
+  CHECK_EQ(strata_mesh_commit(m), 0);
+  strata_infer_params ip;
+  strata_infer_params_init(&ip);
+  ip.level_base = 0;
+  ip.level_array = 0;
+  ip.level_infer = 1;
+  ip.model = model;
+  ip.reference = STRATA_INFER_FIXED;
+  ip.overdensity_threshold = 2;
+  strata_infer *inf = NULL;
+  CHECK_EQ(strata_infer_create_on_mesh(m, &ip, &inf), 0);
+  CHECK_EQ(strata_infer_run(inf, NULL), 0);
+  strata_bubble *b = NULL;
+  int64_t nb = 0, mine = 0, total;
+  CHECK_EQ(strata_infer_bubbles(inf, &b, NULL, &nb), 0);
+  CHECK_EQ(nb, 1); /* one region across the periodic boundary */
+  if (nb == 1) {
+    const double want[3] = {0.99, 0.3, 2.3};
+    for (int a = 0; a < 3; a++)
+      CHECK(fabs(b[0].center[a] - want[a]) < h && b[0].center[a] >= lower[a] &&
+            b[0].center[a] < upper[a]);
+    CHECK(b[0].parts == 2);
+    if (my_rank() == 0)
+      printf("box [-1, 1) x [0, 1) x [2, 3): one bubble at (%.4f, %.4f, %.4f), %lld parts\n",
+             b[0].center[0], b[0].center[1], b[0].center[2], (long long)b[0].parts);
+  }
+  /* Delivered once, to the leaf of this rank that holds the centre. */
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t idx[3] = {i % blocks[0], i / blocks[0] % blocks[1], i / (blocks[0] * blocks[1])};
+    strata_bubble *p = NULL;
+    int64_t np = 0;
+    strata_amr_block leaf = {.level = 1, .index = {idx[0], idx[1], idx[2]}};
+    if (field[i] && strata_infer_leaf_particles(inf, &leaf, &p, &np) == 0)
+      mine += np;
+    free(p);
+  }
+  MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, strata_comm());
+  CHECK_EQ(total, nb);
+  free(b);
+  strata_infer_destroy(inf);
+  CHECK_EQ(strata_mesh_destroy(m), 0);
+  for (int64_t i = 0; i < n; i++)
+    free(field[i]);
+  free(field);
+}
+
 /* ---- bad descriptions ---- */
 
 static double scratch[SIDE * SIDE * SIDE];
@@ -382,6 +476,7 @@ int main(int argc, char **argv)
   strata_model *model = NULL;
   CHECK_EQ(strata_model_load_default(&model), 0);
   check_same_as_octree(model);
+  check_box(model);
   check_bad_input();
   strata_model_destroy(model);
   strata_finalize();
