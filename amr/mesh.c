@@ -264,7 +264,7 @@ static int leaf_cmp(const void *x, const void *y)
 
 struct strata__mesh_leaf *strata__mesh_find(const strata_mesh *m, const strata_amr_block *b)
 {
-  if (!m || !b)
+  if (!m || !b || !m->nleaves) /* a rank may have no leaf, and leaves NULL */
     return NULL;
   struct strata__mesh_leaf key = {.b = *b, .key = strata__morton(b->index)};
   return bsearch(&key, m->leaves, (size_t)m->nleaves, sizeof *m->leaves, leaf_cmp);
@@ -520,7 +520,9 @@ int strata_mesh_commit(strata_mesh *m)
   free(s), free(questions), free(got);
   if ((ret = report(m, local, why)))
     return ret;
-  qsort(m->leaves, (size_t)m->nleaves, sizeof *m->leaves, leaf_cmp);
+  if (m->nleaves)
+    if (m->nleaves)
+      qsort(m->leaves, (size_t)m->nleaves, sizeof *m->leaves, leaf_cmp);
   m->committed = 1;
   return 0;
 }
@@ -576,7 +578,8 @@ int strata__mesh_describe_amr(strata_mesh *m)
     if (ret)
       return ret;
   }
-  qsort(m->leaves, (size_t)m->nleaves, sizeof *m->leaves, leaf_cmp);
+  if (m->nleaves)
+    qsort(m->leaves, (size_t)m->nleaves, sizeof *m->leaves, leaf_cmp);
   m->committed = 1;
   return 0;
 }

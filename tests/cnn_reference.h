@@ -144,7 +144,8 @@ static inline void ref_unet_forward(const float *w, const float *in, int64_t n, 
 
 /* A network with every layer kind that ONNX models bring (strided, grouped
  * and transposed convolutions, group normalisation, affine, tanh, clip,
- * the four binary operators with channel broadcast, average pooling,
+ * the four binary operators with channel broadcast, average pooling over
+ * a padded 3^3 window,
  * trilinear upsampling both ways, a three-way concatenation, softmax), on
  * 2 input channels at extent n (a multiple of 4), and a classifier head
  * (global average pooling, a per-array pointwise convolution, broadcast):
@@ -167,7 +168,9 @@ static inline struct strata__network ref_zoo(struct strata__layer *L, float **we
   L[3].groups = 2;
   L[3].activation = STRATA__LAYER_LEAKY_RELU; /* fused activations */
   L[3].act_param = 0.1f;
-  L[4] = ref_layer(STRATA__LAYER_AVGPOOL, 3, -1, 4, 2, 1, 1, -1, -1, 0);
+  L[4] = ref_layer(STRATA__LAYER_AVGPOOL, 3, -1, 4, 2, 3, 1, -1, -1, 0);
+  L[4].stride = 2; /* a 3^3 window over the padded border, pads not counted */
+  L[4].pad = 1;
   L[5] = ref_layer(STRATA__LAYER_CONV_TRANSPOSE, 4, -1, 3, 1, 2, 1, t5, t5b, 0);
   L[5].pad = 0;
   L[5].activation = STRATA__LAYER_TANH;

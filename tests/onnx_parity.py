@@ -73,6 +73,26 @@ class Arithmetic(nn.Module):
         return torch.log(y + 2.0)
 
 
+class Pools(nn.Module):
+    """Pooling windows beyond 2x2x2: kernel 3 keeping the extent and halving
+    it, a dilated maximum, averages that count the pads and that do not,
+    a kernel 4 whose padding leaves one cell fewer after than before."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv3d(2, 4, 3, padding=1)
+
+    def forward(self, x):
+        y = self.c(x)
+        a = F.max_pool3d(y, 3, stride=1, padding=1)
+        b = F.avg_pool3d(y, 3, stride=1, padding=1, count_include_pad=False)
+        half = F.max_pool3d(a + b, 3, stride=2, padding=1)
+        half = half + F.avg_pool3d(a - b, 3, stride=2, padding=1, count_include_pad=True)
+        half = half + F.max_pool3d(y, 2, stride=2, padding=1, dilation=2)
+        half = half * F.avg_pool3d(y, 4, stride=2, padding=1)
+        return F.interpolate(half, scale_factor=2, mode="nearest") + a
+
+
 class UNet(nn.Module):
     """A 3-D U-Net: strided conv and pools down, transposed conv and both
     resizes up, instance and group norms, concatenation of five inputs,
@@ -220,7 +240,7 @@ def main():
     os.makedirs(folder, exist_ok=True)
     lines, out_channels = [], {}
     cases = [("stem", Stem, 2, 1), ("arith", Arithmetic, 1, 1), ("unet", UNet, 1, 2),
-             ("head", Head, 1, 3)]
+             ("head", Head, 1, 3), ("pools", Pools, 2, 1)]
     for name, cls, channels, outputs in cases:
         for opset in (11, 13, 17):
             if name == "unet" and opset < 13:

@@ -14,6 +14,8 @@ static int element_cmp(const void *x, const void *y)
 struct element *strata__infer_find_element(const strata_infer *inf, const int64_t idx[3])
 {
   struct element key = {.key = strata__morton(idx)};
+  if (!inf->nel) /* el is NULL before the first cycle */
+    return NULL;
   return bsearch(&key, inf->el, (size_t)inf->nel, sizeof *inf->el, element_cmp);
 }
 

@@ -138,7 +138,8 @@ int strata__infer_share_transfers(strata_infer *inf, struct transfer **t, int64_
   }
   /* This rank's leaves' transfers, all kept (the leaf side sends), then
    * the received ones. */
-  memcpy(all, *t, (size_t)*nt * sizeof *all);
+  if (*nt) /* *t is NULL without transfers */
+    memcpy(all, *t, (size_t)*nt * sizeof *all);
   int64_t n = *nt;
   for (int64_t k = 0; k < ngot; k++) {
     const int64_t *d = got + k * D_WIDTH;

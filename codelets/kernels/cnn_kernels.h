@@ -24,7 +24,7 @@ enum strata__layer_kind {
   STRATA__LAYER_LEAKY_RELU, /* x > 0 ? x : param * x */
   STRATA__LAYER_SIGMOID,    /* 1 / (1 + exp(-x)) */
   STRATA__LAYER_LOG,        /* log(max(x, param)) */
-  STRATA__LAYER_MAXPOOL,    /* 2x2x2, stride 2: n -> n / 2 */
+  STRATA__LAYER_MAXPOOL,    /* window: strata__pool_window(); NaN wins */
   STRATA__LAYER_UPSAMPLE,   /* nearest neighbour x2: n -> 2 n */
   STRATA__LAYER_CONCAT,     /* channels of each input in turn (one input: a copy) */
   /* transposed conv3d, stride 2: n -> 2 n; kernel k, dilation d, `pad`
@@ -39,7 +39,7 @@ enum strata__layer_kind {
   STRATA__LAYER_MUL,
   STRATA__LAYER_DIV,
   STRATA__LAYER_SOFTMAX,         /* over the channels of each cell */
-  STRATA__LAYER_AVGPOOL,         /* 2x2x2 mean, stride 2: n -> n / 2 */
+  STRATA__LAYER_AVGPOOL,         /* mean over strata__pool_window(); param 1: pads count */
   STRATA__LAYER_UPSAMPLE_LINEAR, /* trilinear x2: half-pixel centres, or param = 1: align corners */
   STRATA__LAYER_GLOBAL_AVGPOOL,  /* the mean of each channel: a global layer (extent 1) */
   STRATA__LAYER_BROADCAST,       /* a global layer's values in every cell at n >> level */
@@ -84,6 +84,56 @@ struct strata__network {
   int in_channels;
   struct strata__cnn_plans *plans; /* NULL: im2col + SGEMM everywhere */
 };
+
+/* A pooling layer's window: kernel k, dilation d, stride s (1 or 2, n ->
+ * n / s), p cells of padding before (ignored by the maximum; counted by
+ * the mean when param is 1). Kernel 0 is the 2x2x2, stride-2 window of
+ * Strata's JSON format. */
+struct strata__pool_window {
+  int k, d, s, p;
+};
+
+static inline STRATA__HOST_DEVICE struct strata__pool_window
+strata__pool_window(const struct strata__layer *L)
+{
+  struct strata__pool_window w = {2, 1, 2, 0};
+  if (L->kernel) {
+    w.k = L->kernel;
+    w.d = L->dilation;
+    w.s = L->stride;
+    w.p = L->pad;
+  }
+  return w;
+}
+
+/* One output cell of a pooling layer: the maximum (mean == 0) or the
+ * mean of the window at output cell (x, y, z) of channel `in` (n^3). */
+static inline STRATA__HOST_DEVICE float strata__pool_cell(const float *in, int64_t n,
+                                                          struct strata__pool_window w, int mean,
+                                                          int count_pads, int64_t x, int64_t y,
+                                                          int64_t z)
+{
+  float best = -INFINITY, sum = 0.0f;
+  int count = 0;
+  for (int dz = 0; dz < w.k; dz++) {
+    const int64_t iz = z * w.s - w.p + dz * w.d;
+    for (int dy = 0; iz >= 0 && iz < n && dy < w.k; dy++) {
+      const int64_t iy = y * w.s - w.p + dy * w.d;
+      for (int dx = 0; iy >= 0 && iy < n && dx < w.k; dx++) {
+        const int64_t ix = x * w.s - w.p + dx * w.d;
+        if (ix < 0 || ix >= n)
+          continue;
+        const float v = in[(iz * n + iy) * n + ix];
+        best = v > best || v != v ? v : best;
+        sum += v;
+        count++;
+      }
+    }
+  }
+  if (!mean)
+    return best;
+  return sum / (float)(count_pads ? w.k * w.k * w.k : count);
+}
 
 /* A conv3d that reads one input cell per output cell (no im2col). */
 static inline STRATA__HOST_DEVICE int strata__conv3d_is_pointwise(const struct strata__layer *L)

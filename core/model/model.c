@@ -655,6 +655,11 @@ int strata_model_layer_info(const strata_model *m, int i, int64_t n, int *count,
     info->dilation = L->dilation;
     info->groups = L->groups;
     info->parameters = L->channels * cin / L->groups * k3;
+  } else if (L->kind == STRATA__LAYER_MAXPOOL || L->kind == STRATA__LAYER_AVGPOOL) {
+    const struct strata__pool_window w = strata__pool_window(L);
+    info->kernel = w.k;
+    info->stride = w.s;
+    info->dilation = w.d;
   } else if (L->kind == STRATA__LAYER_AFFINE || L->kind == STRATA__LAYER_NORM)
     info->parameters = L->weight_offset >= 0 ? L->channels : 0;
   if (L->bias_offset >= 0)

@@ -40,6 +40,10 @@ struct value {
   /* a classifier head's values: one per channel and array (global), seen
    * as [N, C] after Flatten, Reshape or Gemm (flat) */
   int global, flat;
+  /* an activation padded with zeros by Pad: `padded[0]` cells before and
+   * `padded[1]` after on each spatial axis, which only AveragePool reads
+   * (PyTorch exports count_include_pad so) */
+  int64_t padded[2];
 };
 
 struct loader {
@@ -141,6 +145,11 @@ static int node_input(struct loader *ld, size_t i, int required, struct value **
 
 static int need_activation(struct loader *ld, const struct value *v, const char *what)
 {
+  if (v->padded[0] || v->padded[1])
+    return fail(ld,
+                "%s '%s' is padded by a Pad node: Strata pads inside its convolutions and "
+                "average pools only",
+                what, v->name);
   if (v->groups || v->shape)
     return fail(ld,
                 "%s '%s' is a reshaped view: Strata reads reshapes only as the grouping "
@@ -948,21 +957,48 @@ static int op_pool(struct loader *ld, int kind)
   struct value *x;
   int64_t k, s, d, pb, pe, unused;
   int ret;
-  if ((ret = node_input(ld, 0, 1, &x)) || (ret = need_activation(ld, x, "input")) ||
-      (ret = need_cells(ld, x)) || (ret = attr_isotropic(ld, "kernel_shape", 0, &k, &unused)) ||
+  if ((ret = node_input(ld, 0, 1, &x)))
+    return ret;
+  /* Zeros a Pad node put around the input count in an average: the pool's
+   * own padding, counted. */
+  struct value plain = *x;
+  const int64_t before = x->padded[0], after = x->padded[1];
+  plain.padded[0] = plain.padded[1] = 0;
+  if (kind == STRATA__LAYER_AVGPOOL)
+    x = &plain;
+  if ((ret = need_activation(ld, x, "input")) || (ret = need_cells(ld, x)) ||
+      (ret = attr_isotropic(ld, "kernel_shape", 0, &k, &unused)) ||
       (ret = attr_isotropic(ld, "strides", 1, &s, &unused)) ||
       (ret = attr_isotropic(ld, "dilations", 1, &d, &unused)) ||
       (ret = auto_pads(ld, s, d * (k - 1), &pb, &pe)))
     return ret;
-  if (k != 2 || s != 2 || d != 1 || pb || pe || ld->node->n_output > 1)
+  int count_pads = kind == STRATA__LAYER_AVGPOOL && attr_int(ld->node, "count_include_pad", 0);
+  if (before || after) {
+    if (!count_pads && (pb || pe))
+      return fail(ld, "a Pad node's zeros and uncounted pads of the pool cannot be combined");
+    pb += before, pe += after, count_pads = 1;
+  }
+  const int64_t D = d * (k - 1), ceil_mode = attr_int(ld->node, "ceil_mode", 0);
+  /* As for Conv: extents stay n / 2^level, so stride 1 keeps n and stride
+   * 2 halves any even n (ceil_mode may round up only where it cannot). */
+  const int keeps = s == 1 && pb + pe == D;
+  const int halves = s == 2 && (pb + pe == D - 1 || (pb + pe == D && !ceil_mode));
+  if (k < 1 || k > 16 || d < 1 || pb < 0 || pb > D || !(keeps || halves) || ld->node->n_output > 1)
     return fail(ld,
-                "kernel %lld, stride %lld, dilation %lld, pads %lld + %lld: Strata pools "
-                "2x2x2 with stride 2, no padding, no indices output",
-                (long long)k, (long long)s, (long long)d, (long long)pb, (long long)pe);
+                "kernel %lld, stride %lld, dilation %lld, pads %lld + %lld, ceil_mode %lld: "
+                "Strata pools with stride 1 keeping the extent or stride 2 halving it, "
+                "kernels up to 16, no indices output",
+                (long long)k, (long long)s, (long long)d, (long long)pb, (long long)pe,
+                (long long)ceil_mode);
   struct strata__layer *L = add_layer(ld, kind, &x, 1);
   if (!L)
     return STRATA_EINVAL;
-  L->level++;
+  L->kernel = (int)k;
+  L->dilation = (int)d;
+  L->stride = (int)s;
+  L->pad = (int)pb;
+  L->param = (float)count_pads;
+  L->level += s == 2;
   set_output_shape(ld, L);
   return 0;
 }
@@ -1124,18 +1160,39 @@ static int op_alias(struct loader *ld)
   return 0;
 }
 
-/* Pad with zero pads (PyTorch puts one before average pooling). */
+/* Pad: zero pads are nothing; zeros around the spatial axes, the same on
+ * each, make a padded view that only an average pool reads (PyTorch pads
+ * so before AvgPool with count_include_pad). */
 static int op_pad(struct loader *ld)
 {
-  struct value *pads;
+  struct value *x, *pads, *fill = NULL, *out;
+  char mode[32];
   int ret;
-  if ((ret = node_input(ld, 1, 1, &pads)) || (ret = need_constant(ld, pads, "pads")))
+  if ((ret = node_input(ld, 0, 1, &x)) || (ret = node_input(ld, 1, 1, &pads)) ||
+      (ret = node_input(ld, 2, 0, &fill)) || (ret = need_constant(ld, pads, "pads")) ||
+      (fill && (ret = need_constant(ld, fill, "constant_value"))))
     return ret;
+  attr_string(ld->node, "mode", mode, sizeof mode);
+  int zero = 1, uniform = pads->count == 10;
   for (int64_t i = 0; i < pads->count; i++)
-    if (pads->data[i] != 0)
-      return fail(ld, "padding by %g: Strata pads inside its convolutions only",
-                  (double)pads->data[i]);
-  return op_alias(ld);
+    zero &= pads->data[i] == 0;
+  if (zero)
+    return op_alias(ld);
+  for (int i = 0; uniform && i < 5; i++) /* [N, C, D, H, W] begins, then ends */
+    uniform = i < 2 ? pads->data[i] == 0 && pads->data[5 + i] == 0
+                    : pads->data[i] == pads->data[2] && pads->data[5 + i] == pads->data[7];
+  if (!uniform || (*mode && strcmp(mode, "constant") != 0) || (fill && fill->data[0] != 0) ||
+      pads->data[2] < 0 || pads->data[7] < 0 || (ret = need_activation(ld, x, "input")))
+    return ret ? ret
+               : fail(ld,
+                      "padding %s: Strata reads only zeros, the same around each spatial "
+                      "axis, before an average pool",
+                      *mode ? mode : "constant");
+  if (!(out = alias_output(ld, x)))
+    return STRATA_EINVAL;
+  out->padded[0] = (int64_t)pads->data[2];
+  out->padded[1] = (int64_t)pads->data[7];
+  return 0;
 }
 
 static int op_constant(struct loader *ld)

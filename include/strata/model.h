@@ -76,7 +76,9 @@ int strata_model_load(const char *json_path, strata_model **out);
  *  [N, G, -1], InstanceNormalization, Reshape back, Mul, Add), Add, Sub,
  *  Mul, Div (two activations, one of them possibly single-channel, or an
  *  activation and a scalar or per-channel constant), Concat on channels,
- *  MaxPool and AveragePool (2x2x2, stride 2), Resize x2 (nearest, or linear
+ *  MaxPool and AveragePool (cubic windows up to 16, any dilation and
+ *  padding, stride 1 keeping the extent or stride 2 halving it; the mean
+ *  with or without the pads), Resize x2 (nearest, or linear
  *  with half-pixel or aligned corners), Relu, LeakyRelu, Sigmoid, Tanh,
  *  Softmax (over channels), Clip, Log, Identity, Dropout, Constant, and
  *  classifier heads (GlobalAveragePool, Flatten, Gemm, MatMul) whose
@@ -154,7 +156,7 @@ typedef struct strata_model_layer {
   int channels;           /**< output channels */
   int downscale; /**< its output extent is n / downscale (1 at the input's resolution), or 0 for one
                     value per channel and array (a classifier head) */
-  int kernel, stride, dilation, groups; /**< convolutions (0 for other layers) */
+  int kernel, stride, dilation, groups; /**< convolutions and pools (0 for other layers) */
   int64_t parameters;                   /**< weights, biases, scales and shifts */
   double flops;                         /**< operations at input extent n (2 per multiply-add) */
   int cuda; /**< 1 when this build runs it in CUDA too (else CPU workers only) */

@@ -275,23 +275,18 @@ static void conv_transpose(const float *in, int cin, int64_t n, const struct str
 }
 
 /* 2x2x2 pooling, stride 2: the maximum (NaN wins) or the mean. */
-static void pool(const float *in, int channels, int64_t n, int mean, float *out)
+static void pool(const float *in, int channels, int64_t n, const struct strata__layer *L,
+                 float *out)
 {
-  int64_t m = n / 2;
+  const struct strata__pool_window w = strata__pool_window(L);
+  const int mean = L->kind == STRATA__LAYER_AVGPOOL, count_pads = mean && L->param != 0;
+  const int64_t m = n / w.s;
   for (int64_t c = 0; c < channels; c++)
     for (int64_t z = 0; z < m; z++)
       for (int64_t y = 0; y < m; y++)
-        for (int64_t x = 0; x < m; x++) {
-          float best = -INFINITY, sum = 0.0f;
-          for (int dz = 0; dz < 2; dz++)
-            for (int dy = 0; dy < 2; dy++)
-              for (int dx = 0; dx < 2; dx++) {
-                float v = in[((c * n + 2 * z + dz) * n + 2 * y + dy) * n + 2 * x + dx];
-                best = v > best || v != v ? v : best;
-                sum += v;
-              }
-          out[((c * m + z) * m + y) * m + x] = mean ? sum * 0.125f : best;
-        }
+        for (int64_t x = 0; x < m; x++)
+          out[((c * m + z) * m + y) * m + x] =
+              strata__pool_cell(in + c * n * n * n, n, w, mean, count_pads, x, y, z);
 }
 
 static void upsample(const float *in, int channels, int64_t n, float *out)
@@ -429,8 +424,8 @@ void strata__cnn_forward_cpu(const struct strata__network *net, const float *wei
     case STRATA__LAYER_CONV_TRANSPOSE:
       conv_transpose(src[0], cin, sn, L, w, bias, dst, next);
       break;
-    case STRATA__LAYER_MAXPOOL: pool(src[0], cin, sn, 0, dst); break;
-    case STRATA__LAYER_AVGPOOL: pool(src[0], cin, sn, 1, dst); break;
+    case STRATA__LAYER_MAXPOOL:
+    case STRATA__LAYER_AVGPOOL: pool(src[0], cin, sn, L, dst); break;
     case STRATA__LAYER_UPSAMPLE: upsample(src[0], cin, sn, dst); break;
     case STRATA__LAYER_UPSAMPLE_LINEAR: upsample_linear(src[0], cin, sn, L->param != 0, dst); break;
     case STRATA__LAYER_CONCAT:

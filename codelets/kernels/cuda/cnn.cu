@@ -166,22 +166,15 @@ __global__ void broadcast_kernel(const float *in, int channels, int64_t vol, flo
   STRATA_GRID_LOOP(i, channels * vol) out[i] = in[i / vol];
 }
 
-// 2x2x2 pooling, stride 2: the maximum (NaN wins) or the mean.
-__global__ void pool_kernel(const float *in, int channels, int64_t n, int mean, float *out)
+// Pooling over strata__pool_window(): the maximum (NaN wins) or the mean.
+__global__ void pool_kernel(const float *in, int channels, int64_t n, struct strata__pool_window w,
+                            int mean, int count_pads, float *out)
 {
-  int64_t m = n / 2;
+  int64_t m = n / w.s;
   STRATA_GRID_LOOP(o, channels * m * m * m)
   {
     int64_t x = o % m, y = o / m % m, z = o / (m * m) % m, c = o / (m * m * m);
-    float best = -INFINITY, sum = 0.0f;
-    for (int dz = 0; dz < 2; dz++)
-      for (int dy = 0; dy < 2; dy++)
-        for (int dx = 0; dx < 2; dx++) {
-          float v = in[((c * n + 2 * z + dz) * n + 2 * y + dy) * n + 2 * x + dx];
-          best = v > best || v != v ? v : best;
-          sum += v;
-        }
-    out[o] = mean ? sum * 0.125f : best;
+    out[o] = strata__pool_cell(in + c * n * n * n, n, w, mean, count_pads, x, y, z);
   }
 }
 
@@ -308,8 +301,9 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
       break;
     case STRATA__LAYER_MAXPOOL:
     case STRATA__LAYER_AVGPOOL:
-      STRATA_LAUNCH(blocks_for(count / 8), kThreads, s, pool_kernel)
-      (src[0], cin, sn, L->kind == STRATA__LAYER_AVGPOOL, dst);
+      STRATA_LAUNCH(blocks_for(count), kThreads, s, pool_kernel)
+      (src[0], cin, sn, strata__pool_window(L), L->kind == STRATA__LAYER_AVGPOOL,
+       L->kind == STRATA__LAYER_AVGPOOL && L->param != 0, dst);
       break;
     case STRATA__LAYER_UPSAMPLE:
       STRATA_LAUNCH(blocks_for(count * 8), kThreads, s, upsample_kernel)(src[0], cin, sn, dst);
