@@ -23,6 +23,27 @@ static inline int num_ranks(void)
   return r;
 }
 
+/* `steps` adaptations by flags: at step s, each leaf is refined where
+ * refine(s, its info) says so (the octree keeps 2:1 balance). */
+static inline void refine_where(strata_amr *amr, int steps,
+                                int (*refine)(int step, const strata_amr_block_info *info))
+{
+  for (int step = 0; step < steps; step++) {
+    int64_t n = strata_amr_num_leaves(amr);
+    strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
+    int8_t *flags = calloc((size_t)n, 1);
+    strata_amr_leaves(amr, leaves, n, &n);
+    for (int64_t i = 0; i < n; i++) {
+      strata_amr_block_info info;
+      strata_amr_block_query(amr, &leaves[i], &info);
+      flags[i] = (int8_t)refine(step, &info);
+    }
+    CHECK_EQ(strata_amr_adapt_flags(amr, flags, NULL), 0);
+    free(leaves);
+    free(flags);
+  }
+}
+
 /* fn(ctx, block, info, values) on every leaf owned here, with field `field`
  * read as doubles (the whole ghosted array, or the interior only). */
 static inline void for_owned_leaves(strata_amr *amr, int field, int ghosts,

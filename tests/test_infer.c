@@ -27,6 +27,13 @@ static double linear_at(const double x[3])
 
 /* 8^3 blocks, levels 0..3, base 1, array = infer = 2: level-3 leaves
  * restrict, level-2 leaves copy, level-1 leaves prolong by 2. */
+/* Refine everything to level 1, then the low-x half twice more at the
+ * low-y side: levels 1, 2 and 3 side by side. */
+static int linear_levels(int step, const strata_amr_block_info *info)
+{
+  return step == 0 || (info->lower[0] < 0.5 && info->lower[1] < 0.5 / step);
+}
+
 static strata_amr *linear_hierarchy(void)
 {
   strata_amr_params p;
@@ -38,22 +45,7 @@ static strata_amr *linear_hierarchy(void)
   p.boundary = STRATA_AMR_EXTRAPOLATE;
   strata_amr *amr = NULL;
   CHECK_EQ(strata_amr_create(&p, &amr), 0);
-  /* Refine everything to level 1, then the low-x half twice more at the
-   * low-y side: levels 1, 2 and 3 side by side. */
-  for (int step = 0; step < 3; step++) {
-    int64_t n = strata_amr_num_leaves(amr);
-    strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
-    int8_t *flags = calloc((size_t)n, 1);
-    strata_amr_leaves(amr, leaves, n, &n);
-    for (int64_t i = 0; i < n; i++) {
-      strata_amr_block_info info;
-      strata_amr_block_query(amr, &leaves[i], &info);
-      flags[i] = step == 0 || (info.lower[0] < 0.5 && info.lower[1] < 0.5 / step);
-    }
-    CHECK_EQ(strata_amr_adapt_flags(amr, flags, NULL), 0);
-    free(leaves);
-    free(flags);
-  }
+  refine_where(amr, 3, linear_levels);
   return amr;
 }
 

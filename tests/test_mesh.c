@@ -19,12 +19,9 @@
 #include <strata/mesh.h>
 #include <strata/starpu.h>
 
-#include "check.h"
+#include "amr_check.h"
 
 enum { CELLS = 8, GHOST = 1, SIDE = CELLS + 2 * GHOST, FIELDS = 2 };
-
-static int my_rank(void) { return strata_rank(); }
-static int num_ranks(void) { return strata_size(); }
 
 /* Two Gaussian blobs on a background of 1 (periodic distance): one where
  * the leaves are fine, one where they are coarser than the arrays. */
@@ -60,6 +57,15 @@ static void fill_block(const strata_amr_block *b, double *out)
 }
 
 /* Level 1 everywhere, level 2 for x >= 1/2, level 3 around the first blob. */
+static int blob_levels(int step, const strata_amr_block_info *info)
+{
+  double centre[3];
+  for (int a = 0; a < 3; a++)
+    centre[a] = 0.5 * (info->lower[a] + info->upper[a]);
+  double d = fabs(centre[0] - 0.74) + fabs(centre[1] - 0.31) + fabs(centre[2] - 0.62);
+  return step == 0 || (step == 1 && centre[0] >= 0.5) || (step == 2 && d < 0.15);
+}
+
 static strata_amr *octree(void)
 {
   strata_amr_params p;
@@ -70,24 +76,7 @@ static strata_amr *octree(void)
   p.field_names[1] = "marker";
   strata_amr *amr = NULL;
   CHECK_EQ(strata_amr_create(&p, &amr), 0);
-  for (int step = 0; step < 3; step++) {
-    int64_t n = strata_amr_num_leaves(amr);
-    strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
-    int8_t *flags = calloc((size_t)n, 1);
-    strata_amr_leaves(amr, leaves, n, &n);
-    for (int64_t i = 0; i < n; i++) {
-      strata_amr_block_info info;
-      strata_amr_block_query(amr, &leaves[i], &info);
-      double centre[3];
-      for (int a = 0; a < 3; a++)
-        centre[a] = 0.5 * (info.lower[a] + info.upper[a]);
-      double d = fabs(centre[0] - 0.74) + fabs(centre[1] - 0.31) + fabs(centre[2] - 0.62);
-      flags[i] = step == 0 || (step == 1 && centre[0] >= 0.5) || (step == 2 && d < 0.15);
-    }
-    CHECK_EQ(strata_amr_adapt_flags(amr, flags, NULL), 0);
-    free(leaves);
-    free(flags);
-  }
+  refine_where(amr, 3, blob_levels);
   int64_t n = strata_amr_num_leaves(amr);
   strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
   strata_amr_leaves(amr, leaves, n, &n);
@@ -218,22 +207,18 @@ static int64_t app_marked(struct app *app)
   return marked;
 }
 
+static void count_marked(void *ctx, const strata_amr_block *b, const strata_amr_block_info *info,
+                         const double *v)
+{
+  (void)b, (void)info;
+  for (int c = 0; c < SIDE * SIDE * SIDE; c++)
+    *(int64_t *)ctx += v[c] == 1;
+}
+
 static int64_t octree_marked(strata_amr *amr)
 {
-  int64_t n = strata_amr_num_leaves(amr), marked = 0;
-  strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
-  double *block = malloc(SIDE * SIDE * SIDE * sizeof *block);
-  strata_amr_leaves(amr, leaves, n, &n);
-  for (int64_t i = 0; i < n; i++) {
-    strata_amr_block_info info;
-    strata_amr_block_query(amr, &leaves[i], &info);
-    if (info.rank != my_rank())
-      continue;
-    CHECK_EQ(strata_amr_read(amr, &leaves[i], 1, 1, block), 0);
-    for (int c = 0; c < SIDE * SIDE * SIDE; c++)
-      marked += block[c] == 1;
-  }
-  free(leaves), free(block);
+  int64_t marked = 0;
+  for_owned_leaves(amr, 1, 1, count_marked, &marked);
   MPI_Allreduce(MPI_IN_PLACE, &marked, 1, MPI_INT64_T, MPI_SUM, strata_comm());
   return marked;
 }
