@@ -16,7 +16,7 @@ static void extract_cpu(void *buffers[], void *cl_arg, int32_t *faces)
 {
   int64_t capacity, n = map_extent(buffers, cl_arg, &capacity);
   strata__bubbles_cpu((const float *)STARPU_VECTOR_GET_PTR(buffers[0]), n, cl_arg,
-                      (int32_t *)STARPU_VECTOR_GET_PTR(buffers[2]),
+                      (void *)STARPU_VECTOR_GET_PTR(buffers[2]),
                       (double *)STARPU_VECTOR_GET_PTR(buffers[1]), capacity, faces);
 }
 
@@ -59,7 +59,7 @@ STRATA__CODELET_SHARING(bubbles_faces_cl, bubbles_cl, "strata_bubbles", 0xfc8d59
 
 uint64_t strata__bubbles_scratch_bytes(int64_t n, int values)
 {
-  uint64_t cpu = (uint64_t)(n * n * n) * sizeof(int32_t);
+  uint64_t cpu = strata__bubbles_cpu_scratch_bytes(n);
 #if STRATA_HAVE_CUDA_KERNELS
   uint64_t cuda = strata__bubbles_cuda_scratch_bytes(n, values);
   return cuda > cpu ? cuda : cpu;

@@ -58,7 +58,8 @@ static int32_t *extract_both(const float *prob, int64_t n, const struct strata__
   int64_t v = n * n * n;
   size_t tbytes = (size_t)((1 + cap) * strata__bubble_columns(p->values)) * sizeof(double);
   size_t fbytes = (size_t)(6 * n * n) * sizeof(int32_t);
-  int32_t *labels = malloc((size_t)v * 4), *gfaces = malloc(fbytes);
+  void *labels = malloc(strata__bubbles_cpu_scratch_bytes(n));
+  int32_t *gfaces = malloc(fbytes);
   strata__bubbles_cpu(prob, n, p, labels, cpu, cap, faces);
   float *dprob = check_device_copy(prob, (size_t)(p->channels * v) * 4);
   void *dscratch = check_device_copy(NULL, strata__bubbles_cuda_scratch_bytes(n, p->values));

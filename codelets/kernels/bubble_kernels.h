@@ -85,10 +85,11 @@ STRATA__HOST_DEVICE static inline int64_t strata__bubble_face_to_map(int64_t n, 
   return (c[2] * n + c[1]) * n + c[0];
 }
 
-/* CPU extraction from a map of p->channels channels; `labels` is scratch
- * of n^3 int32. */
+/* CPU extraction from a map of p->channels channels, with `scratch` of
+ * strata__bubbles_cpu_scratch_bytes(n) bytes (it allocates nothing). */
+uint64_t strata__bubbles_cpu_scratch_bytes(int64_t n);
 void strata__bubbles_cpu(const float *map, int64_t n, const struct strata__bubble_params *p,
-                         int32_t *labels, double *table, int64_t capacity, int32_t *faces);
+                         void *scratch, double *table, int64_t capacity, int32_t *faces);
 
 /* ---- links between neighbouring maps ---- */
 

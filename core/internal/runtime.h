@@ -102,7 +102,8 @@ int64_t strata__next_collective(void);
 /* Agreement across ranks for a collective call: every rank passes its local
  * error code (0 or negative) and `n` values that must be equal on all ranks.
  * Returns the same code everywhere: the smallest local error, else
- * STRATA_EINVAL when the values differ, else 0. */
+ * STRATA_EINVAL when the values differ, else 0. At most 16 values
+ * (more: STRATA_EINVAL everywhere, with a message). */
 int strata__agree(int local_err, const int64_t *values, int n);
 
 /* The same on another communicator (collective over `comm`). */

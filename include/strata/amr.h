@@ -1,10 +1,11 @@
 /** @file amr.h
  *  @brief Block-structured adaptive mesh refinement on StarPU-MPI: an octree
  *  (quadtree in 2-D) of blocks like Cello's, refined and coarsened by
- *  criteria with 2:1 balance between face neighbours, leaves distributed
- *  over ranks along a Morton curve, every field of every leaf a StarPU
- *  handle registered with StarPU-MPI; restriction, prolongation, region
- *  copies and ghost fills as codelets; test problems; HDF5 output.
+ *  criteria with 2:1 balance between neighbours across faces, edges and
+ *  corners, leaves distributed over ranks along a Morton curve, every field
+ *  of every leaf a StarPU handle registered with StarPU-MPI; restriction,
+ *  prolongation, region copies and ghost fills as codelets; test problems;
+ *  HDF5 output.
  *
  *  Geometry: the domain is the unit square or cube. Level 0 has
  *  root_blocks blocks per axis, level l has root_blocks * 2^l; a block is

@@ -50,9 +50,24 @@ static void write_faces(const int32_t *labels, int64_t n, int32_t *faces)
         }
 }
 
-void strata__bubbles_cpu(const float *map, int64_t n, const struct strata__bubble_params *p,
-                         int32_t *labels, double *table, int64_t capacity, int32_t *faces)
+/* At most one component per 2^3 cells (26-connected components are
+ * separated by a layer of cells): the scratch holds the labels, then the
+ * components, and the kernel allocates nothing. */
+static uint64_t labels_bytes(int64_t n) /* rounded up for the components' doubles */
 {
+  return ((uint64_t)(n * n * n) * sizeof(int32_t) + 7) & ~(uint64_t)7;
+}
+
+uint64_t strata__bubbles_cpu_scratch_bytes(int64_t n)
+{
+  const uint64_t half = (uint64_t)(n + 1) / 2;
+  return labels_bytes(n) + half * half * half * sizeof(struct component);
+}
+
+void strata__bubbles_cpu(const float *map, int64_t n, const struct strata__bubble_params *p,
+                         void *scratch, double *table, int64_t capacity, int32_t *faces)
+{
+  int32_t *labels = scratch;
   int64_t vol = n * n * n;
   const float *prob = map + p->probability * vol;
   for (int64_t i = 0; i < vol; i++)
@@ -84,17 +99,13 @@ void strata__bubbles_cpu(const float *map, int64_t n, const struct strata__bubbl
     write_faces(labels, n, faces);
   /* Number the components in scan order (a root comes before its cells):
    * a root's label becomes -(id + 2), its cells then find the id there. */
-  struct component *comp = NULL;
-  int64_t ncomp = 0, cap = 0;
+  struct component *comp = (struct component *)(void *)((char *)scratch + labels_bytes(n));
+  int64_t ncomp = 0;
   for (int64_t i = 0; i < vol; i++) {
     if (labels[i] == -1)
       continue;
     int64_t id;
     if (labels[i] == i) {
-      if (ncomp == cap) {
-        cap = cap ? 2 * cap : 64;
-        comp = realloc(comp, (size_t)cap * sizeof *comp);
-      }
       id = ncomp++;
       memset(&comp[id], 0, sizeof comp[id]);
       comp[id].first = i;
@@ -137,7 +148,6 @@ void strata__bubbles_cpu(const float *map, int64_t n, const struct strata__bubbl
   }
   memset(table, 0, (size_t)columns * sizeof *table);
   table[0] = (double)kept;
-  free(comp);
 }
 
 void strata__bubble_links_cpu(const struct strata__bubble_links_params *p, const int32_t *a,
