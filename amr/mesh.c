@@ -121,8 +121,7 @@ int strata_mesh_create(const strata_mesh_params *p, strata_mesh **out)
     return ret;
   if (!p || !out)
     return STRATA_EINVAL;
-  strata_mesh_params defaults;
-  strata_mesh_params_init(&defaults);
+  *out = NULL;
   if ((ret = agree_params(p, check_params(p))))
     return ret;
   if ((ret = mesh_new(p, out)))
