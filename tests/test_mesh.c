@@ -128,6 +128,31 @@ static void describe(struct app *app, int stride)
   CHECK_EQ(ret, 0);
 }
 
+/* The application's mesh of the octree's leaves (none described yet). */
+static void app_open(struct app *app, strata_amr *amr)
+{
+  strata_mesh_params mp;
+  strata_mesh_params_init(&mp);
+  mp.block_cells = CELLS;
+  mp.max_level = 3;
+  mp.nfields = FIELDS;
+  mp.field_names[1] = "marker";
+  *app = (struct app){0};
+  CHECK_EQ(strata_mesh_create(&mp, &app->mesh), 0);
+  app->n = strata_amr_num_leaves(amr);
+  app->leaves = malloc((size_t)app->n * sizeof *app->leaves);
+  app->field = calloc((size_t)app->n, sizeof *app->field);
+  strata_amr_leaves(amr, app->leaves, app->n, &app->n);
+}
+
+static void app_close(struct app *app)
+{
+  CHECK_EQ(strata_mesh_destroy(app->mesh), 0);
+  for (int64_t i = 0; i < app->n; i++)
+    free(app->field[i]);
+  free(app->field), free(app->leaves);
+}
+
 static strata_infer *method(strata_amr *amr, strata_mesh *mesh, strata_model *model)
 {
   strata_infer_params ip;
@@ -229,18 +254,8 @@ static int64_t octree_marked(strata_amr *amr)
 static void check_same_as_octree(strata_model *model)
 {
   strata_amr *amr = octree();
-  strata_mesh_params mp;
-  strata_mesh_params_init(&mp);
-  mp.block_cells = CELLS;
-  mp.max_level = 3;
-  mp.nfields = FIELDS;
-  mp.field_names[1] = "marker";
-  struct app app = {0};
-  CHECK_EQ(strata_mesh_create(&mp, &app.mesh), 0);
-  app.n = strata_amr_num_leaves(amr);
-  app.leaves = malloc((size_t)app.n * sizeof *app.leaves);
-  app.field = calloc((size_t)app.n, sizeof *app.field);
-  strata_amr_leaves(amr, app.leaves, app.n, &app.n);
+  struct app app;
+  app_open(&app, amr);
   describe(&app, 3);
   strata_infer *own = method(amr, NULL, model), *theirs = method(NULL, app.mesh, model);
   CHECK_EQ(strata_infer_run(own, NULL), 0);
@@ -262,10 +277,7 @@ static void check_same_as_octree(strata_model *model)
   CHECK_EQ(strata_infer_write_hdf5(theirs, "unused.h5", NULL, NULL, 0), STRATA_EINVAL);
   strata_infer_destroy(own);
   strata_infer_destroy(theirs);
-  CHECK_EQ(strata_mesh_destroy(app.mesh), 0);
-  for (int64_t i = 0; i < app.n; i++)
-    free(app.field[i]);
-  free(app.field), free(app.leaves);
+  app_close(&app);
   strata_amr_destroy(amr);
 }
 
@@ -391,17 +403,8 @@ static int64_t bubble_cells(strata_infer *inf)
 static void check_next_step(strata_model *model)
 {
   strata_amr *amr = octree();
-  strata_mesh_params mp;
-  strata_mesh_params_init(&mp);
-  mp.block_cells = CELLS;
-  mp.max_level = 3;
-  mp.nfields = FIELDS;
-  struct app app = {0};
-  CHECK_EQ(strata_mesh_create(&mp, &app.mesh), 0);
-  app.n = strata_amr_num_leaves(amr);
-  app.leaves = malloc((size_t)app.n * sizeof *app.leaves);
-  app.field = calloc((size_t)app.n, sizeof *app.field);
-  strata_amr_leaves(amr, app.leaves, app.n, &app.n);
+  struct app app;
+  app_open(&app, amr);
   describe(&app, 3);
   strata_infer *inf = method(NULL, app.mesh, model);
   CHECK_EQ(strata_infer_run(inf, NULL), 0);
@@ -433,10 +436,7 @@ static void check_next_step(strata_model *model)
            "after\n",
            (long long)during, (long long)after);
   strata_infer_destroy(inf);
-  CHECK_EQ(strata_mesh_destroy(app.mesh), 0);
-  for (int64_t i = 0; i < app.n; i++)
-    free(app.field[i]);
-  free(app.field), free(app.leaves);
+  app_close(&app);
   strata_amr_destroy(amr);
 }
 
