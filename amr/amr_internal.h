@@ -62,6 +62,15 @@ static inline uint64_t strata__morton(const int64_t idx[3])
   return key;
 }
 
+/* The order of blocks by level, then Morton key of the index (ka, kb). */
+static inline int strata__block_cmp(const strata_amr_block *a, uint64_t ka,
+                                    const strata_amr_block *b, uint64_t kb)
+{
+  if (a->level != b->level)
+    return a->level < b->level ? -1 : 1;
+  return ka < kb ? -1 : ka > kb;
+}
+
 /* A leaf of a mesh, on its owner: its field handles (`owned`: registered
  * by Strata on the application's memory, unregistered with the leaf). */
 struct strata__mesh_leaf {

@@ -256,9 +256,15 @@ int strata_mesh_add_leaf_handles(strata_mesh *m, int level, const int64_t index[
 static int leaf_cmp(const void *x, const void *y)
 {
   const struct strata__mesh_leaf *a = x, *b = y;
-  if (a->b.level != b->b.level)
-    return a->b.level < b->b.level ? -1 : 1;
-  return (a->key > b->key) - (a->key < b->key);
+  return strata__block_cmp(&a->b, a->key, &b->b, b->key);
+}
+
+/* The leaves in (level, key) order, for strata__mesh_find; committed. */
+static void sort_leaves(strata_mesh *m)
+{
+  if (m->nleaves) /* leaves is NULL without any */
+    qsort(m->leaves, (size_t)m->nleaves, sizeof *m->leaves, leaf_cmp);
+  m->committed = 1;
 }
 
 struct strata__mesh_leaf *strata__mesh_find(const strata_mesh *m, const strata_amr_block *b)
@@ -409,13 +415,11 @@ static int check_home(const strata_mesh *m, struct span *s, int64_t ns, const in
 }
 
 /* The records this rank sends: each leaf to its root block's home, and a
- * question per face neighbour region to that region's home. */
-static int64_t *records_to_homes(const strata_mesh *m, int64_t *counts)
+ * question per face neighbour region to that region's home (dest[i]). */
+static int64_t records_to_homes(const strata_mesh *m, int64_t *rec, int *dest)
 {
-  int64_t *rec = malloc((size_t)(7 * m->nleaves + 1) * R_WIDTH * sizeof *rec);
-  int *dest = malloc((size_t)(7 * m->nleaves + 1) * sizeof *dest);
   int64_t n = 0;
-  for (int64_t i = 0; rec && dest && i < m->nleaves; i++) {
+  for (int64_t i = 0; i < m->nleaves; i++) {
     const strata_amr_block *b = &m->leaves[i].b;
     int64_t *r = rec + n * R_WIDTH;
     r[R_KIND] = 0, r[R_LEVEL] = b->level, r[R_RANK] = m->rank;
@@ -439,24 +443,7 @@ static int64_t *records_to_homes(const strata_mesh *m, int64_t *counts)
         dest[n++] = home_of(m, root_of(m, b->level, nb));
       }
   }
-  if (!rec || !dest) {
-    free(rec), free(dest);
-    return NULL;
-  }
-  /* Rank after rank, for strata__exchange_records. */
-  int64_t *sorted = malloc((size_t)(n + 1) * R_WIDTH * sizeof *sorted);
-  int64_t *at = calloc((size_t)m->size + 1, sizeof *at);
-  if (sorted && at) {
-    memset(counts, 0, (size_t)m->size * sizeof *counts);
-    for (int64_t i = 0; i < n; i++)
-      counts[dest[i]]++;
-    for (int r = 0; r < m->size; r++)
-      at[r + 1] = at[r] + counts[r];
-    for (int64_t i = 0; i < n; i++)
-      memcpy(sorted + at[dest[i]]++ * R_WIDTH, rec + i * R_WIDTH, R_WIDTH * sizeof *rec);
-  }
-  free(rec), free(dest), free(at);
-  return sorted;
+  return n;
 }
 
 /* The failure of the lowest failing rank, on every rank. */
@@ -490,16 +477,17 @@ int strata_mesh_commit(strata_mesh *m)
     snprintf(why, sizeof why, "mesh: %s",
              m->busy ? "a cycle is in flight" : "already committed: strata_mesh_begin() first"),
         local = STRATA_ESTATE;
-  int64_t *counts = calloc((size_t)m->size, sizeof *counts), *mine = NULL;
-  if (!local && !(counts && (mine = records_to_homes(m, counts))))
+  /* One record per leaf and one per face neighbour: 7 a leaf at most. */
+  int64_t *mine = malloc((size_t)(7 * m->nleaves + 1) * R_WIDTH * sizeof *mine), nmine = 0;
+  int *dest = malloc((size_t)(7 * m->nleaves + 1) * sizeof *dest);
+  if (!local && !(mine && dest))
     local = STRATA_ENOMEM, snprintf(why, sizeof why, "mesh: out of memory");
-  if ((ret = report(m, local, why))) {
-    free(counts), free(mine);
-    return ret;
-  }
+  if (!local)
+    nmine = records_to_homes(m, mine, dest);
   int64_t *got = NULL, ngot = 0;
-  ret = strata__exchange_records(m->meta, mine, counts, R_WIDTH, &got, &ngot);
-  free(counts), free(mine);
+  if (!(ret = report(m, local, why)))
+    ret = strata__exchange_records(m->meta, mine, dest, nmine, R_WIDTH, &got, &ngot);
+  free(mine), free(dest);
   if (ret)
     return ret;
   int64_t ns = 0;
@@ -519,10 +507,7 @@ int strata_mesh_commit(strata_mesh *m)
   free(s), free(questions), free(got);
   if ((ret = report(m, local, why)))
     return ret;
-  if (m->nleaves)
-    if (m->nleaves)
-      qsort(m->leaves, (size_t)m->nleaves, sizeof *m->leaves, leaf_cmp);
-  m->committed = 1;
+  sort_leaves(m);
   return 0;
 }
 
@@ -545,20 +530,26 @@ int strata_mesh_field_handle(const strata_mesh *m, const strata_amr_block *b, in
 
 /* ---- Strata's own octree as a mesh ---- */
 
+void strata_mesh_params_of_amr(const strata_amr_params *a, strata_mesh_params *p)
+{
+  if (!a || !p)
+    return;
+  strata_mesh_params_init(p); /* the unit cube */
+  for (int k = 0; k < 3; k++)
+    p->root[k] = a->root_blocks;
+  p->block_cells = a->block_cells;
+  p->ghost_depth = a->ghost_depth;
+  p->max_level = a->max_level;
+  p->dtype = a->dtype;
+  p->nfields = a->nfields;
+  memcpy(p->field_names, a->field_names, sizeof p->field_names);
+  p->boundary = a->boundary;
+}
+
 int strata__mesh_of_amr(strata_amr *amr, strata_mesh **out)
 {
   strata_mesh_params p;
-  strata_mesh_params_init(&p);
-  for (int a = 0; a < 3; a++)
-    p.root[a] = amr->p.root_blocks;
-  p.block_cells = amr->p.block_cells;
-  p.ghost_depth = amr->p.ghost_depth;
-  p.max_level = amr->p.max_level;
-  p.dtype = amr->p.dtype;
-  p.nfields = amr->p.nfields;
-  for (int f = 0; f < amr->p.nfields; f++)
-    p.field_names[f] = amr->names[f];
-  p.boundary = amr->p.boundary;
+  strata_mesh_params_of_amr(&amr->p, &p);
   int ret = mesh_new(&p, out);
   if (!ret)
     (*out)->amr = amr;
@@ -577,8 +568,6 @@ int strata__mesh_describe_amr(strata_mesh *m)
     if (ret)
       return ret;
   }
-  if (m->nleaves)
-    qsort(m->leaves, (size_t)m->nleaves, sizeof *m->leaves, leaf_cmp);
-  m->committed = 1;
+  sort_leaves(m);
   return 0;
 }

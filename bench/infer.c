@@ -80,27 +80,11 @@ static double app_mesh_describe(struct app_mesh *app)
   return ret || commit ? -1 : t;
 }
 
-/* The octree's geometry as mesh parameters. */
-static void mesh_params_of(const strata_amr *amr, strata_mesh_params *mp)
-{
-  const strata_amr_params *ap = strata_amr_get_params(amr);
-  strata_mesh_params_init(mp);
-  for (int a = 0; a < 3; a++)
-    mp->root[a] = ap->root_blocks;
-  mp->block_cells = ap->block_cells;
-  mp->ghost_depth = ap->ghost_depth;
-  mp->max_level = ap->max_level;
-  mp->dtype = ap->dtype;
-  mp->nfields = ap->nfields;
-  memcpy(mp->field_names, ap->field_names, sizeof mp->field_names);
-  mp->boundary = ap->boundary;
-}
-
 static int app_mesh_make(strata_amr *amr, struct app_mesh *app)
 {
   const strata_amr_params *ap = strata_amr_get_params(amr);
   strata_mesh_params mp;
-  mesh_params_of(amr, &mp);
+  strata_mesh_params_of_amr(ap, &mp);
   int ret = strata_mesh_create(&mp, &app->mesh);
   const int64_t side = ap->block_cells + 2 * ap->ghost_depth;
   const size_t bytes = (size_t)(side * side * side) * (ap->dtype == STRATA_FLOAT64 ? 8 : 4);
@@ -202,7 +186,7 @@ static int forest_make(struct infer_run *run, struct forest *fo)
   free(row);
   strata_amr_problem_destroy(problem);
   strata_mesh_params mp;
-  mesh_params_of(run->amr, &mp);
+  strata_mesh_params_of_amr(ap, &mp);
   if (!ret)
     ret = strata_mesh_create(&mp, &fo->mesh);
   return ret ? ret : p4est_mesh_describe(fo->p, fo->mesh, forest_fields);

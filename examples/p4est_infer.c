@@ -74,8 +74,14 @@ static double density_at(int level, const int64_t g[3])
   return v;
 }
 
-/* Every cell of the block, ghosts included, from the density; the marker 0. */
-static void fill(const strata_amr_block *b, block_t *d, int interior_only)
+/* Which cells fill() sets from the density (the marker is 0 in each). */
+enum cells {
+  ALL_CELLS,      /* interior and ghosts */
+  INTERIOR,       /* the interior; ghost densities become NaN, for the exchange */
+  MISSING_GHOSTS, /* ghost cells still NaN after the exchange */
+};
+
+static void fill(const strata_amr_block *b, block_t *d, enum cells which)
 {
   for (int k = 0; k < SIDE; k++)
     for (int j = 0; j < SIDE; j++)
@@ -87,9 +93,10 @@ static void fill(const strata_amr_block *b, block_t *d, int interior_only)
           g[a] = b->index[a] * BLOCK + c[a] - GHOST;
           ghost |= c[a] < GHOST || c[a] >= BLOCK + GHOST;
         }
-        if (interior_only && ghost)
+        double *v = &d->field[DENSITY][(k * SIDE + j) * SIDE + i];
+        if (which == MISSING_GHOSTS && !(ghost && isnan(*v)))
           continue;
-        d->field[DENSITY][(k * SIDE + j) * SIDE + i] = density_at(b->level, g);
+        *v = which == INTERIOR && ghost ? NAN : density_at(b->level, g);
         d->field[MARKER][(k * SIDE + j) * SIDE + i] = 0;
       }
 }
@@ -98,7 +105,7 @@ static void init_quadrant(p8est_t *p, p4est_topidx_t t, p8est_quadrant_t *q)
 {
   strata_amr_block b;
   p4est_mesh_name(p, t, q, &b);
-  fill(&b, q->p.user_data, 0);
+  fill(&b, q->p.user_data, ALL_CELLS);
 }
 
 /* The application's own criterion: refine where the density the quadrant
@@ -135,6 +142,7 @@ static int coarsen_where_thin(p8est_t *p, p4est_topidx_t t, p8est_quadrant_t *fa
 struct exchange {
   p8est_t *p;
   block_t *ghosts; /* the ghost quadrants' blocks, from p8est_ghost_exchange_data */
+  int64_t copied;  /* ghost cells set by the exchange */
 };
 
 static block_t *side_block(const struct exchange *x, const p8est_iter_face_side_t *s)
@@ -169,29 +177,63 @@ static void copy_face(p8est_iter_face_info_t *info, void *user)
           to->field[f][(dst[2] * SIDE + dst[1]) * SIDE + dst[0]] =
               from->field[f][(src[2] * SIDE + src[1]) * SIDE + src[0]];
         }
+    x->copied += BLOCK * BLOCK;
   }
 }
 
-/* The density of every block at the current time, then its ghost layers:
- * the initial condition everywhere, overwritten by p4est's exchange across
- * faces between quadrants of one size. */
-static void write_density(p8est_t *p)
+/* The density of every block at the current time: the interior, then
+ * the ghost layers across faces between quadrants of one size from p4est's
+ * exchange, and the ghost cells it does not reach (edges, corners, faces
+ * between levels) from the initial condition. */
+static int64_t write_density(p8est_t *p)
 {
+  int64_t copied = 0;
+  for (int pass = 0; pass < 2; pass++) { /* the interior, then the ghosts no face reached */
+    if (pass == 1) {
+      p8est_ghost_t *ghost = p8est_ghost_new(p, P8EST_CONNECT_FACE);
+      struct exchange x = {p, malloc((ghost->ghosts.elem_count + 1) * sizeof(block_t)), 0};
+      p8est_ghost_exchange_data(p, ghost, x.ghosts);
+      p8est_iterate(p, ghost, &x, NULL, copy_face, NULL, NULL);
+      copied = x.copied;
+      free(x.ghosts);
+      p8est_ghost_destroy(ghost);
+    }
+    for (p4est_topidx_t t = p->first_local_tree; t <= p->last_local_tree; t++) {
+      sc_array_t *qs = &p8est_tree_array_index(p->trees, t)->quadrants;
+      for (size_t i = 0; i < qs->elem_count; i++) {
+        p8est_quadrant_t *q = p8est_quadrant_array_index(qs, i);
+        strata_amr_block b;
+        p4est_mesh_name(p, t, q, &b);
+        fill(&b, q->p.user_data, pass ? MISSING_GHOSTS : INTERIOR);
+      }
+    }
+  }
+  return copied;
+}
+
+/* For --compare: every ghost cell of this rank's blocks, set by p4est's
+ * exchange or from the initial condition, holds the field's value there
+ * (the octree of the comparison is filled with those values); the cells
+ * that differ, summed over the ranks. */
+static int64_t wrong_ghosts(p8est_t *p)
+{
+  int64_t wrong = 0;
+  block_t *want = malloc(sizeof *want);
   for (p4est_topidx_t t = p->first_local_tree; t <= p->last_local_tree; t++) {
     sc_array_t *qs = &p8est_tree_array_index(p->trees, t)->quadrants;
     for (size_t i = 0; i < qs->elem_count; i++) {
       p8est_quadrant_t *q = p8est_quadrant_array_index(qs, i);
+      const block_t *d = q->p.user_data;
       strata_amr_block b;
       p4est_mesh_name(p, t, q, &b);
-      fill(&b, q->p.user_data, 0);
+      fill(&b, want, ALL_CELLS);
+      for (int c = 0; c < CUBE; c++)
+        wrong += memcmp(&d->field[DENSITY][c], &want->field[DENSITY][c], sizeof(double)) != 0;
     }
   }
-  p8est_ghost_t *ghost = p8est_ghost_new(p, P8EST_CONNECT_FACE);
-  struct exchange x = {p, malloc((ghost->ghosts.elem_count + 1) * sizeof(block_t))};
-  p8est_ghost_exchange_data(p, ghost, x.ghosts);
-  p8est_iterate(p, ghost, &x, NULL, copy_face, NULL, NULL);
-  free(x.ghosts);
-  p8est_ghost_destroy(ghost);
+  free(want);
+  MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, strata_comm());
+  return wrong;
 }
 
 /* ---- the Strata side ---- */
@@ -315,7 +357,7 @@ static strata_amr *same_octree(p8est_t *p)
     strata_amr_block_query(amr, &leaves[i], &info);
     if (info.rank != strata_rank())
       continue;
-    fill(&leaves[i], scratch, 0);
+    fill(&leaves[i], scratch, ALL_CELLS);
     for (int f = 0; f < FIELDS; f++) {
       starpu_data_handle_t h = strata_amr_field_handle(amr, &leaves[i], f);
       starpu_data_acquire(h, STARPU_W);
@@ -413,8 +455,14 @@ int main(int argc, char **argv)
     p8est_refine(p, 1, refine_where_dense, init_quadrant);
     p8est_balance(p, P8EST_CONNECT_FULL, init_quadrant); /* as Strata's octree balances */
     p8est_partition(p, 0, NULL);
-    write_density(p);
-    failed = p4est_mesh_describe(p, mesh, block_fields);
+    int64_t copied = write_density(p), wrong = compare ? wrong_ghosts(p) : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &copied, 1, MPI_INT64_T, MPI_SUM, strata_comm());
+    if (compare && strata_rank() == 0)
+      printf("  ghost layers: %lld cells from p4est's exchange, %lld cells unlike the field\n",
+             (long long)copied, (long long)wrong);
+    failed = wrong != 0 || copied == 0; /* the same on every rank */
+    if (!failed)
+      failed = p4est_mesh_describe(p, mesh, block_fields);
     if (!failed && !inf) {
       strata_infer_params ip;
       method_params(&ip, model);

@@ -103,6 +103,7 @@ static inline struct strata__network ref_unet(struct strata__layer *L, float **w
   };
   for (int l = 0; l < UNET_LAYERS; l++)
     L[l] = layers[l];
+  strata__pool_halving(&L[2]);
   *nweights = 424; /* 3*2*27 + 3 bias + 4*3*27 + 2*7 + 2 bias */
   *weights = malloc(424 * sizeof(float));
   ref_random(*weights, 424, 7);

@@ -132,11 +132,7 @@ static void describe(struct app *app, int stride)
 static void app_open(struct app *app, strata_amr *amr)
 {
   strata_mesh_params mp;
-  strata_mesh_params_init(&mp);
-  mp.block_cells = CELLS;
-  mp.max_level = 3;
-  mp.nfields = FIELDS;
-  mp.field_names[1] = "marker";
+  strata_mesh_params_of_amr(strata_amr_get_params(amr), &mp);
   *app = (struct app){0};
   CHECK_EQ(strata_mesh_create(&mp, &app->mesh), 0);
   app->n = strata_amr_num_leaves(amr);

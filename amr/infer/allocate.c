@@ -57,19 +57,6 @@ static int index_cmp(const void *x, const void *y)
   return 0;
 }
 
-/* Sort n element indices (3 each) and drop repeats: the new count. */
-static int64_t sort_unique_indices(int64_t *idx, int64_t n)
-{
-  if (!idx || n == 0)
-    return 0;
-  qsort(idx, (size_t)n, 3 * sizeof *idx, index_cmp);
-  int64_t u = 0;
-  for (int64_t i = 0; i < n; i++)
-    if (!u || index_cmp(idx + 3 * (u - 1), idx + 3 * i))
-      memmove(idx + 3 * u++, idx + 3 * i, 3 * sizeof *idx);
-  return u;
-}
-
 int strata__infer_gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n_out)
 {
   const int la = inf->p.level_array;
@@ -95,7 +82,8 @@ int strata__infer_gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n
       }
     starpu_data_release(m->h);
   }
-  n = sort_unique_indices(mine, n);
+  if (mine)
+    n = strata__infer_sort_unique(mine, n, 3 * sizeof *mine, index_cmp);
   int err = strata__agree(ret, NULL, 0);
   void *all = NULL;
   int64_t total = 0;
@@ -122,7 +110,8 @@ static int register_element(strata_infer *inf, struct element *e)
   if (ret)
     return ret;
   starpu_vector_data_register(&e->in, -1, 0, (uint32_t)(cells * inf->p.n_fields), sizeof(float));
-  starpu_vector_data_register(&e->out, -1, 0, (uint32_t)(cells * inf->channels), sizeof(float));
+  starpu_vector_data_register(&e->out, -1, 0, (uint32_t)(cells * inf->bubble.channels),
+                              sizeof(float));
   starpu_vector_data_register(&e->table, -1, 0, (uint32_t)table_len(inf), sizeof(double));
   starpu_vector_data_register(&e->faces, -1, 0, (uint32_t)(6 * inf->n * inf->n), sizeof(int32_t));
   starpu_vector_data_register(&e->links, -1, 0, (uint32_t)(2 * strata__bubble_link_slots(inf->n)),
@@ -148,12 +137,7 @@ int strata__infer_update_level_array(strata_infer *inf, const int64_t *idx, int6
     next[i].key = strata__morton(next[i].idx);
     next[i].serial = -1;
   }
-  qsort(next, (size_t)n, sizeof *next, element_cmp);
-  int64_t u = 0;
-  for (int64_t i = 0; i < n; i++)
-    if (!u || next[u - 1].key != next[i].key)
-      next[u++] = next[i];
-  n = u;
+  n = strata__infer_sort_unique(next, n, sizeof *next, element_cmp);
   int64_t i = 0, j = 0;
   for (; i < n; i++) {
     while (j < inf->nel && inf->el[j].key < next[i].key)

@@ -59,7 +59,7 @@ int strata__infer_submit_links(strata_infer *inf)
  * its value channels' means (part_width() doubles in all). */
 enum { P_ELEMENT, P_FIRST, P_X, P_Y, P_Z, P_MASS, P_PEAK, P_CELLS, P_VALUES };
 
-static int64_t part_width(const strata_infer *inf) { return P_VALUES + inf->values; }
+static int64_t part_width(const strata_infer *inf) { return P_VALUES + inf->bubble.values; }
 /* A link as gathered: element and first cell of each side. */
 enum { LINK_VALUES = 4 };
 
@@ -79,21 +79,6 @@ static int link_cmp(const void *x, const void *y)
     if (a[k] != b[k])
       return a[k] < b[k] ? -1 : 1;
   return 0;
-}
-
-/* Sort `n` records of `size` bytes and drop repeats; the new count. */
-static int64_t sort_unique(void *base, int64_t n, size_t size,
-                           int (*cmp)(const void *, const void *))
-{
-  if (n == 0) /* base may be NULL: no links yet */
-    return 0;
-  qsort(base, (size_t)n, size, cmp);
-  char *b = base;
-  int64_t u = 0;
-  for (int64_t i = 0; i < n; i++)
-    if (!u || cmp(b + (u - 1) * size, b + i * size))
-      memmove(b + u++ * size, b + i * size, size);
-  return u;
 }
 
 /* Append element i's distinct links (from its link array `l`) to *links
@@ -125,8 +110,8 @@ static int append_links(strata_infer *inf, int64_t i, const int32_t *l, int64_t 
         (*nl)++;
     }
   }
-  *nl = first + sort_unique(*links + first * LINK_VALUES, *nl - first, LINK_VALUES * sizeof **links,
-                            link_cmp);
+  *nl = first + strata__infer_sort_unique(*links + first * LINK_VALUES, *nl - first,
+                                          LINK_VALUES * sizeof **links, link_cmp);
   return 0;
 }
 
@@ -140,7 +125,7 @@ static int local_parts(strata_infer *inf, double **parts, int64_t *np, int64_t *
   int64_t mine = 0, link_capacity = 0;
   for (int64_t i = 0; i < inf->nel; i++)
     mine += inf->el[i].rank == inf->mesh->rank;
-  const int64_t width = part_width(inf), columns = strata__bubble_columns(inf->values);
+  const int64_t width = part_width(inf), columns = strata__bubble_columns(inf->bubble.values);
   *parts = malloc((size_t)((mine * cap + 1) * width) * sizeof **parts);
   *links = NULL;
   *np = *nl = counts[0] = counts[1] = 0;
@@ -168,7 +153,7 @@ static int local_parts(strata_infer *inf, double **parts, int64_t *np, int64_t *
       p[P_MASS] = row[STRATA__BUBBLE_MASS];
       p[P_PEAK] = row[STRATA__BUBBLE_PEAK];
       p[P_CELLS] = row[STRATA__BUBBLE_CELLS];
-      for (int k = 0; k < inf->values; k++)
+      for (int k = 0; k < inf->bubble.values; k++)
         p[P_VALUES + k] = row[STRATA__BUBBLE_FIELDS + k];
       (*np)++;
     }
@@ -243,7 +228,7 @@ static int build_bubbles(strata_infer *inf, const double *parts, int64_t np, int
     const double *r = parts + root * part_width(inf);
     if (root == i) {
       slot[i] = nb;
-      b[nb] = (strata_bubble){.id = INT64_MAX, .nvalues = inf->values};
+      b[nb] = (strata_bubble){.id = INT64_MAX, .nvalues = inf->bubble.values};
       element[nb++] = -1;
     }
     strata_bubble *x = &b[slot[root]];
@@ -254,7 +239,7 @@ static int build_bubbles(strata_infer *inf, const double *parts, int64_t np, int
       x->center[a] += p[P_MASS] * c;
     }
     x->mass += p[P_MASS];
-    for (int k = 0; k < inf->values; k++)
+    for (int k = 0; k < inf->bubble.values; k++)
       x->values[k] += p[P_MASS] * p[P_VALUES + k];
     x->peak = fmax(x->peak, p[P_PEAK]);
     x->cells += (int64_t)p[P_CELLS];
@@ -270,7 +255,7 @@ static int build_bubbles(strata_infer *inf, const double *parts, int64_t np, int
     strata_bubble *x = &b[k];
     if (x->cells < inf->p.bubble_min_cells)
       continue;
-    for (int k = 0; k < inf->values; k++)
+    for (int k = 0; k < inf->bubble.values; k++)
       x->values[k] /= x->mass;
     for (int a = 0; a < 3; a++) {
       x->center[a] /= x->mass;
@@ -309,7 +294,7 @@ static int build_bubbles(strata_infer *inf, const double *parts, int64_t np, int
 static int particle_cmp(const void *x, const void *y)
 {
   const struct particle *a = x, *b = y;
-  int c = strata__infer_block_cmp(&a->leaf, a->key, &b->leaf, b->key);
+  int c = strata__block_cmp(&a->leaf, a->key, &b->leaf, b->key);
   return c ? c : (a->bubble > b->bubble) - (a->bubble < b->bubble);
 }
 
@@ -463,7 +448,7 @@ int strata_infer_leaf_particles(strata_infer *inf, const strata_amr_block *b, st
   }
   int64_t end = lo;
   while (end < inf->nparticles &&
-         !strata__infer_block_cmp(&inf->particles[end].leaf, inf->particles[end].key, b, key.key))
+         !strata__block_cmp(&inf->particles[end].leaf, inf->particles[end].key, b, key.key))
     end++;
   *list = malloc((size_t)(end - lo + 1) * sizeof **list);
   if (!*list)
@@ -480,7 +465,7 @@ int strata_infer_write_hdf5(strata_infer *inf, const char *path, const char *con
   strata__clear_error();
   if (!inf)
     return STRATA_EINVAL;
-  int ret = strata__agree(inf->amr ? 0 : STRATA_EINVAL, NULL, 0);
+  int ret = strata__agree(inf->mesh->amr ? 0 : STRATA_EINVAL, NULL, 0);
   if (ret)
     return strata__fail(ret, "strata_infer_write_hdf5 needs Strata's own hierarchy: an "
                              "application's mesh is written by the application");
@@ -506,11 +491,11 @@ int strata_infer_write_hdf5(strata_infer *inf, const char *path, const char *con
   }
   free(where);
   const char *names[STRATA_BUBBLE_MAX_VALUES];
-  for (int k = 0; k < inf->values; k++)
+  for (int k = 0; k < inf->bubble.values; k++)
     names[k] = inf->value_names[k];
-  struct strata__amr_particles particles = {inf->nbubbles, inf->bubbles, leaves, inf->values,
+  struct strata__amr_particles particles = {inf->nbubbles, inf->bubbles, leaves, inf->bubble.values,
                                             names};
-  ret = strata__amr_write_hdf5(inf->amr, path, keys, values, n, &particles);
+  ret = strata__amr_write_hdf5(inf->mesh->amr, path, keys, values, n, &particles);
   free(leaves);
   return ret;
 }

@@ -141,8 +141,8 @@ struct strata__infer_cycle *strata__infer_take_cycle(strata_infer *inf)
     drain(inf);
     inf->cycle = NULL;
     inf->mesh->busy--;
-    if (inf->amr)
-      inf->amr->busy--;
+    if (inf->mesh->amr)
+      inf->mesh->amr->busy--;
   }
   return c;
 }
@@ -157,7 +157,7 @@ int strata_infer_submit(strata_infer *inf)
     return STRATA_EINVAL;
   int early = inf->cycle ? strata__fail(STRATA_ESTATE, "a cycle is in flight: "
                                                        "strata_infer_wait() first")
-              : !inf->amr && !inf->mesh->committed
+              : !inf->mesh->amr && !inf->mesh->committed
                   ? strata__fail(STRATA_ESTATE, "the mesh is not committed: strata_mesh_commit()")
                   : 0;
   struct strata__infer_cycle *c = early ? NULL : calloc(1, sizeof *c);
@@ -176,7 +176,7 @@ int strata_infer_submit(strata_infer *inf)
   strata__infer_drop_masks(inf);
   strata__infer_drop_lists(inf);
 
-  int local = inf->amr ? strata__mesh_describe_amr(inf->mesh) : 0;
+  int local = inf->mesh->amr ? strata__mesh_describe_amr(inf->mesh) : 0;
   if (!local)
     local = strata__infer_submit_evaluate(inf);
   phase_barrier(inf);
@@ -230,8 +230,8 @@ int strata_infer_submit(strata_infer *inf)
   }
   inf->cycle = c;
   inf->mesh->busy++;
-  if (inf->amr)
-    inf->amr->busy++;
+  if (inf->mesh->amr)
+    inf->mesh->amr->busy++;
   return 0;
 }
 

@@ -5,29 +5,18 @@
 
 /* ---- phase 1: evaluate ---- */
 
-int strata__infer_block_cmp(const strata_amr_block *a, uint64_t ka, const strata_amr_block *b,
-                            uint64_t kb)
+static int mask_cmp(const void *x, const void *y)
 {
-  if (a->level != b->level)
-    return a->level < b->level ? -1 : 1;
-  return ka < kb ? -1 : ka > kb;
+  const struct mask *a = x, *b = y;
+  return strata__block_cmp(&a->b, a->key, &b->b, b->key);
 }
 
 struct mask *strata__infer_find_mask(const strata_infer *inf, const strata_amr_block *b)
 {
-  const uint64_t key = strata__morton(b->index);
-  int64_t lo = 0, hi = inf->nmasks;
-  while (lo < hi) {
-    int64_t mid = (lo + hi) / 2;
-    int c = strata__infer_block_cmp(&inf->masks[mid].b, inf->masks[mid].key, b, key);
-    if (!c)
-      return &inf->masks[mid];
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return NULL;
+  if (!inf->nmasks) /* masks is NULL before the first cycle */
+    return NULL;
+  struct mask key = {.b = *b, .key = strata__morton(b->index)};
+  return bsearch(&key, inf->masks, (size_t)inf->nmasks, sizeof *inf->masks, mask_cmp);
 }
 
 static int64_t mask_cells(const strata_infer *inf, int level)

@@ -29,30 +29,27 @@ void strata_infer_params_init(strata_infer_params *p)
 /* The geometric conditions on the levels, for any mesh of these blocks. */
 static int check_levels(int max_level, int block_cells, const strata_infer_params *p)
 {
-  const struct {
-    int max_level, block_cells;
-  } mesh = {max_level, block_cells}, *a = &mesh;
-  if (a->max_level < 0 || a->max_level > STRATA_AMR_MAX_LEVEL || a->block_cells < 1)
-    return strata__fail(STRATA_EINVAL, "max_level %d or block_cells %d out of range", a->max_level,
-                        a->block_cells);
+  if (max_level < 0 || max_level > STRATA_AMR_MAX_LEVEL || block_cells < 1)
+    return strata__fail(STRATA_EINVAL, "max_level %d or block_cells %d out of range", max_level,
+                        block_cells);
   if (p->level_base < 0 || p->level_base > p->level_array || p->level_array > p->level_infer ||
-      p->level_infer > a->max_level)
+      p->level_infer > max_level)
     return strata__fail(STRATA_EINVAL,
                         "need 0 <= level_base (%d) <= level_array (%d) <= level_infer (%d) <= "
                         "max_level (%d)",
-                        p->level_base, p->level_array, p->level_infer, a->max_level);
-  if (((int64_t)1 << (p->level_array - p->level_base)) > a->block_cells ||
-      a->block_cells % (1 << (p->level_array - p->level_base)))
+                        p->level_base, p->level_array, p->level_infer, max_level);
+  if (((int64_t)1 << (p->level_array - p->level_base)) > block_cells ||
+      block_cells % (1 << (p->level_array - p->level_base)))
     return strata__fail(STRATA_EINVAL,
                         "a level_base block holds 2^(level_array - level_base) = %d elements per "
                         "axis, more than its %d cells",
-                        1 << (p->level_array - p->level_base), a->block_cells);
-  if (a->block_cells % (1 << (a->max_level - p->level_infer)))
+                        1 << (p->level_array - p->level_base), block_cells);
+  if (block_cells % (1 << (max_level - p->level_infer)))
     return strata__fail(STRATA_EINVAL,
                         "leaves of level %d do not restrict to whole cells of level_infer %d "
                         "(block_cells %d)",
-                        a->max_level, p->level_infer, a->block_cells);
-  if (((int64_t)a->block_cells << (p->level_infer - p->level_array)) > 1024)
+                        max_level, p->level_infer, block_cells);
+  if (((int64_t)block_cells << (p->level_infer - p->level_array)) > 1024)
     return strata__fail(STRATA_EINVAL, "inference arrays of more than 1024 cells per axis");
   return 0;
 }
@@ -75,13 +72,13 @@ static void name_values(strata_infer *inf)
 {
   static const char *const taken[] = {"id",   "x",     "y",     "z",          "radius",    "mass",
                                       "peak", "cells", "parts", "leaf_level", "leaf_index"};
-  for (int k = 0; k < inf->values; k++) {
+  for (int k = 0; k < inf->bubble.values; k++) {
     char *name = inf->value_names[k];
     const int size = (int)sizeof inf->value_names[k];
     snprintf(name, (size_t)size, "value%d", k);
     const char *output;
     int count = 0, first, channels;
-    const int c = inf->value_channel[k];
+    const int c = inf->bubble.value_channel[k];
     for (int i = 0; strata_model_outputs(inf->p.model, i, &count, &output, &first, &channels) == 0;
          i++)
       if (output && *output && c >= first && c < first + channels) {
@@ -108,9 +105,8 @@ static int check_params(const strata_mesh *mesh, strata_infer_params *p)
     return ret;
   if (!p->model)
     return strata__fail(STRATA_EINVAL, "no model");
-  int in_ch = 0, out_ch = 0;
-  strata_model_output kind;
-  strata_model_describe(p->model, &in_ch, &out_ch, &kind);
+  int in_ch = 0;
+  strata_model_describe(p->model, &in_ch, NULL, NULL);
   if (p->n_fields == 0) {
     /* The model's named fields, else field 0. */
     p->n_fields = in_ch;
@@ -154,13 +150,6 @@ static int check_params(const strata_mesh *mesh, strata_infer_params *p)
 
 static int destroy_live(void *inf) { return strata_infer_destroy(inf); }
 
-/* The model's channels that the method uses: the probability's and the
- * value channels, from the parameters' output names. */
-struct channels {
-  int all, probability, values;
-  int value[STRATA_BUBBLE_MAX_VALUES];
-};
-
 /* Output `name` of the model: its first channel and channel count. */
 static int find_output(const strata_model *m, const char *name, size_t len, int *first, int *n)
 {
@@ -173,20 +162,22 @@ static int find_output(const strata_model *m, const char *name, size_t len, int 
                       (int)len, name);
 }
 
-static int add_value(struct channels *c, int channel)
+static int add_value(struct strata__bubble_params *c, int channel)
 {
   if (c->values == STRATA_BUBBLE_MAX_VALUES)
     return strata__fail(STRATA_EINVAL, "more than %d value channels", STRATA_BUBBLE_MAX_VALUES);
-  c->value[c->values++] = channel;
+  c->value_channel[c->values++] = channel;
   return 0;
 }
 
-static int select_channels(const strata_infer_params *p, struct channels *c)
+/* The model's channels that bubble extraction reads (c is zeroed): all of
+ * them, the probability's and the value channels, from the parameters'
+ * output names. */
+static int select_channels(const strata_infer_params *p, struct strata__bubble_params *c)
 {
   strata_model_output kind;
-  int in_ch, first, n, ret = 0;
-  strata_model_describe(p->model, &in_ch, &c->all, &kind);
-  *c = (struct channels){.all = c->all};
+  int first, n, ret = 0;
+  strata_model_describe(p->model, NULL, &c->channels, &kind);
   if (p->probability_output) {
     if ((ret = find_output(p->model, p->probability_output, strlen(p->probability_output), &first,
                            &n)))
@@ -199,7 +190,7 @@ static int select_channels(const strata_infer_params *p, struct channels *c)
                         strata_model_name(p->model));
   }
   if (!p->value_outputs) { /* every channel but the probability's */
-    for (int k = 0; k < c->all && !ret; k++)
+    for (int k = 0; k < c->channels && !ret; k++)
       if (k != c->probability)
         ret = add_value(c, k);
     return ret;
@@ -215,24 +206,28 @@ static int select_channels(const strata_infer_params *p, struct channels *c)
   return ret;
 }
 
-/* The method on `mesh`, which it owns when it describes `amr`. */
-static int create(strata_mesh *mesh, strata_amr *amr, const strata_infer_params *params,
-                  strata_infer **out)
+/* The method on `mesh`, which it owns when the mesh describes Strata's
+ * octree (mesh->amr). */
+static int create(strata_mesh *mesh, const strata_infer_params *params, strata_infer **out)
 {
   strata_infer_params p = *params;
-  struct channels c = {0};
-  int local = mesh->committed || amr ? check_params(mesh, &p)
-                                     : strata__fail(STRATA_EINVAL, "the mesh is not committed");
+  /* Every part is kept: bubble_min_cells applies to the joined bubbles. */
+  struct strata__bubble_params bubble = {.threshold = p.bubble_threshold, .min_cells = 1};
+  int local = mesh->committed || mesh->amr
+                  ? check_params(mesh, &p)
+                  : strata__fail(STRATA_EINVAL, "the mesh is not committed");
   if (!local)
-    local = select_channels(&p, &c);
-  uint64_t value_list = 0; /* the value channels, folded (strata__agree takes 16 numbers) */
-  for (int k = 0; k < c.values; k++)
-    value_list = value_list * 1000003u + (uint64_t)c.value[k] + 1;
-  int64_t same[] = {
-      p.level_base,  p.level_array,     p.level_infer,  p.n_fields,         p.criterion_field,
-      p.reference,   p.bubble_capacity, p.marker_field, p.placement,        p.bulk_synchronous,
-      c.probability, c.values,          c.all,          (int64_t)value_list};
+    local = select_channels(&p, &bubble);
+  int64_t same[] = {p.level_base,      p.level_array,      p.level_infer,      p.n_fields,
+                    p.criterion_field, p.reference,        p.bubble_capacity,  p.marker_field,
+                    p.placement,       p.bulk_synchronous, bubble.probability, bubble.values,
+                    bubble.channels},
+          value_channels[STRATA_BUBBLE_MAX_VALUES];
+  for (int k = 0; k < STRATA_BUBBLE_MAX_VALUES; k++)
+    value_channels[k] = bubble.value_channel[k];
   int ret = strata__agree(local, same, (int)(sizeof same / sizeof *same));
+  if (!ret) /* 16 values an agreement */
+    ret = strata__agree(0, value_channels, STRATA_BUBBLE_MAX_VALUES);
   if (ret)
     return local ? local : ret;
   strata_infer *inf = calloc(1, sizeof *inf);
@@ -242,17 +237,13 @@ static int create(strata_mesh *mesh, strata_amr *amr, const strata_infer_params 
     return ret;
   }
   inf->mesh = mesh;
-  inf->amr = amr;
   mesh->users++;
   inf->p = p;
   inf->n = (int64_t)mesh->p.block_cells << (p.level_infer - p.level_array);
-  inf->channels = c.all;
-  inf->probability = c.probability;
-  inf->values = c.values;
-  memcpy(inf->value_channel, c.value, sizeof c.value);
+  inf->bubble = bubble;
   name_values(inf);
   inf->bubble_scratch =
-      strata__scratch_register(strata__bubbles_scratch_bytes(inf->n, inf->values));
+      strata__scratch_register(strata__bubbles_scratch_bytes(inf->n, inf->bubble.values));
   starpu_pthread_mutex_init(&inf->lock, NULL);
   strata__live_add(&strata__objects, &inf->live, "inference method", inf, destroy_live);
   *out = inf;
@@ -273,7 +264,7 @@ int strata_infer_create(strata_amr *amr, const strata_infer_params *params, stra
   strata_mesh *mesh = NULL;
   if ((ret = strata__agree(ret, NULL, 0)) || (ret = strata__mesh_of_amr(amr, &mesh)))
     return ret;
-  if ((ret = create(mesh, amr, params, out)))
+  if ((ret = create(mesh, params, out)))
     strata__mesh_free(mesh);
   return ret;
 }
@@ -288,7 +279,21 @@ int strata_infer_create_on_mesh(strata_mesh *mesh, const strata_infer_params *pa
   if (!mesh || !params || !out)
     return STRATA_EINVAL;
   *out = NULL;
-  return create(mesh, NULL, params, out);
+  return create(mesh, params, out);
+}
+
+int64_t strata__infer_sort_unique(void *base, int64_t n, size_t size,
+                                  int (*cmp)(const void *, const void *))
+{
+  if (n == 0) /* base may be NULL */
+    return 0;
+  qsort(base, (size_t)n, size, cmp);
+  char *b = base;
+  int64_t u = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (!u || cmp(b + (u - 1) * size, b + i * size))
+      memmove(b + u++ * size, b + i * size, size);
+  return u;
 }
 
 void strata__infer_drop_element(struct element *e)
@@ -347,7 +352,7 @@ int strata_infer_destroy(strata_infer *inf)
   starpu_pthread_mutex_destroy(&inf->lock);
   strata__tags_release(&inf->tags);
   inf->mesh->users--;
-  if (inf->amr) /* the method's own description of the octree */
+  if (inf->mesh->amr) /* the method's own description of the octree */
     strata__mesh_free(inf->mesh);
   free(inf);
   return 0;
@@ -355,11 +360,11 @@ int strata_infer_destroy(strata_infer *inf)
 
 int64_t strata_infer_array_cells(const strata_infer *inf) { return inf ? inf->n : 0; }
 
-int strata_infer_values(const strata_infer *inf) { return inf ? inf->values : 0; }
+int strata_infer_values(const strata_infer *inf) { return inf ? inf->bubble.values : 0; }
 
 const char *strata_infer_value_name(const strata_infer *inf, int k)
 {
-  return inf && k >= 0 && k < inf->values ? inf->value_names[k] : NULL;
+  return inf && k >= 0 && k < inf->bubble.values ? inf->value_names[k] : NULL;
 }
 
 const strata_infer_params *strata_infer_get_params(const strata_infer *inf)
@@ -390,7 +395,8 @@ static int read_element(strata_infer *inf, const int64_t idx[3], int output, int
                         float *out)
 {
   strata__clear_error();
-  if (!inf || !idx || !out || channel < 0 || channel >= (output ? inf->channels : inf->p.n_fields))
+  if (!inf || !idx || !out || channel < 0 ||
+      channel >= (output ? inf->bubble.channels : inf->p.n_fields))
     return STRATA_EINVAL;
   struct element *e = strata__infer_find_element(inf, idx);
   if (!e)
@@ -414,7 +420,7 @@ int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel
 
 int strata_infer_read_probability(strata_infer *inf, const int64_t idx[3], float *out)
 {
-  return read_element(inf, idx, 1, inf ? inf->probability : 0, out);
+  return read_element(inf, idx, 1, inf ? inf->bubble.probability : 0, out);
 }
 
 int strata_infer_read_output(strata_infer *inf, const int64_t idx[3], int channel, float *out)
@@ -461,7 +467,7 @@ int strata_infer_leaf_bubbles(strata_infer *inf, const strata_amr_block *b, stra
     return STRATA_ESTARPU;
   }
   *n = strata__bubble_rows((const void *)starpu_vector_get_local_ptr(l->h), inf->p.bubble_capacity,
-                           inf->values, *list, found);
+                           inf->bubble.values, *list, found);
   starpu_data_release(l->h);
   return 0;
 }
@@ -507,7 +513,7 @@ int strata_infer_bubble_parts(strata_infer *inf, strata_bubble **list, int64_t *
       break;
     }
     int64_t got = strata__bubble_rows((const void *)starpu_vector_get_local_ptr(inf->el[i].table),
-                                      inf->p.bubble_capacity, inf->values, rows, NULL);
+                                      inf->p.bubble_capacity, inf->bubble.values, rows, NULL);
     starpu_data_release(inf->el[i].table);
     for (int64_t b = 0; b < got; b++, k++) {
       mine[k * ROW] = (double)i;

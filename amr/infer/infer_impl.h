@@ -87,14 +87,13 @@ struct particle {
 };
 
 struct strata_infer {
-  strata_mesh *mesh; /* what the method reads and writes */
-  strata_amr *amr;   /* the octree the mesh describes; NULL for an application's mesh */
+  strata_mesh *mesh; /* what the method reads and writes (mesh->amr: Strata's octree, or NULL) */
   strata_infer_params p;
-  int64_t n;       /* array cells per axis */
-  int channels;    /* of the model's output */
-  int probability; /* the probability's channel */
-  int values;      /* channels each bubble carries (strata_bubble::values) */
-  int value_channel[STRATA_BUBBLE_MAX_VALUES];
+  int64_t n; /* array cells per axis */
+  /* Bubble extraction's settings that do not change: the threshold, the
+   * model's channels, the probability's and the values' (origin and cell
+   * size are each array's) */
+  struct strata__bubble_params bubble;
   char value_names[STRATA_BUBBLE_MAX_VALUES][64]; /* their particle table columns */
   strata__tags tags;                              /* StarPU-MPI tags: elements, masks, mailboxes */
   int64_t cycles;
@@ -139,7 +138,7 @@ static inline double array_cell(const strata_infer *inf)
 }
 static inline int64_t table_len(const strata_infer *inf)
 {
-  return (1 + (int64_t)inf->p.bubble_capacity) * strata__bubble_columns(inf->values);
+  return (1 + (int64_t)inf->p.bubble_capacity) * strata__bubble_columns(inf->bubble.values);
 }
 
 /* cycle.c */
@@ -148,6 +147,10 @@ static inline int64_t table_len(const strata_infer *inf)
 struct strata__infer_cycle *strata__infer_take_cycle(strata_infer *inf);
 
 /* infer.c */
+/* Sort `n` records of `size` bytes and keep the first of equals; the new
+ * count. */
+int64_t strata__infer_sort_unique(void *base, int64_t n, size_t size,
+                                  int (*cmp)(const void *, const void *));
 /* Is b a leaf of this rank? (the leaf queries' condition) */
 int strata__infer_is_local_leaf(const strata_infer *inf, const strata_amr_block *b);
 void strata__infer_drop_element(struct element *e);
@@ -159,8 +162,6 @@ void strata__infer_drop_lists(strata_infer *inf);
 void strata__infer_note_phase_end(strata_infer *inf, int phase, starpu_data_handle_t h);
 
 /* evaluate.c */
-int strata__infer_block_cmp(const strata_amr_block *a, uint64_t ka, const strata_amr_block *b,
-                            uint64_t kb);
 struct mask *strata__infer_find_mask(const strata_infer *inf, const strata_amr_block *b);
 int strata__infer_submit_evaluate(strata_infer *inf);
 

@@ -43,7 +43,7 @@ static int transfer_cmp(const void *x, const void *y)
   const struct transfer *a = x, *b = y;
   if (a->element != b->element)
     return a->element < b->element ? -1 : 1;
-  return strata__infer_block_cmp(&a->leaf, a->leaf_key, &b->leaf, b->leaf_key);
+  return strata__block_cmp(&a->leaf, a->leaf_key, &b->leaf, b->leaf_key);
 }
 
 int strata__infer_plan_transfers(strata_infer *inf, struct transfer **out, int64_t *n)
@@ -102,33 +102,24 @@ int strata__infer_share_transfers(strata_infer *inf, struct transfer **t, int64_
 {
   const strata_mesh *mesh = inf->mesh;
   const int me = mesh->rank;
-  int64_t *counts = calloc((size_t)mesh->size, sizeof *counts), *at = NULL, *send = NULL;
-  int local = counts ? 0 : STRATA_ENOMEM;
-  for (int64_t k = 0; !local && k < *nt; k++)
-    counts[inf->el[(*t)[k].element].rank]++;
-  if (!local) {
-    counts[me] = 0; /* this rank's own elements need no description */
-    at = calloc((size_t)mesh->size + 1, sizeof *at);
-    send = malloc((size_t)(*nt + 1) * D_WIDTH * sizeof *send);
-    local = at && send ? 0 : STRATA_ENOMEM;
-  }
-  for (int r = 0; !local && r < mesh->size; r++)
-    at[r + 1] = at[r] + counts[r];
-  for (int64_t k = 0; !local && k < *nt; k++) {
+  int64_t *send = malloc((size_t)(*nt + 1) * D_WIDTH * sizeof *send), nsend = 0;
+  int *dest = malloc((size_t)(*nt + 1) * sizeof *dest);
+  int ret = strata__agree(send && dest ? 0 : STRATA_ENOMEM, NULL, 0);
+  for (int64_t k = 0; !ret && k < *nt; k++) {
     const struct transfer *x = &(*t)[k];
     const int to = inf->el[x->element].rank;
-    if (to == me)
+    if (to == me) /* this rank's own elements need no description */
       continue;
-    int64_t *d = send + at[to]++ * D_WIDTH;
+    int64_t *d = send + nsend * D_WIDTH;
     d[D_ELEMENT] = x->element, d[D_RANK] = me, d[D_LEVEL] = x->leaf.level, d[D_KIND] = x->kind;
     for (int a = 0; a < 3; a++)
       d[D_INDEX + a] = x->leaf.index[a], d[D_LO + a] = x->lo[a], d[D_HI + a] = x->hi[a];
+    dest[nsend++] = to;
   }
-  int ret = strata__agree(local, NULL, 0);
   int64_t *got = NULL, ngot = 0;
   if (!ret)
-    ret = strata__exchange_records(mesh->meta, send, counts, D_WIDTH, &got, &ngot);
-  free(counts), free(at), free(send);
+    ret = strata__exchange_records(mesh->meta, send, dest, nsend, D_WIDTH, &got, &ngot);
+  free(send), free(dest);
   struct transfer *all = ret ? NULL : malloc((size_t)(*nt + ngot + 1) * sizeof *all);
   if (!ret)
     ret = strata__agree(all ? 0 : STRATA_ENOMEM, NULL, 0);

@@ -17,14 +17,8 @@ int strata__infer_submit_apply(strata_infer *inf)
     if (e->rank != mesh->rank)
       continue;
     ret = strata__model_submit_handles(inf->p.model, inf->n, e->in, e->out);
-    /* Every part is kept: bubble_min_cells applies to the joined bubbles. */
-    struct strata__bubble_params bp = {.threshold = inf->p.bubble_threshold,
-                                       .min_cells = 1,
-                                       .cell_size = h,
-                                       .channels = inf->channels,
-                                       .probability = inf->probability,
-                                       .values = inf->values};
-    memcpy(bp.value_channel, inf->value_channel, sizeof bp.value_channel);
+    struct strata__bubble_params bp = inf->bubble;
+    bp.cell_size = h;
     for (int a = 0; a < 3; a++)
       bp.origin[a] = mesh->p.lower[a] + (double)strata__infer_element_lo(inf, e, a) * h;
     if (!ret)
@@ -39,7 +33,7 @@ int strata__infer_submit_apply(strata_infer *inf)
 static int list_cmp(const void *x, const void *y)
 {
   const struct leaf_list *a = x, *b = y;
-  return strata__infer_block_cmp(&a->b, a->key, &b->b, b->key);
+  return strata__block_cmp(&a->b, a->key, &b->b, b->key);
 }
 
 struct leaf_list *strata__infer_find_list(const strata_infer *inf, const strata_amr_block *b)
@@ -58,14 +52,9 @@ static int make_lists(strata_infer *inf, const struct transfer *t, int64_t nt)
   for (int64_t k = 0; k < nt; k++)
     if (t[k].local)
       inf->lists[n++] = (struct leaf_list){.b = t[k].leaf, .key = t[k].leaf_key};
-  qsort(inf->lists, (size_t)n, sizeof *inf->lists, list_cmp);
-  int64_t u = 0;
-  for (int64_t i = 0; i < n; i++)
-    if (!u || list_cmp(&inf->lists[u - 1], &inf->lists[i]))
-      inf->lists[u++] = inf->lists[i];
-  inf->nlists = u;
+  inf->nlists = strata__infer_sort_unique(inf->lists, n, sizeof *inf->lists, list_cmp);
   int ret = 0;
-  for (int64_t i = 0; i < u && !ret; i++) {
+  for (int64_t i = 0; i < inf->nlists && !ret; i++) {
     starpu_vector_data_register(&inf->lists[i].h, -1, 0, (uint32_t)table_len(inf), sizeof(double));
     struct strata__amr_fill zero = {0};
     ret = strata__amr_fill_submit(MPI_COMM_NULL, inf->lists[i].h, &zero);
@@ -117,7 +106,7 @@ int strata__infer_submit_update(strata_infer *inf, struct transfer *t, int64_t n
                                     .ghost = mesh->p.ghost_depth,
                                     .cells = m,
                                     .h = h,
-                                    .columns = strata__bubble_columns(inf->values),
+                                    .columns = strata__bubble_columns(inf->bubble.values),
                                     .table_offset = e->rank == me ? 0 : t[k].offset,
                                     .table_capacity = inf->p.bubble_capacity,
                                     .list_capacity = inf->p.bubble_capacity};

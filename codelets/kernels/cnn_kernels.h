@@ -85,10 +85,9 @@ struct strata__network {
   struct strata__cnn_plans *plans; /* NULL: im2col + SGEMM everywhere */
 };
 
-/* A pooling layer's window: kernel k, dilation d, stride s (1 or 2, n ->
- * n / s), p cells of padding before (ignored by the maximum; counted by
- * the mean when param is 1). Kernel 0 is the 2x2x2, stride-2 window of
- * Strata's JSON format. */
+/* A pooling layer's window, from its kernel, dilation, stride (1 or 2,
+ * n -> n / s) and pad (cells before; ignored by the maximum, counted by
+ * the mean when param is 1). */
 struct strata__pool_window {
   int k, d, s, p;
 };
@@ -96,14 +95,14 @@ struct strata__pool_window {
 static inline STRATA__HOST_DEVICE struct strata__pool_window
 strata__pool_window(const struct strata__layer *L)
 {
-  struct strata__pool_window w = {2, 1, 2, 0};
-  if (L->kernel) {
-    w.k = L->kernel;
-    w.d = L->dilation;
-    w.s = L->stride;
-    w.p = L->pad;
-  }
+  struct strata__pool_window w = {L->kernel, L->dilation, L->stride, L->pad};
   return w;
+}
+
+/* The 2x2x2, stride-2 window of a JSON description's maxpool. */
+static inline void strata__pool_halving(struct strata__layer *L)
+{
+  L->kernel = 2, L->dilation = 1, L->stride = 2, L->pad = 0;
 }
 
 /* One output cell of a pooling layer: the maximum (mean == 0) or the

@@ -101,10 +101,10 @@ int strata__mailbox_post(struct strata__mailbox *mb, int64_t *messages);
 /* Unregister the boxes once their tasks are done and free the mailbox. */
 void strata__mailbox_close(struct strata__mailbox *mb);
 
-/* Host-side records between ranks (plans, descriptions): each rank sends
- * counts[r] records of `width` int64 to rank r, laid out rank after rank in
- * `send`, and receives *nrecv records, rank after rank, in *recv
- * (malloc'd). Collective over `comm`; errors agreed. */
-int strata__exchange_records(MPI_Comm comm, const int64_t *send, const int64_t *counts, int width,
-                             int64_t **recv, int64_t *nrecv);
+/* Host-side records between ranks (plans, descriptions): record i of
+ * `width` int64 goes to rank dest[i]; *recv (malloc'd) gets *nrecv
+ * records, those of rank 0 first, each rank's in its sending order.
+ * Collective over `comm`; errors agreed. */
+int strata__exchange_records(MPI_Comm comm, const int64_t *records, const int *dest, int64_t n,
+                             int width, int64_t **recv, int64_t *nrecv);
 #endif

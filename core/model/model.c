@@ -363,7 +363,10 @@ static int parse_layer(struct loader *ld, const cJSON *js, int l)
       return strata__fail(STRATA_EINVAL, "%s: layer '%s': \"floor\" must be > 0", ld->path, name);
     return 0;
   }
-  case STRATA__LAYER_MAXPOOL: L->level++; return 0;
+  case STRATA__LAYER_MAXPOOL:
+    strata__pool_halving(L);
+    L->level++;
+    return 0;
   case STRATA__LAYER_UPSAMPLE:
     if (--L->level < 0)
       return strata__fail(STRATA_EINVAL, "%s: layer '%s': upsampling above the input resolution",

@@ -191,27 +191,32 @@ void strata__mailbox_close(struct strata__mailbox *mb)
 
 /* ---- records between the host sides of the ranks ---- */
 
-int strata__exchange_records(MPI_Comm comm, const int64_t *send, const int64_t *counts, int width,
-                             int64_t **recv, int64_t *nrecv)
+int strata__exchange_records(MPI_Comm comm, const int64_t *records, const int *dest, int64_t n,
+                             int width, int64_t **recv, int64_t *nrecv)
 {
   int size;
   MPI_Comm_size(comm, &size);
-  int *sc = calloc((size_t)size, sizeof *sc), *sd = calloc((size_t)size, sizeof *sd);
+  int *sc = calloc((size_t)size, sizeof *sc), *sd = calloc((size_t)size + 1, sizeof *sd);
   int *rc = calloc((size_t)size, sizeof *rc), *rd = calloc((size_t)size, sizeof *rd);
-  int local = sc && sd && rc && rd ? 0 : STRATA_ENOMEM;
-  int64_t sent = 0, received = 0;
-  for (int r = 0; r < size && !local; r++) {
-    if (counts[r] * width > INT32_MAX || sent > INT32_MAX)
-      local = strata__fail(STRATA_ENOMEM, "more than 2^31 values to one rank in one exchange");
-    else {
-      sc[r] = (int)(counts[r] * width);
-      sd[r] = (int)sent;
-      sent += sc[r];
-    }
+  int64_t *send = malloc((size_t)(n * width + 1) * sizeof *send);
+  int local = sc && sd && rc && rd && send ? 0 : STRATA_ENOMEM;
+  if (!local && n * width > INT32_MAX)
+    local = strata__fail(STRATA_ENOMEM, "more than 2^31 values in one exchange of records");
+  /* Rank after rank: counts, offsets, then each record at its rank's place. */
+  for (int64_t i = 0; !local && i < n; i++)
+    sc[dest[i]] += width;
+  for (int r = 0; !local && r < size; r++)
+    sd[r + 1] = sd[r] + sc[r];
+  for (int64_t i = 0; !local && i < n; i++) {
+    memcpy(send + sd[dest[i]], records + i * width, (size_t)width * sizeof *send);
+    sd[dest[i]] += width;
   }
+  for (int r = 0; !local && r < size; r++) /* back to each rank's start */
+    sd[r] -= sc[r];
   int ret = strata__agree_on(comm, local, NULL, 0);
   if (!ret && MPI_Alltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, comm) != MPI_SUCCESS)
     ret = STRATA_EMPI;
+  int64_t received = 0;
   for (int r = 0; r < size && !ret; r++) {
     rd[r] = (int)received;
     received += rc[r];
@@ -227,6 +232,6 @@ int strata__exchange_records(MPI_Comm comm, const int64_t *send, const int64_t *
     *recv = NULL;
   }
   *nrecv = ret ? 0 : received / width;
-  free(sc), free(sd), free(rc), free(rd);
+  free(sc), free(sd), free(rc), free(rd), free(send);
   return ret;
 }

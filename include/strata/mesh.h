@@ -69,6 +69,11 @@ typedef struct strata_mesh_params {
  *  16^3 cells, one ghost layer, one float64 field "density", periodic). */
 void strata_mesh_params_init(strata_mesh_params *p);
 
+/** @brief The geometry and fields of a Strata hierarchy made with @p a (3-D:
+ *  the unit cube, root_blocks per axis) as mesh parameters, for an
+ *  application that describes the same blocks in memory of its own. */
+void strata_mesh_params_of_amr(const strata_amr_params *a, strata_mesh_params *p);
+
 /** @brief A mesh without leaves. Collective over strata_comm(); every rank
  *  passes the same parameters (copied), else every rank gets STRATA_EINVAL
  *  naming the first parameter that differs.
