@@ -134,9 +134,17 @@ static int refine_to_octree(p8est_t *p, p4est_topidx_t t, p8est_quadrant_t *q)
   return strata_amr_block_query(p->user_pointer, &b, &info) == 0 && info.exists && !info.is_leaf;
 }
 
-static void fill_quadrant(const strata_amr_params *ap, const strata_amr_problem *problem,
-                          const strata_amr_block *b, void *user_data, double *row)
+/* What the forest's blocks are filled from. */
+struct forest_fill {
+  const strata_amr_params *ap;
+  const strata_amr_problem *problem;
+  double *row; /* one row of cells, ghosts included */
+};
+
+static void fill_quadrant(void *ctx, p8est_quadrant_t *q, const strata_amr_block *b)
 {
+  const struct forest_fill *ff = ctx;
+  const strata_amr_params *ap = ff->ap;
   const int64_t m = ap->block_cells, g = ap->ghost_depth, side = m + 2 * g;
   const double h = 1.0 / (double)((int64_t)ap->root_blocks << b->level) / (double)m;
   for (int f = 0; f < ap->nfields; f++)
@@ -146,14 +154,14 @@ static void fill_quadrant(const strata_amr_params *ap, const strata_amr_problem 
         double centre[3];
         for (int a = 0; a < 3; a++)
           centre[a] = ((double)(b->index[a] * m + cell[a] - g) + 0.5) * h;
-        strata_amr_problem_eval(problem, f, centre, h, side, row);
-        char *block = (char *)user_data + (size_t)f * field_bytes;
+        strata_amr_problem_eval(ff->problem, f, centre, h, side, ff->row);
+        char *block = (char *)q->p.user_data + (size_t)f * field_bytes;
         for (int64_t i = 0; i < side; i++) {
           const int64_t at = (k * side + j) * side + i;
           if (ap->dtype == STRATA_FLOAT64)
-            ((double *)(void *)block)[at] = row[i];
+            ((double *)(void *)block)[at] = ff->row[i];
           else
-            ((float *)(void *)block)[at] = (float)row[i];
+            ((float *)(void *)block)[at] = (float)ff->row[i];
         }
       }
 }
@@ -173,17 +181,11 @@ static int forest_make(struct infer_run *run, struct forest *fo)
   p8est_partition(fo->p, 0, NULL);
   strata_amr_problem *problem = NULL;
   int ret = infer_job_problem(run, 0, &problem);
-  double *row = malloc((size_t)side * sizeof *row);
-  for (p4est_topidx_t t = fo->p->first_local_tree; !ret && t <= fo->p->last_local_tree; t++) {
-    sc_array_t *qs = &p8est_tree_array_index(fo->p->trees, t)->quadrants;
-    for (size_t i = 0; i < qs->elem_count; i++) {
-      p8est_quadrant_t *q = p8est_quadrant_array_index(qs, i);
-      strata_amr_block b;
-      p4est_mesh_name(fo->p, t, q, &b);
-      fill_quadrant(ap, problem, &b, q->p.user_data, row);
-    }
-  }
-  free(row);
+  struct forest_fill ff = {ap, problem, malloc((size_t)side * sizeof *ff.row)};
+  if (!ret && ff.row)
+    p4est_mesh_each(fo->p, fill_quadrant, &ff);
+  ret = ret ? ret : ff.row ? 0 : STRATA_ENOMEM;
+  free(ff.row);
   strata_amr_problem_destroy(problem);
   strata_mesh_params mp;
   strata_mesh_params_of_amr(ap, &mp);

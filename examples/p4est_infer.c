@@ -185,6 +185,11 @@ static void copy_face(p8est_iter_face_info_t *info, void *user)
  * the ghost layers across faces between quadrants of one size from p4est's
  * exchange, and the ghost cells it does not reach (edges, corners, faces
  * between levels) from the initial condition. */
+static void fill_quadrant(void *ctx, p8est_quadrant_t *q, const strata_amr_block *b)
+{
+  fill(b, q->p.user_data, *(const enum cells *)ctx);
+}
+
 static int64_t write_density(p8est_t *p)
 {
   int64_t copied = 0;
@@ -198,15 +203,8 @@ static int64_t write_density(p8est_t *p)
       free(x.ghosts);
       p8est_ghost_destroy(ghost);
     }
-    for (p4est_topidx_t t = p->first_local_tree; t <= p->last_local_tree; t++) {
-      sc_array_t *qs = &p8est_tree_array_index(p->trees, t)->quadrants;
-      for (size_t i = 0; i < qs->elem_count; i++) {
-        p8est_quadrant_t *q = p8est_quadrant_array_index(qs, i);
-        strata_amr_block b;
-        p4est_mesh_name(p, t, q, &b);
-        fill(&b, q->p.user_data, pass ? MISSING_GHOSTS : INTERIOR);
-      }
-    }
+    enum cells which = pass ? MISSING_GHOSTS : INTERIOR;
+    p4est_mesh_each(p, fill_quadrant, &which);
   }
   return copied;
 }
@@ -215,23 +213,26 @@ static int64_t write_density(p8est_t *p)
  * exchange or from the initial condition, holds the field's value there
  * (the octree of the comparison is filled with those values); the cells
  * that differ, summed over the ranks. */
+struct ghost_check {
+  block_t want;
+  int64_t wrong;
+};
+
+static void check_ghosts(void *ctx, p8est_quadrant_t *q, const strata_amr_block *b)
+{
+  struct ghost_check *g = ctx;
+  const block_t *d = q->p.user_data;
+  fill(b, &g->want, ALL_CELLS);
+  for (int c = 0; c < CUBE; c++)
+    g->wrong += memcmp(&d->field[DENSITY][c], &g->want.field[DENSITY][c], sizeof(double)) != 0;
+}
+
 static int64_t wrong_ghosts(p8est_t *p)
 {
-  int64_t wrong = 0;
-  block_t *want = malloc(sizeof *want);
-  for (p4est_topidx_t t = p->first_local_tree; t <= p->last_local_tree; t++) {
-    sc_array_t *qs = &p8est_tree_array_index(p->trees, t)->quadrants;
-    for (size_t i = 0; i < qs->elem_count; i++) {
-      p8est_quadrant_t *q = p8est_quadrant_array_index(qs, i);
-      const block_t *d = q->p.user_data;
-      strata_amr_block b;
-      p4est_mesh_name(p, t, q, &b);
-      fill(&b, want, ALL_CELLS);
-      for (int c = 0; c < CUBE; c++)
-        wrong += memcmp(&d->field[DENSITY][c], &want->field[DENSITY][c], sizeof(double)) != 0;
-    }
-  }
-  free(want);
+  struct ghost_check *g = calloc(1, sizeof *g);
+  p4est_mesh_each(p, check_ghosts, g);
+  int64_t wrong = g->wrong;
+  free(g);
   MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, strata_comm());
   return wrong;
 }
@@ -262,26 +263,29 @@ static void method_params(strata_infer_params *ip, strata_model *model)
 
 /* Marked cells in the application's blocks: read in its own memory, after
  * acquiring each marker's handle (a GPU worker may hold the latest copy). */
+struct marked {
+  strata_mesh *mesh;
+  int64_t cells;
+};
+
+static void count_marked(void *ctx, p8est_quadrant_t *q, const strata_amr_block *b)
+{
+  struct marked *m = ctx;
+  const block_t *d = q->p.user_data;
+  starpu_data_handle_t h;
+  strata_mesh_field_handle(m->mesh, b, MARKER, &h);
+  starpu_data_acquire(h, STARPU_R);
+  for (int c = 0; c < CUBE; c++)
+    m->cells += d->field[MARKER][c] == 1;
+  starpu_data_release(h);
+}
+
 static int64_t marked_cells(p8est_t *p, strata_mesh *mesh)
 {
-  int64_t marked = 0;
-  for (p4est_topidx_t t = p->first_local_tree; t <= p->last_local_tree; t++) {
-    sc_array_t *qs = &p8est_tree_array_index(p->trees, t)->quadrants;
-    for (size_t i = 0; i < qs->elem_count; i++) {
-      p8est_quadrant_t *q = p8est_quadrant_array_index(qs, i);
-      block_t *d = q->p.user_data;
-      strata_amr_block b;
-      p4est_mesh_name(p, t, q, &b);
-      starpu_data_handle_t h;
-      strata_mesh_field_handle(mesh, &b, MARKER, &h);
-      starpu_data_acquire(h, STARPU_R);
-      for (int c = 0; c < CUBE; c++)
-        marked += d->field[MARKER][c] == 1;
-      starpu_data_release(h);
-    }
-  }
-  MPI_Allreduce(MPI_IN_PLACE, &marked, 1, MPI_INT64_T, MPI_SUM, strata_comm());
-  return marked;
+  struct marked m = {mesh, 0};
+  p4est_mesh_each(p, count_marked, &m);
+  MPI_Allreduce(MPI_IN_PLACE, &m.cells, 1, MPI_INT64_T, MPI_SUM, strata_comm());
+  return m.cells;
 }
 
 /* ---- the comparison with Strata's own octree ---- */
@@ -295,22 +299,22 @@ static int leaf_cmp(const void *x, const void *y)
   return 0;
 }
 
+static void add_name(void *ctx, p8est_quadrant_t *q, const strata_amr_block *b)
+{
+  int64_t **at = ctx;
+  (void)q;
+  *(*at)++ = b->level;
+  for (int a = 0; a < 3; a++)
+    *(*at)++ = b->index[a];
+}
+
 /* Strata's octree refined to the forest's leaves (gathered here, for the
  * check only), every block holding the same values as the quadrant's. */
 static strata_amr *same_octree(p8est_t *p)
 {
   int64_t mine = (int64_t)p->local_num_quadrants, *names = malloc((size_t)(4 * mine + 1) * 8);
-  int64_t k = 0;
-  for (p4est_topidx_t t = p->first_local_tree; t <= p->last_local_tree; t++) {
-    sc_array_t *qs = &p8est_tree_array_index(p->trees, t)->quadrants;
-    for (size_t i = 0; i < qs->elem_count; i++) {
-      strata_amr_block b;
-      p4est_mesh_name(p, t, p8est_quadrant_array_index(qs, i), &b);
-      names[k++] = b.level;
-      memcpy(names + k, b.index, 3 * sizeof *names);
-      k += 3;
-    }
-  }
+  int64_t *at = names;
+  p4est_mesh_each(p, add_name, &at);
   int size = strata_size(), count = (int)(4 * mine);
   int *counts = malloc((size_t)size * sizeof *counts),
       *displs = malloc((size_t)size * sizeof *displs);

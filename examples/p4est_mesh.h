@@ -7,6 +7,7 @@
 #define STRATA_EXAMPLES_P4EST_MESH_H
 
 #include <p8est_extended.h>
+#include <p8est_iterate.h>
 #include <strata/mesh.h>
 
 /* Level and index of quadrant q of tree t: the tree's brick coordinates
@@ -23,6 +24,46 @@ static inline void p4est_mesh_name(const p8est_t *p, p4est_topidx_t t, const p8e
     b->index[a] = ((int64_t)corner[a] << q->level) + (xyz[a] >> (P8EST_MAXLEVEL - q->level));
 }
 
+/* fn(ctx, quadrant, its name) on each local quadrant, through p4est's own
+ * iterator. */
+typedef void (*p4est_mesh_fn)(void *ctx, p8est_quadrant_t *q, const strata_amr_block *b);
+
+struct p4est_mesh_visit {
+  p4est_mesh_fn fn;
+  void *ctx;
+};
+
+static inline void p4est_mesh_volume(p8est_iter_volume_info_t *info, void *user)
+{
+  const struct p4est_mesh_visit *v = user;
+  strata_amr_block b;
+  p4est_mesh_name(info->p4est, info->treeid, info->quad, &b);
+  v->fn(v->ctx, info->quad, &b);
+}
+
+static inline void p4est_mesh_each(p8est_t *p, p4est_mesh_fn fn, void *ctx)
+{
+  struct p4est_mesh_visit v = {fn, ctx};
+  p8est_iterate(p, NULL, &v, p4est_mesh_volume, NULL, NULL, NULL);
+}
+
+/* A description in progress: the first error, and where each quadrant's
+ * fields lie in its user data. */
+struct p4est_mesh_description {
+  strata_mesh *mesh;
+  void (*fields)(void *user_data, void **out);
+  int ret;
+};
+
+static inline void p4est_mesh_add(void *ctx, p8est_quadrant_t *q, const strata_amr_block *b)
+{
+  struct p4est_mesh_description *d = ctx;
+  void *ptrs[STRATA_AMR_MAX_FIELDS];
+  d->fields(q->p.user_data, ptrs);
+  if (!d->ret)
+    d->ret = strata_mesh_add_leaf(d->mesh, b->level, b->index, ptrs);
+}
+
 /* Each rank's quadrants described anew (after every re-mesh):
  * strata_mesh_begin, one strata_mesh_add_leaf per local quadrant with the
  * addresses `fields` gives for its user data, strata_mesh_commit
@@ -30,20 +71,10 @@ static inline void p4est_mesh_name(const p8est_t *p, p4est_topidx_t t, const p8e
 static inline int p4est_mesh_describe(p8est_t *p, strata_mesh *mesh,
                                       void (*fields)(void *user_data, void **out))
 {
-  int ret = strata_mesh_begin(mesh);
-  for (p4est_topidx_t t = p->first_local_tree; !ret && t <= p->last_local_tree; t++) {
-    sc_array_t *qs = &p8est_tree_array_index(p->trees, t)->quadrants;
-    for (size_t i = 0; !ret && i < qs->elem_count; i++) {
-      p8est_quadrant_t *q = p8est_quadrant_array_index(qs, i);
-      void *ptrs[STRATA_AMR_MAX_FIELDS];
-      strata_amr_block b;
-      p4est_mesh_name(p, t, q, &b);
-      fields(q->p.user_data, ptrs);
-      ret = strata_mesh_add_leaf(mesh, b.level, b.index, ptrs);
-    }
-  }
+  struct p4est_mesh_description d = {mesh, fields, strata_mesh_begin(mesh)};
+  p4est_mesh_each(p, p4est_mesh_add, &d);
   int commit = strata_mesh_commit(mesh);
-  return ret ? ret : commit;
+  return d.ret ? d.ret : commit;
 }
 
 #endif
