@@ -1,10 +1,13 @@
 /* Global indexer against hand-written MPI in the same program: every rank
  * owns N items and names N random global indices; protocol creation, Take,
- * Put (last writer) and Put summing every write, with count 1 and 4, and
- * Take_v of the same payload as variable-size items (every count equal),
+ * Put (last writer) and Put summing every write, with count 1 and 4,
  * against one MPI_Alltoallv of the same payload with its local pack and
- * unpack loops (the protocol's maps reused). Medians of the rounds; JSON on
- * rank 0.
+ * unpack loops (the protocol's maps reused). Take_v and Put_v (last writer)
+ * move the same payload as variable-size items (every count equal; the
+ * code does not know it) against their hand-written form: an
+ * MPI_Alltoallv of the counts, then one of the data, packed and unpacked
+ * through prefix sums of the counts. `worst_ratio` is the largest ratio
+ * of the run. Medians of the rounds; JSON on rank 0.
  *   mpiexec -n P bench_gindexer [--rounds R] [--quick]   (--quick: N = 10^4) */
 #include <string.h>
 
@@ -19,6 +22,9 @@ struct baseline {
   int *scount, *sdispl, *rcount, *rdispl;
   int64_t *order, *local, nin;
   float *send, *recv;
+  /* the variable exchanges: counts in flight, prefix sums, last writers */
+  int64_t *csend, *crecv, *soff, *roff, *displ, *winner;
+  int *vc; /* data counts and displacements, 4 x size */
 };
 
 static void baseline_build(struct baseline *b, const int64_t *distrib, const int64_t *idx,
@@ -58,11 +64,123 @@ static void baseline_build(struct baseline *b, const int64_t *distrib, const int
   free(sorted);
 }
 
-/* Buffers for `count` values per item, touched once, outside the timings. */
+/* The variable exchanges' index buffers, touched once. */
+static void baseline_v_buffers(struct baseline *b, int64_t n)
+{
+  size_t most = (size_t)((n > b->nin ? n : b->nin) + 1) * sizeof(int64_t);
+  int64_t **bufs[] = {&b->csend, &b->crecv, &b->soff, &b->roff, &b->displ, &b->winner};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+    *bufs[i] = memset(malloc(most), 0, most);
+  b->vc = calloc((size_t)b->size * 4, sizeof *b->vc);
+}
+
+static void baseline_v_free(struct baseline *b)
+{
+  int64_t *bufs[] = {b->csend, b->crecv, b->soff, b->roff, b->displ, b->winner};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+    free(bufs[i]);
+  free(b->vc);
+}
+
+/* Exclusive prefix sums of v[0..n) into off[0..n]; per-rank totals of the
+ * consecutive ranges of counts[r] entries into tot[r] (int, as MPI wants)
+ * and their displacements into tot[size + r]. */
+static void prefix_by_rank(const int64_t *v, int64_t n, const int *counts, int size, int64_t *off,
+                           int *tot)
+{
+  off[0] = 0;
+  for (int64_t k = 0; k < n; k++)
+    off[k + 1] = off[k] + v[k];
+  for (int r = 0, k = 0; r < size; k += counts[r], r++) {
+    tot[r] = (int)(off[k + counts[r]] - off[k]);
+    tot[size + r] = (int)off[k];
+  }
+}
+
+/* A block copy as Strata's kernel does it: a constant-size copy for the
+ * common small blocks instead of a call each (no easier baseline). */
+static void copy_block(float *dst, const float *src, int64_t count)
+{
+  size_t bytes = (size_t)count * sizeof *dst;
+  if (bytes == 4)
+    memcpy(dst, src, 4);
+  else if (bytes == 16)
+    memcpy(dst, src, 16);
+  else
+    memcpy(dst, src, bytes);
+}
+
+/* Take_v by hand: the owner sends each requested block's count, then the
+ * blocks; the requester unpacks them in request order. */
+static double baseline_take_v(struct baseline *b, const int64_t *counts, int64_t dn,
+                              const float *dist, int64_t *out_counts, float *out, int64_t n)
+{
+  int size = b->size, *sc = b->vc, *rc = b->vc + 2 * size;
+  double t0 = bench_now();
+  b->displ[0] = 0;
+  for (int64_t i = 0; i < dn; i++)
+    b->displ[i + 1] = b->displ[i] + counts[i];
+  for (int64_t k = 0; k < b->nin; k++)
+    b->csend[k] = counts[b->local[k]];
+  MPI_Alltoallv(b->csend, b->rcount, b->rdispl, MPI_INT64_T, b->crecv, b->scount, b->sdispl,
+                MPI_INT64_T, MPI_COMM_WORLD);
+  prefix_by_rank(b->csend, b->nin, b->rcount, size, b->soff, sc);
+  prefix_by_rank(b->crecv, n, b->scount, size, b->roff, rc);
+  for (int64_t k = 0; k < b->nin; k++)
+    copy_block(b->send + b->soff[k], dist + b->displ[b->local[k]], b->csend[k]);
+  MPI_Alltoallv(b->send, sc, sc + size, MPI_FLOAT, b->recv, rc, rc + size, MPI_FLOAT,
+                MPI_COMM_WORLD);
+  for (int64_t p = 0, at = 0; p < n; p++) {
+    int64_t j = b->order[p];
+    out_counts[p] = b->crecv[j];
+    copy_block(out + at, b->recv + b->roff[j], b->crecv[j]);
+    at += b->crecv[j];
+  }
+  return bench_now() - t0;
+}
+
+/* Put_v by hand (last writer, no initial blocks): the requester sends each
+ * block's count, then the blocks; the owner keeps the last writer's block
+ * of every index (arrival order is writer order) and builds the new
+ * counts and data. */
+static double baseline_put_v(struct baseline *b, const int64_t *counts, const float *values,
+                             int64_t n, int64_t dn, int64_t *new_counts, float *new_data)
+{
+  int size = b->size, *sc = b->vc, *rc = b->vc + 2 * size;
+  double t0 = bench_now();
+  b->displ[0] = 0; /* the requester's blocks */
+  for (int64_t p = 0; p < n; p++) {
+    b->displ[p + 1] = b->displ[p] + counts[p];
+    b->csend[b->order[p]] = counts[p];
+  }
+  MPI_Alltoallv(b->csend, b->scount, b->sdispl, MPI_INT64_T, b->crecv, b->rcount, b->rdispl,
+                MPI_INT64_T, MPI_COMM_WORLD);
+  prefix_by_rank(b->csend, n, b->scount, size, b->soff, sc);
+  prefix_by_rank(b->crecv, b->nin, b->rcount, size, b->roff, rc);
+  for (int64_t p = 0; p < n; p++)
+    copy_block(b->send + b->soff[b->order[p]], values + b->displ[p], counts[p]);
+  MPI_Alltoallv(b->send, sc, sc + size, MPI_FLOAT, b->recv, rc, rc + size, MPI_FLOAT,
+                MPI_COMM_WORLD);
+  for (int64_t i = 0; i < dn; i++)
+    b->winner[i] = -1;
+  for (int64_t k = 0; k < b->nin; k++)
+    b->winner[b->local[k]] = k;
+  for (int64_t i = 0, at = 0; i < dn; i++) {
+    int64_t k = b->winner[i];
+    new_counts[i] = k < 0 ? 0 : b->crecv[k];
+    if (k >= 0)
+      copy_block(new_data + at, b->recv + b->roff[k], new_counts[i]);
+    at += new_counts[i];
+  }
+  return bench_now() - t0;
+}
+
+/* Buffers for `count` values per item, touched once, outside the timings:
+ * large enough for either direction. */
 static void baseline_buffers(struct baseline *b, int64_t n, int count)
 {
-  size_t send = (size_t)(b->nin * count + 1) * sizeof(float),
-         recv = (size_t)(n * count + 1) * sizeof(float);
+  int64_t most = n > b->nin ? n : b->nin; /* Put_v sends n rows, Take nin */
+  size_t send = (size_t)(most * count + 1) * sizeof(float), recv = send;
   free(b->send);
   free(b->recv);
   b->send = memset(malloc(send), 0, send);
@@ -122,7 +240,9 @@ int main(int argc, char **argv)
   cJSON_AddNumberToObject(root, "items_per_rank", (double)n);
   double *tc = malloc((size_t)rounds * sizeof *tc), *tb = malloc((size_t)rounds * sizeof *tb),
          *tt = malloc((size_t)rounds * sizeof *tt), *tp = malloc((size_t)rounds * sizeof *tp),
-         *tv = malloc((size_t)rounds * sizeof *tv), *ts = malloc((size_t)rounds * sizeof *ts);
+         *tv = malloc((size_t)rounds * sizeof *tv), *ts = malloc((size_t)rounds * sizeof *ts),
+         *tpv = malloc((size_t)rounds * sizeof *tpv), *tbv = malloc((size_t)rounds * sizeof *tbv),
+         *tbpv = malloc((size_t)rounds * sizeof *tbpv), worst = 0;
   strata_gindexer *gi = NULL;
   struct baseline b = {.size = size};
   for (int r = 0; r < rounds; r++) {
@@ -135,13 +255,16 @@ int main(int argc, char **argv)
   }
   double create = bench_median(tc, rounds);
   baseline_build(&b, distrib, idx, n, rank);
+  baseline_v_buffers(&b, n);
   cJSON_AddNumberToObject(root, "create_s", create);
   for (int count = 1; count <= 4; count += 3) {
     strata_array *dist, *out, *back;
     strata_gindexer_empty_dist(gi, count, STRATA_FLOAT32, &dist);
     strata_gindexer_empty_part(gi, count, STRATA_FLOAT32, &out);
     strata_gindexer_empty_dist(gi, count, STRATA_FLOAT32, &back);
-    float *pd, *plain = malloc((size_t)(n * count) * sizeof *plain);
+    float *pd, *plain = malloc((size_t)(n * count) * sizeof *plain),
+               *plain_dist = malloc((size_t)(n * count) * sizeof *plain);
+    int64_t *plain_counts = malloc((size_t)n * sizeof *plain_counts);
     strata_array_acquire(dist, STRATA_WRITE, (void **)&pd);
     for (int64_t i = 0; i < n * count; i++)
       pd[i] = (float)(rank * n * count + i);
@@ -155,6 +278,12 @@ int main(int argc, char **argv)
     for (int64_t i = 0; i < n; i++)
       pc[i] = count;
     strata_array_release(counts);
+    strata_array *part_counts; /* the requesters' blocks for Put_v: every count equal too */
+    strata_gindexer_empty_part(gi, 1, STRATA_INT64, &part_counts);
+    strata_array_acquire(part_counts, STRATA_WRITE, (void **)&pc);
+    for (int64_t i = 0; i < n; i++)
+      pc[i] = count;
+    strata_array_release(part_counts);
     baseline_buffers(&b, n, count);
     for (int r = 0; r < rounds + 1; r++) {
       /* Every exchange starts together on all ranks, like the baseline. */
@@ -182,17 +311,41 @@ int main(int argc, char **argv)
       double t4 = bench_now();
       strata_array_destroy(vc);
       strata_array_destroy(vd);
+      vc = vd = NULL;
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t5 = bench_now();
+      strata_gindexer_put_v(gi, part_counts, out, STRATA_PUT_LAST, 0, NULL, NULL, &vc, &vd);
+      double t6 = bench_now();
+      strata_array_destroy(vc);
+      strata_array_destroy(vd);
+      const int64_t *cd;
+      strata_array_acquire(dist, STRATA_READ, (void **)&pd);
+      strata_array_acquire(counts, STRATA_READ, (void **)&cd);
+      MPI_Barrier(MPI_COMM_WORLD);
+      double base_take_v = baseline_take_v(&b, cd, n, pd, plain_counts, plain, n);
+      MPI_Barrier(MPI_COMM_WORLD);
+      double base_put_v = baseline_put_v(&b, plain_counts, plain, n, n, plain_counts, plain_dist);
+      strata_array_release(counts);
+      strata_array_release(dist);
       if (r > 0) { /* the first round warms up */
         tt[r - 1] = max_over_ranks(t1 - t0);
         tp[r - 1] = max_over_ranks(t2 - t1_put);
         ts[r - 1] = max_over_ranks(t2_end - t2_sum);
         tv[r - 1] = max_over_ranks(t4 - t3);
+        tpv[r - 1] = max_over_ranks(t6 - t5);
+        tbv[r - 1] = max_over_ranks(base_take_v);
+        tbpv[r - 1] = max_over_ranks(base_put_v);
         tb[r - 1] = max_over_ranks(base);
       }
     }
     double take = bench_median(tt, rounds), put = bench_median(tp, rounds),
            put_sum = bench_median(ts, rounds), base = bench_median(tb, rounds),
-           take_v = bench_median(tv, rounds);
+           take_v = bench_median(tv, rounds), put_v = bench_median(tpv, rounds),
+           base_take_v = bench_median(tbv, rounds), base_put_v = bench_median(tbpv, rounds);
+    double ratios[5] = {take / base, put / base, put_sum / base, take_v / base_take_v,
+                        put_v / base_put_v};
+    for (int i = 0; i < 5; i++)
+      worst = ratios[i] > worst ? ratios[i] : worst;
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "count", count);
     cJSON_AddNumberToObject(c, "take_s", take);
@@ -200,17 +353,25 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(c, "put_sum_s", put_sum);
     cJSON_AddNumberToObject(c, "alltoallv_s", base);
     cJSON_AddNumberToObject(c, "take_v_s", take_v);
-    cJSON_AddNumberToObject(c, "take_vs_alltoallv", take / base);
-    cJSON_AddNumberToObject(c, "take_v_vs_alltoallv", take_v / base);
-    cJSON_AddNumberToObject(c, "put_vs_alltoallv", put / base);
-    cJSON_AddNumberToObject(c, "put_sum_vs_alltoallv", put_sum / base);
+    cJSON_AddNumberToObject(c, "put_v_s", put_v);
+    cJSON_AddNumberToObject(c, "baseline_take_v_s", base_take_v);
+    cJSON_AddNumberToObject(c, "baseline_put_v_s", base_put_v);
+    cJSON_AddNumberToObject(c, "take_vs_alltoallv", ratios[0]);
+    cJSON_AddNumberToObject(c, "put_vs_alltoallv", ratios[1]);
+    cJSON_AddNumberToObject(c, "put_sum_vs_alltoallv", ratios[2]);
+    cJSON_AddNumberToObject(c, "take_v_vs_baseline", ratios[3]);
+    cJSON_AddNumberToObject(c, "put_v_vs_baseline", ratios[4]);
     cJSON_AddItemToArray(cases, c);
     strata_array_destroy(dist);
     strata_array_destroy(out);
     strata_array_destroy(back);
     strata_array_destroy(counts);
+    strata_array_destroy(part_counts);
     free(plain);
+    free(plain_dist);
+    free(plain_counts);
   }
+  cJSON_AddNumberToObject(root, "worst_ratio", worst);
   if (rank == 0)
     bench_print_json(root);
   else
@@ -224,6 +385,7 @@ int main(int argc, char **argv)
   free(b.local);
   free(b.send);
   free(b.recv);
+  baseline_v_free(&b);
   free(distrib);
   free(idx);
   free(tc);
@@ -232,6 +394,9 @@ int main(int argc, char **argv)
   free(tp);
   free(tv);
   free(ts);
+  free(tpv);
+  free(tbv);
+  free(tbpv);
   strata_finalize();
   return 0;
 }

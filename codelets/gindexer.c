@@ -1,5 +1,5 @@
 /* Global indexer codelets: the row gather and scatter that pack and unpack
- * exchange buffers through an index map, the segment copy of variable-size
+ * exchange buffers through an index map, the block copy of variable-size
  * items, and the owner-side application of put requests (last writer,
  * first writer or a reduction, in writer order). */
 #include "gindexer.h"
@@ -24,16 +24,20 @@ static void scatter_cpu(void *buffers[], void *cl_arg)
       (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]), STARPU_VECTOR_GET_NX(buffers[1]), *row);
 }
 
-/* Buffers: src (R), segments (R, int64 triples), dst (W or RW). */
-static void segments_cpu(void *buffers[], void *cl_arg)
+/* Buffers: src (R), displ (R), [map (R),] at (R), dst (W or RW). */
+static void blocks_cpu(void *buffers[], void *cl_arg)
 {
-  const size_t *item = cl_arg;
-  strata__copy_segments_cpu(
-      (void *)STARPU_VECTOR_GET_PTR(buffers[2]), (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
-      (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]), STARPU_VECTOR_GET_NX(buffers[1]), *item);
+  const struct strata__copy_blocks *a = cl_arg;
+  void *map = a->mapped ? buffers[2] : NULL;
+  strata__copy_blocks_cpu((void *)STARPU_VECTOR_GET_PTR(buffers[3 + a->mapped]),
+                          (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+                          (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
+                          map ? (const int64_t *)STARPU_VECTOR_GET_PTR(map) : NULL,
+                          (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[2 + a->mapped]), a->n,
+                          a->item);
 }
 
-/* Buffers: dist (RW), inbox (R), csr (R), req (R) [, scratch: reductions]. */
+/* Buffers: dist (RW), inbox (R), csr (R), req (R). */
 static void apply_cpu(void *buffers[], void *cl_arg)
 {
   const struct strata__put_apply *a = cl_arg;
@@ -63,18 +67,20 @@ static void scatter_cuda(void *buffers[], void *cl_arg)
                             STARPU_VECTOR_GET_NX(buffers[1]), *row, starpu_cuda_get_local_stream());
 }
 
-static void segments_cuda(void *buffers[], void *cl_arg)
+static void blocks_cuda(void *buffers[], void *cl_arg)
 {
-  const size_t *item = cl_arg;
-  strata__copy_segments_cuda(
-      (void *)STARPU_VECTOR_GET_PTR(buffers[2]), (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
-      (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]), STARPU_VECTOR_GET_NX(buffers[1]), *item,
-      starpu_cuda_get_local_stream());
+  const struct strata__copy_blocks *a = cl_arg;
+  void *map = a->mapped ? buffers[2] : NULL;
+  strata__copy_blocks_cuda((void *)STARPU_VECTOR_GET_PTR(buffers[3 + a->mapped]),
+                           (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+                           (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
+                           map ? (const int64_t *)STARPU_VECTOR_GET_PTR(map) : NULL,
+                           (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[2 + a->mapped]), a->n,
+                           a->item, starpu_cuda_get_local_stream());
 }
 
-/* Copies pick one request per index; a reduction goes round by round (the
- * t-th request of every index, identity elsewhere) so that the order of
- * the writers is kept without atomics. */
+/* Copies pick one request per index; a reduction merges each index's
+ * requests in writer order, one thread per element. */
 static void apply_cuda(void *buffers[], void *cl_arg)
 {
   const struct strata__put_apply *a = cl_arg;
@@ -85,17 +91,10 @@ static void apply_cuda(void *buffers[], void *cl_arg)
   int64_t dn = STARPU_VECTOR_GET_NX(buffers[2]) - 1;
   size_t row = (size_t)a->count * strata_dtype_size(a->dtype);
   cudaStream_t s = starpu_cuda_get_local_stream();
-  if (a->rule != STRATA__PUT_REDUCE) {
+  if (a->rule != STRATA__PUT_REDUCE)
     strata__pick_rows_cuda(dist, inbox, csr, req, dn, row, a->rule == STRATA__PUT_LAST ? -1 : 0, s);
-    return;
-  }
-  void *scratch = (void *)STARPU_VECTOR_GET_PTR(buffers[4]);
-  size_t n = (size_t)(dn * a->count);
-  for (int64_t t = 0; t < a->max_requests; t++) {
-    strata__merge_fill_identity_cuda(a->op, a->dtype, scratch, n, s);
-    strata__pick_rows_cuda(scratch, inbox, csr, req, dn, row, t, s);
-    strata__merge_cuda(a->op, a->dtype, dist, scratch, n, s);
-  }
+  else
+    strata__merge_rows_cuda(a->op, a->dtype, dist, inbox, (size_t)a->count, dn, csr, req, s);
 }
 #endif
 
@@ -113,22 +112,22 @@ STRATA__CODELET(scatter_cl, "strata_gindexer_scatter", 0xfdae6b, scatter_cpu, sc
                 first_buffer_footprint, NULL, .nbuffers = 3,
                 .modes = {STARPU_R, STARPU_R, STARPU_RW});
 
-/* Two modes: W when the segments cover the destination, RW when several
- * tasks fill parts of it. */
-STRATA__CODELET(segments_cl, "strata_gindexer_segments", 0xe6550d, segments_cpu, segments_cuda,
-                first_buffer_footprint, NULL, .nbuffers = 3,
-                .modes = {STARPU_R, STARPU_R, STARPU_W});
-STRATA__CODELET_SHARING(segments_partial_cl, segments_cl, "strata_gindexer_segments", 0xe6550d,
-                        segments_cpu, segments_cuda, NULL, .nbuffers = 3,
-                        .modes = {STARPU_R, STARPU_R, STARPU_RW});
+/* Keyed on the block count and the destination's size. */
+static uint32_t blocks_footprint(struct starpu_task *task)
+{
+  const struct strata__copy_blocks *a = task->cl_arg;
+  starpu_data_handle_t dst = STARPU_TASK_GET_HANDLE(task, 3 + a->mapped);
+  return starpu_hash_crc32c_be((uint32_t)starpu_vector_get_nx(dst), (uint32_t)a->n);
+}
 
-/* Copy rules, and reductions: those need a scratch buffer on CUDA. */
+/* Four or five buffers, and W when the blocks cover the destination or RW
+ * when several tasks fill parts of it: the modes come with each task. */
+STRATA__CODELET(blocks_cl, "strata_gindexer_blocks", 0xe6550d, blocks_cpu, blocks_cuda,
+                blocks_footprint, NULL, .nbuffers = STARPU_VARIABLE_NBUFFERS);
+
 STRATA__CODELET(apply_cl, "strata_gindexer_apply", 0xa63603, apply_cpu, apply_cuda,
                 first_buffer_footprint, NULL, .nbuffers = 4,
                 .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R});
-STRATA__CODELET_SHARING(apply_reduce_cl, apply_cl, "strata_gindexer_apply", 0xa63603, apply_cpu,
-                        apply_cuda, NULL, .nbuffers = 5,
-                        .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_SCRATCH});
 
 int strata__gindexer_gather_submit(starpu_data_handle_t src, starpu_data_handle_t map,
                                    starpu_data_handle_t dst, size_t row)
@@ -144,26 +143,21 @@ int strata__gindexer_scatter_submit(starpu_data_handle_t src, starpu_data_handle
   return strata__submit_copy_arg(&scatter_cl, &row, sizeof row, 3, h, NULL);
 }
 
-int strata__gindexer_segments_submit(starpu_data_handle_t src, starpu_data_handle_t segments,
-                                     starpu_data_handle_t dst, size_t item, int partial)
+int strata__gindexer_blocks_submit(starpu_data_handle_t src, starpu_data_handle_t displ,
+                                   starpu_data_handle_t map, starpu_data_handle_t at,
+                                   starpu_data_handle_t dst, int64_t n, size_t item, int partial)
 {
-  starpu_data_handle_t h[3] = {src, segments, dst};
-  return strata__submit_copy_arg(partial ? &segments_partial_cl : &segments_cl, &item, sizeof item,
-                                 3, h, NULL);
+  struct strata__copy_blocks a = {item, n, map != NULL};
+  starpu_data_handle_t h[5] = {src, displ, map ? map : at, map ? at : dst, dst};
+  enum starpu_data_access_mode m[5] = {STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R};
+  m[3 + a.mapped] = partial ? STARPU_RW : STARPU_W;
+  return strata__submit_copy_arg(&blocks_cl, &a, sizeof a, 4 + a.mapped, h, m);
 }
 
 int strata__gindexer_apply_submit(starpu_data_handle_t dist, starpu_data_handle_t inbox,
                                   starpu_data_handle_t csr, starpu_data_handle_t req,
                                   const struct strata__put_apply *a)
 {
-  starpu_data_handle_t h[5] = {dist, inbox, csr, req, NULL};
-  int reduce = a->rule == STRATA__PUT_REDUCE;
-  if (reduce) /* dist's shape, allocated where the task runs */
-    starpu_vector_data_register(&h[4], -1, 0, starpu_vector_get_nx(dist),
-                                starpu_vector_get_elemsize(dist));
-  int ret = strata__submit_copy_arg(reduce ? &apply_reduce_cl : &apply_cl, a, sizeof *a, 4 + reduce,
-                                    h, NULL);
-  if (reduce)
-    starpu_data_unregister_submit(h[4]);
-  return ret;
+  starpu_data_handle_t h[4] = {dist, inbox, csr, req};
+  return strata__submit_copy_arg(&apply_cl, a, sizeof *a, 4, h, NULL);
 }

@@ -1,4 +1,4 @@
-/* Global indexer codelets: gather, scatter, segment copies, the owner-side
+/* Global indexer codelets: gather, scatter, block copies, the owner-side
  * put. Insert functions on StarPU handles
  * (codelets/gindexer.c). */
 #ifndef STRATA_CODELETS_GINDEXER_H
@@ -15,22 +15,28 @@ int strata__gindexer_gather_submit(starpu_data_handle_t src, starpu_data_handle_
 int strata__gindexer_scatter_submit(starpu_data_handle_t src, starpu_data_handle_t map,
                                     starpu_data_handle_t dst, size_t row);
 
-/* Global indexer, variable-size items: copy the segments (R, a vector of
- * int64 triples: source offset, destination offset, length, in items of
- * `item` bytes) from src (R) to dst: W mode, or RW when `partial` (other
- * tasks fill the rest of dst). */
-int strata__gindexer_segments_submit(starpu_data_handle_t src, starpu_data_handle_t segments,
-                                     starpu_data_handle_t dst, size_t item, int partial);
+/* Global indexer, variable-size items: for k < n, block i = map[k] (R,
+ * int64; k when map is NULL) of src (R), which spans item offsets
+ * displ[i] .. displ[i + 1] (displ: R, int64), goes to dst at item offset
+ * at[k] (at: R, int64); items of `item` bytes. dst is W, or RW when
+ * `partial` (other tasks fill the rest of it). */
+struct strata__copy_blocks {
+  size_t item;
+  int64_t n;
+  int mapped;
+};
+int strata__gindexer_blocks_submit(starpu_data_handle_t src, starpu_data_handle_t displ,
+                                   starpu_data_handle_t map, starpu_data_handle_t at,
+                                   starpu_data_handle_t dst, int64_t n, size_t item, int partial);
 
 /* Owner-side put: dist (RW) rows from inbox (R) through the per-index
  * request lists csr (R, dn + 1 int64) and req (R, int64), under `rule`
- * (kernels/gindexer_kernels.h). A reduction also gets a STARPU_SCRATCH
- * vector of dist's size for its CUDA rounds (max_requests of them). */
+ * (kernels/gindexer_kernels.h). */
 struct strata__put_apply {
   int rule;
   strata_op op;
   strata_dtype dtype;
-  int64_t count, max_requests;
+  int64_t count;
 };
 int strata__gindexer_apply_submit(starpu_data_handle_t dist, starpu_data_handle_t inbox,
                                   starpu_data_handle_t csr, starpu_data_handle_t req,

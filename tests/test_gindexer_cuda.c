@@ -1,14 +1,17 @@
 /* CUDA global-indexer kernels against the CPU ones, byte for byte: row
  * gathers through a map with repeats, scatters through a permutation
- * (rows outside it left alone), variable-size segment copies, and the
- * put rules' row picks (last and first request) against put_apply. Rows of
+ * (rows outside it left alone), variable-size block copies (through a map
+ * with repeats and without one), and the
+ * put rules' row picks (last and first request) and reductions (every
+ * request, in writer order) against put_apply. Rows of
  * odd byte counts, grids of many blocks. Exit 77 without a GPU. */
 #include <stdlib.h>
 
 #include "cuda_check.h"
 #include "kernels/gindexer_kernels.h"
+#include "kernels/merge_kernels.h"
 
-enum { ROWS = 1500, SEGMENTS = 300 };
+enum { ROWS = 1500, BLOCKS = 300 };
 
 static unsigned char *random_bytes(size_t n)
 {
@@ -53,25 +56,34 @@ static void check_gather_scatter(size_t row)
   free(dst);
 }
 
-/* Segments of 0..9 items from anywhere in src to disjoint places in dst. */
-static void check_segments(size_t item)
+/* Source blocks of 0..9 items; copies of BLOCKS of them (through a map
+ * with repeats, or the first BLOCKS in order) to disjoint places, with
+ * gaps, in dst. */
+static void check_blocks(size_t item, int mapped)
 {
-  int64_t seg[3 * SEGMENTS], at = 0;
-  for (int s = 0; s < SEGMENTS; s++) {
-    seg[3 * s + 2] = rand() % 10;
-    seg[3 * s] = rand() % (4 * SEGMENTS);
-    seg[3 * s + 1] = at + rand() % 3;
-    at = seg[3 * s + 1] + seg[3 * s + 2];
+  int64_t displ[4 * BLOCKS + 1] = {0}, map[BLOCKS], at[BLOCKS], end = 0;
+  for (int i = 0; i < 4 * BLOCKS; i++)
+    displ[i + 1] = displ[i] + rand() % 10;
+  for (int k = 0; k < BLOCKS; k++) {
+    map[k] = rand() % (4 * BLOCKS);
+    int64_t i = mapped ? map[k] : k;
+    at[k] = end + rand() % 3;
+    end = at[k] + displ[i + 1] - displ[i];
   }
-  const size_t src_bytes = (size_t)(4 * SEGMENTS + 10) * item, dst_bytes = (size_t)at * item;
+  const size_t src_bytes = (size_t)displ[4 * BLOCKS] * item, dst_bytes = (size_t)end * item;
   unsigned char *src = random_bytes(src_bytes), *dst = random_bytes(dst_bytes);
   void *dsrc = check_device_copy(src, src_bytes), *ddst = check_device_copy(dst, dst_bytes),
-       *dseg = check_device_copy(seg, sizeof seg);
-  strata__copy_segments_cpu(dst, src, seg, SEGMENTS, item);
-  CHECK_EQ(strata__copy_segments_cuda(ddst, dsrc, dseg, SEGMENTS, item, NULL), 0);
+       *ddispl = check_device_copy(displ, sizeof displ), *dmap = check_device_copy(map, sizeof map),
+       *dat = check_device_copy(at, sizeof at);
+  strata__copy_blocks_cpu(dst, src, displ, mapped ? map : NULL, at, BLOCKS, item);
+  CHECK_EQ(strata__copy_blocks_cuda(ddst, dsrc, ddispl, mapped ? dmap : NULL, dat, BLOCKS, item,
+                                    NULL),
+           0);
   check_device_bytes(ddst, dst, dst_bytes);
   cudaFree(dsrc);
-  cudaFree(dseg);
+  cudaFree(ddispl);
+  cudaFree(dmap);
+  cudaFree(dat);
   free(src);
   free(dst);
 }
@@ -98,6 +110,20 @@ static void check_picks(int64_t count)
     CHECK_EQ(strata__pick_rows_cuda(ddist, dinbox, dcsr, dreq, ROWS, row, which, NULL), 0);
     check_device_bytes(ddist, dist, ROWS * row);
   }
+  /* Reductions of the same bytes read as int32 (SUM and PROD wrap) and as
+   * uint8 under MAX: every request merged in order. */
+  const strata_op ops[] = {STRATA_SUM, STRATA_PROD, STRATA_MAX};
+  const strata_dtype types[] = {STRATA_INT32, STRATA_INT32, STRATA_UINT8};
+  for (int o = 0; o < 3; o++) {
+    int64_t values = (int64_t)row / (int64_t)strata_dtype_size(types[o]);
+    void *ddist = check_device_copy(dist, ROWS * row);
+    strata__put_apply_cpu(STRATA__PUT_REDUCE, ops[o], types[o], values, dist, inbox, csr, req,
+                          ROWS);
+    CHECK_EQ(strata__merge_rows_cuda(ops[o], types[o], ddist, dinbox, (size_t)values, ROWS, dcsr,
+                                     dreq, NULL),
+             0);
+    check_device_bytes(ddist, dist, ROWS * row);
+  }
   cudaFree(dinbox);
   cudaFree(dcsr);
   cudaFree(dreq);
@@ -112,7 +138,8 @@ int main(void)
   const size_t rows[] = {1, 3, 12, 40};
   for (int r = 0; r < 4; r++) {
     check_gather_scatter(rows[r]);
-    check_segments(rows[r]);
+    check_blocks(rows[r], 0);
+    check_blocks(rows[r], 1);
   }
   check_picks(1);
   check_picks(5);

@@ -1,5 +1,5 @@
 /* Pure kernels of the global indexer's exchanges: row gathers and scatters
- * through an index map (packing and unpacking), segment copies for
+ * through an index map (packing and unpacking), block copies for
  * variable-size items, and the owner-side application of
  * put requests listed per owned index (CSR, in writer order). */
 #ifndef STRATA_GINDEXER_KERNELS_H
@@ -21,10 +21,11 @@ void strata__gather_rows_cpu(void *dst, const void *src, const int64_t *map, int
 void strata__scatter_rows_cpu(void *dst, const void *src, const int64_t *map, int64_t n,
                               size_t row);
 
-/* Variable-size items: for s < n, copy seg[3s+2] items of `item` bytes
- * from src at item offset seg[3s] to dst at item offset seg[3s+1]. */
-void strata__copy_segments_cpu(void *dst, const void *src, const int64_t *seg, int64_t n,
-                               size_t item);
+/* Variable-size items: for k < n, block i = map[k] (k when map is NULL)
+ * of src, which starts at item offset displ[i] and ends at displ[i + 1],
+ * goes to dst at item offset at[k]; items of `item` bytes. */
+void strata__copy_blocks_cpu(void *dst, const void *src, const int64_t *displ, const int64_t *map,
+                             const int64_t *at, int64_t n, size_t item);
 
 /* How put requests combine at an owned index. */
 enum strata__put_rule { STRATA__PUT_LAST = 0, STRATA__PUT_FIRST, STRATA__PUT_REDUCE };
@@ -44,8 +45,8 @@ int strata__gather_rows_cuda(void *dst, const void *src, const int64_t *map, int
                              void *stream);
 int strata__scatter_rows_cuda(void *dst, const void *src, const int64_t *map, int64_t n, size_t row,
                               void *stream);
-int strata__copy_segments_cuda(void *dst, const void *src, const int64_t *seg, int64_t n,
-                               size_t item, void *stream);
+int strata__copy_blocks_cuda(void *dst, const void *src, const int64_t *displ, const int64_t *map,
+                             const int64_t *at, int64_t n, size_t item, void *stream);
 int strata__pick_rows_cuda(void *dst, const void *inbox, const int64_t *csr, const int64_t *req,
                            int64_t dn, size_t row, int64_t which, void *stream);
 

@@ -32,6 +32,9 @@ void strata__merge_fill_identity_cpu(strata_op op, strata_dtype result, void *ds
  * nonzero cudaError_t when the launch failed. */
 int strata__merge_cuda(strata_op op, strata_dtype src_dtype, void *dst, const void *src, size_t n,
                        void *stream);
+int strata__merge_rows_cuda(strata_op op, strata_dtype src_dtype, void *dst, const void *src,
+                            size_t n, int64_t rows, const int64_t *csr, const int64_t *req,
+                            void *stream);
 int strata__merge_fill_identity_cuda(strata_op op, strata_dtype result, void *dst, size_t n,
                                      void *stream);
 

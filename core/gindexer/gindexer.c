@@ -249,8 +249,7 @@ static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *con
     for (int64_t k = 0; k < gi->nin; k++)
       gi->csr[gi->local[k] + 2]++;
     for (int64_t i = 0; i < gi->dn; i++) {
-      int64_t n = gi->csr[i + 2];
-      gi->max_requests = n > gi->max_requests ? n : gi->max_requests;
+      gi->requested += gi->csr[i + 2] > 0;
       gi->csr[i + 2] += gi->csr[i + 1];
     }
     for (int64_t k = 0; k < gi->nin; k++)
@@ -815,7 +814,7 @@ static int put_lists(strata_gindexer *gi, strata_array *const *values, int64_t c
   if (!ret)
     ret = strata__gi_post(gi, &outbox, gi->send_counts, &inbox, gi->recv_counts);
   if (!ret && gi->nin > 0) {
-    struct strata__put_apply a = {(int)rule, op, type, count, gi->max_requests};
+    struct strata__put_apply a = {(int)rule, op, type, count};
     ret = strata__gindexer_apply_submit(strata_array_handle(*dist), inbox.whole, gi->h_csr,
                                         gi->h_req, &a);
   }

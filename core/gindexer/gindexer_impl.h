@@ -23,7 +23,8 @@ struct strata_gindexer {
   int rank, size, n_lists;
   strata__tags tags;
   int64_t exchanges;
-  int64_t dn, n_idx, nin, max_requests;
+  int64_t dn, n_idx, nin;
+  int64_t requested;    /* owned indices with at least one request */
   int64_t *list_off;    /* [n_lists + 1] first request of each list */
   int64_t *send_counts; /* [size] requests this rank sends to each owner */
   int64_t *recv_counts; /* [size] requests this rank owns from each rank */

@@ -4,8 +4,11 @@
  * An item is a block of counts[i] elements. The counts go first, as a
  * fixed-size exchange of one int64 per request; the host then reads them,
  * because the receivers' buffers must be sized before the data can move.
- * The data moves as a second exchange whose pack and unpack are segment
- * copies (one segment per block) listed on the host. */
+ * The data moves as a second exchange whose pack and unpack are block
+ * copies (strata__gindexer_blocks_submit): where a block starts in its
+ * source comes from prefix sums of the counts, where it lands from one
+ * offset per copied block. The host computes both in sequential passes;
+ * the protocol's maps name the blocks. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,104 +22,142 @@
 #include "internal/runtime.h"
 
 /* Checks a counts array of n int64 entries, each >= 0, describing `data`,
- * and returns their prefix sums in *displ (n + 1 entries); local result. */
-static int read_counts(strata_array *counts, int64_t n, strata_array *data, int64_t **displ)
+ * and writes their prefix sums to displ (n + 1 entries) unless it is
+ * NULL; local result. */
+static int read_counts(strata_array *counts, int64_t n, strata_array *data, int64_t *displ)
 {
-  *displ = NULL;
   if (!counts || !data)
     return STRATA_EINVAL;
   if (strata_array_dtype(counts) != STRATA_INT64)
     return STRATA_ETYPE;
   if (strata_array_nelems(counts) != n)
     return STRATA_EINVAL;
-  int64_t *d = malloc((size_t)(n + 1) * sizeof *d);
   const int64_t *c = NULL;
-  if (!d)
-    return STRATA_ENOMEM;
   int ret = strata_array_acquire(counts, STRATA_READ, (void **)&c);
-  d[0] = 0;
-  for (int64_t i = 0; i < n && !ret; i++)
+  int64_t sum = 0;
+  for (int64_t i = 0; i < n && !ret; i++) {
+    if (displ)
+      displ[i] = sum;
     if (c[i] < 0)
       ret = STRATA_EINVAL;
-    else
-      d[i + 1] = d[i] + c[i];
+    sum += c[i];
+  }
+  if (displ)
+    displ[n] = sum;
   if (c)
     strata_array_release(counts);
-  if (!ret && d[n] != strata_array_nelems(data))
+  if (!ret && sum != strata_array_nelems(data))
     ret = STRATA_EINVAL;
-  if (ret)
-    free(d);
-  else
-    *displ = d;
   return ret;
 }
 
-/* A list of segments (source offset, destination offset, length) filled
- * on the host into an exchange buffer: a StarPU handle for the copy
- * codelet. It reserves the most segments it can get; the unused tail is
- * zeroed (empty segments) before the copy. */
-struct segments {
-  starpu_data_handle_t handle;
-  int64_t (*seg)[3];
-  int64_t n, capacity;
+/* n int64 (n > 0) registered in *h for the copy tasks and freed with the
+ * exchange's buffers; NULL when out of memory. */
+static int64_t *index_buffer(strata_gindexer *gi, int64_t n, starpu_data_handle_t *h)
+{
+  *h = NULL;
+  return strata__gi_buffer(gi, n, sizeof(int64_t), h);
+}
+
+/* Item totals of the consecutive row ranges of rows[r] rows each (one
+ * range per rank), from the rows' prefix sums. */
+static void per_rank(const strata_gindexer *gi, const int64_t *rows, const int64_t *prefix,
+                     int64_t *items)
+{
+  int64_t k = 0;
+  for (int r = 0; r < gi->size; k += rows[r], r++)
+    items[r] = prefix[k + rows[r]] - prefix[k];
+}
+
+/* The counts phase: one int64 per request moves like a fixed Take (owner
+ * to requester, `take`) or Put (requester to owner); the host then reads
+ * both mailboxes in place: what this rank sent (`sent`, in the order it
+ * packed) and what it received (`received`, by source rank). */
+struct counts_phase {
+  starpu_data_handle_t out, in;
+  const int64_t *sent, *received;
 };
 
-static int segments_reserve(strata_gindexer *gi, struct segments *s, int64_t capacity)
+/* Collective; the pack reads dist_counts (take) or each list's counts. */
+static int counts_post(strata_gindexer *gi, int take, strata_array *dist_counts,
+                       strata_array *const *counts, struct counts_phase *c)
 {
-  *s = (struct segments){.capacity = capacity};
-  if (capacity == 0)
+  const int64_t *out_rows = take ? gi->recv_counts : gi->send_counts,
+                *in_rows = take ? gi->send_counts : gi->recv_counts;
+  struct strata__gi_mailbox outbox = {0}, inbox = {0};
+  *c = (struct counts_phase){0};
+  int ret = strata__gi_open(gi, out_rows, take ? gi->nin : gi->n_idx, in_rows,
+                            take ? gi->n_idx : gi->nin, sizeof(int64_t), &outbox, &inbox);
+  if ((ret = strata__agree_on(gi->comm, ret, NULL, 0))) {
+    strata__gi_close(&outbox);
+    strata__gi_close(&inbox);
+    return ret;
+  }
+  c->out = outbox.whole;
+  c->in = inbox.whole;
+  if (!take)
+    ret = strata__gi_pack_parts(gi, counts, outbox.whole, sizeof(int64_t));
+  else if (outbox.whole)
+    ret = strata__gindexer_gather_submit(strata_array_handle(dist_counts), gi->h_local,
+                                         outbox.whole, sizeof(int64_t));
+  if (!ret)
+    ret = strata__gi_post(gi, &outbox, out_rows, &inbox, in_rows);
+  strata__gi_close(&inbox);
+  return ret;
+}
+
+/* Wait for the counts and read them in place (until counts_release). */
+static int counts_read(struct counts_phase *c)
+{
+  static const int64_t none[1];
+  c->sent = c->received = none;
+  if (c->out && strata__acquire(c->out, STARPU_R) != 0)
+    c->out = c->in = NULL;
+  else if (c->in && strata__acquire(c->in, STARPU_R) != 0) {
+    starpu_data_release(c->out);
+    c->out = c->in = NULL;
+  } else {
+    if (c->out)
+      c->sent = (const int64_t *)starpu_vector_get_local_ptr(c->out);
+    if (c->in)
+      c->received = (const int64_t *)starpu_vector_get_local_ptr(c->in);
     return 0;
-  s->seg = strata__gi_buffer(gi, capacity, sizeof *s->seg, &s->handle);
-  return s->seg ? 0 : STRATA_ENOMEM;
+  }
+  return STRATA_ESTARPU;
 }
 
-static void segments_add(struct segments *s, int64_t from, int64_t to, int64_t len)
+static void counts_release(struct counts_phase *c)
 {
-  if (len > 0) {
-    s->seg[s->n][0] = from;
-    s->seg[s->n][1] = to;
-    s->seg[s->n][2] = len;
-    s->n++;
-  }
+  if (c->out)
+    starpu_data_release(c->out);
+  if (c->in)
+    starpu_data_release(c->in);
+  *c = (struct counts_phase){0};
 }
 
-static int segments_copy(struct segments *s, starpu_data_handle_t src, starpu_data_handle_t dst,
-                         size_t item, int partial)
+/* Take_v's outputs before the exchange: out_counts[l] given with the list's
+ * size (int64) or made, out_data[l] given with the agreed type; local. */
+static int take_v_outputs(strata_gindexer *gi, strata_array **out_counts, strata_array **out_data,
+                          int64_t dtype, char *made)
 {
-  if (s->n == 0)
-    return 0;
-  memset(s->seg + s->n, 0, (size_t)(s->capacity - s->n) * sizeof *s->seg);
-  return strata__gindexer_segments_submit(src, s->handle, dst, item, partial);
-}
-
-/* Per-rank totals of consecutive blocks: blocks [at, at + rows[r]) of
- * lengths len(k) go to (or come from) rank r. */
-static void per_rank(const strata_gindexer *gi, const int64_t *rows, const int64_t *len,
-                     const int64_t *map, int64_t *items)
-{
-  for (int r = 0, k = 0; r < gi->size; r++) {
-    items[r] = 0;
-    for (int64_t e = k + rows[r]; k < e; k++)
-      items[r] += len[map ? map[k] : k];
+  for (int l = 0; l < gi->n_lists; l++) {
+    if (out_data[l] && strata_array_dtype(out_data[l]) != (int)dtype)
+      return STRATA_ETYPE;
+    if (out_counts[l] && strata_array_dtype(out_counts[l]) != STRATA_INT64)
+      return STRATA_ETYPE;
+    if (out_counts[l] && strata_array_nelems(out_counts[l]) != strata__gi_list_size(gi, l))
+      return STRATA_EINVAL;
   }
-}
-
-/* Take_v's copies. Owner: incoming request k reads its owned block into
- * the outbox. Requester: the inbox holds the blocks in owner-sorted order;
- * request p's block goes to at[p] in its list's output. */
-static void take_v_segments(const strata_gindexer *gi, const int64_t *displ, const int64_t *len,
-                            const int64_t *at, struct segments *pack, struct segments *unpack)
-{
-  for (int64_t k = 0, to = 0; k < gi->nin; k++) {
-    int64_t i = gi->local[k], own = displ[i + 1] - displ[i];
-    segments_add(pack, displ[i], to, own);
-    to += own;
+  for (int l = 0; l < gi->n_lists; l++) {
+    int64_t m = strata__gi_list_size(gi, l);
+    if (!out_counts[l]) {
+      int ret = strata_array_create(1, &m, STRATA_INT64, &out_counts[l]);
+      if (ret)
+        return ret;
+      made[l] = 1;
+    }
   }
-  for (int64_t j = 0, from = 0; j < gi->n_idx; j++) {
-    int64_t p = gi->inverse[j];
-    segments_add(&unpack[strata__gi_list_of(gi, p)], from, at[p], len[p]);
-    from += len[p];
-  }
+  return 0;
 }
 
 static int take_v(strata_gindexer *gi, strata_array *dist_counts, strata_array *dist_data,
@@ -132,79 +173,86 @@ static int take_v(strata_gindexer *gi, strata_array *dist_counts, strata_array *
           ? 0
           : STRATA_EINVAL;
   int64_t dtype = local ? -1 : strata_array_dtype(dist_data);
-  for (int l = 0; l < n && !local; l++)
-    if (out_data[l] && strata_array_dtype(out_data[l]) != (int)dtype)
-      local = STRATA_ETYPE;
-  int64_t *displ = NULL; /* the owned blocks */
+  char *made = calloc((size_t)n + 1, 2); /* out_counts, then out_data */
+  if (!local && !made)
+    local = STRATA_ENOMEM;
   if (!local)
-    local = read_counts(dist_counts, gi->dn, dist_data, &displ);
+    local = read_counts(dist_counts, gi->dn, dist_data, NULL);
+  if (!local)
+    local = take_v_outputs(gi, out_counts, out_data, dtype, made);
   strata_dtype type;
-  if ((ret = strata__gi_agree(gi, local, 1, dtype, &type, NULL))) {
-    free(displ);
+  struct counts_phase cp;
+  if ((ret = strata__gi_agree(gi, local, 1, dtype, &type, NULL)) ||
+      (ret = counts_post(gi, 1, dist_counts, NULL, &cp))) {
+    if (made)
+      strata__gi_unmake(out_counts, made, n);
+    free(made);
+    strata__gi_reclaim_done(gi);
     return strata__fail(ret, "gindexer take_v: bad counts, sizes or types");
   }
-  /* Counts phase: every requester learns its blocks' lengths. */
-  char *made = calloc((size_t)n + 1, 2);
-  for (int l = 0; made && l < n; l++)
-    made[l] = out_counts[l] == NULL;
-  if ((ret = strata__gi_take(gi, dist_counts, 1, out_counts, STRATA__GI_WAIT)) || !made) {
-    free(made);
-    free(displ);
-    return ret ? ret : STRATA_ENOMEM; /* a failed take agreed, freed its outputs */
+  for (int l = 0; l < n && !ret; l++) /* the requesters' counts, in request order */
+    if (gi->h_order[l])
+      ret = strata__gindexer_gather_submit(cp.in, gi->h_order[l],
+                                           strata_array_handle(out_counts[l]), sizeof(int64_t));
+  local = ret ? ret : counts_read(&cp);
+  /* Owner: the requested blocks (displ) and where they go in the outbox
+   * (outoff, in the order the counts went). Requester: the inbox's
+   * prefix sums by source, and each list's output offsets (at, with the
+   * list's total last). */
+  int64_t *items = calloc((size_t)size * 2 + (size_t)n, sizeof *items);
+  int64_t *out_items = items, *in_items = items + size, *list_items = items + 2 * size;
+  starpu_data_handle_t *h_at = calloc((size_t)n + 1, sizeof *h_at), h_displ, h_inoff, h_outoff;
+  int64_t *displ = local ? NULL : index_buffer(gi, gi->dn + 1, &h_displ);
+  int64_t *inoff = local ? NULL : index_buffer(gi, gi->n_idx + 1, &h_inoff);
+  int64_t *outoff = local ? NULL : index_buffer(gi, gi->nin + 1, &h_outoff);
+  if (!local && (!items || !h_at || !displ || !inoff || !outoff))
+    local = STRATA_ENOMEM;
+  if (!local)
+    local = read_counts(dist_counts, gi->dn, dist_data, displ);
+  if (!local) {
+    inoff[0] = outoff[0] = 0;
+    for (int64_t k = 0; k < gi->nin; k++)
+      outoff[k + 1] = outoff[k] + cp.sent[k];
+    for (int64_t j = 0; j < gi->n_idx; j++)
+      inoff[j + 1] = inoff[j] + cp.received[j];
+    per_rank(gi, gi->recv_counts, outoff, out_items);
+    per_rank(gi, gi->send_counts, inoff, in_items);
   }
-  /* Lengths of the requests in request order, then per-rank totals. */
-  int64_t *len = malloc((size_t)(gi->n_idx + 1) * sizeof *len);
-  int64_t *at = calloc((size_t)gi->n_idx + 1, sizeof *at); /* offset in its list's output */
-  int64_t *out_items = calloc((size_t)size * 2, sizeof *out_items), *in_items = out_items + size;
-  int64_t *own_len = malloc((size_t)(gi->dn + 1) * sizeof *own_len);
-  local = len && at && out_items && own_len ? 0 : STRATA_ENOMEM;
   for (int l = 0; l < n && !local; l++) {
-    const int64_t *c;
-    if ((local = strata_array_acquire(out_counts[l], STRATA_READ, (void **)&c)))
+    int64_t m = strata__gi_list_size(gi, l), *order = gi->order + gi->list_off[l];
+    int64_t *at = index_buffer(gi, m + 1, &h_at[l]);
+    if (!at) {
+      local = STRATA_ENOMEM;
       break;
-    int64_t off = gi->list_off[l], sum = 0;
-    for (int64_t q = 0; q < strata__gi_list_size(gi, l); q++) {
-      len[off + q] = c[q];
-      at[off + q] = sum;
-      sum += c[q];
     }
-    strata_array_release(out_counts[l]);
-    if (out_data[l] && strata_array_nelems(out_data[l]) != sum)
+    at[0] = 0;
+    for (int64_t q = 0; q < m; q++)
+      at[q + 1] = at[q] + cp.received[order[q]];
+    list_items[l] = at[m];
+    if (out_data[l] && strata_array_nelems(out_data[l]) != at[m])
       local = STRATA_EINVAL;
-    else if (!out_data[l] && !(local = strata_array_create(1, &sum, type, &out_data[l])))
+    else if (!out_data[l] && !(local = strata_array_create(1, &at[m], type, &out_data[l])))
       made[n + l] = 1;
   }
-  for (int64_t i = 0; !local && i < gi->dn; i++)
-    own_len[i] = displ[i + 1] - displ[i];
-  struct segments pack = {0}, *unpack = calloc((size_t)n + 1, sizeof *unpack);
+  counts_release(&cp);
   struct strata__gi_mailbox outbox = {0}, inbox = {0};
   size_t item = strata_dtype_size(type);
-  if (!local && !unpack)
-    local = STRATA_ENOMEM;
-  if (!local) {
-    per_rank(gi, gi->recv_counts, own_len, gi->local, out_items);
-    per_rank(gi, gi->send_counts, len, gi->inverse, in_items);
-    int64_t nout = 0, nin = 0;
-    for (int r = 0; r < size; r++) {
-      nout += out_items[r];
-      nin += in_items[r];
-    }
-    local = strata__gi_open(gi, out_items, nout, in_items, nin, item, &outbox, &inbox);
-    if (!local)
-      local = segments_reserve(gi, &pack, gi->nin);
-    for (int l = 0; l < n && !local; l++)
-      local = segments_reserve(gi, &unpack[l], strata__gi_list_size(gi, l));
-    if (!local)
-      take_v_segments(gi, displ, len, at, &pack, unpack);
-  }
+  if (!local)
+    local = strata__gi_open(gi, out_items, outoff[gi->nin], in_items, inoff[gi->n_idx], item,
+                            &outbox, &inbox);
   if ((ret = strata__agree_on(gi->comm, local, NULL, 0))) {
     strata__gi_close(&outbox);
   } else {
-    ret = segments_copy(&pack, strata_array_handle(dist_data), outbox.whole, item, 0);
+    if (outbox.whole)
+      ret = strata__gindexer_blocks_submit(strata_array_handle(dist_data), h_displ, gi->h_local,
+                                           h_outoff, outbox.whole, gi->nin, item, 0);
     if (!ret)
       ret = strata__gi_post(gi, &outbox, out_items, &inbox, in_items);
     for (int l = 0; l < n && !ret; l++)
-      ret = segments_copy(&unpack[l], inbox.whole, strata_array_handle(out_data[l]), item, 0);
+      if (list_items[l] > 0)
+        ret = strata__gindexer_blocks_submit(inbox.whole, h_inoff, gi->h_order[l], h_at[l],
+                                             strata_array_handle(out_data[l]),
+                                             strata__gi_list_size(gi, l), item, 0);
   }
   strata__gi_close(&inbox);
   if (ret) {
@@ -212,63 +260,36 @@ static int take_v(strata_gindexer *gi, strata_array *dist_counts, strata_array *
     strata__gi_unmake(out_data, made + n, n);
   }
   free(made);
-  free(unpack);
-  free(displ);
-  free(len);
-  free(at);
-  free(out_items);
-  free(own_len);
+  free(items);
+  free(h_at);
   return strata__gi_finish(gi, flags, out_data, n, ret);
 }
 
-/* Put_v, owner side: the length of every owned block after the put, and
- * where the initial blocks and the incoming ones land in the output. */
+/* Put_v, owner side: the incoming block lengths (arrival order) and their
+ * prefix sums in the inbox, and the initial blocks (prefix sums, or NULL). */
 struct put_v_plan {
   strata_put_rule rule;
   int extend;
-  const int64_t *init;  /* initial displacements (dn + 1), or NULL */
-  const int64_t *inlen; /* incoming block lengths (nin) */
-  int64_t *inoff;       /* their offsets in the inbox (nin) */
-  int64_t *counts;      /* new counts (dn) */
+  const int64_t *init;  /* dn + 1, or NULL */
+  const int64_t *inlen; /* nin */
+  int64_t *inoff;       /* nin + 1 */
 };
 
-static int64_t put_v_counts(const strata_gindexer *gi, struct put_v_plan *v)
+/* One pass over the owned indices: the new counts (their sum returned) and
+ * the owner-side copies into the new data: the kept initial blocks (index
+ * i, at kat) and the incoming blocks that stay (arrival k, at iat). */
+static int64_t put_v_place(const strata_gindexer *gi, const struct put_v_plan *v, int64_t *counts,
+                           int64_t *kmap, int64_t *kat, int64_t *imap, int64_t *iat)
 {
-  int64_t total = 0;
-  for (int64_t k = 0, off = 0; k < gi->nin; k++) {
-    v->inoff[k] = off;
-    off += v->inlen[k];
-  }
+  int64_t to = 0;
+  v->inoff[0] = 0;
+  for (int64_t k = 0; k < gi->nin; k++)
+    v->inoff[k + 1] = v->inoff[k] + v->inlen[k];
   for (int64_t i = 0; i < gi->dn; i++) {
-    int64_t lo = gi->csr[i], hi = gi->csr[i + 1];
-    int64_t c = v->init ? v->init[i + 1] - v->init[i] : 0;
-    if (v->extend)
-      for (int64_t j = lo; j < hi; j++)
-        c += v->inlen[gi->req[j]];
-    else if (lo < hi)
-      c = v->inlen[gi->req[v->rule == STRATA_PUT_LAST ? hi - 1 : lo]];
-    v->counts[i] = c;
-    total += c;
-  }
-  return total;
-}
-
-/* Put_v's copies. Sender: request p's block (at start[p] in its list's
- * values) goes to the outbox in owner-sorted order. Owner: the kept
- * initial blocks and the written ones land in the new data. */
-static void put_v_segments(const strata_gindexer *gi, const struct put_v_plan *v,
-                           const int64_t *start, const int64_t *len, struct segments *pack,
-                           struct segments *from_init, struct segments *from_inbox)
-{
-  for (int64_t j = 0, to = 0; j < gi->n_idx; j++) {
-    int64_t p = gi->inverse[j];
-    segments_add(&pack[strata__gi_list_of(gi, p)], start[p], to, len[p]);
-    to += len[p];
-  }
-  for (int64_t i = 0, to = 0; i < gi->dn; to += v->counts[i], i++) {
     int64_t lo = gi->csr[i], hi = gi->csr[i + 1], at = to;
     if (v->init && (v->extend || lo == hi)) {
-      segments_add(from_init, v->init[i], at, v->init[i + 1] - v->init[i]);
+      *kmap++ = i;
+      *kat++ = at;
       at += v->init[i + 1] - v->init[i];
     }
     if (!v->extend && lo < hi) { /* only the winner's block */
@@ -276,43 +297,14 @@ static void put_v_segments(const strata_gindexer *gi, const struct put_v_plan *v
       hi = lo + 1;
     }
     for (int64_t j = lo; j < hi; j++) {
-      int64_t k = gi->req[j];
-      segments_add(from_inbox, v->inoff[k], at, v->inlen[k]);
-      at += v->inlen[k];
+      *imap++ = gi->req[j];
+      *iat++ = at;
+      at += v->inlen[gi->req[j]];
     }
+    counts[i] = at - to;
+    to = at;
   }
-}
-
-/* The counts phase of Put_v: each request's length travels to its owner,
- * whose host reads them (nin int64 in *inlen, malloc'd). */
-static int put_v_send_counts(strata_gindexer *gi, strata_array *const *counts, int64_t **inlen)
-{
-  struct strata__gi_mailbox outbox = {0}, inbox = {0};
-  *inlen = malloc((size_t)(gi->nin + 1) * sizeof **inlen);
-  int ret = *inlen ? strata__gi_open(gi, gi->send_counts, gi->n_idx, gi->recv_counts, gi->nin,
-                                     sizeof(int64_t), &outbox, &inbox)
-                   : STRATA_ENOMEM;
-  if ((ret = strata__agree_on(gi->comm, ret, NULL, 0))) {
-    strata__gi_close(&outbox);
-    strata__gi_close(&inbox);
-    free(*inlen);
-    *inlen = NULL;
-    return ret;
-  }
-  ret = strata__gi_pack_parts(gi, counts, outbox.whole, sizeof(int64_t));
-  if (!ret)
-    ret = strata__gi_post(gi, &outbox, gi->send_counts, &inbox, gi->recv_counts);
-  if (!ret && inbox.whole) {
-    if (strata__acquire(inbox.whole, STARPU_R) == 0) {
-      memcpy(*inlen, (void *)starpu_vector_get_local_ptr(inbox.whole),
-             (size_t)gi->nin * sizeof **inlen);
-      starpu_data_release(inbox.whole);
-    } else {
-      ret = STRATA_ESTARPU;
-    }
-  }
-  strata__gi_close(&inbox);
-  return ret;
+  return to;
 }
 
 static int put_v(strata_gindexer *gi, strata_array *const *counts, strata_array *const *values,
@@ -331,105 +323,116 @@ static int put_v(strata_gindexer *gi, strata_array *const *counts, strata_array 
                   ? 0
                   : STRATA_EINVAL;
   int64_t dtype = local || !init_data ? -1 : strata_array_dtype(init_data);
-  int64_t *start = malloc((size_t)(gi->n_idx + 1) * sizeof *start); /* in its list's values */
-  int64_t *len = malloc((size_t)(gi->n_idx + 1) * sizeof *len), *init = NULL;
-  if (!local && (!start || !len))
+  /* Requester: each list's blocks (prefix sums) and totals. */
+  int64_t *list_items = calloc((size_t)n + 1, sizeof *list_items), *init = NULL;
+  starpu_data_handle_t *h_start = calloc((size_t)n + 1, sizeof *h_start), h_init = NULL;
+  if (!local && (!list_items || !h_start))
     local = STRATA_ENOMEM;
   for (int l = 0; l < n && !local; l++) {
-    int64_t *d, off = gi->list_off[l];
-    if ((local = read_counts(counts[l], strata__gi_list_size(gi, l), values[l], &d)))
+    int64_t m = strata__gi_list_size(gi, l), *d = index_buffer(gi, m + 1, &h_start[l]);
+    if (!d || (local = read_counts(counts[l], m, values[l], d))) {
+      local = local ? local : STRATA_ENOMEM;
       break;
-    for (int64_t q = 0; q < strata__gi_list_size(gi, l); q++) {
-      start[off + q] = d[q];
-      len[off + q] = d[q + 1] - d[q];
     }
-    free(d);
+    list_items[l] = d[m];
     if (dtype >= 0 && strata_array_dtype(values[l]) != (int)dtype)
       local = STRATA_ETYPE;
     dtype = strata_array_dtype(values[l]);
   }
   if (!local && init_counts)
-    local = read_counts(init_counts, gi->dn, init_data, &init);
+    local = (init = index_buffer(gi, gi->dn + 1, &h_init))
+                ? read_counts(init_counts, gi->dn, init_data, init)
+                : STRATA_ENOMEM;
   strata_dtype type;
   int64_t key = extend ? 2 + (int64_t)rule : (int64_t)rule; /* the same everywhere */
-  if ((ret = strata__gi_agree(gi, local, key, dtype, &type, NULL))) {
-    free(start);
-    free(len);
-    free(init);
+  struct counts_phase cp;
+  if ((ret = strata__gi_agree(gi, local, key, dtype, &type, NULL)) ||
+      (ret = counts_post(gi, 0, NULL, counts, &cp)) || (ret = counts_read(&cp))) {
+    free(list_items);
+    free(h_start);
+    strata__gi_reclaim_done(gi);
     return strata__fail(ret, "gindexer put_v: bad counts, sizes, rule or types");
   }
-  struct put_v_plan plan = {.rule = rule, .extend = extend != 0, .init = init};
-  int64_t *inlen = NULL;
-  if ((ret = put_v_send_counts(gi, counts, &inlen))) {
-    free(start);
-    free(len);
-    free(init);
-    return ret;
+  /* Requester: the outbox's prefix sums in owner order (what was sent),
+   * and each request's place there (`at` per list). */
+  struct put_v_plan plan = {.rule = rule, .extend = extend != 0, .init = init,
+                            .inlen = cp.received};
+  int64_t *sorted = malloc((size_t)(gi->n_idx + 1) * sizeof *sorted);
+  int64_t *items = calloc((size_t)gi->size * 2, sizeof *items);
+  int64_t *out_items = items, *in_items = items ? items + gi->size : NULL;
+  starpu_data_handle_t *h_at = calloc((size_t)n + 1, sizeof *h_at), h_inoff = NULL;
+  plan.inoff = index_buffer(gi, gi->nin + 1, &h_inoff);
+  local = sorted && items && h_at && plan.inoff ? 0 : STRATA_ENOMEM;
+  if (!local) {
+    sorted[0] = 0;
+    for (int64_t j = 0; j < gi->n_idx; j++)
+      sorted[j + 1] = sorted[j] + cp.sent[j];
+    per_rank(gi, gi->send_counts, sorted, out_items);
   }
-  plan.inlen = inlen;
-  plan.inoff = malloc((size_t)(gi->nin + 1) * sizeof *plan.inoff);
-  int64_t *out_items = calloc((size_t)gi->size * 2, sizeof *out_items),
-          *in_items = out_items ? out_items + gi->size : NULL;
-  local = plan.inoff && out_items ? 0 : STRATA_ENOMEM;
-  int64_t *new_counts = NULL, total = 0;
+  for (int l = 0; l < n && !local; l++) {
+    int64_t m = strata__gi_list_size(gi, l), *at;
+    if (list_items[l] == 0)
+      continue;
+    if (!(at = index_buffer(gi, m, &h_at[l]))) {
+      local = STRATA_ENOMEM;
+      break;
+    }
+    for (int64_t q = 0; q < m; q++)
+      at[q] = sorted[gi->order[gi->list_off[l] + q]];
+  }
+  /* Owner: the new counts and data, and where each kept block lands. */
+  int64_t nkept = !init ? 0 : extend ? gi->dn : gi->dn - gi->requested;
+  int64_t nstay = extend ? gi->nin : gi->requested, *new_counts = NULL, total = 0;
+  starpu_data_handle_t h_kmap = NULL, h_kat = NULL, h_imap = NULL, h_iat = NULL;
+  int64_t *kmap = NULL, *kat = NULL, *imap = NULL, *iat = NULL;
+  if (!local && nkept > 0 && (!(kmap = index_buffer(gi, nkept, &h_kmap)) ||
+                              !(kat = index_buffer(gi, nkept, &h_kat))))
+    local = STRATA_ENOMEM;
+  if (!local && nstay > 0 && (!(imap = index_buffer(gi, nstay, &h_imap)) ||
+                              !(iat = index_buffer(gi, nstay, &h_iat))))
+    local = STRATA_ENOMEM;
   if (!local && !(local = strata_array_create(1, &gi->dn, STRATA_INT64, out_counts)) &&
       !(local = strata_array_acquire(*out_counts, STRATA_WRITE, (void **)&new_counts))) {
-    plan.counts = new_counts;
-    total = put_v_counts(gi, &plan);
+    total = put_v_place(gi, &plan, new_counts, kmap, kat, imap, iat);
+    per_rank(gi, gi->recv_counts, plan.inoff, in_items);
+    strata_array_release(*out_counts);
     local = strata_array_create(1, &total, type, out_data);
   }
-  struct segments *pack = calloc((size_t)n + 1, sizeof *pack), from_init = {0}, from_inbox = {0};
+  counts_release(&cp);
   struct strata__gi_mailbox outbox = {0}, inbox = {0};
   size_t item = strata_dtype_size(type);
-  if (!local && !pack)
-    local = STRATA_ENOMEM;
-  if (!local) {
-    per_rank(gi, gi->send_counts, len, gi->inverse, out_items);
-    per_rank(gi, gi->recv_counts, inlen, NULL, in_items);
-    int64_t nout = 0, nin = 0;
-    for (int r = 0; r < gi->size; r++) {
-      nout += out_items[r];
-      nin += in_items[r];
-    }
-    local = strata__gi_open(gi, out_items, nout, in_items, nin, item, &outbox, &inbox);
-    for (int l = 0; l < n && !local; l++)
-      local = segments_reserve(gi, &pack[l], strata__gi_list_size(gi, l));
-    if (!local)
-      local = segments_reserve(gi, &from_init, init ? gi->dn : 0);
-    if (!local)
-      local = segments_reserve(gi, &from_inbox, gi->nin);
-    if (!local)
-      put_v_segments(gi, &plan, start, len, pack, &from_init, &from_inbox);
-  }
-  if (new_counts)
-    strata_array_release(*out_counts);
+  if (!local)
+    local = strata__gi_open(gi, out_items, sorted[gi->n_idx], in_items, plan.inoff[gi->nin], item,
+                            &outbox, &inbox);
   if ((ret = strata__agree_on(gi->comm, local, NULL, 0))) {
     strata__gi_close(&outbox);
   } else {
-    int partial = n > 1;
     for (int l = 0; l < n && !ret; l++)
-      ret = segments_copy(&pack[l], strata_array_handle(values[l]), outbox.whole, item, partial);
+      if (list_items[l] > 0)
+        ret = strata__gindexer_blocks_submit(strata_array_handle(values[l]), h_start[l], NULL,
+                                             h_at[l], outbox.whole, strata__gi_list_size(gi, l),
+                                             item, n > 1);
     if (!ret)
       ret = strata__gi_post(gi, &outbox, out_items, &inbox, in_items);
-    partial = from_init.n > 0 && from_inbox.n > 0;
-    if (!ret && init)
-      ret = segments_copy(&from_init, strata_array_handle(init_data),
-                          strata_array_handle(*out_data), item, partial);
-    if (!ret)
-      ret = segments_copy(&from_inbox, inbox.whole, strata_array_handle(*out_data), item, partial);
+    int from_init = nkept > 0 && init[gi->dn] > 0, from_inbox = nstay > 0 && inbox.whole;
+    if (!ret && from_init)
+      ret = strata__gindexer_blocks_submit(strata_array_handle(init_data), h_init, h_kmap, h_kat,
+                                           strata_array_handle(*out_data), nkept, item,
+                                           from_inbox);
+    if (!ret && from_inbox)
+      ret = strata__gindexer_blocks_submit(inbox.whole, h_inoff, h_imap, h_iat,
+                                           strata_array_handle(*out_data), nstay, item, from_init);
   }
   strata__gi_close(&inbox);
   if (ret) {
     strata__gi_unmake(out_counts, "\1", 1);
     strata__gi_unmake(out_data, "\1", 1);
   }
-  free(pack);
-  free(start);
-  free(len);
-  free(init);
-  free(inlen);
-  free(plan.inoff);
-  free(out_items);
+  free(list_items);
+  free(h_start);
+  free(sorted);
+  free(items);
+  free(h_at);
   return strata__gi_finish(gi, flags, out_data, 1, ret);
 }
 

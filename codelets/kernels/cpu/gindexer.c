@@ -39,12 +39,25 @@ void strata__scatter_rows_cpu(void *dst, const void *src, const int64_t *map, in
   MOVE_ROWS(map[k], k);
 }
 
-void strata__copy_segments_cpu(void *dst, const void *src, const int64_t *seg, int64_t n,
-                               size_t item)
+/* Blocks of one or two small values (the common case: one value per item)
+ * get a constant-size copy instead of a call each. */
+void strata__copy_blocks_cpu(void *dst, const void *src, const int64_t *displ, const int64_t *map,
+                             const int64_t *at, int64_t n, size_t item)
 {
-  for (int64_t s = 0; s < n; s++, seg += 3)
-    memcpy((char *)dst + (size_t)seg[1] * item, (const char *)src + (size_t)seg[0] * item,
-           (size_t)seg[2] * item);
+  for (int64_t k = 0; k < n; k++) {
+    int64_t i = map ? map[k] : k;
+    size_t bytes = (size_t)(displ[i + 1] - displ[i]) * item;
+    char *d = (char *)dst + (size_t)at[k] * item;
+    const char *s = (const char *)src + (size_t)displ[i] * item;
+    if (bytes == 4)
+      memcpy(d, s, 4);
+    else if (bytes == 8)
+      memcpy(d, s, 8);
+    else if (bytes == 16)
+      memcpy(d, s, 16);
+    else
+      memcpy(d, s, bytes);
+  }
 }
 
 void strata__put_apply_cpu(enum strata__put_rule rule, strata_op op, strata_dtype dtype,

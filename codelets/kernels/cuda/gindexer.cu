@@ -1,5 +1,5 @@
 // Global indexer kernels on the GPU (gindexer_kernels.h): one thread per
-// byte of the moved rows; one block per segment for variable-size items.
+// byte of the moved rows; one warp per block of a variable-size item.
 #include <cstdint>
 #include <cuda_runtime.h>
 
@@ -29,14 +29,18 @@ __global__ void scatter_rows(unsigned char *dst, const unsigned char *src, const
   }
 }
 
-__global__ void copy_segments(unsigned char *dst, const unsigned char *src, const int64_t *seg,
-                              int64_t n, int64_t item)
+constexpr int kWarp = 32;
+
+__global__ void copy_blocks(unsigned char *dst, const unsigned char *src, const int64_t *displ,
+                            const int64_t *map, const int64_t *at, int64_t n, int64_t item)
 {
-  for (int64_t s = blockIdx.x; s < n; s += gridDim.x) {
-    const int64_t *g = seg + 3 * s;
-    unsigned char *out = dst + g[1] * item;
-    const unsigned char *in = src + g[0] * item;
-    for (int64_t b = threadIdx.x; b < g[2] * item; b += blockDim.x)
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / kWarp);
+  for (int64_t k = blockIdx.x * (int64_t)(blockDim.x / kWarp) + threadIdx.x / kWarp; k < n;
+       k += warps) {
+    int64_t i = map ? map[k] : k, bytes = (displ[i + 1] - displ[i]) * item;
+    unsigned char *out = dst + at[k] * item;
+    const unsigned char *in = src + displ[i] * item;
+    for (int64_t b = threadIdx.x % kWarp; b < bytes; b += kWarp)
       out[b] = in[b];
   }
 }
@@ -95,14 +99,15 @@ extern "C" int strata__scatter_rows_cuda(void *dst, const void *src, const int64
   return cudaGetLastError();
 }
 
-extern "C" int strata__copy_segments_cuda(void *dst, const void *src, const int64_t *seg, int64_t n,
-                                          size_t item, void *stream)
+extern "C" int strata__copy_blocks_cuda(void *dst, const void *src, const int64_t *displ,
+                                        const int64_t *map, const int64_t *at, int64_t n,
+                                        size_t item, void *stream)
 {
   if (n == 0)
     return 0;
-  unsigned blocks = n < 65535 ? (unsigned)n : 65535u;
-  STRATA_LAUNCH(blocks, strata_cuda::kThreads, static_cast<cudaStream_t>(stream), copy_segments)
-  (static_cast<unsigned char *>(dst), static_cast<const unsigned char *>(src), seg, n,
+  STRATA_LAUNCH(strata_cuda::blocks_for(n * kWarp), strata_cuda::kThreads,
+                static_cast<cudaStream_t>(stream), copy_blocks)
+  (static_cast<unsigned char *>(dst), static_cast<const unsigned char *>(src), displ, map, at, n,
    (int64_t)item);
   return cudaGetLastError();
 }

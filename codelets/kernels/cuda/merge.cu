@@ -54,10 +54,29 @@ struct LogOr {
   }
 };
 
+// Rows of n elements: dst row i merges src rows req[csr[i]] .. req[csr[i+1]-1]
+// in that order (one thread per element keeps the writers' order without
+// atomics). No lists (csr NULL): dst[i] = op(dst[i], src[i]).
+struct Rows {
+  int64_t rows;
+  const int64_t *csr, *req;
+};
+
 template <typename D, typename S, typename Op>
-__global__ void merge_kernel(D *dst, const S *src, size_t n, Op op)
+__global__ void merge_kernel(D *dst, const S *src, size_t n, Rows r, Op op)
 {
-  STRATA_GRID_LOOP(i, n) dst[i] = op(dst[i], src[i]);
+  STRATA_GRID_LOOP(b, r.rows * (int64_t)n)
+  {
+    if (!r.csr) {
+      dst[b] = op(dst[b], src[b]);
+      continue;
+    }
+    int64_t i = b / (int64_t)n, e = b % (int64_t)n;
+    D a = dst[b];
+    for (int64_t j = r.csr[i]; j < r.csr[i + 1]; j++)
+      a = op(a, src[r.req[j] * (int64_t)n + e]);
+    dst[b] = a;
+  }
 }
 
 template <typename T> __global__ void fill_kernel(T *dst, size_t n, T value)
@@ -66,21 +85,22 @@ template <typename T> __global__ void fill_kernel(T *dst, size_t n, T value)
 }
 
 template <typename D, typename S, typename Op>
-int launch(void *dst, const void *src, size_t n, Op op, cudaStream_t stream)
+int launch(void *dst, const void *src, size_t n, const Rows &r, Op op, cudaStream_t stream)
 {
-  STRATA_LAUNCH(blocks_for(n), kThreads, stream, merge_kernel<D, S, Op>)
-  (static_cast<D *>(dst), static_cast<const S *>(src), n, op);
+  STRATA_LAUNCH(blocks_for(r.rows * (int64_t)n), kThreads, stream, merge_kernel<D, S, Op>)
+  (static_cast<D *>(dst), static_cast<const S *>(src), n, r, op);
   return (int)cudaGetLastError();
 }
 
 template <typename T>
-int launch_arith(strata_op op, void *dst, const void *src, size_t n, cudaStream_t s)
+int launch_arith(strata_op op, void *dst, const void *src, size_t n, const Rows &r,
+                 cudaStream_t s)
 {
   switch (op) {
-  case STRATA_SUM: return launch<T, T>(dst, src, n, Sum(), s);
-  case STRATA_PROD: return launch<T, T>(dst, src, n, Prod(), s);
-  case STRATA_MIN: return launch<T, T>(dst, src, n, Min(), s);
-  case STRATA_MAX: return launch<T, T>(dst, src, n, Max(), s);
+  case STRATA_SUM: return launch<T, T>(dst, src, n, r, Sum(), s);
+  case STRATA_PROD: return launch<T, T>(dst, src, n, r, Prod(), s);
+  case STRATA_MIN: return launch<T, T>(dst, src, n, r, Min(), s);
+  case STRATA_MAX: return launch<T, T>(dst, src, n, r, Max(), s);
   default: return (int)cudaErrorInvalidValue;
   }
 }
@@ -107,33 +127,47 @@ template <typename T> int launch_fill(void *dst, size_t n, const void *value, cu
   return (int)cudaGetLastError();
 }
 
-} // namespace
-
-extern "C" int strata__merge_cuda(strata_op op, strata_dtype src_dtype, void *dst, const void *src,
-                                  size_t n, void *stream)
+int merge(strata_op op, strata_dtype src_dtype, void *dst, const void *src, size_t n,
+          const Rows &r, cudaStream_t s)
 {
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (n == 0)
+  if (n == 0 || r.rows == 0)
     return 0;
   if (op == STRATA_LAND || op == STRATA_LOR)
     return with_type(src_dtype, [&](auto tag) {
       using S = decltype(tag);
       if (op == STRATA_LAND)
-        return launch<uint8_t, S>(dst, src, n, LogAnd(), s);
-      return launch<uint8_t, S>(dst, src, n, LogOr(), s);
+        return launch<uint8_t, S>(dst, src, n, r, LogAnd(), s);
+      return launch<uint8_t, S>(dst, src, n, r, LogOr(), s);
     });
   if (src_dtype == STRATA_BOOL) // only SUM is allowed: bool counts into int64
-    return launch<int64_t, uint8_t>(dst, src, n, Sum(), s);
+    return launch<int64_t, uint8_t>(dst, src, n, r, Sum(), s);
   return with_type(src_dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) {
       if (op == STRATA_BAND)
-        return launch<T, T>(dst, src, n, BitAnd(), s);
+        return launch<T, T>(dst, src, n, r, BitAnd(), s);
       if (op == STRATA_BOR)
-        return launch<T, T>(dst, src, n, BitOr(), s);
+        return launch<T, T>(dst, src, n, r, BitOr(), s);
     }
-    return launch_arith<T>(op, dst, src, n, s);
+    return launch_arith<T>(op, dst, src, n, r, s);
   });
+}
+
+} // namespace
+
+extern "C" int strata__merge_cuda(strata_op op, strata_dtype src_dtype, void *dst, const void *src,
+                                  size_t n, void *stream)
+{
+  return merge(op, src_dtype, dst, src, 1, Rows{(int64_t)n, nullptr, nullptr},
+               static_cast<cudaStream_t>(stream));
+}
+
+extern "C" int strata__merge_rows_cuda(strata_op op, strata_dtype src_dtype, void *dst,
+                                       const void *src, size_t n, int64_t rows, const int64_t *csr,
+                                       const int64_t *req, void *stream)
+{
+  return merge(op, src_dtype, dst, src, n, Rows{rows, csr, req},
+               static_cast<cudaStream_t>(stream));
 }
 
 extern "C" int strata__merge_fill_identity_cuda(strata_op op, strata_dtype result, void *dst,
