@@ -76,9 +76,9 @@ static void check_blocks(size_t item, int mapped)
        *ddispl = check_device_copy(displ, sizeof displ), *dmap = check_device_copy(map, sizeof map),
        *dat = check_device_copy(at, sizeof at);
   strata__copy_blocks_cpu(dst, src, displ, mapped ? map : NULL, at, BLOCKS, item);
-  CHECK_EQ(strata__copy_blocks_cuda(ddst, dsrc, ddispl, mapped ? dmap : NULL, dat, BLOCKS, item,
-                                    NULL),
-           0);
+  CHECK_EQ(
+      strata__copy_blocks_cuda(ddst, dsrc, ddispl, mapped ? dmap : NULL, dat, BLOCKS, item, NULL),
+      0);
   check_device_bytes(ddst, dst, dst_bytes);
   cudaFree(dsrc);
   cudaFree(ddispl);

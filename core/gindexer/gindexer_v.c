@@ -355,8 +355,8 @@ static int put_v(strata_gindexer *gi, strata_array *const *counts, strata_array 
   }
   /* Requester: the outbox's prefix sums in owner order (what was sent),
    * and each request's place there (`at` per list). */
-  struct put_v_plan plan = {.rule = rule, .extend = extend != 0, .init = init,
-                            .inlen = cp.received};
+  struct put_v_plan plan = {
+      .rule = rule, .extend = extend != 0, .init = init, .inlen = cp.received};
   int64_t *sorted = malloc((size_t)(gi->n_idx + 1) * sizeof *sorted);
   int64_t *items = calloc((size_t)gi->size * 2, sizeof *items);
   int64_t *out_items = items, *in_items = items ? items + gi->size : NULL;
@@ -385,11 +385,11 @@ static int put_v(strata_gindexer *gi, strata_array *const *counts, strata_array 
   int64_t nstay = extend ? gi->nin : gi->requested, *new_counts = NULL, total = 0;
   starpu_data_handle_t h_kmap = NULL, h_kat = NULL, h_imap = NULL, h_iat = NULL;
   int64_t *kmap = NULL, *kat = NULL, *imap = NULL, *iat = NULL;
-  if (!local && nkept > 0 && (!(kmap = index_buffer(gi, nkept, &h_kmap)) ||
-                              !(kat = index_buffer(gi, nkept, &h_kat))))
+  if (!local && nkept > 0 &&
+      (!(kmap = index_buffer(gi, nkept, &h_kmap)) || !(kat = index_buffer(gi, nkept, &h_kat))))
     local = STRATA_ENOMEM;
-  if (!local && nstay > 0 && (!(imap = index_buffer(gi, nstay, &h_imap)) ||
-                              !(iat = index_buffer(gi, nstay, &h_iat))))
+  if (!local && nstay > 0 &&
+      (!(imap = index_buffer(gi, nstay, &h_imap)) || !(iat = index_buffer(gi, nstay, &h_iat))))
     local = STRATA_ENOMEM;
   if (!local && !(local = strata_array_create(1, &gi->dn, STRATA_INT64, out_counts)) &&
       !(local = strata_array_acquire(*out_counts, STRATA_WRITE, (void **)&new_counts))) {
@@ -417,8 +417,7 @@ static int put_v(strata_gindexer *gi, strata_array *const *counts, strata_array 
     int from_init = nkept > 0 && init[gi->dn] > 0, from_inbox = nstay > 0 && inbox.whole;
     if (!ret && from_init)
       ret = strata__gindexer_blocks_submit(strata_array_handle(init_data), h_init, h_kmap, h_kat,
-                                           strata_array_handle(*out_data), nkept, item,
-                                           from_inbox);
+                                           strata_array_handle(*out_data), nkept, item, from_inbox);
     if (!ret && from_inbox)
       ret = strata__gindexer_blocks_submit(inbox.whole, h_inoff, h_imap, h_iat,
                                            strata_array_handle(*out_data), nstay, item, from_init);

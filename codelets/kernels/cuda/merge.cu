@@ -93,8 +93,7 @@ int launch(void *dst, const void *src, size_t n, const Rows &r, Op op, cudaStrea
 }
 
 template <typename T>
-int launch_arith(strata_op op, void *dst, const void *src, size_t n, const Rows &r,
-                 cudaStream_t s)
+int launch_arith(strata_op op, void *dst, const void *src, size_t n, const Rows &r, cudaStream_t s)
 {
   switch (op) {
   case STRATA_SUM: return launch<T, T>(dst, src, n, r, Sum(), s);
@@ -127,8 +126,8 @@ template <typename T> int launch_fill(void *dst, size_t n, const void *value, cu
   return (int)cudaGetLastError();
 }
 
-int merge(strata_op op, strata_dtype src_dtype, void *dst, const void *src, size_t n,
-          const Rows &r, cudaStream_t s)
+int merge(strata_op op, strata_dtype src_dtype, void *dst, const void *src, size_t n, const Rows &r,
+          cudaStream_t s)
 {
   if (n == 0 || r.rows == 0)
     return 0;
@@ -166,8 +165,7 @@ extern "C" int strata__merge_rows_cuda(strata_op op, strata_dtype src_dtype, voi
                                        const void *src, size_t n, int64_t rows, const int64_t *csr,
                                        const int64_t *req, void *stream)
 {
-  return merge(op, src_dtype, dst, src, n, Rows{rows, csr, req},
-               static_cast<cudaStream_t>(stream));
+  return merge(op, src_dtype, dst, src, n, Rows{rows, csr, req}, static_cast<cudaStream_t>(stream));
 }
 
 extern "C" int strata__merge_fill_identity_cuda(strata_op op, strata_dtype result, void *dst,
