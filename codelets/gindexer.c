@@ -37,15 +37,16 @@ static void blocks_cpu(void *buffers[], void *cl_arg)
                           a->item);
 }
 
-/* Buffers: dist (RW), inbox (R), csr (R), req (R). */
+/* Buffers: dist (RW), inbox (R), csr (R), req (R), local (R); the CPU
+ * applies the requests in arrival order (local), CUDA per owned index
+ * (csr, req). */
 static void apply_cpu(void *buffers[], void *cl_arg)
 {
   const struct strata__put_apply *a = cl_arg;
   strata__put_apply_cpu(
       a->rule, a->op, a->dtype, a->count, (void *)STARPU_VECTOR_GET_PTR(buffers[0]),
       (const void *)STARPU_VECTOR_GET_PTR(buffers[1]),
-      (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[2]),
-      (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[3]), STARPU_VECTOR_GET_NX(buffers[2]) - 1);
+      (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[4]), STARPU_VECTOR_GET_NX(buffers[4]));
 }
 
 #if STRATA__USE_CUDA
@@ -126,8 +127,8 @@ STRATA__CODELET(blocks_cl, "strata_gindexer_blocks", 0xe6550d, blocks_cpu, block
                 blocks_footprint, NULL, .nbuffers = STARPU_VARIABLE_NBUFFERS);
 
 STRATA__CODELET(apply_cl, "strata_gindexer_apply", 0xa63603, apply_cpu, apply_cuda,
-                first_buffer_footprint, NULL, .nbuffers = 4,
-                .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R});
+                first_buffer_footprint, NULL, .nbuffers = 5,
+                .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_R});
 
 int strata__gindexer_gather_submit(starpu_data_handle_t src, starpu_data_handle_t map,
                                    starpu_data_handle_t dst, size_t row)
@@ -156,8 +157,8 @@ int strata__gindexer_blocks_submit(starpu_data_handle_t src, starpu_data_handle_
 
 int strata__gindexer_apply_submit(starpu_data_handle_t dist, starpu_data_handle_t inbox,
                                   starpu_data_handle_t csr, starpu_data_handle_t req,
-                                  const struct strata__put_apply *a)
+                                  starpu_data_handle_t local, const struct strata__put_apply *a)
 {
-  starpu_data_handle_t h[4] = {dist, inbox, csr, req};
-  return strata__submit_copy_arg(&apply_cl, a, sizeof *a, 4, h, NULL);
+  starpu_data_handle_t h[5] = {dist, inbox, csr, req, local};
+  return strata__submit_copy_arg(&apply_cl, a, sizeof *a, 5, h, NULL);
 }

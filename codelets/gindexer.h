@@ -29,8 +29,9 @@ int strata__gindexer_blocks_submit(starpu_data_handle_t src, starpu_data_handle_
                                    starpu_data_handle_t map, starpu_data_handle_t at,
                                    starpu_data_handle_t dst, int64_t n, size_t item, int partial);
 
-/* Owner-side put: dist (RW) rows from inbox (R) through the per-index
- * request lists csr (R, dn + 1 int64) and req (R, int64), under `rule`
+/* Owner-side put: dist (RW) rows from inbox (R), the requests listed both
+ * per owned index (csr: R, dn + 1 int64; req: R, int64) and in arrival
+ * order (local: R, int64, the owned row of each), under `rule`
  * (kernels/gindexer_kernels.h). */
 struct strata__put_apply {
   int rule;
@@ -40,6 +41,6 @@ struct strata__put_apply {
 };
 int strata__gindexer_apply_submit(starpu_data_handle_t dist, starpu_data_handle_t inbox,
                                   starpu_data_handle_t csr, starpu_data_handle_t req,
-                                  const struct strata__put_apply *a);
+                                  starpu_data_handle_t local, const struct strata__put_apply *a);
 
 #endif

@@ -6,6 +6,7 @@
  * request, in writer order) against put_apply. Rows of
  * odd byte counts, grids of many blocks. Exit 77 without a GPU. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda_check.h"
 #include "kernels/gindexer_kernels.h"
@@ -88,25 +89,34 @@ static void check_blocks(size_t item, int mapped)
   free(dst);
 }
 
-/* Owned rows with 0..3 requests each, in writer order: picking the last
- * (which = -1) or the first (which = 0) is what put_apply does for the
- * LAST and FIRST rules; rows without requests keep their bytes. */
+/* Requests to random owned rows (some get none, some several), in writer
+ * order: the CPU applies them in arrival order (local), CUDA through the
+ * same requests listed per row (csr, req, built here by a stable counting
+ * sort). Picking the last (which = -1) or the first (which = 0) is what
+ * put_apply does for the LAST and FIRST rules; rows without requests keep
+ * their bytes. */
 static void check_picks(int64_t count)
 {
   const size_t row = (size_t)count * strata_dtype_size(STRATA_FLOAT32);
-  int64_t csr[ROWS + 1] = {0}, req[3 * ROWS];
+  enum { NREQ = 2 * ROWS };
+  int64_t csr[ROWS + 1] = {0}, req[NREQ], local[NREQ], at[ROWS + 1];
+  const int64_t nreq = NREQ;
+  for (int64_t k = 0; k < nreq; k++) {
+    local[k] = rand() % ROWS;
+    csr[local[k] + 1]++;
+  }
   for (int i = 0; i < ROWS; i++)
-    csr[i + 1] = csr[i] + rand() % 4;
-  const int64_t nreq = csr[ROWS];
-  for (int64_t j = 0; j < nreq; j++)
-    req[j] = rand() % nreq;
+    csr[i + 1] += csr[i];
+  memcpy(at, csr, sizeof at);
+  for (int64_t k = 0; k < nreq; k++)
+    req[at[local[k]]++] = k;
   unsigned char *inbox = random_bytes((size_t)nreq * row), *dist = random_bytes(ROWS * row);
   void *dinbox = check_device_copy(inbox, (size_t)nreq * row),
        *dcsr = check_device_copy(csr, sizeof csr), *dreq = check_device_copy(req, sizeof req);
   for (int which = -1; which <= 0; which++) {
     void *ddist = check_device_copy(dist, ROWS * row);
     strata__put_apply_cpu(which < 0 ? STRATA__PUT_LAST : STRATA__PUT_FIRST, STRATA_SUM,
-                          STRATA_FLOAT32, count, dist, inbox, csr, req, ROWS);
+                          STRATA_FLOAT32, count, dist, inbox, local, nreq);
     CHECK_EQ(strata__pick_rows_cuda(ddist, dinbox, dcsr, dreq, ROWS, row, which, NULL), 0);
     check_device_bytes(ddist, dist, ROWS * row);
   }
@@ -117,8 +127,7 @@ static void check_picks(int64_t count)
   for (int o = 0; o < 3; o++) {
     int64_t values = (int64_t)row / (int64_t)strata_dtype_size(types[o]);
     void *ddist = check_device_copy(dist, ROWS * row);
-    strata__put_apply_cpu(STRATA__PUT_REDUCE, ops[o], types[o], values, dist, inbox, csr, req,
-                          ROWS);
+    strata__put_apply_cpu(STRATA__PUT_REDUCE, ops[o], types[o], values, dist, inbox, local, nreq);
     CHECK_EQ(strata__merge_rows_cuda(ops[o], types[o], ddist, dinbox, (size_t)values, ROWS, dcsr,
                                      dreq, NULL),
              0);

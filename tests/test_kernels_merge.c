@@ -80,11 +80,11 @@ int main(void)
   strata__merge_cpu(STRATA_SUM, STRATA_BOOL, counts, flags, 3);
   CHECK(counts[0] == 6 && counts[1] == 1 && counts[2] == 7);
 
-  /* Rows merged from CSR lists (Put's reductions): row 0 takes source rows
-   * 4 then 0, row 1 none, row 2 rows 1, 1 and 3; one value per row and
-   * three, a product (order-sensitive in floating point) against the same
-   * products spelled out, and a logical AND of bools. */
-  const int64_t csr[4] = {0, 2, 2, 5}, req[5] = {4, 0, 1, 1, 3};
+  /* Rows scattered and merged in source order (Put's reductions): row 0
+   * takes source rows 0 then 4, row 1 none, row 2 rows 1, 2 and 3; one
+   * value per row and three, a product (order-sensitive in floating point)
+   * against the same products spelled out, and a logical AND of bools. */
+  const int64_t map[5] = {0, 2, 2, 2, 0};
   for (size_t n = 1; n <= 3; n += 2) {
     double src[5 * 3], dst[3 * 3], want[3 * 3];
     for (size_t k = 0; k < 5 * n; k++)
@@ -92,14 +92,14 @@ int main(void)
     for (size_t k = 0; k < 3 * n; k++)
       dst[k] = want[k] = 3 - 0.7 * (double)k;
     for (size_t e = 0; e < n; e++) {
-      want[e] = want[e] * src[4 * n + e] * src[e];
-      want[2 * n + e] = want[2 * n + e] * src[n + e] * src[n + e] * src[3 * n + e];
+      want[e] = want[e] * src[e] * src[4 * n + e];
+      want[2 * n + e] = want[2 * n + e] * src[n + e] * src[2 * n + e] * src[3 * n + e];
     }
-    strata__merge_rows_cpu(STRATA_PROD, STRATA_FLOAT64, dst, src, n, 3, csr, req);
+    strata__merge_scatter_cpu(STRATA_PROD, STRATA_FLOAT64, dst, src, n, 5, map);
     CHECK(memcmp(dst, want, 3 * n * sizeof *dst) == 0);
   }
   uint8_t all[3] = {1, 1, 1}, seen[5] = {1, 0, 1, 1, 1};
-  strata__merge_rows_cpu(STRATA_LAND, STRATA_BOOL, all, seen, 1, 3, csr, req);
+  strata__merge_scatter_cpu(STRATA_LAND, STRATA_BOOL, all, seen, 1, 5, map);
   CHECK(all[0] == 1 && all[1] == 1 && all[2] == 0);
   return check_status();
 }

@@ -30,17 +30,19 @@ void strata__copy_blocks_cpu(void *dst, const void *src, const int64_t *displ, c
 /* How put requests combine at an owned index. */
 enum strata__put_rule { STRATA__PUT_LAST = 0, STRATA__PUT_FIRST, STRATA__PUT_REDUCE };
 
-/* For every owned index i < dn with requests csr[i] .. csr[i+1]-1 (rows
- * req[j] of `inbox`, in writer order): LAST / FIRST copy the last / first
- * request's row into dist row i; REDUCE merges every request's row into it
- * with (op, dtype), in order. Rows hold `count` elements of `dtype`. */
+/* Put requests in arrival order (writer order): request k (inbox row k)
+ * writes dist row local[k], k < nin. LAST / FIRST leave the last / first
+ * writer's row; REDUCE merges every request's row into it with (op,
+ * dtype), in order. Rows hold `count` elements of `dtype`. */
 void strata__put_apply_cpu(enum strata__put_rule rule, strata_op op, strata_dtype dtype,
-                           int64_t count, void *dist, const void *inbox, const int64_t *csr,
-                           const int64_t *req, int64_t dn);
+                           int64_t count, void *dist, const void *inbox, const int64_t *local,
+                           int64_t nin);
 
 /* CUDA: the gather, and `pick`: dst row i = inbox row req[csr[i] + which]
  * where that request exists (which = -1: the last one); other rows are
- * left alone. Device pointers, asynchronous on `stream`; 0 or a CUDA error. */
+ * left alone. The requests listed per owned index (CSR: csr, req, in
+ * writer order), so that one thread per row needs no atomics. Device pointers, asynchronous on
+ * `stream`; 0 or a CUDA error. */
 int strata__gather_rows_cuda(void *dst, const void *src, const int64_t *map, int64_t n, size_t row,
                              void *stream);
 int strata__scatter_rows_cuda(void *dst, const void *src, const int64_t *map, int64_t n, size_t row,

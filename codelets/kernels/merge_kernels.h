@@ -20,10 +20,10 @@ void strata__merge_identity(strata_op op, strata_dtype result, void *value);
 /* dst[i] = dst[i] op src[i]; dst has the result type of (op, src_dtype). */
 void strata__merge_cpu(strata_op op, strata_dtype src_dtype, void *dst, const void *src, size_t n);
 
-/* The same over rows of n elements: dst row i merges src rows req[j] for
- * csr[i] <= j < csr[i + 1], in that order (a CSR list per dst row). */
-void strata__merge_rows_cpu(strata_op op, strata_dtype src_dtype, void *dst, const void *src,
-                            size_t n, int64_t rows, const int64_t *csr, const int64_t *req);
+/* The same over rows of n elements: dst row map[k] merges src row k, for
+ * k < nsrc in that order (a row named twice merges both, first one first). */
+void strata__merge_scatter_cpu(strata_op op, strata_dtype src_dtype, void *dst, const void *src,
+                               size_t n, int64_t nsrc, const int64_t *map);
 
 /* dst[i] = identity of op, dst of type `result`. */
 void strata__merge_fill_identity_cpu(strata_op op, strata_dtype result, void *dst, size_t n);
@@ -32,6 +32,9 @@ void strata__merge_fill_identity_cpu(strata_op op, strata_dtype result, void *ds
  * nonzero cudaError_t when the launch failed. */
 int strata__merge_cuda(strata_op op, strata_dtype src_dtype, void *dst, const void *src, size_t n,
                        void *stream);
+/* CUDA's scatter, listed per dst row: dst row i merges src rows req[j] for
+ * csr[i] <= j < csr[i + 1] in that order (one thread per element, no
+ * atomics). */
 int strata__merge_rows_cuda(strata_op op, strata_dtype src_dtype, void *dst, const void *src,
                             size_t n, int64_t rows, const int64_t *csr, const int64_t *req,
                             void *stream);

@@ -816,7 +816,7 @@ static int put_lists(strata_gindexer *gi, strata_array *const *values, int64_t c
   if (!ret && gi->nin > 0) {
     struct strata__put_apply a = {(int)rule, op, type, count};
     ret = strata__gindexer_apply_submit(strata_array_handle(*dist), inbox.whole, gi->h_csr,
-                                        gi->h_req, &a);
+                                        gi->h_req, gi->h_local, &a);
   }
   strata__gi_close(&outbox);
   strata__gi_close(&inbox);

@@ -61,17 +61,17 @@ void strata__copy_blocks_cpu(void *dst, const void *src, const int64_t *displ, c
 }
 
 void strata__put_apply_cpu(enum strata__put_rule rule, strata_op op, strata_dtype dtype,
-                           int64_t count, void *dist, const void *inbox, const int64_t *csr,
-                           const int64_t *req, int64_t dn)
+                           int64_t count, void *dist, const void *inbox, const int64_t *local,
+                           int64_t nin)
 {
   size_t row = (size_t)count * strata_dtype_size(dtype);
-  if (rule != STRATA__PUT_REDUCE) { /* a requested index takes its last or its first request */
-    void *dst = dist;
-    const void *src = inbox;
-    const int64_t n = dn, *pick = rule == STRATA__PUT_LAST ? csr + 1 : csr;
-    const int64_t back = rule == STRATA__PUT_LAST ? 1 : 0;
-    MOVE_ROWS_IF(csr[k] < csr[k + 1], k, req[pick[k] - back]);
-    return;
-  }
-  strata__merge_rows_cpu(op, dtype, dist, inbox, (size_t)count, dn, csr, req);
+  void *dst = dist;
+  const void *src = inbox;
+  const int64_t n = nin, last = nin - 1;
+  if (rule == STRATA__PUT_LAST) /* in arrival order: the last writer stays */
+    MOVE_ROWS(local[k], k);
+  else if (rule == STRATA__PUT_FIRST) /* backwards: the first writer stays */
+    MOVE_ROWS(local[last - k], last - k);
+  else
+    strata__merge_scatter_cpu(op, dtype, dist, inbox, (size_t)count, nin, local);
 }

@@ -95,27 +95,26 @@ void strata__merge_fill_identity_cpu(strata_op op, strata_dtype result, void *ds
     memcpy((unsigned char *)dst + i * size, one, size);
 }
 
-/* dst row i = dst row i OP src row req[j] for csr[i] <= j < csr[i + 1],
- * rows of n elements, dst of type TD, src of type TS. Single elements
- * (reductions of scattered values) skip the vector loop's set-up. */
+/* dst row map[k] = dst row map[k] OP src row k for k < nsrc, in that
+ * order; rows of n elements, dst of type TD, src of type TS. Single
+ * elements (reductions of scattered values) skip the vector loop's set-up. */
 #define LOOP(TD, TS, EXPR)                                                                         \
   do {                                                                                             \
-    for (int64_t i = 0; i < rows; i++)                                                             \
-      for (int64_t j = csr[i]; j < csr[i + 1]; j++) {                                              \
-        TD *restrict d = (TD *)dst + (size_t)i * n;                                                \
-        const TS *restrict s = (const TS *)src + (size_t)req[j] * n;                               \
-        if (n == 1) {                                                                              \
-          TD a = d[0];                                                                             \
-          TS b = s[0];                                                                             \
-          d[0] = (TD)(EXPR);                                                                       \
-          continue;                                                                                \
-        }                                                                                          \
-        for (size_t e = 0; e < n; e++) {                                                           \
-          TD a = d[e];                                                                             \
-          TS b = s[e];                                                                             \
-          d[e] = (TD)(EXPR);                                                                       \
-        }                                                                                          \
+    for (int64_t k = 0; k < nsrc; k++) {                                                           \
+      TD *restrict d = (TD *)dst + (size_t)map[k] * n;                                             \
+      const TS *restrict s = (const TS *)src + (size_t)k * n;                                      \
+      if (n == 1) {                                                                                \
+        TD a = d[0];                                                                               \
+        TS b = s[0];                                                                               \
+        d[0] = (TD)(EXPR);                                                                         \
+        continue;                                                                                  \
       }                                                                                            \
+      for (size_t e = 0; e < n; e++) {                                                             \
+        TD a = d[e];                                                                               \
+        TS b = s[e];                                                                               \
+        d[e] = (TD)(EXPR);                                                                         \
+      }                                                                                            \
+    }                                                                                              \
   } while (0)
 
 /* NaN-propagating minimum and maximum (b != b only for NaN). */
@@ -123,7 +122,7 @@ void strata__merge_fill_identity_cpu(strata_op op, strata_dtype result, void *ds
 #define MAX_EXPR ((b > a || b != b) ? b : a)
 
 static void merge_logical(strata_op op, strata_dtype src_dtype, void *dst, const void *src,
-                          size_t n, int64_t rows, const int64_t *csr, const int64_t *req)
+                          size_t n, int64_t nsrc, const int64_t *map)
 {
   switch (src_dtype) {
 #define CASE(E, T)                                                                                 \
@@ -141,15 +140,15 @@ static void merge_logical(strata_op op, strata_dtype src_dtype, void *dst, const
 
 void strata__merge_cpu(strata_op op, strata_dtype src_dtype, void *dst, const void *src, size_t n)
 {
-  static const int64_t one_row[2] = {0, 1}, first = 0;
-  strata__merge_rows_cpu(op, src_dtype, dst, src, n, 1, one_row, &first);
+  static const int64_t first = 0;
+  strata__merge_scatter_cpu(op, src_dtype, dst, src, n, 1, &first);
 }
 
-void strata__merge_rows_cpu(strata_op op, strata_dtype src_dtype, void *dst, const void *src,
-                            size_t n, int64_t rows, const int64_t *csr, const int64_t *req)
+void strata__merge_scatter_cpu(strata_op op, strata_dtype src_dtype, void *dst, const void *src,
+                               size_t n, int64_t nsrc, const int64_t *map)
 {
   if (op == STRATA_LAND || op == STRATA_LOR) {
-    merge_logical(op, src_dtype, dst, src, n, rows, csr, req);
+    merge_logical(op, src_dtype, dst, src, n, nsrc, map);
     return;
   }
   if (src_dtype == STRATA_BOOL) { /* only SUM is allowed: bool counts into int64 */
