@@ -176,8 +176,10 @@ static int take_v(strata_gindexer *gi, strata_array *dist_counts, strata_array *
   char *made = calloc((size_t)n + 1, 2); /* out_counts, then out_data */
   if (!local && !made)
     local = STRATA_ENOMEM;
+  starpu_data_handle_t h_displ = NULL; /* the owned blocks */
+  int64_t *displ = local ? NULL : index_buffer(gi, gi->dn + 1, &h_displ);
   if (!local)
-    local = read_counts(dist_counts, gi->dn, dist_data, NULL);
+    local = displ ? read_counts(dist_counts, gi->dn, dist_data, displ) : STRATA_ENOMEM;
   if (!local)
     local = take_v_outputs(gi, out_counts, out_data, dtype, made);
   strata_dtype type;
@@ -195,20 +197,17 @@ static int take_v(strata_gindexer *gi, strata_array *dist_counts, strata_array *
       ret = strata__gindexer_gather_submit(cp.in, gi->h_order[l],
                                            strata_array_handle(out_counts[l]), sizeof(int64_t));
   local = ret ? ret : counts_read(&cp);
-  /* Owner: the requested blocks (displ) and where they go in the outbox
-   * (outoff, in the order the counts went). Requester: the inbox's
+  /* Owner: where the requested blocks go in the outbox (outoff, in the
+   * order the counts went). Requester: the inbox's
    * prefix sums by source, and each list's output offsets (at, with the
    * list's total last). */
   int64_t *items = calloc((size_t)size * 2 + (size_t)n, sizeof *items);
   int64_t *out_items = items, *in_items = items + size, *list_items = items + 2 * size;
-  starpu_data_handle_t *h_at = calloc((size_t)n + 1, sizeof *h_at), h_displ, h_inoff, h_outoff;
-  int64_t *displ = local ? NULL : index_buffer(gi, gi->dn + 1, &h_displ);
+  starpu_data_handle_t *h_at = calloc((size_t)n + 1, sizeof *h_at), h_inoff, h_outoff;
   int64_t *inoff = local ? NULL : index_buffer(gi, gi->n_idx + 1, &h_inoff);
   int64_t *outoff = local ? NULL : index_buffer(gi, gi->nin + 1, &h_outoff);
-  if (!local && (!items || !h_at || !displ || !inoff || !outoff))
+  if (!local && (!items || !h_at || !inoff || !outoff))
     local = STRATA_ENOMEM;
-  if (!local)
-    local = read_counts(dist_counts, gi->dn, dist_data, displ);
   if (!local) {
     inoff[0] = outoff[0] = 0;
     for (int64_t k = 0; k < gi->nin; k++)
