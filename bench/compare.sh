@@ -48,6 +48,11 @@ for ((i = 1; i <= runs; i++)); do
     "${vs_torch[@]}" --model "$root/models/blob_detector/model.json" \
       >"$out/model_vs_torch_default-$i.json"
   fi
+  # Fused chains against numexpr at 1 and 2 threads (skipped without it).
+  if /usr/bin/python3 -c "import numexpr" 2>/dev/null; then
+    /usr/bin/python3 "$root/bench/fusion_vs_numexpr.py" "$build/bench/bench_fusion" "${quick[@]}" \
+      >"$out/fusion_vs_numexpr-$i.json"
+  fi
   echo "compare: run $i of $runs done" >&2
 done
 python3 "$root/bench/compare_table.py" "$out"

@@ -157,6 +157,8 @@ struct strata__capture {
 };
 void strata__capture_begin(struct strata__capture *c);
 void strata__capture_end(void);
+/* Whether a capture is active on the calling thread. */
+int strata__capture_active(void);
 /* Called by the insert path: 1 when the task was recorded (arg copied or,
  * with free_arg, taken over), 0 when no capture is active, or an error. */
 int strata__capture_task(struct strata__codelet *cl, void *arg, size_t arg_size, int free_arg,

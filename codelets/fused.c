@@ -1,16 +1,26 @@
-/* Fused elementwise groups: one task computes a group's result (W) from its
- * leaves (R). On CPUs it runs the group's generated kernel (graphs/jit.c),
+/* Fused elementwise groups: tasks compute a group's result (W) from its
+ * leaves (R). On CPUs they run the group's generated kernel (graphs/jit.c),
  * or its program when no kernel could be generated; on GPUs its program
- * (kernels/fused_kernels.h). */
+ * (kernels/fused_kernels.h). A large result is cut into chunks of rows,
+ * one task per CPU worker: one task is one core, and a chain of
+ * elementwise operations on one array would otherwise leave the other
+ * cores idle. */
 #include "fused.h"
 #include "kernels/fused_kernels.h"
 
 _Static_assert(STARPU_NMAXBUFS - 1 <= STRATA__FUSED_MAXLEAVES, "a fused task's leaves fit");
 
+/* Smallest result cut into chunks: below it a chunk costs less than its
+ * task and partition (about 10 µs). At most MAX_CHUNKS chunks. */
+#define SPLIT_BYTES (1 << 20)
+enum { MAX_CHUNKS = 64 };
+
 struct fused_args {
   strata__fused_fn fn; /* NULL: the program */
   uint64_t id;         /* the group's hash, stable across processes */
   int nbuffers;
+  int64_t lo, hi;    /* rows of the first dimension (0, 1 for a 0-d result) */
+  int64_t row_elems; /* elements per row */
   struct strata__fused_program program;
 };
 
@@ -21,9 +31,10 @@ static void fused_cpu(void *buffers[], void *cl_arg)
   for (int k = 0; k < a->nbuffers; k++)
     ptr[k] = (void *)STARPU_VECTOR_GET_PTR(buffers[k]);
   if (a->fn)
-    a->fn(ptr);
+    a->fn(ptr, a->lo, a->hi);
   else
-    strata__fused_cpu(&a->program, (const void *const *)ptr + 1, ptr[0]);
+    strata__fused_cpu(&a->program, (const void *const *)ptr + 1, ptr[0], a->lo * a->row_elems,
+                      a->hi * a->row_elems);
 }
 
 #if STRATA__USE_CUDA
@@ -50,6 +61,34 @@ static uint32_t fused_footprint(struct starpu_task *task)
 
 STRATA__CODELET(fused_cl, "strata_fused", 0x08519c, fused_cpu, fused_cuda, fused_footprint, NULL,
                 .nbuffers = STARPU_VARIABLE_NBUFFERS);
+/* A chunk of rows: CPU only (the GPU program computes whole results). */
+STRATA__CODELET(fused_chunk_cl, "strata_fused_chunk", 0x08519c, fused_cpu, NULL, fused_footprint,
+                NULL, .nbuffers = STARPU_VARIABLE_NBUFFERS);
+
+/* How many chunks a result gets: one per CPU worker when it is large, the
+ * node has no GPU and no sequence is being captured; else 1. */
+static int chunks_for(const struct strata__fused_program *p, starpu_data_handle_t out)
+{
+  unsigned workers = starpu_cpu_worker_get_count();
+  size_t bytes = starpu_vector_get_nx(out) * starpu_vector_get_elemsize(out);
+  if (p->ndim < 1 || workers < 2 || bytes < SPLIT_BYTES || starpu_cuda_worker_get_count() > 0 ||
+      strata__capture_active())
+    return 1;
+  int64_t most = p->shape[0] < MAX_CHUNKS ? p->shape[0] : MAX_CHUNKS;
+  return most < (int64_t)workers ? (int)most : (int)workers;
+}
+
+static int submit_one(struct strata__codelet *cl, struct fused_args *a,
+                      const starpu_data_handle_t *leaves, starpu_data_handle_t out)
+{
+  starpu_data_handle_t h[STARPU_NMAXBUFS] = {out};
+  enum starpu_data_access_mode m[STARPU_NMAXBUFS] = {STARPU_W};
+  for (int k = 1; k < a->nbuffers; k++) {
+    h[k] = leaves[k - 1];
+    m[k] = STARPU_R;
+  }
+  return strata__submit_copy_arg(cl, a, sizeof *a, a->nbuffers, h, m);
+}
 
 int strata__fused_submit(strata__fused_fn fn, uint64_t id,
                          const struct strata__fused_program *program,
@@ -59,11 +98,33 @@ int strata__fused_submit(strata__fused_fn fn, uint64_t id,
   if (nleaves < 0 || nleaves + 1 > STARPU_NMAXBUFS)
     return STRATA_EINVAL;
   struct fused_args a = {.fn = fn, .id = id, .nbuffers = nleaves + 1, .program = *program};
-  starpu_data_handle_t h[STARPU_NMAXBUFS] = {out};
-  enum starpu_data_access_mode m[STARPU_NMAXBUFS] = {STARPU_W};
-  for (int k = 0; k < nleaves; k++) {
-    h[k + 1] = leaves[k];
-    m[k + 1] = STARPU_R;
+  int64_t rows = program->ndim > 0 ? program->shape[0] : 1;
+  a.row_elems = 1;
+  for (int d = 1; d < program->ndim; d++)
+    a.row_elems *= program->shape[d];
+  int nchunks = chunks_for(program, out);
+  if (nchunks == 1) {
+    a.hi = rows;
+    return submit_one(&fused_cl, &a, leaves, out);
   }
-  return strata__submit_copy_arg(&fused_cl, &a, sizeof a, nleaves + 1, h, m);
+  /* Chunks of consecutive rows as children of `out`, planned and cleaned
+   * around the tasks (the output is not always the same handle). */
+  long lengths[MAX_CHUNKS];
+  starpu_data_handle_t children[MAX_CHUNKS];
+  for (int c = 0; c < nchunks; c++)
+    lengths[c] = (long)((rows * (c + 1) / nchunks - rows * c / nchunks) * a.row_elems);
+  struct starpu_data_filter f = {.filter_func = starpu_vector_filter_list_long,
+                                 .nchildren = (unsigned)nchunks,
+                                 .filter_arg_ptr = lengths};
+  starpu_data_partition_plan(out, &f, children);
+  starpu_data_partition_submit(out, (unsigned)nchunks, children);
+  int ret = 0;
+  for (int c = 0; c < nchunks && !ret; c++) {
+    a.lo = rows * c / nchunks;
+    a.hi = rows * (c + 1) / nchunks;
+    ret = submit_one(&fused_chunk_cl, &a, leaves, children[c]);
+  }
+  starpu_data_unpartition_submit(out, (unsigned)nchunks, children, -1);
+  starpu_data_partition_clean(out, (unsigned)nchunks, children);
+  return ret;
 }

@@ -20,6 +20,8 @@ void strata__capture_begin(struct strata__capture *c)
 
 void strata__capture_end(void) { capturing = NULL; }
 
+int strata__capture_active(void) { return capturing != NULL; }
+
 int strata__capture_task(struct strata__codelet *cl, void *arg, size_t arg_size, int free_arg,
                          int nbuffers, const starpu_data_handle_t *handles,
                          const enum starpu_data_access_mode *modes)

@@ -73,13 +73,15 @@ static void emit_args(FILE *f, const strata__node *nd, int i, int m, const strat
   fputs("};\n", f);
 }
 
-/* Flat offset of the current element in a buffer of the given strides. */
-static void emit_offset(FILE *f, int ndim, const int64_t *stride)
+/* Flat offset of the current element in a buffer of the given strides;
+ * in the output (`chunk`), which starts at row lo of the first dimension. */
+static void emit_offset(FILE *f, int ndim, const int64_t *stride, int chunk)
 {
   int any = 0;
   for (int d = 0; d < ndim; d++)
     if (stride[d]) {
-      fprintf(f, "%s%lld * i%d", any ? " + " : "", (long long)stride[d], d);
+      fprintf(f, "%s%lld * %si%d%s", any ? " + " : "", (long long)stride[d],
+              chunk && d == 0 ? "(" : "", d, chunk && d == 0 ? " - lo)" : "");
       any = 1;
     }
   if (!any)
@@ -103,7 +105,7 @@ static void emit_member(FILE *f, const strata_graph *g, const strata__group *G, 
   fputs("};\n", f);
   if (m == G->nmembers - 1) {
     fprintf(f, "        strata__ew_element(&A%d, in, zero, out, ", m);
-    emit_offset(f, slot[i].m.ndim, out_stride);
+    emit_offset(f, slot[i].m.ndim, out_stride, 1);
     fputs(");\n      }\n", f);
   } else {
     fprintf(f, "        strata__ew_element(&A%d, in, zero, &v%d, 0);\n      }\n", m, m);
@@ -125,20 +127,27 @@ static int fused_source(const strata_graph *g, const strata__group *G, const str
   fputs("\nstatic const int64_t zero[3] = {0, 0, 0};\n", f);
   for (int m = 0; m < G->nmembers; m++)
     emit_args(f, &g->nodes[G->members[m]], G->members[m], m, slot);
-  fputs("void strata_fused(void *const *buf)\n{\n  void *out = buf[0];\n", f);
+  /* Rows [lo, hi) of the first dimension (one task per chunk of rows);
+   * buf[0] is the output from row lo on. */
+  fputs("void strata_fused(void *const *buf, int64_t lo, int64_t hi)\n{\n  void *out = buf[0];\n"
+        "  (void)lo, (void)hi;\n",
+        f);
   for (int l = 0; l < G->nleaves; l++) {
     const char *t = c_type(slot[G->leaves[l]].m.dtype);
     fprintf(f, "  const %s *restrict p%d = (const %s *)buf[%d];\n", t, l, t, l + 1);
   }
   for (int d = 0; d < nd; d++)
-    fprintf(f, "%*sfor (int64_t i%d = 0; i%d < %lld; i%d++)\n", 2 + 2 * d, "", d, d,
-            (long long)out->shape[d], d);
+    if (d == 0)
+      fputs("  for (int64_t i0 = lo; i0 < hi; i0++)\n", f);
+    else
+      fprintf(f, "%*sfor (int64_t i%d = 0; i%d < %lld; i%d++)\n", 2 + 2 * d, "", d, d,
+              (long long)out->shape[d], d);
   fputs("    {\n", f);
   for (int l = 0; l < G->nleaves; l++) {
     const strata__meta *lm = &slot[G->leaves[l]].m;
     strata__broadcast_strides(lm, out, stride);
     fprintf(f, "      const %s x%d = p%d[", c_type(lm->dtype), l, l);
-    emit_offset(f, nd, stride);
+    emit_offset(f, nd, stride, 0);
     fputs("];\n", f);
   }
   for (int m = 0; m < G->nmembers; m++) {

@@ -18,6 +18,8 @@ packages=(
   libcjson-dev libopenblas-dev
   # the CPU convolutions of models (oneDNN, measured faster than im2col + OpenBLAS)
   libdnnl-dev
+  # numexpr, the baseline of fused elementwise chains (bench/fusion_vs_numexpr.py)
+  python3-numexpr
   # spectra of the cosmology test problem, AMR field output
   libfftw3-dev libhdf5-dev
   # an external AMR mesh: the p4est example and its tests (examples/p4est_infer.c)

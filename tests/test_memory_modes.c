@@ -539,6 +539,70 @@ static void check_random_chains(int program)
   }
 }
 
+/* ---- fused groups cut across workers ---- */
+
+static double row_index(int64_t i) { return (double)(i / 1000 % 13) - 6; }
+static double column_index(int64_t i) { return (double)(i % 1000) * 0.25; }
+
+/* A chain on a result of 300 x 1000 float32 (above the 1 MiB from which a
+ * fused group is cut into one chunk of rows per worker) with leaves
+ * broadcast along either dimension: (x * col + row) * x - col, fused, in
+ * chunks (one task per worker; STARPU_NCPU is 2 here), against the same
+ * operations run eagerly. With `program`, no C compiler: the chunks run
+ * the group's program. */
+static void check_chunked_fusion(int program)
+{
+  char *saved_cc = program ? swap_compiler("/nonexistent/cc") : NULL;
+  const int64_t shape[2] = {300, 1000}, col_shape[2] = {1, 1000}, row_shape[2] = {300, 1};
+  strata_array *x = filled(2, shape, STRATA_FLOAT32, ramp),
+               *col = filled(2, col_shape, STRATA_FLOAT32, column_index),
+               *row = filled(2, row_shape, STRATA_FLOAT32, row_index);
+  strata_array *v[3] = {NULL, NULL, NULL}, *eager = NULL;
+  strata_context *ctx;
+  CHECK_EQ(strata_context_create(&ctx), 0);
+  for (int lazy = 0; lazy < 2; lazy++) {
+    if (lazy)
+      strata_deferred_begin(ctx, 1);
+    strata_context *c = lazy ? ctx : NULL;
+    CHECK_EQ(strata_binary(c, STRATA_FN_MUL, x, col, &v[0]), 0);
+    CHECK_EQ(strata_binary(c, STRATA_FN_ADD, v[0], row, &v[1]), 0);
+    CHECK_EQ(strata_binary(c, STRATA_FN_MUL, v[1], x, &v[2]), 0);
+    strata_array *y = NULL;
+    CHECK_EQ(strata_binary(c, STRATA_FN_SUB, v[2], col, &y), 0);
+    for (int k = 0; k < 3; k++) {
+      strata_array_destroy(v[k]);
+      v[k] = NULL;
+    }
+    if (!lazy) {
+      eager = y;
+      continue;
+    }
+    strata_deferred_end(ctx);
+    strata_graph *g = NULL;
+    strata_array *in[3] = {x, col, row}, *got = NULL;
+    CHECK_EQ(strata_graph_export(3, in, NULL, 1, &y, NULL, &g), 0);
+    strata_array_destroy(y);
+    CHECK_EQ(strata_graph_nkernels(g), 1);
+    executed_tasks();
+    CHECK_EQ(strata_graph_run(g, in, &got), 0);
+    int tasks = executed_tasks();
+    printf("fused chain on 300 x 1000%s: %d tasks\n", program ? " (program)" : "", tasks);
+    CHECK_EQ(tasks, 2); /* one chunk per worker */
+    CHECK(got && same_values(got, eager));
+    strata_array_destroy(got);
+    strata_graph_destroy(g);
+  }
+  strata_array_destroy(eager);
+  strata_context_destroy(ctx);
+  strata_array_destroy(x);
+  strata_array_destroy(col);
+  strata_array_destroy(row);
+  if (program) {
+    free(swap_compiler(saved_cc));
+    free(saved_cc);
+  }
+}
+
 /* ---- host transfers, Hosted intermediates ---- */
 
 static double twice(int64_t i) { return 2.0 * (double)i; }
@@ -854,6 +918,8 @@ int main(int argc, char **argv)
   check_json_modes(x);
   check_random_chains(0);
   check_random_chains(1);
+  check_chunked_fusion(0);
+  check_chunked_fusion(1);
   check_host_transfers();
   check_kernel_cache(x);
   strata_array_destroy(x);

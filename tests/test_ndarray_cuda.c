@@ -257,7 +257,7 @@ static void check_fused(void)
   const void *leaves[2] = {a, b}, *dleaves[2] = {check_device_copy(a, 16 * 33 * sizeof *a),
                                                  check_device_copy(b, 33 * sizeof *b)};
   double *cpu = malloc(16 * 33 * sizeof *cpu), *dev = device_alloc(16 * 33 * sizeof *cpu);
-  strata__fused_cpu(&p, leaves, cpu);
+  strata__fused_cpu(&p, leaves, cpu, 0, 16 * 33);
   /* the CPU program against the formula */
   int wrong = 0;
   for (int i = 0; i < 16; i++)

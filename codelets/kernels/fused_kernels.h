@@ -33,9 +33,11 @@ struct strata__fused_program {
 };
 
 /* Result element i (row-major over shape): the members in order, the
- * last one stored into out[i]. */
+ * last one stored into out[i - first] (out: the result from element
+ * `first` on). */
 STRATA__ELEM void strata__fused_element(const struct strata__fused_program *p,
-                                        const void *const *leaf, void *out, int64_t i)
+                                        const void *const *leaf, void *out, int64_t i,
+                                        int64_t first)
 {
   int64_t leaf_off[STRATA__FUSED_MAXLEAVES] = {0}, rest = i;
   for (int d = p->ndim - 1; d >= 0; d--) {
@@ -57,12 +59,13 @@ STRATA__ELEM void strata__fused_element(const struct strata__fused_program *p,
     if (m + 1 < p->nmembers)
       strata__ew_op_element(&mb->op, in, off, &value[m], 0);
     else
-      strata__ew_op_element(&mb->op, in, off, out, i);
+      strata__ew_op_element(&mb->op, in, off, out, i - first);
   }
 }
 
-/* The whole result, on the CPU. */
-void strata__fused_cpu(const struct strata__fused_program *p, const void *const *leaves, void *out);
+/* Result elements [lo, hi) on the CPU; out points at element lo. */
+void strata__fused_cpu(const struct strata__fused_program *p, const void *const *leaves, void *out,
+                       int64_t lo, int64_t hi);
 
 /* The same with CUDA, asynchronous on `stream` (a cudaStream_t); device
  * pointers. 0, or a nonzero cudaError_t when the launch failed. */

@@ -16,7 +16,7 @@ struct fused_leaves {
 __global__ void fused(strata__fused_program p, fused_leaves leaves, void *out, int64_t n)
 {
   STRATA_GRID_LOOP(i, n)
-  strata__fused_element(&p, leaves.ptr, out, i);
+  strata__fused_element(&p, leaves.ptr, out, i, 0);
 }
 
 } // namespace
