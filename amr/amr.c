@@ -793,7 +793,7 @@ static int exchange_post(strata_amr *amr, struct exchange *ex)
     for (int64_t i = 0, k = 0; i < n && r != amr->rank && !ret; i++)
       for (int f = 0; ex->send[r * n + i] && f < nf && !ret; f++, k++) {
         x.dst_offset = k * block;
-        ret = strata__amr_xfer_submit(MPI_COMM_NULL, amr->leaves[i]->h[f], ex->mb.outbox[r], &x);
+        ret = strata__amr_pack_submit(amr->leaves[i]->h[f], ex->mb.outbox[r], &x);
       }
   return ret ? ret : strata__mailbox_post(&ex->mb, NULL);
 }

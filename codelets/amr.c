@@ -176,6 +176,19 @@ int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data
   return submit(comm, xfer_cl[x->kind], x, sizeof *x, 2, h, NULL);
 }
 
+int strata__amr_pack_submit(starpu_data_handle_t src, starpu_data_handle_t outbox,
+                            const struct strata__amr_xfer *x)
+{
+  if (x->kind < STRATA__AMR_COPY || x->kind > STRATA__AMR_PROLONG)
+    return STRATA_EINVAL;
+  starpu_data_handle_t h[2] = {src, outbox};
+  const enum starpu_data_access_mode modes[2] = {STARPU_R, STARPU_RW | STARPU_COMMUTE};
+  int previous = strata__submit_priority(STARPU_MAX_PRIO);
+  int ret = strata__submit_copy_arg(xfer_cl[x->kind], x, sizeof *x, 2, h, modes);
+  strata__submit_priority(previous);
+  return ret;
+}
+
 int strata__amr_family_submit(MPI_Comm comm, starpu_data_handle_t parent,
                               const starpu_data_handle_t *children,
                               const struct strata__amr_family *f)

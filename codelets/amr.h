@@ -13,6 +13,14 @@
 int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data_handle_t dst,
                             const struct strata__amr_xfer *x);
 
+/* The same, locally, into a message buffer (`outbox`, handed to the
+ * exchange layer): a pack. Packs of one buffer write disjoint regions, so
+ * they commute (STARPU_COMMUTE: any order, none waits for a pack submitted
+ * before it), and they run at top priority, so that the message leaves
+ * before computation already queued. */
+int strata__amr_pack_submit(starpu_data_handle_t src, starpu_data_handle_t outbox,
+                            const struct strata__amr_xfer *x);
+
 /* The transfers between one parent block and its children as one task:
  * child o restricted into the parent (children R, parent RW) or prolonged
  * from it (parent R, children RW) as x[o] says, for o < nchildren (at most

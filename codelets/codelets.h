@@ -126,6 +126,10 @@ void strata__codelets_stop(void);
 int strata__submit(struct strata__codelet *cl, const void *cl_arg, size_t cl_arg_size, int nbuffers,
                    const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes);
 
+/* The priority of the tasks the calling thread submits from now on (0,
+ * StarPU's default, unless set); returns the previous one. */
+int strata__submit_priority(int priority);
+
 /* Same, with a copy of `arg` (size bytes) that the task owns and frees. */
 int strata__submit_copy_arg(struct strata__codelet *cl, const void *arg, size_t size, int nbuffers,
                             const starpu_data_handle_t *handles,

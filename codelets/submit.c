@@ -15,6 +15,15 @@ int strata__from_starpu(int starpu_ret)
   return starpu_ret == -ENODEV ? STRATA_ENODEV : STRATA_ESTARPU;
 }
 
+static _Thread_local int submit_priority;
+
+int strata__submit_priority(int priority)
+{
+  int previous = submit_priority;
+  submit_priority = priority;
+  return previous;
+}
+
 static int submit(struct strata__codelet *cl, void *cl_arg, size_t cl_arg_size, int free_arg,
                   int nbuffers, const starpu_data_handle_t *handles,
                   const enum starpu_data_access_mode *modes)
@@ -32,6 +41,7 @@ static int submit(struct strata__codelet *cl, void *cl_arg, size_t cl_arg_size, 
     return bad ? STRATA_EINVAL : STRATA_ENOMEM;
   }
   task->cl = &cl->cl;
+  task->priority = submit_priority;
   task->flops = cl->flops ? cl->flops(cl_arg, handles) : 0.0;
   task->cl_arg = cl_arg;
   task->cl_arg_size = cl_arg_size;

@@ -257,8 +257,7 @@ int strata__infer_submit_populate(strata_infer *inf, struct transfer *t, int64_t
     const int64_t piece = box_n[0] * box_n[1] * box_n[2];
     for (int c = 0; c < nch && !ret; c++) {
       x.dst_offset = t[k].offset + c * piece;
-      ret = strata__amr_xfer_submit(MPI_COMM_NULL, t[k].local->h[inf->p.fields[c]],
-                                    mb.outbox[e->rank], &x);
+      ret = strata__amr_pack_submit(t[k].local->h[inf->p.fields[c]], mb.outbox[e->rank], &x);
     }
   }
   if (!ret)

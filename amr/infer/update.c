@@ -91,7 +91,7 @@ int strata__infer_submit_update(strata_infer *inf, struct transfer *t, int64_t n
     if (e->rank != me || t[k].leaf_rank == me)
       continue;
     copy.dst_offset = t[k].offset;
-    ret = strata__amr_xfer_submit(MPI_COMM_NULL, e->table, mb.outbox[t[k].leaf_rank], &copy);
+    ret = strata__amr_pack_submit(e->table, mb.outbox[t[k].leaf_rank], &copy);
   }
   if (!ret)
     ret = strata__mailbox_post(&mb, &st->messages);
