@@ -11,6 +11,13 @@
  * on 2 ranks; the mesh's cycle <= 1.05x the octree's. Prints JSON (rank 0)
  * with medians over the rounds.
  *
+ * How much any schedule could gain: StarPU's profiling counters give each
+ * rank's worker time executing tasks during a bulk-synchronous cycle. The
+ * task graph runs the same tasks on the same workers, so it cannot end
+ * before the busiest rank's executing time per worker; `speedup_bound` is
+ * the bulk-synchronous cycle over that time (the most overlap can give),
+ * and `bulk_idle` the share of the cycle the busiest rank's workers idled.
+ *
  *   bench_infer [--rounds R] [--quick]   (--quick: fewer arrays)
  */
 #include <cjson/cJSON.h>
@@ -214,6 +221,23 @@ static void app_mesh_free(struct app_mesh *app)
   free(app->leaves);
 }
 
+/* This rank's mean time executing tasks per CPU worker since the last call
+ * (StarPU's profiling counters, reset by the read), in seconds. */
+static double executing_per_worker(void)
+{
+  double busy = 0;
+  int workers = 0;
+  for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
+    struct starpu_profiling_worker_info info;
+    if (starpu_worker_get_type((int)w) != STARPU_CPU_WORKER ||
+        starpu_profiling_worker_get_info((int)w, &info) != 0)
+      continue;
+    busy += (double)info.executing_time.tv_sec + 1e-9 * (double)info.executing_time.tv_nsec;
+    workers++;
+  }
+  return workers ? busy / workers : 0;
+}
+
 /* A ratio's median, least and largest over the rounds into `o`. */
 static void add_ratio(cJSON *o, const char *name, double *v, int rounds)
 {
@@ -241,6 +265,7 @@ int main(int argc, char **argv)
     return 2;
   if (strata_init(&argc, &argv, NULL))
     return 1;
+  starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
   struct infer_job job;
   infer_job_defaults(&job);
   if (quick)
@@ -277,6 +302,8 @@ int main(int argc, char **argv)
   double *mesh_ratio = calloc((size_t)rounds, sizeof *mesh_ratio);
   double *p4est_ratio = calloc((size_t)rounds, sizeof *p4est_ratio);
   double *describe = calloc((size_t)rounds, sizeof *describe);
+  double *bound = calloc((size_t)rounds, sizeof *bound),
+         *idle = calloc((size_t)rounds, sizeof *idle);
   for (int r = 0; r < rounds && !ret; r++) {
     for (int k = 0; k < METHODS && !ret; k++) {
       if (!m[k])
@@ -285,9 +312,16 @@ int main(int argc, char **argv)
         describe[r] = app_mesh_describe(&app);
         ret = describe[r] < 0 ? STRATA_EINVAL : 0;
       }
+      executing_per_worker(); /* reset */
       if (!ret)
         ret = strata_infer_run(m[k], &st);
       record(&st, t[k][r]);
+      if (k == BULK) {
+        double busiest = executing_per_worker();
+        MPI_Allreduce(MPI_IN_PLACE, &busiest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        bound[r] = t[k][r][STRATA_INFER_PHASES] / busiest;
+        idle[r] = 1 - busiest / t[k][r][STRATA_INFER_PHASES];
+      }
     }
     const double octree = t[GRAPH][r][STRATA_INFER_PHASES];
     ratio[r] = t[BULK][r][STRATA_INFER_PHASES] / octree;
@@ -307,6 +341,8 @@ int main(int argc, char **argv)
       if (m[k])
         cJSON_AddItemToObject(root, method_names[k], summary(t[k], rounds));
     cJSON_AddNumberToObject(root, "speedup_median", bench_median(ratio, rounds));
+    add_ratio(root, "speedup_bound", bound, rounds);
+    cJSON_AddNumberToObject(root, "bulk_idle_median", bench_median(idle, rounds));
     add_ratio(root, "mesh_over_octree", mesh_ratio, rounds);
     if (m[P4EST])
       add_ratio(root, "p4est_over_octree", p4est_ratio, rounds);
@@ -323,6 +359,8 @@ int main(int argc, char **argv)
   free(mesh_ratio);
   free(p4est_ratio);
   free(describe);
+  free(bound);
+  free(idle);
   app_mesh_free(&app);
 #if STRATA_BENCH_P4EST
   forest_free(&fo);
