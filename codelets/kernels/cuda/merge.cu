@@ -13,15 +13,39 @@ namespace
 using strata_cuda::blocks_for;
 using strata_cuda::kThreads;
 
+// Integers wrap around: their sums and products are computed unsigned (a
+// signed overflow would be undefined), as the CPU kernels' -fwrapv does.
+template <typename U> __device__ U wrap_add(U a, U b)
+{
+  if constexpr (std::is_integral_v<U>) {
+    using W = std::make_unsigned_t<U>;
+    return static_cast<U>(static_cast<W>(a) + static_cast<W>(b));
+  } else {
+    return a + b;
+  }
+}
+template <typename U> __device__ U wrap_mul(U a, U b)
+{
+  if constexpr (std::is_integral_v<U>) {
+    using W = std::make_unsigned_t<U>;
+    return static_cast<U>(static_cast<W>(a) * static_cast<W>(b));
+  } else {
+    return a * b;
+  }
+}
 struct Sum {
   template <typename D, typename S> __device__ D operator()(D a, S b) const
   {
     using U = decltype(a + b);
-    return static_cast<D>(static_cast<U>(a) + static_cast<U>(b));
+    return static_cast<D>(wrap_add(static_cast<U>(a), static_cast<U>(b)));
   }
 };
 struct Prod {
-  template <typename T> __device__ T operator()(T a, T b) const { return static_cast<T>(a * b); }
+  template <typename T> __device__ T operator()(T a, T b) const
+  {
+    using U = decltype(a * b);
+    return static_cast<T>(wrap_mul(static_cast<U>(a), static_cast<U>(b)));
+  }
 };
 struct Min { // NaN propagates: b != b only for NaN
   template <typename T> __device__ T operator()(T a, T b) const
