@@ -196,11 +196,12 @@ static int take_v(strata_gindexer *gi, strata_array *dist_counts, strata_array *
     if (gi->h_order[l])
       ret = strata__gindexer_gather_submit(cp.in, gi->h_order[l],
                                            strata_array_handle(out_counts[l]), sizeof(int64_t));
+  if (ret) /* the counts are not read: nothing to release */
+    cp = (struct counts_phase){0};
   local = ret ? ret : counts_read(&cp);
   /* Owner: where the requested blocks go in the outbox (outoff, in the
-   * order the counts went). Requester: the inbox's
-   * prefix sums by source, and each list's output offsets (at, with the
-   * list's total last). */
+   * order the counts went). Requester: the inbox's prefix sums by source,
+   * and each list's output offsets (at, with the list's total last). */
   int64_t *items = calloc((size_t)size * 2 + (size_t)n, sizeof *items);
   int64_t *out_items = items, *in_items = items + size, *list_items = items + 2 * size;
   starpu_data_handle_t *h_at = calloc((size_t)n + 1, sizeof *h_at), h_inoff, h_outoff;
