@@ -7,7 +7,8 @@
  * code does not know it) against their hand-written form: an
  * MPI_Alltoallv of the counts, then one of the data, packed and unpacked
  * through prefix sums of the counts. `worst_ratio` is the largest ratio
- * of the run. Medians of the rounds; JSON on rank 0.
+ * of the run; `results_match_baselines` says whether every exchange gave
+ * the hand-written one's values. Medians of the rounds; JSON on rank 0.
  *   mpiexec -n P bench_gindexer [--rounds R] [--quick]   (--quick: N = 10^4) */
 #include <string.h>
 
@@ -208,6 +209,29 @@ static double baseline_take(const struct baseline *b, const float *dist, float *
   return bench_now() - t0;
 }
 
+/* Whether an exchange's result holds the baseline's values (on this rank). */
+static int same_bytes(strata_array *a, const void *want, size_t bytes)
+{
+  const void *got = NULL;
+  int same = a &&
+             (size_t)strata_array_nelems(a) * strata_dtype_size(strata_array_dtype(a)) == bytes &&
+             strata_array_acquire(a, STRATA_READ, (void **)&got) == 0 &&
+             (bytes == 0 || memcmp(got, want, bytes) == 0);
+  if (got)
+    strata_array_release(a);
+  return same;
+}
+
+static int same_values(strata_array *a, const float *want, int64_t n)
+{
+  return same_bytes(a, want, (size_t)n * sizeof *want);
+}
+
+static int same_counts(strata_array *a, const int64_t *want, int64_t n)
+{
+  return same_bytes(a, want, (size_t)n * sizeof *want);
+}
+
 static double max_over_ranks(double t)
 {
   MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -245,6 +269,7 @@ int main(int argc, char **argv)
          *tbpv = malloc((size_t)rounds * sizeof *tbpv), worst = 0;
   strata_gindexer *gi = NULL;
   struct baseline b = {.size = size};
+  int match = 1; /* every result equals the hand-written exchange's */
   for (int r = 0; r < rounds; r++) {
     strata_gindexer_destroy(gi);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -264,7 +289,10 @@ int main(int argc, char **argv)
     strata_gindexer_empty_dist(gi, count, STRATA_FLOAT32, &back);
     float *pd, *plain = malloc((size_t)(n * count) * sizeof *plain),
                *plain_dist = malloc((size_t)(n * count) * sizeof *plain);
-    int64_t *plain_counts = malloc((size_t)n * sizeof *plain_counts);
+    /* the hand-written Take_v's counts, which its Put_v writes back into
+     * new counts per owned item */
+    int64_t *plain_counts = malloc((size_t)n * sizeof *plain_counts),
+            *plain_new_counts = malloc((size_t)n * sizeof *plain_new_counts);
     strata_array_acquire(dist, STRATA_WRITE, (void **)&pd);
     for (int64_t i = 0; i < n * count; i++)
       pd[i] = (float)(rank * n * count + i);
@@ -303,30 +331,37 @@ int main(int argc, char **argv)
       MPI_Barrier(MPI_COMM_WORLD);
       double base = baseline_take(&b, pd, plain, n, count);
       strata_array_release(dist);
+      match = match && same_values(out, plain, n * count);
       /* Last, so that its large temporaries do not disturb the others. */
       strata_array *vc = NULL, *vd = NULL; /* the same payload as variable items */
       MPI_Barrier(MPI_COMM_WORLD);
       double t3 = bench_now();
       strata_gindexer_take_v(gi, counts, dist, &vc, &vd);
       double t4 = bench_now();
-      strata_array_destroy(vc);
-      strata_array_destroy(vd);
-      vc = vd = NULL;
+      strata_array *pvc = NULL, *pvd = NULL; /* Put_v's new counts and data */
       MPI_Barrier(MPI_COMM_WORLD);
       double t5 = bench_now();
-      strata_gindexer_put_v(gi, part_counts, out, STRATA_PUT_LAST, 0, NULL, NULL, &vc, &vd);
+      strata_gindexer_put_v(gi, part_counts, out, STRATA_PUT_LAST, 0, NULL, NULL, &pvc, &pvd);
       double t6 = bench_now();
-      strata_array_destroy(vc);
-      strata_array_destroy(vd);
       const int64_t *cd;
       strata_array_acquire(dist, STRATA_READ, (void **)&pd);
       strata_array_acquire(counts, STRATA_READ, (void **)&cd);
       MPI_Barrier(MPI_COMM_WORLD);
       double base_take_v = baseline_take_v(&b, cd, n, pd, plain_counts, plain, n);
       MPI_Barrier(MPI_COMM_WORLD);
-      double base_put_v = baseline_put_v(&b, plain_counts, plain, n, n, plain_counts, plain_dist);
+      double base_put_v =
+          baseline_put_v(&b, plain_counts, plain, n, n, plain_new_counts, plain_dist);
       strata_array_release(counts);
       strata_array_release(dist);
+      /* The same results as the hand-written exchanges, outside the timings. */
+      int64_t kept = 0; /* Put_v's data: the blocks of the written items */
+      for (int64_t i = 0; i < n; i++)
+        kept += plain_new_counts[i];
+      match = match && same_values(vd, plain, n * count) && same_counts(vc, plain_counts, n) &&
+              same_values(pvd, plain_dist, kept) && same_counts(pvc, plain_new_counts, n);
+      strata_array *made[4] = {vc, vd, pvc, pvd};
+      for (int k = 0; k < 4; k++)
+        strata_array_destroy(made[k]);
       if (r > 0) { /* the first round warms up */
         tt[r - 1] = max_over_ranks(t1 - t0);
         tp[r - 1] = max_over_ranks(t2 - t1_put);
@@ -370,8 +405,11 @@ int main(int argc, char **argv)
     free(plain);
     free(plain_dist);
     free(plain_counts);
+    free(plain_new_counts);
   }
   cJSON_AddNumberToObject(root, "worst_ratio", worst);
+  MPI_Allreduce(MPI_IN_PLACE, &match, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  cJSON_AddBoolToObject(root, "results_match_baselines", match);
   if (rank == 0)
     bench_print_json(root);
   else

@@ -167,24 +167,28 @@ static int submit(MPI_Comm comm, struct strata__codelet *cl, const void *arg, si
                                      modes ? modes : cl->cl.modes);
 }
 
-int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data_handle_t dst,
-                            const struct strata__amr_xfer *x)
+/* One transfer task, with the codelet's modes (NULL) or `modes`. */
+static int xfer(MPI_Comm comm, starpu_data_handle_t src, starpu_data_handle_t dst,
+                const struct strata__amr_xfer *x, const enum starpu_data_access_mode *modes)
 {
   if (x->kind < STRATA__AMR_COPY || x->kind > STRATA__AMR_PROLONG)
     return STRATA_EINVAL;
   starpu_data_handle_t h[2] = {src, dst};
-  return submit(comm, xfer_cl[x->kind], x, sizeof *x, 2, h, NULL);
+  return submit(comm, xfer_cl[x->kind], x, sizeof *x, 2, h, modes);
+}
+
+int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data_handle_t dst,
+                            const struct strata__amr_xfer *x)
+{
+  return xfer(comm, src, dst, x, NULL);
 }
 
 int strata__amr_pack_submit(starpu_data_handle_t src, starpu_data_handle_t outbox,
                             const struct strata__amr_xfer *x)
 {
-  if (x->kind < STRATA__AMR_COPY || x->kind > STRATA__AMR_PROLONG)
-    return STRATA_EINVAL;
-  starpu_data_handle_t h[2] = {src, outbox};
-  const enum starpu_data_access_mode modes[2] = {STARPU_R, STARPU_RW | STARPU_COMMUTE};
+  static const enum starpu_data_access_mode modes[2] = {STARPU_R, STARPU_RW | STARPU_COMMUTE};
   int previous = strata__submit_priority(STARPU_MAX_PRIO);
-  int ret = strata__submit_copy_arg(xfer_cl[x->kind], x, sizeof *x, 2, h, modes);
+  int ret = xfer(MPI_COMM_NULL, src, outbox, x, modes);
   strata__submit_priority(previous);
   return ret;
 }

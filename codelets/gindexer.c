@@ -24,17 +24,36 @@ static void scatter_cpu(void *buffers[], void *cl_arg)
       (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]), STARPU_VECTOR_GET_NX(buffers[1]), *row);
 }
 
-/* Buffers: src (R), displ (R), [map (R),] at (R), dst (W or RW). */
+/* The block copy's argument: the copies, their item size, and whether the
+ * blocks are named by a map. */
+struct copy_blocks {
+  size_t item;
+  int64_t n;
+  int mapped;
+};
+
+/* Its buffers: src (R), displ (R), [map (R),] at (R), dst (W or RW). */
+struct blocks_buffers {
+  void *dst;
+  const void *src;
+  const int64_t *displ, *map, *at;
+};
+
+static struct blocks_buffers blocks_buffers(void *buffers[], const struct copy_blocks *a)
+{
+  return (struct blocks_buffers){
+      .dst = (void *)STARPU_VECTOR_GET_PTR(buffers[3 + a->mapped]),
+      .src = (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+      .displ = (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
+      .map = a->mapped ? (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[2]) : NULL,
+      .at = (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[2 + a->mapped])};
+}
+
 static void blocks_cpu(void *buffers[], void *cl_arg)
 {
-  const struct strata__copy_blocks *a = cl_arg;
-  void *map = a->mapped ? buffers[2] : NULL;
-  strata__copy_blocks_cpu((void *)STARPU_VECTOR_GET_PTR(buffers[3 + a->mapped]),
-                          (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
-                          (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
-                          map ? (const int64_t *)STARPU_VECTOR_GET_PTR(map) : NULL,
-                          (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[2 + a->mapped]), a->n,
-                          a->item);
+  const struct copy_blocks *a = cl_arg;
+  struct blocks_buffers b = blocks_buffers(buffers, a);
+  strata__copy_blocks_cpu(b.dst, b.src, b.displ, b.map, b.at, a->n, a->item);
 }
 
 /* Buffers: dist (RW), inbox (R), csr (R), req (R), local (R); the CPU
@@ -70,14 +89,10 @@ static void scatter_cuda(void *buffers[], void *cl_arg)
 
 static void blocks_cuda(void *buffers[], void *cl_arg)
 {
-  const struct strata__copy_blocks *a = cl_arg;
-  void *map = a->mapped ? buffers[2] : NULL;
-  strata__copy_blocks_cuda((void *)STARPU_VECTOR_GET_PTR(buffers[3 + a->mapped]),
-                           (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
-                           (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
-                           map ? (const int64_t *)STARPU_VECTOR_GET_PTR(map) : NULL,
-                           (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[2 + a->mapped]), a->n,
-                           a->item, starpu_cuda_get_local_stream());
+  const struct copy_blocks *a = cl_arg;
+  struct blocks_buffers b = blocks_buffers(buffers, a);
+  strata__copy_blocks_cuda(b.dst, b.src, b.displ, b.map, b.at, a->n, a->item,
+                           starpu_cuda_get_local_stream());
 }
 
 /* Copies pick one request per index; a reduction merges each index's
@@ -116,7 +131,7 @@ STRATA__CODELET(scatter_cl, "strata_gindexer_scatter", 0xfdae6b, scatter_cpu, sc
 /* Keyed on the block count and the destination's size. */
 static uint32_t blocks_footprint(struct starpu_task *task)
 {
-  const struct strata__copy_blocks *a = task->cl_arg;
+  const struct copy_blocks *a = task->cl_arg;
   starpu_data_handle_t dst = STARPU_TASK_GET_HANDLE(task, 3 + a->mapped);
   return starpu_hash_crc32c_be((uint32_t)starpu_vector_get_nx(dst), (uint32_t)a->n);
 }
@@ -148,7 +163,7 @@ int strata__gindexer_blocks_submit(starpu_data_handle_t src, starpu_data_handle_
                                    starpu_data_handle_t map, starpu_data_handle_t at,
                                    starpu_data_handle_t dst, int64_t n, size_t item, int partial)
 {
-  struct strata__copy_blocks a = {item, n, map != NULL};
+  struct copy_blocks a = {item, n, map != NULL};
   starpu_data_handle_t h[5] = {src, displ, map ? map : at, map ? at : dst, dst};
   enum starpu_data_access_mode m[5] = {STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R};
   m[3 + a.mapped] = partial ? STARPU_RW : STARPU_W;

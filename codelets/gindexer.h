@@ -20,11 +20,6 @@ int strata__gindexer_scatter_submit(starpu_data_handle_t src, starpu_data_handle
  * displ[i] .. displ[i + 1] (displ: R, int64), goes to dst at item offset
  * at[k] (at: R, int64); items of `item` bytes. dst is W, or RW when
  * `partial` (other tasks fill the rest of it). */
-struct strata__copy_blocks {
-  size_t item;
-  int64_t n;
-  int mapped;
-};
 int strata__gindexer_blocks_submit(starpu_data_handle_t src, starpu_data_handle_t displ,
                                    starpu_data_handle_t map, starpu_data_handle_t at,
                                    starpu_data_handle_t dst, int64_t n, size_t item, int partial);
