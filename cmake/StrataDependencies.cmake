@@ -50,6 +50,35 @@ find_program(STRATA_PROTOC_C protoc-c REQUIRED)
 find_file(STRATA_ONNX_PROTO onnx.proto PATHS /usr/include/onnx NO_DEFAULT_PATH REQUIRED)
 message(STATUS "StarPU ${STARPU_starpu-1.3_VERSION}${STARPU_starpu-1.4_VERSION} (${STRATA_STARPU_MODULES})")
 
+# A StarPU built for SimGrid (scripts/build-starpu.sh --simgrid) is static
+# and simulates its workers and SimGrid's MPI (SMPI) its ranks: Strata is then
+# built as one static library with smpicc, so that SMPI gives every simulated
+# rank its own copy of Strata's and StarPU's globals (scripts/simulate.sh).
+find_file(_strata_starpu_config starpu_config.h PATHS ${STARPU_INCLUDE_DIRS} NO_DEFAULT_PATH
+          NO_CACHE)
+file(STRINGS ${_strata_starpu_config} _strata_simgrid_define REGEX "^#define STARPU_SIMGRID 1")
+if(_strata_simgrid_define)
+  set(STRATA_SIMGRID ON)
+  if(NOT CMAKE_C_COMPILER MATCHES "smpicc$")
+    message(FATAL_ERROR "StarPU ${_strata_starpu_found} is a SimGrid build: configure with "
+                        "CC=smpicc (scripts/simulate.sh does)")
+  endif()
+  # StarPU's main() starts SMPI's rank, then runs the program's main()
+  # renamed to starpu_main() (starpu_simgrid_wrap.h) as a simulated thread.
+  get_filename_component(_strata_starpu_include ${_strata_starpu_config} DIRECTORY)
+  add_compile_options(-I${_strata_starpu_include} "SHELL:-include starpu_simgrid_wrap.h")
+  # SMPI answers MPI calls only from the rank's own thread, which StarPU-MPI
+  # keeps: the host side's calls become StarPU-MPI messages.
+  add_compile_options("SHELL:-include ${PROJECT_SOURCE_DIR}/core/internal/simgrid_mpi.h")
+  # Each rank keeps its own memory (no SMPI_SHARED_MALLOC folding).
+  add_compile_definitions(SMPI_NO_OVERRIDE_MALLOC)
+  # The static libraries StarPU needs (SimGrid among them) after StarPU's own.
+  set_property(TARGET PkgConfig::STARPU APPEND PROPERTY INTERFACE_LINK_LIBRARIES
+               ${STARPU_STATIC_LDFLAGS})
+else()
+  set(STRATA_SIMGRID OFF)
+endif()
+
 # pkg-config name of the MPI implementation, for strata.pc.
 pkg_check_modules(MPI_PC QUIET mpi-c)
 if(MPI_PC_FOUND)
@@ -62,6 +91,9 @@ include(CMakePushCheckState)
 cmake_push_check_state(RESET)
 set(CMAKE_REQUIRED_INCLUDES ${STARPU_INCLUDE_DIRS} ${MPI_C_INCLUDE_DIRS})
 set(CMAKE_REQUIRED_LIBRARIES ${STARPU_LINK_LIBRARIES} ${MPI_C_LIBRARIES})
+if(STRATA_SIMGRID)
+  list(APPEND CMAKE_REQUIRED_LIBRARIES ${STARPU_STATIC_LDFLAGS})
+endif()
 set(CMAKE_REQUIRED_QUIET ON)
 # 1.4 reduction codelets take arguments and expect STARPU_COMMUTE on the
 # accumulator (1.3 aborts when it is there).

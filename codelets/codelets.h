@@ -83,13 +83,22 @@ struct strata__codelet {
     .type = STARPU_HISTORY_BASED, .symbol = symbol_, .footprint = footprint_                       \
   }
 
+/* Under SimGrid (scripts/simulate.sh) every task runs for real, so that the
+ * host's decisions that read results (counts, masks, bubbles) stay those of
+ * a real run, and its measured thread time becomes its simulated duration. */
+#ifdef STARPU_SIMGRID
+#define STRATA__SIMGRID_FLAGS .flags = STARPU_CODELET_SIMGRID_EXECUTE_AND_INJECT,
+#else
+#define STRATA__SIMGRID_FLAGS
+#endif
+
 /* A codelet initializer: name, trace colour, CPU and CUDA implementations
  * (cuda NULL: CPU only), performance model (NULL: none), then the buffers
  * and anything else of the codelet (.nbuffers, .modes, .can_execute, ...). */
 #define STRATA__CODELET_INIT(name_, color_, cpu, cuda, model_, ...)                                \
   {                                                                                                \
-    .name = name_, .color = color_, .cpu_funcs = {cpu}, STRATA__CUDA_IMPL(cuda).model = model_,    \
-    __VA_ARGS__                                                                                    \
+    .name = name_, .color = color_, .cpu_funcs = {cpu},                                            \
+    STRATA__CUDA_IMPL(cuda) STRATA__SIMGRID_FLAGS.model = model_, __VA_ARGS__                      \
   }
 
 /* The codelet `var` named `name` with its own history-based model keyed on

@@ -26,3 +26,13 @@ int strata__view_submit(const struct strata__view_args *a, starpu_data_handle_t 
   starpu_data_handle_t h[2] = {src, dst};
   return strata__submit_copy_arg(partial ? &view_partial_cl : &view_cl, a, sizeof *a, 2, h, NULL);
 }
+
+int strata__copy_submit(starpu_data_handle_t src, starpu_data_handle_t dst)
+{
+  struct strata__view_args a = {.ndim = 1,
+                                .elem = (int32_t)starpu_vector_get_elemsize(src),
+                                .shape = {starpu_vector_get_nx(src)},
+                                .src_stride = {1},
+                                .dst_stride = {1}};
+  return strata__view_submit(&a, src, dst, 0);
+}

@@ -11,4 +11,8 @@
 int strata__view_submit(const struct strata__view_args *a, starpu_data_handle_t src,
                         starpu_data_handle_t dst, int partial);
 
+/* The whole of vector src into vector dst of the same size: StarPU's own
+ * starpu_data_cpy() is a task that a simulation does not run. */
+int strata__copy_submit(starpu_data_handle_t src, starpu_data_handle_t dst);
+
 #endif

@@ -2,6 +2,10 @@
 # Build StarPU from Debian's source packages with FxT traces, MPI and, when
 # nvcc exists, CUDA, into a prefix under the user's cache.
 #   scripts/build-starpu.sh [1.3|1.4]          (default 1.4)
+#   scripts/build-starpu.sh --simgrid          StarPU 1.4 in SimGrid mode, with
+#                                              StarPU-MPI over SMPI (static only:
+#                                              SimGrid's MPI cannot load shared
+#                                              libraries), for scripts/simulate.sh
 # Prints the environment to use on its last lines (eval-able):
 #   eval "$(scripts/build-starpu.sh 1.4 | tail -n 3)"
 # A finished build is reused: its prefix holds a stamp naming the source
@@ -10,6 +14,11 @@
 # STRATA_STARPU_CONFIGURE adds configure flags (e.g. --enable-blocking-drivers).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+simgrid=OFF
+if [ "${1:-}" = --simgrid ]; then
+  simgrid=ON
+  set -- 1.4
+fi
 series=${1:-1.4}
 case $series in
   1.3 | 1.4) ;;
@@ -44,15 +53,22 @@ fi
 
 cuda=OFF
 nvcc=$(bash "$root/scripts/starpu-select.sh" --nvcc)
-if [ -n "$nvcc" ] && [ "${STRATA_STARPU_CUDA:-AUTO}" != OFF ]; then
+if [ -n "$nvcc" ] && [ "${STRATA_STARPU_CUDA:-AUTO}" != OFF ] && [ $simgrid = OFF ]; then
   cuda=ON
   cuda_dir=$(cd "$(dirname "$nvcc")/.." && pwd)
 fi
-flags=(--enable-maxcpus=64 --with-fxt --enable-mpi
+flags=(--enable-maxcpus=64 --enable-mpi
        --disable-fortran --disable-socl --disable-starpurm --disable-starpufft
        --disable-build-doc --disable-build-examples --disable-build-tests
        --disable-opencl --disable-openmp)
 [ "$series" = 1.4 ] && flags+=(--disable-starpupy)
+# A simulated node's CUDA workers come from its platform file, not from a
+# CUDA driver; FxT traces of a simulation are not needed.
+if [ $simgrid = ON ]; then
+  flags+=(--enable-simgrid --disable-shared)
+else
+  flags+=(--with-fxt)
+fi
 patches=()
 if [ $cuda = ON ]; then
   flags+=(--enable-cuda "--with-cuda-dir=$cuda_dir")
@@ -63,13 +79,15 @@ fi
 # shellcheck disable=SC2206
 flags+=(${STRATA_STARPU_CONFIGURE:-})
 
-prefix=$cache/starpu-$series$([ $cuda = ON ] && echo -cuda)
+prefix=$cache/starpu-$series$([ $cuda = ON ] && echo -cuda)$([ $simgrid = ON ] && echo -simgrid)
 stamp_text=$(printf '%s\n' "$version" "${flags[@]}"; cat "${patches[@]}" /dev/null | sha256sum)
 if [ -f "$prefix/.strata-stamp" ] && [ "$(cat "$prefix/.strata-stamp")" = "$stamp_text" ]; then
   log "reusing StarPU $version in $prefix"
 else
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     dpkg-dev libfxt-dev libhwloc-dev libopenmpi-dev pkg-config >/dev/null
+  [ $simgrid = ON ] && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends libsimgrid-dev xsltproc >/dev/null
   src=$cache/src/starpu-$version
   rm -rf "$src" "$prefix"
   mkdir -p "$src"

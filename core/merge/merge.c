@@ -7,6 +7,7 @@
 #include "internal/runtime.h"
 #include "kernels/merge_kernels.h"
 #include "merge.h"
+#include "view.h"
 
 int strata_merge_result_dtype(strata_op op, strata_dtype in, strata_dtype *out)
 {
@@ -327,8 +328,7 @@ int strata_merge_versions(strata_array **versions, int nlocal, strata_op op,
       ret = recv_handle(versions[0]->handle, first, tag);
   }
   for (int k = 1; !ret && k < nlocal; k++)
-    ret = strata__from_starpu(
-        starpu_data_cpy(versions[k]->handle, versions[0]->handle, 1, NULL, NULL));
+    ret = strata__copy_submit(versions[0]->handle, versions[k]->handle);
   free(owner);
   free(item);
   free(all);

@@ -9,6 +9,7 @@
 #include "codelets.h"
 #include "internal/exchange.h"
 #include "internal/runtime.h"
+#include "view.h"
 
 /* Tag layout: bit 62 Strata's; bit 61 set: an object's range (12-bit slot,
  * 48-bit offset); clear: a collective call's (41-bit number, 20-bit offset). */
@@ -107,7 +108,7 @@ int strata__exchange_post(MPI_Comm comm, int64_t tag, const int64_t *send,
   for (int r = 0; r < size; r++) {
     if (r == rank) {
       if (send[r] > 0) {
-        int ret = strata__from_starpu(starpu_data_cpy(inbox[r], outbox[r], 1, NULL, NULL));
+        int ret = strata__copy_submit(outbox[r], inbox[r]);
         if (ret)
           return ret;
       }

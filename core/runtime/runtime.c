@@ -150,6 +150,7 @@ static int check_starpu_environment(void)
   return 0;
 }
 
+#ifndef STARPU_SIMGRID
 /* StarPU calibrates the bus into STARPU_HOME on first use; ranks of one
  * node sharing a fresh STARPU_HOME would write and read those files at the
  * same time (StarPU 1.3 aborts on the half-written file). The first rank of
@@ -181,6 +182,7 @@ static int start_starpu_per_node(MPI_Comm comm, struct starpu_conf *conf)
   MPI_Comm_free(&node);
   return ret;
 }
+#endif
 
 /* The ranks of comm on this node (1 when MPI cannot tell). */
 static int ranks_on_node(MPI_Comm comm)
@@ -227,6 +229,10 @@ static int resolve_idle_yield(int configured, int node_ranks)
  * costs under 5 %, and the poll yields its core meanwhile. */
 static int resolve_wait_spin(int configured)
 {
+#ifdef STARPU_SIMGRID
+  (void)configured;
+  return 0; /* simulated threads take turns: a spinning one would keep its turn */
+#else
   const char *env = getenv("STRATA_WAIT_SPIN_US");
   if (env && *env) {
     char *end;
@@ -236,6 +242,7 @@ static int resolve_wait_spin(int configured)
     strata_log(STRATA_LOG_WARN, "STRATA_WAIT_SPIN_US=%s ignored (0 to 1000000)", env);
   }
   return configured >= 0 ? configured : 1000;
+#endif
 }
 
 /* Start StarPU-MPI on the StarPU that runs on every rank, taking a
@@ -267,7 +274,16 @@ static int start_starpu(int *argc, char ***argv, MPI_Comm comm, const strata_con
     conf.nopencl = 0; /* an NVIDIA OpenCL driver would otherwise take a core */
   if (!getenv("STARPU_SCHED"))
     conf.sched_policy_name = cfg->sched ? cfg->sched : "lws";
+#ifdef STARPU_SIMGRID
+  /* Under SimGrid, StarPU started apart from StarPU-MPI runs no task once a
+   * message has passed: starpu_mpi_init_conf() starts both (and
+   * starpu_mpi_shutdown() stops both). */
+  int ret = 0;
+  const int owns_starpu = 0;
+#else
   int ret = start_starpu_per_node(comm, &conf);
+  const int owns_starpu = 1;
+#endif
   if (ret != 0)
     strata_log(STRATA_LOG_ERROR, "StarPU initialisation failed (%d)", ret);
   int code = ret == 0 ? 0 : ret == -ENODEV ? STRATA_ENODEV : STRATA_ESTARPU, agreed = code;
@@ -276,7 +292,8 @@ static int start_starpu(int *argc, char ***argv, MPI_Comm comm, const strata_con
     agreed = start_starpu_mpi(argc, argv, comm, &conf);
   if (agreed != 0 && starpu_is_initialized())
     starpu_shutdown();
-  rt.owns_starpu = rt.owns_starpu_mpi = agreed == 0;
+  rt.owns_starpu_mpi = agreed == 0;
+  rt.owns_starpu = owns_starpu && agreed == 0;
   return agreed;
 }
 
