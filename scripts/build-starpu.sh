@@ -86,8 +86,10 @@ if [ -f "$prefix/.strata-stamp" ] && [ "$(cat "$prefix/.strata-stamp")" = "$stam
 else
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     dpkg-dev libfxt-dev libhwloc-dev libopenmpi-dev pkg-config >/dev/null
-  [ $simgrid = ON ] && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    --no-install-recommends libsimgrid-dev xsltproc >/dev/null
+  if [ $simgrid = ON ]; then
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      --no-install-recommends libsimgrid-dev >/dev/null
+  fi
   src=$cache/src/starpu-$version
   rm -rf "$src" "$prefix"
   mkdir -p "$src"

@@ -34,6 +34,8 @@ packages=(
   # scripts/build-starpu.sh; pajeng checks traces, ViTE shows them (headless
   # under Xvfb for screenshots: xwd + netpbm), gnuplot plots sweeps
   dpkg-dev libfxt-dev pajeng vite xvfb xauth x11-apps netpbm gnuplot-nox librsvg2-bin
+  # simulated clusters: StarPU on SimGrid with SMPI (scripts/simulate.sh)
+  libsimgrid-dev
 )
 
 missing=()
@@ -61,3 +63,6 @@ scripts=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 if [ "$(bash "$scripts/starpu-select.sh")" = cuda ]; then
   bash "$scripts/build-starpu.sh" 1.4 >/dev/null
 fi
+# The SimGrid StarPU of scripts/simulate.sh and the `simulate` tests (about
+# two minutes, once).
+bash "$scripts/build-starpu.sh" --simgrid >/dev/null

@@ -37,7 +37,7 @@ case $leg in
     # The installed-tree test builds a consumer without the sanitizer runtime;
     # the soak tests read the heap, which the sanitizer's allocator replaces;
     # variants repeat covered paths (tests/CMakeLists.txt).
-    select=(-LE "install|soak|variant")
+    select=(-LE "install|soak|variant|simulate")
     ;;
   valgrind)
     build=${STRATA_BUILD_DIR:-build-valgrind}
@@ -51,8 +51,10 @@ case $leg in
     build=${STRATA_BUILD_DIR:-build-starpu-$series}
     eval "$(bash scripts/build-starpu.sh "$series" | tail -n 3)"
     config+=(-DSTRATA_STARPU_SERIES="$series")
-    # The plain leg runs every variant on Debian's StarPU 1.3 already.
-    [ "$series" = 1.3 ] && select=(-LE variant)
+    # The plain leg runs every variant on Debian's StarPU 1.3 already, and
+    # the simulation (its own build, against the SimGrid StarPU).
+    select=(-LE simulate)
+    [ "$series" = 1.3 ] && select=(-LE "variant|simulate")
     ;;
 esac
 jobs=$(nproc)

@@ -112,16 +112,16 @@ static int combine(void *dst, const void *src, int n, MPI_Datatype t, MPI_Op op)
 /* Messages in flight, in one table that every simulated rank reaches: the
  * ranks share the process's heap but not its globals (SMPI gives each its
  * own), so the table hangs on the host of rank 0's main thread. A letter
- * from rank `from` to rank `to` waits in `to`'s list until taken. */
+ * from rank `from` to rank `to` waits in their pair's list until taken. */
 struct letter {
-  int from, context;
+  int context;
   int64_t tag;
   void *bytes;
   struct letter *next;
 };
 struct post_office {
   int size;
-  struct letter **first; /* per receiving rank, oldest first */
+  struct letter **first; /* per receiving rank and sender, oldest first */
 };
 
 static struct post_office *post_office(int size)
@@ -130,7 +130,7 @@ static struct post_office *post_office(int size)
   struct post_office *po = anchor ? sg_host_get_data(anchor) : NULL;
   if (!po && anchor && (po = calloc(1, sizeof *po))) {
     po->size = size;
-    if (!(po->first = calloc((size_t)size, sizeof *po->first))) {
+    if (!(po->first = calloc((size_t)size * (size_t)size, sizeof *po->first))) {
       free(po);
       return NULL;
     }
@@ -142,8 +142,9 @@ static struct post_office *post_office(int size)
 /* The oldest letter from `from` in `context` for `to`, out of its list. */
 static struct letter *take_letter(struct post_office *po, int to, int from, int context)
 {
-  for (struct letter **l = &po->first[to]; *l; l = &(*l)->next)
-    if ((*l)->from == from && (*l)->context == context) {
+  for (struct letter **l = &po->first[(size_t)to * (size_t)po->size + (size_t)from]; *l;
+       l = &(*l)->next)
+    if ((*l)->context == context) {
       struct letter *x = *l;
       *l = x->next;
       return x;
@@ -205,15 +206,15 @@ static int post(struct messages *m, int send, const void *buf, size_t bytes, int
   struct message *x = &m->m[m->n];
   *x = (struct message){.peer = peer, .bytes = bytes, .tag = tag};
   if (send) {
-    struct letter *l = malloc(sizeof *l), **last = &po->first[peer];
+    struct letter *l = malloc(sizeof *l),
+                  **last = &po->first[(size_t)peer * (size_t)size + (size_t)rank];
     void *copy = malloc(bytes ? bytes : 1);
     if (!l || !copy) {
       free(l), free(copy);
       return MPI_ERR_NO_MEM;
     }
     memcpy(copy, buf, bytes);
-    *l = (struct letter){
-        .from = rank, .context = (int)(tag >> CONTEXT_BITS), .tag = tag, .bytes = copy};
+    *l = (struct letter){.context = (int)(tag >> CONTEXT_BITS), .tag = tag, .bytes = copy};
     while (*last)
       last = &(*last)->next;
     *last = l;

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Strata on simulated clusters: StarPU's SimGrid mode with StarPU-MPI over
+# SMPI, the real scheduler and the real tasks on a simulated platform
+# (docs/scaling.md).
+#   scripts/simulate.sh build
+#       the SimGrid StarPU (scripts/build-starpu.sh --simgrid) and Strata
+#       against it, static, in build-simgrid (STRATA_SIM_BUILD_DIR)
+#   scripts/simulate.sh run [-p vm|cluster] [-n RANKS] [-c CPUS] PROGRAM [ARGS]
+#       PROGRAM of build-simgrid (tools/strata, bench/bench_gindexer, ...) on
+#       RANKS simulated ranks, one per node, each with CPUS workers (1);
+#       SimGrid's own messages go to $STRATA_SIM_LOG (simulate.log)
+#   scripts/simulate.sh validate [-o DIR] [-r RUNS]
+#       measured against simulated on 1, 2 and 4 ranks: the inference cycle
+#       and the global indexer's Take and Put; DIR/validation.json (simulate/)
+#   scripts/simulate.sh scaling [-o DIR] [-m MAX_RANKS]
+#       weak and strong scaling on the cluster platform, DIR/scaling.json and
+#       DIR/scaling.png (scripts/simulate_studies.py says what each measures)
+# Platforms: `vm` is this machine's kind (Open MPI's shared memory: 0.4 us,
+# 16 GB/s); `cluster` nodes of 2 x 32 cores on a two-level fat tree of
+# 200 Gb/s links (25 GB/s, 1 us), CPU only: no CUDA performance has been
+# measured for the simulated nodes yet.
+# A simulated task runs for real and lasts, in the simulation, the thread
+# time it took here; so the problem of every simulated rank is computed on
+# this machine, and the memory of every rank is held at once.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${STRATA_SIM_BUILD_DIR:-$root/build-simgrid}
+log() { echo "simulate: $*" >&2; }
+
+starpu_env() { eval "$(bash "$root/scripts/build-starpu.sh" --simgrid | tail -n 3)"; }
+
+cmd_build() {
+  starpu_env
+  command -v smpicc >/dev/null || { log "smpicc missing (libsimgrid-dev)"; exit 1; }
+  if [ ! -f "$build/CMakeCache.txt" ]; then
+    CC=smpicc cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=OFF \
+      -DBUILD_TESTING=OFF -DSTRATA_P4EST=OFF >"$build.configure.log" 2>&1 ||
+      { tail -n 20 "$build.configure.log" >&2; exit 1; }
+  fi
+  cmake --build "$build" -j "$(nproc)" --target strata_tool bench_gindexer bench_infer >/dev/null
+  log "built $build"
+}
+
+# The platform of `ranks` nodes of `cpus` workers: SMPI's network between
+# the nodes, and one zone per rank named as StarPU looks its workers up.
+platform() {
+  local kind=$1 ranks=$2 cpus=$3 net
+  case $kind in
+    vm) net="bw=\"16GBps\" lat=\"0.4us\" loopback_bw=\"16GBps\" loopback_lat=\"0.1us\"" ;;
+    cluster)
+      local leaf=$((ranks < 32 ? ranks : 32)) spines=$(((ranks + 31) / 32))
+      if [ "$spines" -le 1 ]; then
+        net="bw=\"25GBps\" lat=\"1us\" topology=\"FAT_TREE\" topo_parameters=\"1;$leaf;1;1\""
+      else
+        [ $((ranks % 32)) -eq 0 ] || { log "cluster: ranks above 32 come in multiples of 32"; exit 2; }
+        net="bw=\"25GBps\" lat=\"1us\" topology=\"FAT_TREE\" topo_parameters=\"2;32,$spines;1,$spines;1,1\""
+      fi
+      ;;
+    *) log "platform $kind: vm or cluster"; exit 2 ;;
+  esac
+  echo "<?xml version='1.0'?>"
+  echo '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">'
+  echo '<platform version="4.1"><zone id="world" routing="None">'
+  echo "<cluster id=\"net\" prefix=\"node\" suffix=\"\" radical=\"0-$((ranks - 1))\" speed=\"1Gf\" $net/>"
+  for ((i = 0; i < ranks; i++)); do
+    echo "<zone id=\"StarPU-MPI$i\" routing=\"Full\"><host id=\"StarPU-MPI$i-MAIN\" speed=\"1f\"/>"
+    for ((c = 0; c < cpus; c++)); do echo "<host id=\"StarPU-MPI$i-CPU$c\" speed=\"2Gf\"/>"; done
+    echo "<host id=\"StarPU-MPI$i-RAM\" speed=\"1f\"/></zone>"
+  done
+  echo '</zone></platform>'
+}
+
+# StarPU's bus description of a simulated node (CPU only: one memory node),
+# which a simulation reads instead of measuring the bus.
+bus_files() {
+  local dir=$1/.starpu/sampling/bus cpus=$2 matrix
+  mkdir -p "$dir"
+  printf '# GPU\tNUMA0\t\n' >"$dir/simulated.affinity"
+  printf '# Current configuration\n%d # Number of CPUs\n1 # Number of NUMA nodes\n' "$cpus" >"$dir/simulated.config"
+  printf '0 # Number of %s\n' "CUDA devices" "OpenCL devices" "MIC devices" "MPI devices" >>"$dir/simulated.config"
+  matrix=$(python3 -c 'n = 16
+print("".join(f"to {j}\t\t" for j in range(n)))
+for i in range(n):
+    print("\t".join("0.000000e+00" if i == j == 0 else "nan" for j in range(n)))')
+  printf '# %s\n' "$matrix" | sed '2,$s/^# //' | tee "$dir/simulated.bandwidth" >"$dir/simulated.latency"
+}
+
+cmd_run() {
+  local kind=vm ranks=1 cpus=1
+  while [ $# -gt 0 ]; do
+    case $1 in
+      -p) kind=$2; shift 2 ;;
+      -n) ranks=$2; shift 2 ;;
+      -c) cpus=$2; shift 2 ;;
+      *) break ;;
+    esac
+  done
+  [ $# -ge 1 ] || { log "run: no program"; exit 2; }
+  local prog=$1
+  shift
+  [[ $prog = /* ]] || prog=$build/$prog
+  [ -x "$prog" ] || { log "$prog not built (scripts/simulate.sh build)"; exit 1; }
+  local dir
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/strata-sim.XXXXXX")
+  platform "$kind" "$ranks" "$cpus" >"$dir/platform.xml"
+  bus_files "$dir" "$cpus"
+  for ((i = 0; i < ranks; i++)); do echo "node$i"; done >"$dir/hosts"
+  local stack
+  stack=$(ulimit -s)
+  [ "$stack" != unlimited ] || stack=8192
+  local ret=0
+  STARPU_NCPU=$cpus STARPU_NCUDA=0 STARPU_NOPENCL=0 STARPU_SILENT=1 STARPU_HOME=$dir \
+    STARPU_HOSTNAME=simulated OPENBLAS_NUM_THREADS=1 \
+    smpirun -platform "$dir/platform.xml" -hostfile "$dir/hosts" -np "$ranks" "$prog" "$@" \
+    --cfg=smpi/privatization:yes --cfg=smpi/simulate-computation:no \
+    --cfg=contexts/stack-size:"$stack" --log=root.thres:critical \
+    2>>"${STRATA_SIM_LOG:-simulate.log}" || ret=$?
+  rm -rf "$dir"
+  return $ret
+}
+
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
+
+case ${1:-} in
+  build) shift; cmd_build "$@" ;;
+  run) shift; starpu_env; cmd_run "$@" ;;
+  validate | scaling) starpu_env; python3 "$root/scripts/simulate_studies.py" "$@" ;;
+  -h | --help) usage ;;
+  *) usage >&2; exit 2 ;;
+esac

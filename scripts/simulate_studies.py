@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""The studies of scripts/simulate.sh (docs/scaling.md).
+
+validate: the same benchmark measured here (mpiexec, build/) and simulated
+    on the `vm` platform (build-simgrid/), on 1, 2 and 4 ranks of one worker:
+    the inference cycle (bench_infer --quick: the task graph's cycle) and the
+    global indexer's Take and Put (bench_gindexer: 10^6 items per rank, one
+    value per index). Medians of RUNS runs each; the error is simulated over measured,
+    minus 1.
+scaling: on the `cluster` platform, one worker per rank: the global
+    indexer's Take and Put with 10^4 items per rank (weak scaling), and the
+    inference cycle of Enzo-E's inference test (strong scaling) and of the
+    8x larger problem, with each rank's messages per cycle; plots with
+    gnuplot.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIMULATE = os.path.join(ROOT, "scripts", "simulate.sh")
+
+
+def log(*words):
+    print("simulate:", *words, file=sys.stderr, flush=True)
+
+
+def measured(ranks, program, args, env_extra=None):
+    """One run under mpiexec from build/ (STRATA_BUILD_DIR): its JSON."""
+    build = os.environ.get("STRATA_BUILD_DIR", os.path.join(ROOT, "build"))
+    env = dict(os.environ)
+    for line in open(os.path.join(ROOT, "scripts", "env.sh")):
+        if line.startswith("export "):
+            for item in line[len("export "):].split():
+                key, _, value = item.partition("=")
+                if value.startswith("${"):
+                    value = value.split(":-", 1)[1].rstrip("}")
+                env.setdefault(key, value)
+    env.update(STARPU_NCPU="1", STARPU_HOME=os.path.join(args.out, "starpu-home"))
+    env.update(env_extra or {})
+    cmd = ["mpiexec", "-n", str(ranks), os.path.join(build, program)] + args.program_args
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def simulated(platform, ranks, program, program_args, log_file):
+    """One run on `ranks` simulated ranks of one worker: its JSON (or the
+    tool's text) and the seconds it took here."""
+    env = dict(os.environ, STRATA_SIM_LOG=log_file)
+    cmd = ["bash", SIMULATE, "run", "-p", platform, "-n", str(ranks), program] + program_args
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    wall = time.monotonic() - t0
+    return out, wall
+
+
+class Job:
+    """A benchmark and the figures read from its JSON."""
+
+    def __init__(self, name, program, program_args, figures):
+        self.name, self.program, self.program_args, self.figures = name, program, program_args, figures
+
+
+INFER = Job("infer", "bench/bench_infer", ["--quick", "--rounds", "3"],
+            lambda d: {"cycle_s": d["task_graph_s"]["total"]})
+GINDEXER = Job("gindexer", "bench/bench_gindexer", ["--rounds", "3"],
+               lambda d: {"take_s": d["counts"][0]["take_s"], "put_s": d["counts"][0]["put_s"]})
+
+
+def validate(opts):
+    results = []
+    for job in (INFER, GINDEXER):
+        for ranks in (1, 2, 4):
+            real, sim = {}, {}
+            for _ in range(opts.runs):
+                opts.program_args = job.program_args
+                for k, v in job.figures(measured(ranks, job.program, opts)).items():
+                    real.setdefault(k, []).append(v)
+                out, _ = simulated("vm", ranks, job.program, job.program_args, opts.log)
+                for k, v in job.figures(json.loads(out)).items():
+                    sim.setdefault(k, []).append(v)
+            for k in real:
+                m, s = statistics.median(real[k]), statistics.median(sim[k])
+                row = {"benchmark": job.name, "figure": k, "ranks": ranks, "measured_s": m,
+                       "measured_range": [min(real[k]), max(real[k])], "simulated_s": s,
+                       "simulated_range": [min(sim[k]), max(sim[k])], "error": s / m - 1}
+                log(f"{job.name} {k} {ranks} rank(s): measured {m:.4g} s, simulated {s:.4g} s, "
+                    f"error {100 * row['error']:+.0f} %")
+                results.append(row)
+    with open(os.path.join(opts.out, "validation.json"), "w") as f:
+        json.dump({"runs": opts.runs, "rows": results}, f, indent=1)
+
+
+def infer_cycle(text):
+    """The last cycle's seconds and messages from `strata infer`'s table."""
+    rows = [line.split() for line in text.splitlines()]
+    header = next(i for i, r in enumerate(rows) if r[:2] == ["cycle", "leaves"])
+    last = [r for r in rows[header + 1:] if r and r[0].isdigit()][-1]
+    return {"cycle_s": float(last[-3]), "messages": int(last[8]), "leaves": int(last[1]),
+            "elements": int(last[2]), "rss_mib": float(last[-2])}
+
+
+def scaling(opts):
+    series = {}
+    ranks_list = [r for r in (1, 2, 4, 8, 16, 32, 64, 128) if r <= opts.max_ranks]
+    for ranks in ranks_list:
+        out, wall = simulated("cluster", ranks, GINDEXER.program, ["--quick", "--rounds", "1"],
+                              opts.log)
+        row = dict(GINDEXER.figures(json.loads(out)), ranks=ranks, host_s=wall)
+        series.setdefault("gindexer_weak", []).append(row)
+        log(f"gindexer {ranks} ranks: {row}")
+    for name, root_blocks, limit in (("infer_strong", 2, opts.max_ranks_infer),
+                                     ("infer_strong_8x", 4, opts.max_ranks_8x)):
+        for ranks in (r for r in ranks_list if r <= limit):
+            args = ["infer", "--quiet", "--cycles", "2", "--png", "none", "--hdf5", "none",
+                    "--root-blocks", str(root_blocks), "--grid", str(64 * root_blocks)]
+            out, wall = simulated("cluster", ranks, "tools/strata", args, opts.log)
+            row = dict(infer_cycle(out), ranks=ranks, host_s=wall)
+            series.setdefault(name, []).append(row)
+            log(f"{name} {ranks} ranks: {row}")
+    with open(os.path.join(opts.out, "scaling.json"), "w") as f:
+        json.dump(series, f, indent=1)
+    plot(series, opts.out)
+
+
+def plot(series, out):
+    dat = os.path.join(out, "scaling.dat")
+    with open(dat, "w") as f:
+        for name, key in (("gindexer_weak", "take_s"), ("gindexer_weak", "put_s"),
+                          ("infer_strong", "cycle_s"), ("infer_strong_8x", "cycle_s")):
+            f.write(f"# {name} {key}\n")
+            for row in series.get(name, []):
+                f.write(f"{row['ranks']} {row[key]}\n")
+            f.write("\n\n")
+    png = os.path.join(out, "scaling.png")
+    script = f"""
+set terminal pngcairo size 1100,450 font ',10'
+set output '{png}'
+set multiplot layout 1,2
+set logscale xy 2
+set xlabel 'simulated ranks (cluster: 1 worker per rank)'
+set key top left
+set title 'Global indexer, 10^4 items per rank (weak)'
+set ylabel 'simulated seconds per call'
+plot '{dat}' index 0 using 1:2 with linespoints title 'Take', \\
+     '' index 1 using 1:2 with linespoints title 'Put'
+set title 'Inference cycle (strong)'
+set ylabel 'simulated seconds per cycle'
+plot '{dat}' index 2 using 1:2 with linespoints title 'Enzo-E test size', \\
+     '' index 3 using 1:2 with linespoints title '8x larger'
+unset multiplot
+"""
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    log("wrote", png)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("study", choices=["validate", "scaling"])
+    parser.add_argument("-o", "--out", default="simulate")
+    parser.add_argument("-r", "--runs", type=int, default=5)
+    parser.add_argument("-m", "--max-ranks", type=int, default=64)
+    parser.add_argument("--max-ranks-infer", type=int, default=32)
+    parser.add_argument("--max-ranks-8x", type=int, default=8)
+    opts = parser.parse_args()
+    os.makedirs(opts.out, exist_ok=True)
+    opts.out = os.path.abspath(opts.out)
+    opts.log = os.path.join(opts.out, "simulate.log")
+    {"validate": validate, "scaling": scaling}[opts.study](opts)
+
+
+if __name__ == "__main__":
+    main()
