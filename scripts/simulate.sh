@@ -14,7 +14,8 @@
 #       and the global indexer's Take and Put; DIR/validation.json (simulate/)
 #   scripts/simulate.sh scaling [-o DIR] [-m MAX_RANKS]
 #       weak and strong scaling on the cluster platform, DIR/scaling.json and
-#       DIR/scaling.png (scripts/simulate_studies.py says what each measures)
+#       DIR/scaling.png (scripts/simulate_studies.py says what each measures);
+#       `plot -o DIR` draws DIR/scaling.png again from DIR/scaling.json
 # Platforms: `vm` is this machine's kind (Open MPI's shared memory: 0.4 us,
 # 16 GB/s); `cluster` nodes of 2 x 32 cores on a two-level fat tree of
 # 200 Gb/s links (25 GB/s, 1 us), CPU only: no CUDA performance has been
@@ -124,7 +125,7 @@ usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
 case ${1:-} in
   build) shift; cmd_build "$@" ;;
   run) shift; starpu_env; cmd_run "$@" ;;
-  validate | scaling) starpu_env; python3 "$root/scripts/simulate_studies.py" "$@" ;;
+  validate | scaling | plot) starpu_env; python3 "$root/scripts/simulate_studies.py" "$@" ;;
   -h | --help) usage ;;
   *) usage >&2; exit 2 ;;
 esac

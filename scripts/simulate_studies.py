@@ -141,7 +141,9 @@ def plot(series, out):
 set terminal pngcairo size 1100,450 font ',10'
 set output '{png}'
 set multiplot layout 1,2
-set logscale xy 2
+set logscale x 2
+set logscale y 10
+set format y '%g'
 set xlabel 'simulated ranks (cluster: 1 worker per rank)'
 set key top left
 set title 'Global indexer, 10^4 items per rank (weak)'
@@ -161,7 +163,7 @@ unset multiplot
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("study", choices=["validate", "scaling"])
+    parser.add_argument("study", choices=["validate", "scaling", "plot"])
     parser.add_argument("-o", "--out", default="simulate")
     parser.add_argument("-r", "--runs", type=int, default=5)
     parser.add_argument("-m", "--max-ranks", type=int, default=64)
@@ -171,6 +173,9 @@ def main():
     os.makedirs(opts.out, exist_ok=True)
     opts.out = os.path.abspath(opts.out)
     opts.log = os.path.join(opts.out, "simulate.log")
+    if opts.study == "plot":  # again, from DIR/scaling.json
+        plot(json.load(open(os.path.join(opts.out, "scaling.json"))), opts.out)
+        return
     {"validate": validate, "scaling": scaling}[opts.study](opts)
 
 
