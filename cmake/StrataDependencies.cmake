@@ -30,26 +30,6 @@ if(NOT STARPU_FOUND)
   message(FATAL_ERROR "StarPU with StarPU-MPI not found through pkg-config "
                       "(starpu-1.3/starpumpi-1.3 or the 1.4 modules); run scripts/setup.sh")
 endif()
-pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET GLOBAL hwloc)
-pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET GLOBAL openblas)
-pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET GLOBAL libcjson)
-pkg_check_modules(FFTW REQUIRED IMPORTED_TARGET GLOBAL fftw3)
-pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET GLOBAL hdf5)
-pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET GLOBAL cairo)
-# oneDNN (libdnnl-dev) for the CPU convolutions of models, and the OpenMP
-# runtime it is built on (libgomp), whose thread count Strata sets to 1
-# inside StarPU workers.
-find_path(STRATA_DNNL_INCLUDE_DIR dnnl.h REQUIRED)
-find_library(STRATA_DNNL_LIBRARY dnnl REQUIRED)
-find_library(STRATA_GOMP_LIBRARY NAMES gomp libgomp.so.1 REQUIRED)
-set(STRATA_DNNL_LIBRARIES ${STRATA_DNNL_LIBRARY} ${STRATA_GOMP_LIBRARY})
-# ONNX import: onnx.proto from libonnx-dev, compiled to C by protoc-c
-# (protobuf-c-compiler) and decoded by libprotobuf-c.
-pkg_check_modules(PROTOBUF_C REQUIRED IMPORTED_TARGET GLOBAL libprotobuf-c)
-find_program(STRATA_PROTOC_C protoc-c REQUIRED)
-find_file(STRATA_ONNX_PROTO onnx.proto PATHS /usr/include/onnx NO_DEFAULT_PATH REQUIRED)
-message(STATUS "StarPU ${STARPU_starpu-1.3_VERSION}${STARPU_starpu-1.4_VERSION} (${STRATA_STARPU_MODULES})")
-
 # A StarPU built for SimGrid (scripts/build-starpu.sh --simgrid) is static
 # and simulates its workers and SimGrid's MPI (SMPI) its ranks: Strata is then
 # built as one static library with smpicc, so that SMPI gives every simulated
@@ -68,7 +48,7 @@ if(_strata_simgrid_define)
   get_filename_component(_strata_starpu_include ${_strata_starpu_config} DIRECTORY)
   add_compile_options(-I${_strata_starpu_include} "SHELL:-include starpu_simgrid_wrap.h")
   # SMPI answers MPI calls only from the rank's own thread, which StarPU-MPI
-  # keeps: the host side's calls become StarPU-MPI messages.
+  # keeps: the host side's calls go through core/runtime/simgrid_mpi.c.
   add_compile_options("SHELL:-include ${PROJECT_SOURCE_DIR}/core/internal/simgrid_mpi.h")
   # Each rank keeps its own memory (no SMPI_SHARED_MALLOC folding).
   add_compile_definitions(SMPI_NO_OVERRIDE_MALLOC)
@@ -78,6 +58,33 @@ if(_strata_simgrid_define)
 else()
   set(STRATA_SIMGRID OFF)
 endif()
+
+pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET GLOBAL hwloc)
+pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET GLOBAL openblas)
+pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET GLOBAL libcjson)
+pkg_check_modules(FFTW REQUIRED IMPORTED_TARGET GLOBAL fftw3)
+# Under SimGrid the serial HDF5 by name: Debian's `hdf5` module becomes the
+# Open MPI build when libhdf5-openmpi-dev is installed, and Open MPI cannot
+# share a simulated process with SMPI.
+if(STRATA_SIMGRID)
+  pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET GLOBAL hdf5-serial)
+else()
+  pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET GLOBAL hdf5)
+endif()
+pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET GLOBAL cairo)
+# oneDNN (libdnnl-dev) for the CPU convolutions of models, and the OpenMP
+# runtime it is built on (libgomp), whose thread count Strata sets to 1
+# inside StarPU workers.
+find_path(STRATA_DNNL_INCLUDE_DIR dnnl.h REQUIRED)
+find_library(STRATA_DNNL_LIBRARY dnnl REQUIRED)
+find_library(STRATA_GOMP_LIBRARY NAMES gomp libgomp.so.1 REQUIRED)
+set(STRATA_DNNL_LIBRARIES ${STRATA_DNNL_LIBRARY} ${STRATA_GOMP_LIBRARY})
+# ONNX import: onnx.proto from libonnx-dev, compiled to C by protoc-c
+# (protobuf-c-compiler) and decoded by libprotobuf-c.
+pkg_check_modules(PROTOBUF_C REQUIRED IMPORTED_TARGET GLOBAL libprotobuf-c)
+find_program(STRATA_PROTOC_C protoc-c REQUIRED)
+find_file(STRATA_ONNX_PROTO onnx.proto PATHS /usr/include/onnx NO_DEFAULT_PATH REQUIRED)
+message(STATUS "StarPU ${STARPU_starpu-1.3_VERSION}${STARPU_starpu-1.4_VERSION} (${STRATA_STARPU_MODULES})")
 
 # pkg-config name of the MPI implementation, for strata.pc.
 pkg_check_modules(MPI_PC QUIET mpi-c)
