@@ -18,10 +18,11 @@ static inline double bench_now(void)
 {
 #ifdef STARPU_SIMGRID
   return starpu_timing_now() * 1e-6;
-#endif
+#else
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+#endif
 }
 
 static inline int bench_cmp_double(const void *a, const void *b)

@@ -6,10 +6,11 @@
  * own; SMPI only answers MPI calls from the thread it started for the rank,
  * which StarPU-MPI keeps for its progress loop. The calls that Strata, its
  * tools and benchmarks make from main() are therefore renamed here to
- * collectives built on StarPU-MPI's point-to-point messages (simgrid_mpi.c),
- * which SMPI simulates like any other message. Every communicator is
- * MPI_COMM_WORLD, as StarPU-MPI under SMPI requires, except the one rank of
- * a node (MPI_Comm_split_type): each simulated rank is a node of its own. */
+ * collectives built on SimGrid messages between the ranks' nodes
+ * (simgrid_mpi.c). Every communicator spans MPI_COMM_WORLD, as StarPU-MPI
+ * under SMPI requires (a duplicate keeps its own sequence of calls), except
+ * the one rank of a node (MPI_Comm_split_type): each simulated rank is a
+ * node of its own. */
 #ifndef STRATA_INTERNAL_SIMGRID_MPI_H
 #define STRATA_INTERNAL_SIMGRID_MPI_H
 

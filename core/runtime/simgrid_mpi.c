@@ -50,8 +50,12 @@ static int context_of(MPI_Comm comm)
 /* The communicator of one rank: MPI_Comm_split_type's node. */
 static int is_self(MPI_Comm comm) { return comm == SIM_COMM_SELF; }
 
+/* The number of the next collective call on `comm` (0 on one rank alone,
+ * which sends nothing). */
 static int64_t next_tag(MPI_Comm comm)
 {
+  if (is_self(comm))
+    return 0;
   int k = context_of(comm);
   return ((int64_t)k << CONTEXT_BITS) | calls[k]++;
 }
@@ -114,10 +118,9 @@ static int combine(void *dst, const void *src, int n, MPI_Datatype t, MPI_Op op)
  * own), so the table hangs on the host of rank 0's main thread. A letter
  * from rank `from` to rank `to` waits in their pair's list until taken. */
 struct letter {
-  int context;
-  int64_t tag;
-  void *bytes;
+  int64_t tag; /* its context in the high bits */
   struct letter *next;
+  unsigned char bytes[];
 };
 struct post_office {
   int size;
@@ -139,12 +142,12 @@ static struct post_office *post_office(int size)
   return po;
 }
 
-/* The oldest letter from `from` in `context` for `to`, out of its list. */
-static struct letter *take_letter(struct post_office *po, int to, int from, int context)
+/* The oldest letter from `from` for `to` in `tag`'s context, out of its list. */
+static struct letter *take_letter(struct post_office *po, int to, int from, int64_t tag)
 {
   for (struct letter **l = &po->first[(size_t)to * (size_t)po->size + (size_t)from]; *l;
        l = &(*l)->next)
-    if ((*l)->context == context) {
+    if ((*l)->tag >> CONTEXT_BITS == tag >> CONTEXT_BITS) {
       struct letter *x = *l;
       *l = x->next;
       return x;
@@ -206,15 +209,12 @@ static int post(struct messages *m, int send, const void *buf, size_t bytes, int
   struct message *x = &m->m[m->n];
   *x = (struct message){.peer = peer, .bytes = bytes, .tag = tag};
   if (send) {
-    struct letter *l = malloc(sizeof *l),
+    struct letter *l = malloc(sizeof *l + bytes),
                   **last = &po->first[(size_t)peer * (size_t)size + (size_t)rank];
-    void *copy = malloc(bytes ? bytes : 1);
-    if (!l || !copy) {
-      free(l), free(copy);
+    if (!l)
       return MPI_ERR_NO_MEM;
-    }
-    memcpy(copy, buf, bytes);
-    *l = (struct letter){.context = (int)(tag >> CONTEXT_BITS), .tag = tag, .bytes = copy};
+    *l = (struct letter){.tag = tag};
+    memcpy(l->bytes, buf, bytes);
     while (*last)
       last = &(*last)->next;
     *last = l;
@@ -238,14 +238,13 @@ static int wait_all(struct messages *m, int ret)
     sg_comm_wait(x->comm);
     if (!x->dst)
       continue;
-    struct letter *l = take_letter(po, rank, x->peer, (int)(x->tag >> CONTEXT_BITS));
+    struct letter *l = take_letter(po, rank, x->peer, x->tag);
     if (!l || l->tag != x->tag) {
       fprintf(stderr, "strata: simulated MPI: rank %d, call %llx from rank %d: %s\n", rank,
               (unsigned long long)x->tag, x->peer, l ? "another call's message" : "no message");
       abort();
     }
     memcpy(x->dst, l->bytes, x->bytes);
-    free(l->bytes);
     free(l);
   }
   if (m->home)
@@ -288,20 +287,14 @@ int strata__sim_query_thread(int *provided)
 int strata__sim_comm_rank(MPI_Comm comm, int *rank)
 {
   int size;
-  if (comm == SIM_COMM_SELF)
-    *rank = 0;
-  else
-    world(rank, &size);
+  members(comm, rank, &size);
   return MPI_SUCCESS;
 }
 
 int strata__sim_comm_size(MPI_Comm comm, int *size)
 {
   int rank;
-  if (comm == SIM_COMM_SELF)
-    *size = 1;
-  else
-    world(&rank, size);
+  members(comm, &rank, size);
   return MPI_SUCCESS;
 }
 
@@ -363,7 +356,7 @@ int strata__sim_reduce(const void *send, void *recv, int count, MPI_Datatype typ
     return MPI_ERR_NO_MEM;
   }
   memcpy(acc, mine, bytes);
-  int64_t tag = is_self(comm) ? 0 : next_tag(comm);
+  int64_t tag = next_tag(comm);
   int me = (rank - root + size) % size, ret = MPI_SUCCESS, mask = 1;
   for (; mask < size && ret == MPI_SUCCESS; mask <<= 1) {
     if (me & mask) { /* my part goes up, and I am done */
@@ -401,7 +394,7 @@ int strata__sim_gatherv(const void *send, int scount, MPI_Datatype stype, void *
 {
   int rank, size;
   members(comm, &rank, &size);
-  int64_t tag = is_self(comm) ? 0 : next_tag(comm);
+  int64_t tag = next_tag(comm);
   struct messages m = {0};
   int ret = MPI_SUCCESS;
   size_t es = type_size(rtype);
@@ -469,7 +462,7 @@ int strata__sim_alltoallv(const void *send, const int *scounts, const int *sdisp
 {
   int rank, size;
   members(comm, &rank, &size);
-  int64_t tag = is_self(comm) ? 0 : next_tag(comm);
+  int64_t tag = next_tag(comm);
   size_t ss = type_size(stype), rs = type_size(rtype);
   struct messages m = {0};
   int ret = MPI_SUCCESS;
