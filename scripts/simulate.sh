@@ -80,10 +80,10 @@ bus_files() {
   printf '# Current configuration\n%d # Number of CPUs\n1 # Number of NUMA nodes\n' "$cpus" >"$dir/simulated.config"
   printf '0 # Number of %s\n' "CUDA devices" "OpenCL devices" "MIC devices" "MPI devices" >>"$dir/simulated.config"
   matrix=$(python3 -c 'n = 16
-print("".join(f"to {j}\t\t" for j in range(n)))
+print("# " + "".join(f"to {j}\t\t" for j in range(n)))
 for i in range(n):
     print("\t".join("0.000000e+00" if i == j == 0 else "nan" for j in range(n)))')
-  printf '# %s\n' "$matrix" | sed '2,$s/^# //' | tee "$dir/simulated.bandwidth" >"$dir/simulated.latency"
+  echo "$matrix" | tee "$dir/simulated.bandwidth" >"$dir/simulated.latency"
 }
 
 cmd_run() {

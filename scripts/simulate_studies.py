@@ -29,22 +29,15 @@ def log(*words):
     print("simulate:", *words, file=sys.stderr, flush=True)
 
 
-def measured(ranks, program, args, env_extra=None):
-    """One run under mpiexec from build/ (STRATA_BUILD_DIR): its JSON."""
+def measured(ranks, program, program_args, out):
+    """One run under mpiexec from build/ (STRATA_BUILD_DIR), in the
+    environment of scripts/env.sh: its JSON."""
     build = os.environ.get("STRATA_BUILD_DIR", os.path.join(ROOT, "build"))
-    env = dict(os.environ)
-    for line in open(os.path.join(ROOT, "scripts", "env.sh")):
-        if line.startswith("export "):
-            for item in line[len("export "):].split():
-                key, _, value = item.partition("=")
-                if value.startswith("${"):
-                    value = value.split(":-", 1)[1].rstrip("}")
-                env.setdefault(key, value)
-    env.update(STARPU_NCPU="1", STARPU_HOME=os.path.join(args.out, "starpu-home"))
-    env.update(env_extra or {})
-    cmd = ["mpiexec", "-n", str(ranks), os.path.join(build, program)] + args.program_args
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-    return json.loads(out)
+    env = dict(os.environ, STARPU_NCPU="1", STARPU_HOME=os.path.join(out, "starpu-home"))
+    cmd = ["bash", "-c", 'source "$0" >/dev/null && exec "$@"', os.path.join(ROOT, "scripts", "env.sh"),
+           "mpiexec", "-n", str(ranks), os.path.join(build, program)] + program_args
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    return json.loads(result)
 
 
 def simulated(platform, ranks, program, program_args, log_file):
@@ -77,8 +70,8 @@ def validate(opts):
         for ranks in (1, 2, 4):
             real, sim = {}, {}
             for _ in range(opts.runs):
-                opts.program_args = job.program_args
-                for k, v in job.figures(measured(ranks, job.program, opts)).items():
+                real_json = measured(ranks, job.program, job.program_args, opts.out)
+                for k, v in job.figures(real_json).items():
                     real.setdefault(k, []).append(v)
                 out, _ = simulated("vm", ranks, job.program, job.program_args, opts.log)
                 for k, v in job.figures(json.loads(out)).items():
