@@ -79,7 +79,12 @@ fi
 # shellcheck disable=SC2206
 flags+=(${STRATA_STARPU_CONFIGURE:-})
 
-prefix=$cache/starpu-$series$([ $cuda = ON ] && echo -cuda)$([ $simgrid = ON ] && echo -simgrid)
+# (An assignment takes its last command substitution's status, so the
+# suffixes are spelled out instead of `$([ ... ] && echo ...)`.)
+suffix=
+[ $cuda = ON ] && suffix=-cuda
+[ $simgrid = ON ] && suffix=-simgrid
+prefix=$cache/starpu-$series$suffix
 stamp_text=$(printf '%s\n' "$version" "${flags[@]}"; cat "${patches[@]}" /dev/null | sha256sum)
 if [ -f "$prefix/.strata-stamp" ] && [ "$(cat "$prefix/.strata-stamp")" = "$stamp_text" ]; then
   log "reusing StarPU $version in $prefix"
