@@ -1,26 +1,39 @@
-/* HDF5 output of a hierarchy (layout in docs/amr.md): the leaves' interiors
- * are gathered to rank 0, which writes one table per block property and one
- * dataset per field; and the summary that `strata amr-info` prints. */
+/* HDF5 output of a hierarchy (layout in docs/amr.md): one table per block
+ * property and one dataset per field. With parallel HDF5 (Open MPI's
+ * build) each rank writes its own leaves' blocks; with the serial library
+ * they are gathered to rank 0, which writes the file. And the summary that
+ * `strata amr-info` prints, and the reader. */
+#define _GNU_SOURCE /* fallocate: the parallel writer reserves its file's blocks */
 #include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "amr_internal.h"
 #include "internal/runtime.h"
+#include "strata_build_config.h"
+
+/* `strata info` reports the build's choice; the header decides the code. */
+#if STRATA_HDF5_PARALLEL != defined(H5_HAVE_PARALLEL)
+#error "CMake's HDF5 choice and hdf5.h disagree on parallel HDF5"
+#endif
 
 #define NAME_LEN 64
 
+/* A dataset created (by every rank under parallel HDF5) and, when `data` is
+ * not NULL, written whole by this process. */
 static int write_dataset(hid_t where, const char *name, hid_t type, int rank, const hsize_t *dims,
                          const void *data)
 {
   hid_t space = H5Screate_simple(rank, dims, NULL);
   hid_t set =
       space < 0 ? -1 : H5Dcreate2(where, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  herr_t w = set < 0 ? -1 : H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+  herr_t w = set < 0 ? -1 : data ? H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) : 0;
   if (set >= 0)
     H5Dclose(set);
   if (space >= 0)
@@ -63,8 +76,9 @@ struct particle_row {
   double values[STRATA_BUBBLE_MAX_VALUES];
 };
 
-/* The particles as a compound table that h5py reads as a structured array. */
-static int write_particles(hid_t file, const struct strata__amr_particles *p)
+/* The particles as a compound table that h5py reads as a structured array;
+ * its rows written when `rows_here`. */
+static int write_particles(hid_t file, const struct strata__amr_particles *p, int rows_here)
 {
   struct particle_row *rows = calloc((size_t)(p->n + 1), sizeof *rows);
   if (!rows)
@@ -113,7 +127,7 @@ static int write_particles(hid_t file, const struct strata__amr_particles *p)
       ret = strata__fail(STRATA_EIO, "particle column '%s' (a value channel) is taken",
                          p->value_names[k]);
   if (!ret)
-    ret = write_dataset(file, "particles", type, 1, &n, rows);
+    ret = write_dataset(file, "particles", type, 1, &n, rows_here ? rows : NULL);
   if (type >= 0)
     H5Tclose(type);
   if (index >= 0)
@@ -122,14 +136,13 @@ static int write_particles(hid_t file, const struct strata__amr_particles *p)
   return ret;
 }
 
-/* Block tables and field data of the hierarchy, on rank 0. */
+/* Block tables of the hierarchy, on the rank that writes them (rank 0). */
 struct tables {
   int64_t n, cells;
   int32_t *level, *rank;
   int64_t *index;
   double *lower, *upper;
   char *names;
-  void *fields; /* nfields x n x cells, the fields' type */
 };
 
 static void free_tables(struct tables *t)
@@ -140,7 +153,6 @@ static void free_tables(struct tables *t)
   free(t->lower);
   free(t->upper);
   free(t->names);
-  free(t->fields);
 }
 
 /* The interior of a block array (fields' type), x fastest: out of the
@@ -159,7 +171,8 @@ static void copy_interior(const strata_amr *amr, char *block, char *interior, in
     }
 }
 
-/* Interiors of the leaves owned here, in Morton order, field after field. */
+/* Interiors of the leaves owned here, in Morton order, the fields of a leaf
+ * one after the other. */
 static int pack_owned(strata_amr *amr, size_t block_bytes, char **out, size_t *bytes)
 {
   int64_t mine = 0;
@@ -182,56 +195,10 @@ static int pack_owned(strata_amr *amr, size_t block_bytes, char **out, size_t *b
   return 0;
 }
 
-/* Every rank's packed leaves to rank 0 (MPI_Gatherv on Strata's own
- * communicator: one collective instead of a message per block). */
-static int gather_fields(strata_amr *amr, struct tables *t, size_t block_bytes)
-{
-  char *mine = NULL, *all = NULL;
-  size_t bytes;
-  int local = pack_owned(amr, block_bytes, &mine, &bytes);
-  if (!local && bytes > INT_MAX)
-    local = strata__fail(STRATA_EINVAL, "amr_write_hdf5: more than 2 GiB per rank");
-  int *counts = calloc((size_t)amr->size, sizeof *counts);
-  int *displs = calloc((size_t)amr->size, sizeof *displs);
-  if (!local && (!counts || !displs))
-    local = STRATA_ENOMEM;
-  int ret = strata__agree(local, NULL, 0);
-  if (!ret) {
-    int count = (int)bytes;
-    MPI_Gather(&count, 1, MPI_INT, counts, 1, MPI_INT, 0, amr->meta);
-    int64_t total = 0;
-    for (int r = 0; r < amr->size; r++) {
-      displs[r] = (int)total;
-      total += counts[r];
-    }
-    if (amr->rank == 0 && !(all = malloc(total ? (size_t)total : 1)))
-      local = STRATA_ENOMEM;
-    if (amr->rank == 0 && total > INT_MAX)
-      local = STRATA_EINVAL;
-    if (!(ret = strata__agree(local, NULL, 0)))
-      MPI_Gatherv(mine, count, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, amr->meta);
-  }
-  /* Rank 0: back into Morton order, field-major. */
-  for (int64_t i = 0; !ret && amr->rank == 0 && i < amr->nleaves; i++) {
-    int r = amr->leaves[i]->rank;
-    for (int f = 0; f < amr->p.nfields; f++) {
-      memcpy((char *)t->fields + ((size_t)f * (size_t)t->n + (size_t)i) * block_bytes,
-             all + displs[r], block_bytes);
-      displs[r] += (int)block_bytes;
-    }
-  }
-  free(mine);
-  free(all);
-  free(counts);
-  free(displs);
-  return ret ? ret : local;
-}
-
 static int fill_tables(strata_amr *amr, struct tables *t)
 {
   const strata_amr_params *p = &amr->p;
   const int64_t n = amr->nleaves, m = p->block_cells;
-  const size_t es = p->dtype == STRATA_FLOAT64 ? 8 : 4;
   t->n = n;
   t->cells = p->dim == 3 ? m * m * m : m * m;
   size_t rows = (size_t)(n ? n : 1);
@@ -243,14 +210,11 @@ static int fill_tables(strata_amr *amr, struct tables *t)
     t->lower = malloc(rows * 3 * sizeof *t->lower);
     t->upper = malloc(rows * 3 * sizeof *t->upper);
     t->names = calloc(rows, NAME_LEN);
-    t->fields = malloc(rows * (size_t)p->nfields * (size_t)t->cells * es);
-    if (!t->level || !t->rank || !t->index || !t->lower || !t->upper || !t->names || !t->fields)
+    if (!t->level || !t->rank || !t->index || !t->lower || !t->upper || !t->names)
       local = STRATA_ENOMEM;
   }
   int ret = strata__agree(local, NULL, 0);
-  if (ret)
-    return ret;
-  for (int64_t i = 0; amr->rank == 0 && i < n; i++) {
+  for (int64_t i = 0; !ret && amr->rank == 0 && i < n; i++) {
     const struct strata__amr_node *x = amr->leaves[i];
     strata_amr_block_info info;
     strata_amr_block_query(amr, &x->b, &info);
@@ -263,7 +227,7 @@ static int fill_tables(strata_amr *amr, struct tables *t)
     }
     strata_amr_block_name(amr, &x->b, t->names + i * NAME_LEN, NAME_LEN);
   }
-  return gather_fields(amr, t, (size_t)t->cells * es);
+  return ret;
 }
 
 /* HDF5's automatic error printing, switched off while Strata turns its
@@ -305,24 +269,95 @@ static int write_parameters(hid_t file, const struct annotations *a)
   return ret;
 }
 
-/* The file, made in memory by HDF5's core driver: `image` receives its
- * bytes (malloc'd). Disk errors then meet a plain write of those bytes;
- * HDF5 1.10 crashes at exit after a failed H5Fclose of a disk file. */
-static int write_image(const strata_amr *amr, const struct tables *t, const struct annotations *a,
-                       const struct strata__amr_particles *particles, void **image, size_t *bytes)
+/* What this process writes into an open file. With the serial library one
+ * process writes everything; with parallel HDF5 every rank takes part in
+ * creating each object, rank 0 writes the tables and particles, and each
+ * rank writes the field blocks of its own leaves in one collective call per
+ * field. */
+struct part {
+  MPI_Comm comm;      /* parallel HDF5: the writers, who agree after each step */
+  int tables;         /* writes the tables' and the particles' data */
+  const char *owner;  /* per leaf: nonzero when its blocks are in `blocks` */
+  const char *blocks; /* those leaves' interiors, Morton order, fields inner */
+  hid_t transfer;     /* transfer properties of the field blocks */
+};
+
+/* After a step of a parallel write, every rank's error on every rank, so
+ * that all of them take the same next HDF5 call: one that failed on a rank
+ * (its part of a field beyond a full disk) must not leave the others in a
+ * collective call it never makes. */
+static int step(const struct part *w, int ret)
+{
+  return w->comm == MPI_COMM_NULL ? ret : strata__agree_on(w->comm, ret, NULL, 0);
+}
+
+/* One field's dataset of `n` blocks of `cells`: the blocks of `part` picked
+ * out of its buffer (every nfields-th block) into their rows. */
+static int write_field(hid_t group, const strata_amr *amr, const struct part *w, int64_t cells,
+                       int f)
 {
   const strata_amr_params *p = &amr->p;
-  struct hdf5_printing printing = hdf5_quiet();
-  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  hid_t file = fapl < 0 || H5Pset_fapl_core(fapl, 1 << 20, 0) < 0
-                   ? -1
-                   : H5Fcreate("strata-amr-image", H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-  if (fapl >= 0)
-    H5Pclose(fapl);
-  if (file < 0) {
-    hdf5_restore(printing);
-    return STRATA_EIO;
+  const int64_t n = amr->nleaves;
+  const hsize_t m = (hsize_t)p->block_cells;
+  const hsize_t dims[4] = {(hsize_t)n, m, m, m};
+  hid_t type = p->dtype == STRATA_FLOAT64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT;
+  hid_t file_space = H5Screate_simple(p->dim + 1, dims, NULL);
+  hid_t create = H5Pcreate(H5P_DATASET_CREATE);
+  /* Every row is written: no fill pass over the dataset first. */
+  if (create >= 0)
+    H5Pset_fill_time(create, H5D_FILL_TIME_NEVER);
+  hid_t set = file_space < 0 || create < 0 ? -1
+                                           : H5Dcreate2(group, p->field_names[f], type, file_space,
+                                                        H5P_DEFAULT, create, H5P_DEFAULT);
+  int ret = set < 0 ? STRATA_EIO : 0;
+  int64_t mine = 0;
+  if (!ret)
+    H5Sselect_none(file_space);
+  for (int64_t i = 0; !ret && i < n; i++) {
+    if (!w->owner[i])
+      continue;
+    int64_t run = 1; /* the leaves owned here from i on, as one slab */
+    while (i + run < n && w->owner[i + run])
+      run++;
+    const hsize_t start[4] = {(hsize_t)i, 0, 0, 0}, count[4] = {(hsize_t)run, m, m, m};
+    if (H5Sselect_hyperslab(file_space, mine ? H5S_SELECT_OR : H5S_SELECT_SET, start, NULL, count,
+                            NULL) < 0)
+      ret = STRATA_EIO;
+    mine += run;
+    i += run - 1;
   }
+  const hsize_t stride = (hsize_t)(p->nfields * cells);
+  const hsize_t total = mine ? (hsize_t)mine * stride : 1, first = (hsize_t)f * (hsize_t)cells;
+  const hsize_t blocks = (hsize_t)mine, block = (hsize_t)cells;
+  hid_t memory_space = ret ? -1 : H5Screate_simple(1, &total, NULL);
+  if (!ret && memory_space < 0)
+    ret = STRATA_EIO;
+  if (!ret &&
+      (mine ? H5Sselect_hyperslab(memory_space, H5S_SELECT_SET, &first, &stride, &blocks, &block)
+            : H5Sselect_none(memory_space)) < 0)
+    ret = STRATA_EIO;
+  if (!ret && H5Dwrite(set, type, memory_space, file_space, w->transfer, w->blocks) < 0)
+    ret = STRATA_EIO;
+  ret = step(w, ret);
+  if (!ret) /* the field's number: names alone would order fields alphabetically */
+    ret = write_int_attr(set, "index", f);
+  if (memory_space >= 0)
+    H5Sclose(memory_space);
+  if (set >= 0)
+    H5Dclose(set);
+  if (create >= 0)
+    H5Pclose(create);
+  if (file_space >= 0)
+    H5Sclose(file_space);
+  return ret;
+}
+
+/* Attributes, tables, fields and particles into an open file. */
+static int write_contents(hid_t file, const strata_amr *amr, const struct tables *t,
+                          const struct annotations *a,
+                          const struct strata__amr_particles *particles, const struct part *w)
+{
+  const strata_amr_params *p = &amr->p;
   int ret = write_str_attr(file, "format", "strata-amr");
   const char *keys[] = {"version",     "dim",       "root_blocks", "block_cells",
                         "ghost_depth", "max_level", "ranks",       "nfields"};
@@ -336,43 +371,213 @@ static int write_image(const strata_amr *amr, const struct tables *t, const stru
                          p->boundary == STRATA_AMR_PERIODIC ? "periodic" : "extrapolate");
   if (!ret)
     ret = write_parameters(file, a);
+  ret = step(w, ret);
   hsize_t n = (hsize_t)t->n, n3[2] = {n, 3};
   if (!ret)
-    ret = write_dataset(file, "level", H5T_NATIVE_INT32, 1, &n, t->level);
+    ret = write_dataset(file, "level", H5T_NATIVE_INT32, 1, &n, w->tables ? t->level : NULL);
   if (!ret)
-    ret = write_dataset(file, "rank", H5T_NATIVE_INT32, 1, &n, t->rank);
+    ret = write_dataset(file, "rank", H5T_NATIVE_INT32, 1, &n, w->tables ? t->rank : NULL);
   if (!ret)
-    ret = write_dataset(file, "index", H5T_NATIVE_INT64, 2, n3, t->index);
+    ret = write_dataset(file, "index", H5T_NATIVE_INT64, 2, n3, w->tables ? t->index : NULL);
   if (!ret)
-    ret = write_dataset(file, "lower", H5T_NATIVE_DOUBLE, 2, n3, t->lower);
+    ret = write_dataset(file, "lower", H5T_NATIVE_DOUBLE, 2, n3, w->tables ? t->lower : NULL);
   if (!ret)
-    ret = write_dataset(file, "upper", H5T_NATIVE_DOUBLE, 2, n3, t->upper);
+    ret = write_dataset(file, "upper", H5T_NATIVE_DOUBLE, 2, n3, w->tables ? t->upper : NULL);
   if (!ret) {
     hid_t str = H5Tcopy(H5T_C_S1);
     H5Tset_size(str, NAME_LEN);
-    ret = write_dataset(file, "name", str, 1, &n, t->names);
+    ret = write_dataset(file, "name", str, 1, &n, w->tables ? t->names : NULL);
     H5Tclose(str);
   }
+  ret = step(w, ret);
   hid_t group = ret ? -1 : H5Gcreate2(file, "fields", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   if (!ret && group < 0)
     ret = STRATA_EIO;
-  const hsize_t m = (hsize_t)p->block_cells;
-  hsize_t dims[4] = {n, m, m, m};
-  hid_t type = p->dtype == STRATA_FLOAT64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT;
-  size_t es = p->dtype == STRATA_FLOAT64 ? 8 : 4;
-  for (int f = 0; f < p->nfields && !ret; f++) {
-    ret = write_dataset(group, p->field_names[f], type, p->dim + 1, dims,
-                        (const char *)t->fields + (size_t)f * n * (size_t)t->cells * es);
-    hid_t set = ret ? -1 : H5Dopen2(group, p->field_names[f], H5P_DEFAULT);
-    if (!ret) /* the field's number: names alone would order fields alphabetically */
-      ret = set < 0 ? STRATA_EIO : write_int_attr(set, "index", f);
-    if (set >= 0)
-      H5Dclose(set);
-  }
+  for (int f = 0; f < p->nfields && !ret; f++)
+    ret = write_field(group, amr, w, t->cells, f);
   if (group >= 0)
     H5Gclose(group);
   if (!ret && particles)
-    ret = write_particles(file, particles);
+    ret = step(w, write_particles(file, particles, w->tables));
+  return ret;
+}
+
+#ifdef H5_HAVE_PARALLEL
+/* An upper bound of the file's size: its datasets plus room for HDF5's
+ * object headers, attributes and group indices (measured: under 64 KiB for
+ * `strata infer`'s files). */
+static MPI_Offset file_bound(const strata_amr *amr, const struct tables *t,
+                             const struct annotations *a,
+                             const struct strata__amr_particles *particles)
+{
+  const size_t es = amr->p.dtype == STRATA_FLOAT64 ? 8 : 4;
+  MPI_Offset bytes = (MPI_Offset)t->n * (2 * 4 + 3 * 3 * 8 + NAME_LEN) +
+                     (MPI_Offset)t->n * amr->p.nfields * t->cells * (MPI_Offset)es;
+  if (particles)
+    bytes += (MPI_Offset)particles->n * (MPI_Offset)sizeof(struct particle_row);
+  for (int k = 0; k < a->n; k++)
+    bytes += (MPI_Offset)(strlen(a->keys[k]) + strlen(a->values[k]) + 256);
+  return bytes + (1 << 20);
+}
+
+/* What a parallel write checks before HDF5 writes a block: HDF5 1.10 cannot
+ * close a file after a failed MPI-IO write (the ranks fall out of step, or
+ * the library crashes at MPI_Finalize), so a file that may not fit is
+ * refused first. Every rank's limit on file sizes (`ulimit -f`) must allow
+ * the whole file; rank 0 reserves its blocks on the disk beyond the empty
+ * file's end (a full disk fails there). The errno of a refusal, or 0. */
+static int room_for(const char *temp, MPI_Offset bound, int rank)
+{
+  struct rlimit limit;
+  if (!getrlimit(RLIMIT_FSIZE, &limit) && limit.rlim_cur != RLIM_INFINITY &&
+      (rlim_t)bound > limit.rlim_cur)
+    return EFBIG;
+  if (rank != 0)
+    return 0;
+  int fd = open(temp, O_WRONLY);
+  if (fd < 0)
+    return errno;
+  int err = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)bound) ? errno : 0;
+  close(fd);
+  return err == EOPNOTSUPP ? 0 : err; /* a file system without reservations */
+}
+
+/* Parallel HDF5: every rank writes its own leaves' blocks straight into a
+ * temporary file beside `path` (MPI-IO on the hierarchy's communicator),
+ * and rank 0 renames it over `path` once every rank has succeeded. */
+static int write_parallel(strata_amr *amr, const struct tables *t, const char *path,
+                          const struct annotations *a,
+                          const struct strata__amr_particles *particles)
+{
+  char *blocks = NULL, *owner = malloc((size_t)(amr->nleaves + 1));
+  size_t bytes;
+  int local = owner ? pack_owned(amr, (size_t)t->cells * (amr->p.dtype == STRATA_FLOAT64 ? 8 : 4),
+                                 &blocks, &bytes)
+                    : STRATA_ENOMEM;
+  for (int64_t i = 0; !local && i < amr->nleaves; i++)
+    owner[i] = amr->leaves[i]->rank == amr->rank;
+  strata_output *out = NULL;
+  if (amr->rank == 0 && !local)
+    local = strata_output_begin(path, &out);
+  int ret = strata__agree(local, NULL, 0);
+  /* Rank 0's temporary name, for every rank. */
+  int64_t len = out ? (int64_t)strlen(strata_output_temp_path(out)) : 0;
+  char *temp = NULL;
+  if (!ret) {
+    MPI_Bcast(&len, 1, MPI_INT64_T, 0, amr->meta);
+    temp = calloc((size_t)len + 1, 1);
+    ret = strata__agree(temp ? 0 : STRATA_ENOMEM, NULL, 0);
+  }
+  if (!ret) {
+    if (out)
+      memcpy(temp, strata_output_temp_path(out), (size_t)len);
+    MPI_Bcast(temp, (int)len, MPI_CHAR, 0, amr->meta);
+  }
+  struct hdf5_printing printing = hdf5_quiet();
+  hid_t access = ret ? -1 : H5Pcreate(H5P_FILE_ACCESS);
+  hid_t transfer = ret ? -1 : H5Pcreate(H5P_DATASET_XFER);
+  if (access >= 0)
+    H5Pset_fapl_mpio(access, amr->meta, MPI_INFO_NULL);
+  if (transfer >= 0)
+    H5Pset_dxpl_mpio(transfer, H5FD_MPIO_COLLECTIVE);
+  /* H5Fcreate is collective: it fails on every rank or on none. */
+  hid_t file =
+      access < 0 || transfer < 0 ? -1 : H5Fcreate(temp, H5F_ACC_TRUNC, H5P_DEFAULT, access);
+  if (!ret)
+    ret = strata__agree(file < 0 ? STRATA_EIO : 0, NULL, 0);
+  int cause = ret ? 0 : room_for(temp, file_bound(amr, t, a, particles), amr->rank);
+  if (!ret)
+    ret = strata__agree(cause ? STRATA_EIO : 0, NULL, 0);
+  if (!ret) {
+    const struct part w = {amr->meta, amr->rank == 0, owner, blocks, transfer};
+    ret = write_contents(file, amr, t, a, particles, &w);
+  }
+  local = file >= 0 && H5Fclose(file) < 0 ? STRATA_EIO : 0;
+  if (transfer >= 0)
+    H5Pclose(transfer);
+  if (access >= 0)
+    H5Pclose(access);
+  hdf5_restore(printing);
+  if (out) /* the message names the path, the cause and the removal */
+    local = ret || local ? strata_output_abandon(out, cause) : strata_output_commit(out);
+  /* Rank 0's outcome (its commit, or the write's), for every rank. */
+  ret = strata__agree(ret ? ret : local, NULL, 0);
+  free(temp);
+  free(blocks);
+  free(owner);
+  return ret;
+}
+#endif
+
+/* Every rank's packed leaves to rank 0, in Morton order (MPI_Gatherv on
+ * Strata's own communicator: one collective instead of a message per block). */
+static int gather_blocks(strata_amr *amr, size_t leaf_bytes, char **blocks)
+{
+  char *mine = NULL, *all = NULL;
+  size_t bytes;
+  int local = pack_owned(amr, leaf_bytes / (size_t)amr->p.nfields, &mine, &bytes);
+  if (!local && bytes > INT_MAX)
+    local = strata__fail(STRATA_EINVAL, "amr_write_hdf5: more than 2 GiB per rank");
+  int *counts = calloc((size_t)amr->size, sizeof *counts);
+  int *displs = calloc((size_t)amr->size, sizeof *displs);
+  if (!local && (!counts || !displs))
+    local = STRATA_ENOMEM;
+  int ret = strata__agree(local, NULL, 0);
+  if (!ret) {
+    int count = (int)bytes;
+    MPI_Gather(&count, 1, MPI_INT, counts, 1, MPI_INT, 0, amr->meta);
+    int64_t total = 0;
+    for (int r = 0; r < amr->size; r++) {
+      displs[r] = (int)total;
+      total += counts[r];
+    }
+    if (amr->rank == 0 && (!(all = malloc(total ? (size_t)total : 1)) ||
+                           !(*blocks = malloc(total ? (size_t)total : 1))))
+      local = STRATA_ENOMEM;
+    if (amr->rank == 0 && total > INT_MAX)
+      local = STRATA_EINVAL;
+    if (!(ret = strata__agree(local, NULL, 0)))
+      MPI_Gatherv(mine, count, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, amr->meta);
+  }
+  /* Rank 0: from rank order back into Morton order. */
+  for (int64_t i = 0; !ret && amr->rank == 0 && i < amr->nleaves; i++) {
+    int r = amr->leaves[i]->rank;
+    memcpy(*blocks + (size_t)i * leaf_bytes, all + displs[r], leaf_bytes);
+    displs[r] += (int)leaf_bytes;
+  }
+  free(mine);
+  free(all);
+  free(counts);
+  free(displs);
+  return ret ? ret : local;
+}
+
+/* The file, made in memory by HDF5's core driver: `image` receives its
+ * bytes (malloc'd). Disk errors then meet a plain write of those bytes;
+ * HDF5 1.10 crashes at exit after a failed H5Fclose of a disk file. */
+static int write_image(const strata_amr *amr, const struct tables *t, const struct annotations *a,
+                       const struct strata__amr_particles *particles, const char *blocks,
+                       void **image, size_t *bytes)
+{
+  struct hdf5_printing printing = hdf5_quiet();
+  hid_t access = H5Pcreate(H5P_FILE_ACCESS);
+  hid_t file = access < 0 || H5Pset_fapl_core(access, 1 << 20, 0) < 0
+                   ? -1
+                   : H5Fcreate("strata-amr-image", H5F_ACC_TRUNC, H5P_DEFAULT, access);
+  if (access >= 0)
+    H5Pclose(access);
+  if (file < 0) {
+    hdf5_restore(printing);
+    return STRATA_EIO;
+  }
+  char *all = malloc((size_t)(t->n + 1));
+  int ret = all ? 0 : STRATA_ENOMEM;
+  if (all) {
+    memset(all, 1, (size_t)(t->n + 1));
+    const struct part w = {MPI_COMM_NULL, 1, all, blocks, H5P_DEFAULT};
+    ret = write_contents(file, amr, t, a, particles, &w);
+  }
+  free(all);
   ssize_t size =
       ret || H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 ? -1 : H5Fget_file_image(file, NULL, 0);
   *image = size > 0 ? malloc((size_t)size) : NULL;
@@ -387,25 +592,51 @@ static int write_image(const strata_amr *amr, const struct tables *t, const stru
   return ret;
 }
 
-/* Rank 0's part: the image written beside `path` and renamed over it. */
-static int write_atomically(const strata_amr *amr, const struct tables *t, const char *path,
-                            const struct annotations *a,
-                            const struct strata__amr_particles *particles)
+/* Serial HDF5: the blocks gathered to rank 0, which writes the file's image
+ * beside `path` and renames it over it. */
+static int write_serial(strata_amr *amr, const struct tables *t, const char *path,
+                        const struct annotations *a, const struct strata__amr_particles *particles)
 {
-  void *image = NULL;
-  size_t bytes = 0;
-  int ret = write_image(amr, t, a, particles, &image, &bytes);
-  strata_output *out = NULL;
-  if (ret)
-    ret = strata__fail(ret, "amr_write_hdf5: HDF5 could not make the file for %s", path);
-  else if (!(ret = strata_output_begin(path, &out))) {
-    FILE *f = strata_output_stream(out);
-    if (f)
-      fwrite(image, 1, bytes, f);
-    ret = strata_output_finish(out, f);
+  const size_t es = amr->p.dtype == STRATA_FLOAT64 ? 8 : 4;
+  char *blocks = NULL;
+  int ret = gather_blocks(amr, (size_t)amr->p.nfields * (size_t)t->cells * es, &blocks);
+  if (ret) {
+    free(blocks);
+    return ret;
   }
-  free(image);
-  return ret;
+  int local = 0;
+  if (amr->rank == 0) {
+    void *image = NULL;
+    size_t bytes = 0;
+    strata_output *out = NULL;
+    local = write_image(amr, t, a, particles, blocks, &image, &bytes);
+    if (local)
+      local = strata__fail(local, "amr_write_hdf5: HDF5 could not make the file for %s", path);
+    else if (!(local = strata_output_begin(path, &out))) {
+      FILE *f = strata_output_stream(out);
+      if (f)
+        fwrite(image, 1, bytes, f);
+      local = strata_output_finish(out, f);
+    }
+    free(image);
+  }
+  free(blocks);
+  /* Rank 0's message, for the ranks that did not write. */
+  return strata__agree(local, NULL, 0) ? (local ? local : STRATA_EIO) : 0;
+}
+
+/* How files are written: parallel HDF5 when the build has it, unless
+ * STRATA_HDF5_WRITE=serial (file systems where MPI-IO misbehaves, such as
+ * NFS without locks; and the benchmark's baseline). 1 serial, 0 parallel,
+ * -1 for a value that is neither. */
+static int serial_writes(void)
+{
+  const char *mode = getenv("STRATA_HDF5_WRITE");
+  if (!mode || !*mode)
+    return !STRATA_HDF5_PARALLEL;
+  if (!strcmp(mode, "serial"))
+    return 1;
+  return !strcmp(mode, "parallel") && STRATA_HDF5_PARALLEL ? 0 : -1;
 }
 
 int strata_amr_write_hdf5_annotated(strata_amr *amr, const char *path, const char *const *keys,
@@ -421,29 +652,37 @@ int strata__amr_write_hdf5(strata_amr *amr, const char *path, const char *const 
   strata__clear_error();
   if (!amr)
     return STRATA_EINVAL;
-  /* Rank 0 writes the file, but a path that differs between ranks is a
-   * mistake every rank should hear of. */
+  /* One file from every rank's calls: a path or an annotation that differs
+   * between ranks is a mistake every rank should hear of. */
   int local = path && path[0] && n >= 0 && (n == 0 || (keys && values)) ? 0 : STRATA_EINVAL;
   for (int k = 0; !local && k < n; k++)
     if (!keys[k] || !keys[k][0] || !values[k])
       local = STRATA_EINVAL;
-  int64_t same_path = local ? 0 : (int64_t)starpu_hash_crc32c_string(path, 0);
-  int ret = strata__agree(local, &same_path, 1);
+  uint32_t crc = local ? 0 : starpu_hash_crc32c_string(path, 0);
+  for (int k = 0; !local && k < n; k++)
+    crc = starpu_hash_crc32c_string(values[k], starpu_hash_crc32c_string(keys[k], crc));
+  const int serial = serial_writes();
+  int64_t same[2] = {crc, serial};
+  int ret = strata__agree(local, same, 2);
   if (ret)
     return strata__fail(ret, "amr_write_hdf5: no path, a bad annotation, or ranks passed "
-                             "different paths");
+                             "different paths, annotations or STRATA_HDF5_WRITE");
+  if (serial < 0)
+    return strata__fail(STRATA_EINVAL, "amr_write_hdf5: STRATA_HDF5_WRITE is '%s': serial%s",
+                        getenv("STRATA_HDF5_WRITE"),
+                        STRATA_HDF5_PARALLEL ? " or parallel"
+                                             : " (this build has no parallel HDF5)");
   struct tables t = {0};
-  ret = fill_tables(amr, &t);
-  if (ret) {
-    free_tables(&t);
-    return ret;
-  }
   struct annotations a = {keys, values, n};
-  if (amr->rank == 0)
-    local = write_atomically(amr, &t, path, &a, particles);
+  ret = fill_tables(amr, &t);
+  if (!ret && serial)
+    ret = write_serial(amr, &t, path, &a, particles);
+#ifdef H5_HAVE_PARALLEL
+  else if (!ret)
+    ret = write_parallel(amr, &t, path, &a, particles);
+#endif
   free_tables(&t);
-  /* Rank 0's message, for the ranks that did not write. */
-  return strata__agree(local, NULL, 0) ? (local ? local : STRATA_EIO) : 0;
+  return ret;
 }
 
 int strata_amr_write_hdf5(strata_amr *amr, const char *path)

@@ -63,13 +63,23 @@ pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET GLOBAL hwloc)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET GLOBAL openblas)
 pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET GLOBAL libcjson)
 pkg_check_modules(FFTW REQUIRED IMPORTED_TARGET GLOBAL fftw3)
-# Under SimGrid the serial HDF5 by name: Debian's `hdf5` module becomes the
-# Open MPI build when libhdf5-openmpi-dev is installed, and Open MPI cannot
-# share a simulated process with SMPI.
-if(STRATA_SIMGRID)
-  pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET GLOBAL hdf5-serial)
+# HDF5 by module name, never Debian's `hdf5`, which turns into the Open MPI
+# build as soon as libhdf5-openmpi-dev is installed. Parallel HDF5 lets every
+# rank write its own blocks (amr/hdf5.c); the serial library gathers them to
+# rank 0. Under SimGrid only the serial one: Open MPI cannot share a
+# simulated process with SMPI.
+option(STRATA_PARALLEL_HDF5 "Write AMR files with parallel HDF5 (hdf5-openmpi) when present" ON)
+set(STRATA_HDF5_PARALLEL OFF)
+if(STRATA_PARALLEL_HDF5 AND NOT STRATA_SIMGRID)
+  pkg_check_modules(HDF5 QUIET IMPORTED_TARGET GLOBAL hdf5-openmpi)
+  set(STRATA_HDF5_PARALLEL ${HDF5_FOUND})
+endif()
+if(STRATA_HDF5_PARALLEL)
+  message(STATUS "HDF5 ${HDF5_VERSION}: parallel (hdf5-openmpi; -DSTRATA_PARALLEL_HDF5=OFF for serial)")
 else()
-  pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET GLOBAL hdf5)
+  pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET GLOBAL hdf5-serial)
+  message(STATUS "HDF5 ${HDF5_VERSION}: serial, rank 0 writes (no hdf5-openmpi, or "
+                 "STRATA_PARALLEL_HDF5 off)")
 endif()
 pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET GLOBAL cairo)
 # oneDNN (libdnnl-dev) for the CPU convolutions of models, and the OpenMP

@@ -20,8 +20,10 @@ packages=(
   libdnnl-dev
   # numexpr, the baseline of fused elementwise chains (bench/fusion_vs_numexpr.py)
   python3-numexpr
-  # spectra of the cosmology test problem, AMR field output
-  libfftw3-dev libhdf5-dev
+  # spectra of the cosmology test problem, AMR field output (serial HDF5 for the
+  # SimGrid build and -DSTRATA_PARALLEL_HDF5=OFF, Open MPI's parallel HDF5 for
+  # files that every rank writes)
+  libfftw3-dev libhdf5-dev libhdf5-openmpi-dev
   # an external AMR mesh: the p4est example and its tests (examples/p4est_infer.c)
   libp4est-dev
   # pictures: the PNG slices of strata infer

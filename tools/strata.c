@@ -69,6 +69,8 @@ static int cmd_info(int argc, char **argv)
     printf("StarPU features: MPI yes, CUDA %s, FxT %s, OpenCL %s\n", yes_no(cuda), yes_no(fxt),
            yes_no(opencl));
     printf("Strata CUDA kernels: %s\n", yes_no(STRATA_HAVE_CUDA_KERNELS));
+    printf("HDF5 output: %s\n", STRATA_HDF5_PARALLEL ? "parallel (every rank writes its blocks)"
+                                                     : "serial (rank 0 writes)");
     printf("Ranks: %d\n", strata_size());
     printf("Scheduler: %s\n", policy && policy->policy_name ? policy->policy_name : "unknown");
     printf("Workers on rank 0: %u (CPU %u, CUDA %u, OpenCL %u)\n", starpu_worker_get_count(), ncpu,

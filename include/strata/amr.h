@@ -247,19 +247,24 @@ int strata_amr_block_name(const strata_amr *amr, const strata_amr_block *b, char
  *  the tasks writing it. Not collective. */
 int strata_amr_read(strata_amr *amr, const strata_amr_block *b, int field, int ghosts, double *out);
 
-/** @brief Write the hierarchy to an HDF5 file (rank 0 writes; layout in
- *  docs/amr.md), atomically: into a temporary file beside @p path, renamed
- *  over it once complete (strata_output_begin), so a failed or killed write
- *  leaves an existing file as it was. Collective; every rank passes the
- *  same @p path.
- *  @return 0; STRATA_EINVAL on every rank when a path is missing or the
- *  paths differ; STRATA_EIO on every rank when the file cannot be written
- *  (strata_error_message() names the path and the cause on rank 0). */
+/** @brief Write the hierarchy to an HDF5 file (layout in docs/amr.md):
+ *  with parallel HDF5 every rank writes its own leaves' blocks (MPI-IO),
+ *  else rank 0 writes the blocks gathered to it; `STRATA_HDF5_WRITE=serial`
+ *  chooses the second way in a parallel build. Atomically: into a
+ *  temporary file beside @p path, renamed over it once complete
+ *  (strata_output_begin), so a failed or killed write leaves an existing
+ *  file as it was. Collective; every rank passes the same @p path.
+ *  @return 0; STRATA_EINVAL on every rank when a path is missing, the
+ *  paths or STRATA_HDF5_WRITE differ between ranks, or STRATA_HDF5_WRITE
+ *  names no way this build has; STRATA_EIO on every rank when the file
+ *  cannot be written (strata_error_message() names the path and the cause
+ *  on rank 0). */
 int strata_amr_write_hdf5(strata_amr *amr, const char *path);
 
 /** @brief strata_amr_write_hdf5() with @p n string attributes
  *  @p keys[k] = @p values[k] in a group `parameters` of the file, for the
- *  parameters of the run that made it (rank 0's are written). */
+ *  parameters of the run that made it; every rank passes the same (else
+ *  STRATA_EINVAL on every rank). */
 int strata_amr_write_hdf5_annotated(strata_amr *amr, const char *path, const char *const *keys,
                                     const char *const *values, int n);
 
