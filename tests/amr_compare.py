@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Check the documented HDF5 layout of AMR files written on 1..4 ranks and
-that they hold the same hierarchy and bitwise-equal fields."""
+that they hold the same hierarchy and bitwise-equal fields; and that each
+equals its twin PREFIX_serial_N.h5, written by the serial way (gathered to
+rank 0) where the first was written by every rank (parallel HDF5)."""
 import sys
 
 import h5py
@@ -26,4 +28,12 @@ for n, f in zip(counts, files):
     for name in ref["fields"]:
         a, b = f["fields"][name][:], ref["fields"][name][:]
         assert a.tobytes() == b.tobytes(), (n, name)
+for n, f in zip(counts, files):
+    with h5py.File(f"{prefix}_serial_{n}.h5", "r") as twin:
+        assert dict(twin.attrs) == dict(f.attrs), n
+        for key in ("level", "rank", "index", "lower", "upper", "name"):
+            assert np.array_equal(twin[key][:], f[key][:]), (n, key, "serial")
+        assert set(twin["fields"]) == set(f["fields"]), n
+        for name in f["fields"]:
+            assert twin["fields"][name][:].tobytes() == f["fields"][name][:].tobytes(), (n, name)
 print(f"{nblocks} blocks, levels {sorted(set(ref['level'][:]))}: identical on {counts} ranks")

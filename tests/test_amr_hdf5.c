@@ -1,6 +1,8 @@
 /* The cosmology test problem on an AMR hierarchy, written to HDF5 as
  * <prefix>_<ranks>.h5: run on 1, 2, 3 and 4 ranks, the files must hold the
  * same hierarchy and bitwise-equal fields (tests/amr_compare.py checks).
+ * Each file is also written the serial way (gathered to rank 0) as
+ * <prefix>_serial_<ranks>.h5, which must equal it.
  * Also the summary of `strata amr-info`, and its error on a non-HDF5 file;
  * a one-leaf hierarchy (ranks that write no block) read back equal; and a
  * write refused for annotations that differ between ranks, which leaves the
@@ -120,6 +122,15 @@ int main(int argc, char **argv)
   snprintf(path, sizeof path, "%s_%d.h5", argv[1], size);
   CHECK_EQ(strata_amr_write_hdf5(amr, path), 0);
   CHECK_EQ(strata_amr_write_hdf5(amr, ""), STRATA_EINVAL);
+  /* The same file written the serial way (amr_compare.py requires it equal),
+   * and a way that does not exist, refused on every rank. */
+  char serial[512];
+  snprintf(serial, sizeof serial, "%s_serial_%d.h5", argv[1], size);
+  setenv("STRATA_HDF5_WRITE", "serial", 1);
+  CHECK_EQ(strata_amr_write_hdf5(amr, serial), 0);
+  setenv("STRATA_HDF5_WRITE", "by-pigeon", 1);
+  CHECK_EQ(strata_amr_write_hdf5(amr, serial), STRATA_EINVAL);
+  unsetenv("STRATA_HDF5_WRITE");
   if (rank == 0) {
     FILE *out = tmpfile();
     CHECK_EQ(strata_amr_hdf5_summary(path, out), 0);
