@@ -25,6 +25,17 @@
 
 #define NAME_LEN 64
 
+/* Close an object with its dataspace and type, whichever were opened. */
+static void close_with(hid_t obj, herr_t (*close_obj)(hid_t), hid_t space, hid_t type)
+{
+  if (type >= 0)
+    H5Tclose(type);
+  if (space >= 0)
+    H5Sclose(space);
+  if (obj >= 0)
+    close_obj(obj);
+}
+
 /* A dataset created (by every rank under parallel HDF5) and, when `data` is
  * not NULL, written whole by this process. */
 static int write_dataset(hid_t where, const char *name, hid_t type, int rank, const hsize_t *dims,
@@ -341,14 +352,8 @@ static int write_field(hid_t group, const strata_amr *amr, const struct part *w,
   ret = step(w, ret);
   if (!ret) /* the field's number: names alone would order fields alphabetically */
     ret = write_int_attr(set, "index", f);
-  if (memory_space >= 0)
-    H5Sclose(memory_space);
-  if (set >= 0)
-    H5Dclose(set);
-  if (create >= 0)
-    H5Pclose(create);
-  if (file_space >= 0)
-    H5Sclose(file_space);
+  close_with(set, H5Dclose, memory_space, -1);
+  close_with(create, H5Pclose, file_space, -1);
   return ret;
 }
 
@@ -696,17 +701,6 @@ int strata_amr_write_hdf5(strata_amr *amr, const char *path)
 /* Limits of a file's own description, beyond which it is refused rather
  * than believed (they bound every allocation the reader makes). */
 enum { READ_MAX_RANKS = 1 << 20, READ_LIST_RANKS = 1024 };
-
-/* Close an object with its dataspace and type, whichever were opened. */
-static void close_with(hid_t obj, herr_t (*close_obj)(hid_t), hid_t space, hid_t type)
-{
-  if (type >= 0)
-    H5Tclose(type);
-  if (space >= 0)
-    H5Sclose(space);
-  if (obj >= 0)
-    close_obj(obj);
-}
 
 /* A scalar integer attribute in [lo, hi]. */
 static int read_int_attr(hid_t obj, const char *file, const char *name, int64_t lo, int64_t hi,
