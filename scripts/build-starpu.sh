@@ -6,6 +6,8 @@
 #                                              StarPU-MPI over SMPI (static only:
 #                                              SimGrid's MPI cannot load shared
 #                                              libraries), for scripts/simulate.sh
+#   scripts/build-starpu.sh --prefix [...]     only print the prefix that build
+#                                              uses (tests/starpu_select.sh)
 # Prints the environment to use on its last lines (eval-able):
 #   eval "$(scripts/build-starpu.sh 1.4 | tail -n 3)"
 # A finished build is reused: its prefix holds a stamp naming the source
@@ -14,6 +16,11 @@
 # STRATA_STARPU_CONFIGURE adds configure flags (e.g. --enable-blocking-drivers).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+print_prefix=no
+if [ "${1:-}" = --prefix ]; then
+  print_prefix=yes
+  shift
+fi
 simgrid=OFF
 if [ "${1:-}" = --simgrid ]; then
   simgrid=ON
@@ -22,10 +29,27 @@ fi
 series=${1:-1.4}
 case $series in
   1.3 | 1.4) ;;
-  *) echo "usage: $0 [1.3|1.4]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--prefix] [1.3|1.4|--simgrid]" >&2; exit 2 ;;
 esac
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/strata
 log() { echo "build-starpu: $*" >&2; }
+
+cuda=OFF
+nvcc=$(bash "$root/scripts/starpu-select.sh" --nvcc)
+if [ -n "$nvcc" ] && [ "${STRATA_STARPU_CUDA:-AUTO}" != OFF ] && [ $simgrid = OFF ]; then
+  cuda=ON
+  cuda_dir=$(cd "$(dirname "$nvcc")/.." && pwd)
+fi
+# (An assignment takes its last command substitution's status, so the
+# suffixes are spelled out instead of `$([ ... ] && echo ...)`.)
+suffix=
+[ $cuda = ON ] && suffix=-cuda
+[ $simgrid = ON ] && suffix=-simgrid
+prefix=$cache/starpu-$series$suffix
+if [ $print_prefix = yes ]; then
+  echo "$prefix"
+  exit 0
+fi
 sudo=()
 [ "$(id -u)" -eq 0 ] || sudo=(sudo)
 
@@ -51,12 +75,6 @@ if [ -z "$version" ]; then
   exit 1
 fi
 
-cuda=OFF
-nvcc=$(bash "$root/scripts/starpu-select.sh" --nvcc)
-if [ -n "$nvcc" ] && [ "${STRATA_STARPU_CUDA:-AUTO}" != OFF ] && [ $simgrid = OFF ]; then
-  cuda=ON
-  cuda_dir=$(cd "$(dirname "$nvcc")/.." && pwd)
-fi
 flags=(--enable-maxcpus=64 --enable-mpi
        --disable-fortran --disable-socl --disable-starpurm --disable-starpufft
        --disable-build-doc --disable-build-examples --disable-build-tests
@@ -79,12 +97,6 @@ fi
 # shellcheck disable=SC2206
 flags+=(${STRATA_STARPU_CONFIGURE:-})
 
-# (An assignment takes its last command substitution's status, so the
-# suffixes are spelled out instead of `$([ ... ] && echo ...)`.)
-suffix=
-[ $cuda = ON ] && suffix=-cuda
-[ $simgrid = ON ] && suffix=-simgrid
-prefix=$cache/starpu-$series$suffix
 stamp_text=$(printf '%s\n' "$version" "${flags[@]}"; cat "${patches[@]}" /dev/null | sha256sum)
 if [ -f "$prefix/.strata-stamp" ] && [ "$(cat "$prefix/.strata-stamp")" = "$stamp_text" ]; then
   log "reusing StarPU $version in $prefix"

@@ -54,5 +54,28 @@ if [ $rc -ne 2 ] || ! grep -q "use debian or cuda" <<<"$out"; then
   echo "FAIL: STRATA_STARPU=gpu gave $rc: $out"
   failures=$((failures + 1))
 fi
+# The prefix build-starpu.sh builds into and prints for its users: CUDA
+# where nvcc is, neither CUDA nor SimGrid without it (a case that once ended
+# the script silently under set -e), SimGrid without CUDA.
+build=$(dirname "$select")/build-starpu.sh
+prefix() { # DIRS-ON-PATH VAR=VALUE... -- ARGS...
+  local path="$fake/$1:$fake/base" env=()
+  shift
+  while [ "$1" != -- ]; do env+=("$1"); shift; done
+  shift
+  env -i PATH="$path" HOME="$fake/h" CUDA_HOME="$fake/none" "${env[@]}" bash "$build" --prefix "$@"
+}
+for case in "nvcc 1.4 starpu-1.4-cuda" "none 1.4 starpu-1.4" "nvcc --simgrid starpu-1.4-simgrid" \
+            "none 1.3 starpu-1.3"; do
+  read -r dirs series want <<<"$case"
+  got=$(prefix "$dirs" -- "$series")
+  if [ $? -ne 0 ] || [ "$got" != "$fake/h/.cache/strata/$want" ]; then
+    echo "FAIL: build-starpu.sh --prefix $series with $dirs: '$got', want .../$want"
+    failures=$((failures + 1))
+  fi
+done
+got=$(prefix nvcc STRATA_STARPU_CUDA=OFF -- 1.4)
+[ "$got" = "$fake/h/.cache/strata/starpu-1.4" ] ||
+  { echo "FAIL: STRATA_STARPU_CUDA=OFF gave '$got'"; failures=$((failures + 1)); }
 [ $failures -eq 0 ] && echo "starpu selection: all cases pass"
 exit $((failures > 0))
