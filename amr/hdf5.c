@@ -36,6 +36,12 @@ static void close_with(hid_t obj, herr_t (*close_obj)(hid_t), hid_t space, hid_t
     close_obj(obj);
 }
 
+/* The HDF5 memory type of fields of `dtype` (float32 or float64). */
+static hid_t field_type(strata_dtype dtype)
+{
+  return dtype == STRATA_FLOAT64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT;
+}
+
 /* A dataset created (by every rank under parallel HDF5) and, when `data` is
  * not NULL, written whole by this process. */
 static int write_dataset(hid_t where, const char *name, hid_t type, int rank, const hsize_t *dims,
@@ -150,6 +156,7 @@ static int write_particles(hid_t file, const struct strata__amr_particles *p, in
 /* Block tables of the hierarchy, on the rank that writes them (rank 0). */
 struct tables {
   int64_t n, cells;
+  size_t block_bytes; /* one field's interior of one block */
   int32_t *level, *rank;
   int64_t *index;
   double *lower, *upper;
@@ -172,7 +179,7 @@ static void copy_interior(const strata_amr *amr, char *block, char *interior, in
 {
   const strata_amr_params *p = &amr->p;
   const int64_t m = p->block_cells, g = p->ghost_depth, side = m + 2 * g;
-  const size_t es = p->dtype == STRATA_FLOAT64 ? 8 : 4;
+  const size_t es = strata_dtype_size(p->dtype);
   const int64_t nz = p->dim == 3 ? m : 1, gz = p->dim == 3 ? g : 0;
   for (int64_t z = 0; z < nz; z++)
     for (int64_t y = 0; y < m; y++) {
@@ -212,6 +219,7 @@ static int fill_tables(strata_amr *amr, struct tables *t)
   const int64_t n = amr->nleaves, m = p->block_cells;
   t->n = n;
   t->cells = p->dim == 3 ? m * m * m : m * m;
+  t->block_bytes = (size_t)t->cells * strata_dtype_size(p->dtype);
   size_t rows = (size_t)(n ? n : 1);
   int local = 0;
   if (amr->rank == 0) {
@@ -311,7 +319,7 @@ static int write_field(hid_t group, const strata_amr *amr, const struct part *w,
   const int64_t n = amr->nleaves;
   const hsize_t m = (hsize_t)p->block_cells;
   const hsize_t dims[4] = {(hsize_t)n, m, m, m};
-  hid_t type = p->dtype == STRATA_FLOAT64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT;
+  hid_t type = field_type(p->dtype);
   hid_t file_space = H5Screate_simple(p->dim + 1, dims, NULL);
   hid_t create = H5Pcreate(H5P_DATASET_CREATE);
   /* Every row is written: no fill pass over the dataset first. */
@@ -415,9 +423,8 @@ static MPI_Offset file_bound(const strata_amr *amr, const struct tables *t,
                              const struct annotations *a,
                              const struct strata__amr_particles *particles)
 {
-  const size_t es = amr->p.dtype == STRATA_FLOAT64 ? 8 : 4;
   MPI_Offset bytes = (MPI_Offset)t->n * (2 * 4 + 3 * 3 * 8 + NAME_LEN) +
-                     (MPI_Offset)t->n * amr->p.nfields * t->cells * (MPI_Offset)es;
+                     (MPI_Offset)t->n * amr->p.nfields * (MPI_Offset)t->block_bytes;
   if (particles)
     bytes += (MPI_Offset)particles->n * (MPI_Offset)sizeof(struct particle_row);
   for (int k = 0; k < a->n; k++)
@@ -456,28 +463,19 @@ static int write_parallel(strata_amr *amr, const struct tables *t, const char *p
 {
   char *blocks = NULL, *owner = malloc((size_t)(amr->nleaves + 1));
   size_t bytes;
-  int local = owner ? pack_owned(amr, (size_t)t->cells * (amr->p.dtype == STRATA_FLOAT64 ? 8 : 4),
-                                 &blocks, &bytes)
-                    : STRATA_ENOMEM;
+  int local = owner ? pack_owned(amr, t->block_bytes, &blocks, &bytes) : STRATA_ENOMEM;
   for (int64_t i = 0; !local && i < amr->nleaves; i++)
     owner[i] = amr->leaves[i]->rank == amr->rank;
   strata_output *out = NULL;
   if (amr->rank == 0 && !local)
     local = strata_output_begin(path, &out);
+  /* Rank 0's temporary name, for every rank (mkstemp made it, so it fits). */
+  char temp[PATH_MAX] = "";
+  if (out)
+    snprintf(temp, sizeof temp, "%s", strata_output_temp_path(out));
   int ret = strata__agree(local, NULL, 0);
-  /* Rank 0's temporary name, for every rank. */
-  int64_t len = out ? (int64_t)strlen(strata_output_temp_path(out)) : 0;
-  char *temp = NULL;
-  if (!ret) {
-    MPI_Bcast(&len, 1, MPI_INT64_T, 0, amr->meta);
-    temp = calloc((size_t)len + 1, 1);
-    ret = strata__agree(temp ? 0 : STRATA_ENOMEM, NULL, 0);
-  }
-  if (!ret) {
-    if (out)
-      memcpy(temp, strata_output_temp_path(out), (size_t)len);
-    MPI_Bcast(temp, (int)len, MPI_CHAR, 0, amr->meta);
-  }
+  if (!ret)
+    MPI_Bcast(temp, (int)sizeof temp, MPI_CHAR, 0, amr->meta);
   struct hdf5_printing printing = hdf5_quiet();
   hid_t access = ret ? -1 : H5Pcreate(H5P_FILE_ACCESS);
   hid_t transfer = ret ? -1 : H5Pcreate(H5P_DATASET_XFER);
@@ -507,7 +505,6 @@ static int write_parallel(strata_amr *amr, const struct tables *t, const char *p
     local = ret || local ? strata_output_abandon(out, cause) : strata_output_commit(out);
   /* Rank 0's outcome (its commit, or the write's), for every rank. */
   ret = strata__agree(ret ? ret : local, NULL, 0);
-  free(temp);
   free(blocks);
   free(owner);
   return ret;
@@ -516,11 +513,12 @@ static int write_parallel(strata_amr *amr, const struct tables *t, const char *p
 
 /* Every rank's packed leaves to rank 0, in Morton order (MPI_Gatherv on
  * Strata's own communicator: one collective instead of a message per block). */
-static int gather_blocks(strata_amr *amr, size_t leaf_bytes, char **blocks)
+static int gather_blocks(strata_amr *amr, size_t block_bytes, char **blocks)
 {
+  const size_t leaf_bytes = (size_t)amr->p.nfields * block_bytes;
   char *mine = NULL, *all = NULL;
   size_t bytes;
-  int local = pack_owned(amr, leaf_bytes / (size_t)amr->p.nfields, &mine, &bytes);
+  int local = pack_owned(amr, block_bytes, &mine, &bytes);
   if (!local && bytes > INT_MAX)
     local = strata__fail(STRATA_EINVAL, "amr_write_hdf5: more than 2 GiB per rank");
   int *counts = calloc((size_t)amr->size, sizeof *counts);
@@ -602,9 +600,8 @@ static int write_image(const strata_amr *amr, const struct tables *t, const stru
 static int write_serial(strata_amr *amr, const struct tables *t, const char *path,
                         const struct annotations *a, const struct strata__amr_particles *particles)
 {
-  const size_t es = amr->p.dtype == STRATA_FLOAT64 ? 8 : 4;
   char *blocks = NULL;
-  int ret = gather_blocks(amr, (size_t)amr->p.nfields * (size_t)t->cells * es, &blocks);
+  int ret = gather_blocks(amr, t->block_bytes, &blocks);
   if (ret) {
     free(blocks);
     return ret;
@@ -1290,8 +1287,8 @@ static int owned_cmp(const void *x, const void *y)
 static int read_owned_fields(strata_amr *amr, hid_t file, const struct summary *s,
                              const struct named_block *all, int64_t nall)
 {
-  const size_t es = amr->p.dtype == STRATA_FLOAT64 ? 8 : 4;
-  const hid_t memtype = amr->p.dtype == STRATA_FLOAT64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT;
+  const size_t es = strata_dtype_size(amr->p.dtype);
+  const hid_t memtype = field_type(amr->p.dtype);
   struct owned_row *mine = malloc((size_t)(amr->nleaves + 1) * sizeof *mine);
   int64_t k = 0;
   char *data = NULL;
