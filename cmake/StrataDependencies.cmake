@@ -69,16 +69,22 @@ pkg_check_modules(FFTW REQUIRED IMPORTED_TARGET GLOBAL fftw3)
 # rank 0. Under SimGrid only the serial one: Open MPI cannot share a
 # simulated process with SMPI.
 option(STRATA_PARALLEL_HDF5 "Write AMR files with parallel HDF5 (hdf5-openmpi) when present" ON)
+# One prefix per module: both libraries are called libhdf5, and CMake caches
+# a found library by prefix and name, so a shared prefix would keep linking
+# the other build's library after a switch.
 set(STRATA_HDF5_PARALLEL OFF)
 if(STRATA_PARALLEL_HDF5 AND NOT STRATA_SIMGRID)
-  pkg_check_modules(HDF5 QUIET IMPORTED_TARGET GLOBAL hdf5-openmpi)
-  set(STRATA_HDF5_PARALLEL ${HDF5_FOUND})
+  pkg_check_modules(HDF5_OPENMPI QUIET IMPORTED_TARGET GLOBAL hdf5-openmpi)
+  set(STRATA_HDF5_PARALLEL ${HDF5_OPENMPI_FOUND})
 endif()
 if(STRATA_HDF5_PARALLEL)
-  message(STATUS "HDF5 ${HDF5_VERSION}: parallel (hdf5-openmpi; -DSTRATA_PARALLEL_HDF5=OFF for serial)")
+  add_library(PkgConfig::HDF5 ALIAS PkgConfig::HDF5_OPENMPI)
+  message(STATUS "HDF5 ${HDF5_OPENMPI_VERSION}: parallel (hdf5-openmpi; "
+                 "-DSTRATA_PARALLEL_HDF5=OFF for serial)")
 else()
-  pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET GLOBAL hdf5-serial)
-  message(STATUS "HDF5 ${HDF5_VERSION}: serial, rank 0 writes (no hdf5-openmpi, or "
+  pkg_check_modules(HDF5_SERIAL REQUIRED IMPORTED_TARGET GLOBAL hdf5-serial)
+  add_library(PkgConfig::HDF5 ALIAS PkgConfig::HDF5_SERIAL)
+  message(STATUS "HDF5 ${HDF5_SERIAL_VERSION}: serial, rank 0 writes (no hdf5-openmpi, or "
                  "STRATA_PARALLEL_HDF5 off)")
 endif()
 pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET GLOBAL cairo)
