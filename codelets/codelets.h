@@ -198,6 +198,20 @@ int strata__mpi_submit_copy_arg(MPI_Comm comm, struct strata__codelet *cl, const
 /* Map a negative errno from StarPU to a STRATA_E* code. */
 int strata__from_starpu(int starpu_ret);
 
+/* Clean the partition plan of `parent` into `n` `children` once the tasks
+ * and the unpartition submitted on it are done, without waiting (the
+ * children array is copied). StarPU 1.3 drops the pending data requests of
+ * children cleaned before their unpartition has run, about 50 bytes per
+ * used child and call, for good; 1.4 does not. Every plan of Strata is
+ * cleaned here. */
+void strata__partition_clean_submit(starpu_data_handle_t parent, unsigned n,
+                                    starpu_data_handle_t *children);
+
+/* starpu_data_unregister() of a handle whose plans may still be waiting
+ * for strata__partition_clean_submit: it waits for them first (StarPU
+ * refuses to unregister a handle that has plans). */
+void strata__unregister(starpu_data_handle_t handle);
+
 /* An empty codelet with a variable number of buffers: synchronisation
  * points, and the reference task of the overhead benchmark. */
 extern struct strata__codelet strata__noop_cl;

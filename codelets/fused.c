@@ -125,6 +125,6 @@ int strata__fused_submit(strata__fused_fn fn, uint64_t id,
     ret = submit_one(&fused_chunk_cl, &a, leaves, children[c]);
   }
   starpu_data_unpartition_submit(out, (unsigned)nchunks, children, -1);
-  starpu_data_partition_clean(out, (unsigned)nchunks, children);
+  strata__partition_clean_submit(out, (unsigned)nchunks, children);
   return ret;
 }

@@ -15,6 +15,47 @@ int strata__from_starpu(int starpu_ret)
   return starpu_ret == -ENODEV ? STRATA_ENODEV : STRATA_ESTARPU;
 }
 
+/* A plan to clean once its parent is free again. */
+struct plan_clean {
+  starpu_data_handle_t parent;
+  unsigned n;
+  starpu_data_handle_t children[];
+};
+
+/* The parent is held (read) here: clean the plan, then let it go, so that
+ * an unregistration of the parent waiting behind this cannot run first. */
+static void clean_plan(void *arg)
+{
+  struct plan_clean *c = arg;
+  starpu_data_partition_clean(c->parent, c->n, c->children);
+  starpu_data_release_on_node(c->parent, STARPU_ACQUIRE_NO_NODE);
+  free(c);
+}
+
+void strata__partition_clean_submit(starpu_data_handle_t parent, unsigned n,
+                                    starpu_data_handle_t *children)
+{
+  struct plan_clean *c = malloc(sizeof *c + n * sizeof *children);
+  if (c) {
+    *c = (struct plan_clean){parent, n};
+    memcpy(c->children, children, n * sizeof *children);
+    /* No node: the parent stays where it is (no copy back from a GPU). */
+    if (starpu_data_acquire_on_node_cb(parent, STARPU_ACQUIRE_NO_NODE, STARPU_R, clean_plan, c) ==
+        0)
+      return;
+    free(c);
+  }
+  starpu_data_partition_clean(parent, n, children); /* out of memory: may drop ~50 B */
+}
+
+void strata__unregister(starpu_data_handle_t handle)
+{
+  /* Behind every earlier access, the plan cleaning included; no data moves. */
+  if (starpu_data_acquire_on_node(handle, STARPU_ACQUIRE_NO_NODE, STARPU_W) == 0)
+    starpu_data_release_on_node(handle, STARPU_ACQUIRE_NO_NODE);
+  starpu_data_unregister(handle);
+}
+
 static _Thread_local int submit_priority;
 
 int strata__submit_priority(int priority)

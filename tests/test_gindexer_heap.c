@@ -2,11 +2,12 @@
  * in use (mallinfo2: everything malloc handed out, StarPU's and Open MPI's
  * included) is read after a warm-up and must stay within 1 % while:
  *   1. Takes fail the agreement (one rank passes another count): 10^4;
- *   2. Take, Put (last writer) and their _submit forms run: 10^5 in all.
- * (StarPU-MPI 1.3.10 keeps about 120 bytes per message sent on the child
- * of a partition planned and cleaned around it: the fixed exchanges keep
- * their mailboxes, plans included, so this holds on StarPU 1.3 too; see
- * docs/reliability.md.) The values taken are
+ *   2. Take, Put (last writer) and their _submit forms run: 10^5 in all;
+ *   3. Take_v and Put_v run with block sizes that change from call to
+ *      call, so that each plans its own mailboxes: 10^4 in all (on StarPU
+ *      1.3, which keeps some bytes per such exchange, a bound per call).
+ * The fixed exchanges keep their mailboxes, plans included, so 2. holds on
+ * StarPU 1.3 too (docs/gindexer.md). The values taken are
  * checked, so the loop does real exchanges. First, 4200 indexers made and
  * destroyed in turn: more than the 4096 tag serials, which are reused;
  * then 4096 alive at once, and the next refused.
@@ -31,7 +32,21 @@ static double heap_bytes(void)
 struct bench {
   strata_gindexer *gi;
   strata_array *dist, *taken, *back;
+  const int64_t *idx; /* the requests */
+  long round;         /* of the variable-size exchanges: their block sizes */
 };
+
+/* A new 1-D int64 array holding values[0 .. n). */
+static strata_array *int64_array(const int64_t *values, int64_t n)
+{
+  strata_array *a = NULL;
+  int64_t *p;
+  CHECK_EQ(strata_array_create(1, &n, STRATA_INT64, &a), 0);
+  CHECK_EQ(strata_array_acquire(a, STRATA_WRITE, (void **)&p), 0);
+  memcpy(p, values, (size_t)n * sizeof *p);
+  strata_array_release(a);
+  return a;
+}
 
 /* A Take that every rank refuses: rank 0 asks for count 1, the others 2. */
 static int failing_take(struct bench *b)
@@ -61,19 +76,54 @@ static int round_trip(struct bench *b)
   return 4;
 }
 
+/* Take_v of blocks whose sizes change every round (element i of the
+ * owner holds 1 + (i + round) % 3 values, each its global index), checked,
+ * then Put_v of the taken blocks back (last writer), its size checked. */
+static int round_trip_v(struct bench *b)
+{
+  const int64_t first = strata_rank() * DN;
+  int64_t counts[DN], values[3 * DN], total = 0;
+  for (int i = 0; i < DN; i++) {
+    counts[i] = 1 + (i + b->round) % 3;
+    for (int64_t v = 0; v < counts[i]; v++)
+      values[total++] = first + i;
+  }
+  strata_array *dc = int64_array(counts, DN), *dd = int64_array(values, total);
+  strata_array *tc = NULL, *td = NULL, *pc = NULL, *pd = NULL;
+  CHECK_EQ(strata_gindexer_take_v(b->gi, dc, dd, &tc, &td), 0);
+  const int64_t *c, *v;
+  CHECK_EQ(strata_array_acquire(tc, STRATA_READ, (void **)&c), 0);
+  CHECK_EQ(strata_array_acquire(td, STRATA_READ, (void **)&v), 0);
+  for (int p = 0, at = 0; p < NIDX; at += (int)c[p], p++) {
+    CHECK_EQ(c[p], 1 + (b->idx[p] % DN + b->round) % 3);
+    CHECK_EQ(v[at], b->idx[p]);
+  }
+  strata_array_release(td);
+  strata_array_release(tc);
+  b->round++;
+  CHECK_EQ(strata_gindexer_put_v(b->gi, tc, td, STRATA_PUT_LAST, 0, NULL, NULL, &pc, &pd), 0);
+  strata_array *made[] = {dc, dd, tc, td, pc, pd};
+  for (int k = 0; k < 6; k++)
+    strata_array_destroy(made[k]);
+  return 2;
+}
+
 /* Heap growth (fraction, the largest over the ranks) over `total` calls of
- * `step` after a warm-up of a tenth of them. */
-static double growth(struct bench *b, int (*step)(struct bench *), long total)
+ * `step` after a warm-up of a tenth of them, and in bytes per call. */
+static double growth(struct bench *b, int (*step)(struct bench *), long total, double *per_call)
 {
   long done = 0;
   while (done < total / 10)
     done += step(b);
   double before = heap_bytes();
+  long counted = done;
   while (done < total)
     done += step(b);
-  double g = (heap_bytes() - before) / before;
-  MPI_Allreduce(MPI_IN_PLACE, &g, 1, MPI_DOUBLE, MPI_MAX, strata_comm());
-  return g;
+  double g[2] = {(heap_bytes() - before) / before, (heap_bytes() - before) / (done - counted)};
+  MPI_Allreduce(MPI_IN_PLACE, g, 2, MPI_DOUBLE, MPI_MAX, strata_comm());
+  if (per_call)
+    *per_call = g[1];
+  return g[0];
 }
 
 /* More indexers over a run than tag serials (4096): each destroyed one's
@@ -155,8 +205,10 @@ int main(int argc, char **argv)
     p[i] = 1000 * (rank * DN + i);
   strata_array_release(b.dist);
 
-  double failed = growth(&b, failing_take, total / 10);
-  double exchanged = growth(&b, round_trip, total);
+  double failed = growth(&b, failing_take, total / 10, NULL);
+  double exchanged = growth(&b, round_trip, total, NULL);
+  b.idx = idx;
+  double per_call, variable = growth(&b, round_trip_v, total / 10, &per_call);
   CHECK_EQ(strata_array_acquire(b.taken, STRATA_READ, (void **)&p), 0);
   for (int i = 0; i < NIDX; i++) /* each index's owner value */
     CHECK_EQ(p[i], 1000 * idx[i]);
@@ -164,11 +216,20 @@ int main(int argc, char **argv)
   int major, minor, release;
   starpu_get_version(&major, &minor, &release);
   if (rank == 0)
-    printf("%ld failing takes: heap %+.3f %%; %ld exchanges: heap %+.3f %% (StarPU %d.%d.%d) on "
-           "%d ranks\n",
-           total / 10, 100 * failed, total, 100 * exchanged, major, minor, release, size);
+    printf("%ld failing takes: heap %+.3f %%; %ld exchanges: heap %+.3f %%; %ld variable-size "
+           "exchanges: heap %+.3f %%, %+.0f B per call (StarPU %d.%d.%d) on %d ranks\n",
+           total / 10, 100 * failed, total, 100 * exchanged, total / 10, 100 * variable, per_call,
+           major, minor, release, size);
   CHECK(failed <= 0.01);
   CHECK(exchanged <= 0.01);
+  /* StarPU 1.3 keeps about 120 bytes per variable-size exchange for good
+   * (data requests around StarPU-MPI's messages, docs/gindexer.md); 1.4
+   * keeps none. Strata's own share, the plan cleaned before its
+   * unpartition had run, doubled that and fails the 1.3 bound. */
+  if (major > 1 || minor >= 4)
+    CHECK(variable <= 0.01);
+  else
+    CHECK(per_call <= 160);
   strata_array_destroy(b.dist);
   strata_array_destroy(b.back);
   strata_array_destroy(b.taken);

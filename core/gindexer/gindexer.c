@@ -56,7 +56,7 @@ static struct strata__gi_buffer *buffer_new(strata_gindexer *gi, int64_t n, size
 
 static void buffer_free(struct strata__gi_buffer *b)
 {
-  starpu_data_unregister(b->handle); /* waits for its tasks */
+  strata__unregister(b->handle); /* waits for its tasks and its plan's cleaning */
   strata__host_free(b->mem, b->bytes);
   free(b);
 }
@@ -440,7 +440,7 @@ void strata__gi_close(struct strata__gi_mailbox *m)
     return;
   }
   if (m->whole)
-    starpu_data_partition_clean(m->whole, (unsigned)m->nchildren, m->children);
+    strata__partition_clean_submit(m->whole, (unsigned)m->nchildren, m->children);
   free(m->parts);
   free(m->children);
   memset(m, 0, sizeof *m);
@@ -487,8 +487,8 @@ static int mailbox_open(strata_gindexer *gi, struct strata__gi_mailbox *m, const
 /* The mailboxes of fixed exchanges (rows per peer: the protocol's send or
  * receive counts) are kept per indexer and row size, their buffers and
  * partition plans reused: no registration, plan or fresh pages per
- * exchange (StarPU-MPI 1.3 also keeps ~120 B per message on the child of a
- * plan made and cleaned around it). Exchanges that share one are ordered by
+ * exchange (StarPU 1.3 also keeps 48 B for good per short-lived handle that
+ * a request waited on, docs/reliability.md). Exchanges that share one are ordered by
  * its handle. At most POOL_SIZE are kept; the least recently used goes. */
 enum { POOL_SIZE = 8 };
 

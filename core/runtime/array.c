@@ -4,10 +4,9 @@
 
 #include <strata/starpu.h>
 
+#include "codelets.h"
 #include "internal/runtime.h"
 
-/* Unregister (waiting for the tasks using it), free the storage and the
- * object. */
 /* Storage of at least one element, so that empty arrays have a real
  * pointer. */
 static size_t allocation_size(int64_t nbytes, strata_dtype dtype)
@@ -15,10 +14,12 @@ static size_t allocation_size(int64_t nbytes, strata_dtype dtype)
   return nbytes > 0 ? (size_t)nbytes : strata_dtype_size(dtype);
 }
 
+/* Unregister (waiting for the tasks using it and for the cleaning of the
+ * plans that split it), free the storage and the object. */
 static void free_array(strata_array *a)
 {
   if (a->handle)
-    starpu_data_unregister(a->handle);
+    strata__unregister(a->handle);
   if (a->owns_data)
     strata__host_free(a->data, allocation_size(a->nbytes, a->dtype));
   strata__live_remove(&a->live);

@@ -715,7 +715,7 @@ static int finish(struct launch *l, int t)
       return 0; /* the partition was never made */
     starpu_data_handle_t parent = strata_array_handle(tt->array);
     starpu_data_unpartition_submit(parent, (unsigned)l->nchildren[t], l->children[t], -1);
-    starpu_data_partition_clean(parent, (unsigned)l->nchildren[t], l->children[t]);
+    strata__partition_clean_submit(parent, (unsigned)l->nchildren[t], l->children[t]);
     return 0;
   }
   if (tt->access == STRATA_SHARD_READ)
