@@ -200,10 +200,10 @@ int strata__from_starpu(int starpu_ret);
 
 /* Clean the partition plan of `parent` into `n` `children` once the tasks
  * and the unpartition submitted on it are done, without waiting (the
- * children array is copied). StarPU 1.3 drops the pending data requests of
- * children cleaned before their unpartition has run, about 50 bytes per
- * used child and call, for good; 1.4 does not. Every plan of Strata is
- * cleaned here. */
+ * children array is copied). StarPU 1.3 keeps 48 bytes for good per handle
+ * a request has waited on, and children cleaned before their unpartition
+ * has run always have one: about 50 bytes per used child and call, which
+ * this saves (docs/reliability.md). Every plan of Strata is cleaned here. */
 void strata__partition_clean_submit(starpu_data_handle_t parent, unsigned n,
                                     starpu_data_handle_t *children);
 
