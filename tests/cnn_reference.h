@@ -60,22 +60,21 @@ static inline double ref_max_error(const float *a, const float *b, int64_t count
 /* A layer reading `first` (and `second` when it is >= 0 or the
  * concatenation's -1 input); convolutions are same-padded, stride 1. */
 static inline struct strata__layer ref_layer(int kind, int first, int second, int channels,
-                                             int level, int kernel, int dilation, int64_t w,
-                                             int64_t b, float param)
+                                             int kernel, int dilation, int64_t w, int64_t b,
+                                             float param)
 {
   struct strata__layer L = {.kind = kind,
                             .ninputs = kind == STRATA__LAYER_CONCAT ? 2 : 1,
                             .inputs = {first, second},
                             .channels = channels,
-                            .level = level,
-                            .kernel = kernel,
-                            .dilation = dilation,
-                            .stride = 1,
-                            .pad = dilation * (kernel - 1) / 2,
                             .groups = 1,
                             .weight_offset = w,
                             .bias_offset = b,
                             .param = param};
+  kernel = kernel ? kernel : 1;
+  dilation = dilation ? dilation : 1;
+  const int span = dilation * (kernel - 1);
+  strata__layer_window(&L, kernel, dilation, 1, span / 2, span - span / 2);
   return L;
 }
 
@@ -90,21 +89,22 @@ static inline struct strata__network ref_unet(struct strata__layer *L, float **w
                                               int64_t *nweights)
 {
   const struct strata__layer layers[UNET_LAYERS] = {
-      ref_layer(STRATA__LAYER_CONV3D, -1, -1, 3, 0, 3, 1, 0, 81, 0),
-      ref_layer(STRATA__LAYER_RELU, 0, -1, 3, 0, 0, 0, 0, -1, 0),
-      ref_layer(STRATA__LAYER_MAXPOOL, 1, -1, 3, 1, 0, 0, 0, -1, 0),
-      ref_layer(STRATA__LAYER_CONV3D, 2, -1, 4, 1, 3, 2, 84, -1, 0),
-      ref_layer(STRATA__LAYER_LEAKY_RELU, 3, -1, 4, 1, 0, 0, 0, -1, 0.1f),
-      ref_layer(STRATA__LAYER_UPSAMPLE, 4, -1, 4, 0, 0, 0, 0, -1, 0),
-      ref_layer(STRATA__LAYER_CONCAT, 1, 5, 7, 0, 0, 0, 0, -1, 0),
-      ref_layer(STRATA__LAYER_CONV3D, 6, -1, 2, 0, 1, 1, 408, 422, 0),
-      ref_layer(STRATA__LAYER_SIGMOID, 7, -1, 2, 0, 0, 0, 0, -1, 0),
-      ref_layer(STRATA__LAYER_LOG, 8, -1, 2, 0, 0, 0, 0, -1, 1e-3f),
+      ref_layer(STRATA__LAYER_CONV3D, -1, -1, 3, 3, 1, 0, 81, 0),
+      ref_layer(STRATA__LAYER_RELU, 0, -1, 3, 0, 0, 0, -1, 0),
+      ref_layer(STRATA__LAYER_MAXPOOL, 1, -1, 3, 0, 0, 0, -1, 0),
+      ref_layer(STRATA__LAYER_CONV3D, 2, -1, 4, 3, 2, 84, -1, 0),
+      ref_layer(STRATA__LAYER_LEAKY_RELU, 3, -1, 4, 0, 0, 0, -1, 0.1f),
+      ref_layer(STRATA__LAYER_UPSAMPLE, 4, -1, 4, 0, 0, 0, -1, 0),
+      ref_layer(STRATA__LAYER_CONCAT, 1, 5, 7, 0, 0, 0, -1, 0),
+      ref_layer(STRATA__LAYER_CONV3D, 6, -1, 2, 1, 1, 408, 422, 0),
+      ref_layer(STRATA__LAYER_SIGMOID, 7, -1, 2, 0, 0, 0, -1, 0),
+      ref_layer(STRATA__LAYER_LOG, 8, -1, 2, 0, 0, 0, -1, 1e-3f),
   };
   for (int l = 0; l < UNET_LAYERS; l++)
     L[l] = layers[l];
   strata__pool_halving(&L[2]);
-  *nweights = 424; /* 3*2*27 + 3 bias + 4*3*27 + 2*7 + 2 bias */
+  strata__layer_window(&L[5], 1, 1, 2, 0, 0); /* x2 */
+  *nweights = 424;                            /* 3*2*27 + 3 bias + 4*3*27 + 2*7 + 2 bias */
   *weights = malloc(424 * sizeof(float));
   ref_random(*weights, 424, 7);
   return (struct strata__network){L, UNET_LAYERS, 2, NULL};
@@ -159,53 +159,95 @@ static inline struct strata__network ref_zoo(struct strata__layer *L, float **we
   const int64_t c0 = 0, c0b = 216, n1 = 220, n1b = 224, c3 = 228, t5 = 444, t5b = 540, t6 = 543,
                 t6b = 759, c10 = 761, c10b = 763, a16 = 764, a16b = 767, g20 = 770, g20b = 778,
                 total = 780;
-  L[0] = ref_layer(STRATA__LAYER_CONV3D, -1, -1, 4, 1, 3, 1, c0, c0b, 0);
-  L[0].stride = 2;
-  L[0].pad = 1;
-  L[1] = ref_layer(STRATA__LAYER_NORM, 0, -1, 4, 1, 1, 1, n1, n1b, 1e-5f);
+  L[0] = ref_layer(STRATA__LAYER_CONV3D, -1, -1, 4, 3, 1, c0, c0b, 0);
+  strata__layer_window(&L[0], 3, 1, 2, 1, 1);
+  L[1] = ref_layer(STRATA__LAYER_NORM, 0, -1, 4, 1, 1, n1, n1b, 1e-5f);
   L[1].groups = 2;
-  L[2] = ref_layer(STRATA__LAYER_TANH, 1, -1, 4, 1, 1, 1, -1, -1, 0);
-  L[3] = ref_layer(STRATA__LAYER_CONV3D, 2, -1, 4, 1, 3, 1, c3, -1, 0);
+  L[2] = ref_layer(STRATA__LAYER_TANH, 1, -1, 4, 1, 1, -1, -1, 0);
+  L[3] = ref_layer(STRATA__LAYER_CONV3D, 2, -1, 4, 3, 1, c3, -1, 0);
   L[3].groups = 2;
   L[3].activation = STRATA__LAYER_LEAKY_RELU; /* fused activations */
   L[3].act_param = 0.1f;
-  L[4] = ref_layer(STRATA__LAYER_AVGPOOL, 3, -1, 4, 2, 3, 1, -1, -1, 0);
-  L[4].stride = 2; /* a 3^3 window over the padded border, pads not counted */
-  L[4].pad = 1;
-  L[5] = ref_layer(STRATA__LAYER_CONV_TRANSPOSE, 4, -1, 3, 1, 2, 1, t5, t5b, 0);
-  L[5].pad = 0;
+  L[4] = ref_layer(STRATA__LAYER_AVGPOOL, 3, -1, 4, 3, 1, -1, -1, 0);
+  strata__layer_window(&L[4], 3, 1, 2, 1, 1); /* over the padded border, pads not counted */
+  L[5] = ref_layer(STRATA__LAYER_CONV_TRANSPOSE, 4, -1, 3, 2, 1, t5, t5b, 0);
+  strata__layer_window(&L[5], 2, 1, 2, 0, 0);
   L[5].activation = STRATA__LAYER_TANH;
-  L[6] = ref_layer(STRATA__LAYER_CONV_TRANSPOSE, 2, -1, 2, 0, 3, 1, t6, t6b, 0);
-  L[6].pad = 1;
-  L[7] = ref_layer(STRATA__LAYER_UPSAMPLE_LINEAR, 5, -1, 3, 0, 1, 1, -1, -1, 0);
-  L[8] = ref_layer(STRATA__LAYER_UPSAMPLE_LINEAR, 2, -1, 4, 0, 1, 1, -1, -1, 1);
-  L[9] = ref_layer(STRATA__LAYER_CLIP, 7, -1, 3, 0, 1, 1, -1, -1, -0.5f);
+  L[6] = ref_layer(STRATA__LAYER_CONV_TRANSPOSE, 2, -1, 2, 3, 1, t6, t6b, 0);
+  strata__layer_window(&L[6], 3, 1, 2, 1, 0); /* pads 1, output padding 1 */
+  L[7] = ref_layer(STRATA__LAYER_UPSAMPLE_LINEAR, 5, -1, 3, 1, 1, -1, -1, 0);
+  L[8] = ref_layer(STRATA__LAYER_UPSAMPLE_LINEAR, 2, -1, 4, 1, 1, -1, -1, 1);
+  strata__layer_window(&L[7], 1, 1, 2, 0, 0); /* x2 */
+  strata__layer_window(&L[8], 1, 1, 2, 0, 0);
+  L[9] = ref_layer(STRATA__LAYER_CLIP, 7, -1, 3, 1, 1, -1, -1, -0.5f);
   L[9].param2 = 0.75f;
-  L[10] = ref_layer(STRATA__LAYER_CONV3D, -1, -1, 1, 0, 1, 1, c10, c10b, 0);
-  L[11] = ref_layer(STRATA__LAYER_CLIP, 10, -1, 1, 0, 1, 1, -1, -1, 0.5f);
+  L[10] = ref_layer(STRATA__LAYER_CONV3D, -1, -1, 1, 1, 1, c10, c10b, 0);
+  L[11] = ref_layer(STRATA__LAYER_CLIP, 10, -1, 1, 1, 1, -1, -1, 0.5f);
   L[11].param2 = 2.0f;
-  L[12] = ref_layer(STRATA__LAYER_DIV, 8, 11, 4, 0, 1, 1, -1, -1, 0);
-  L[13] = ref_layer(STRATA__LAYER_MUL, 9, 11, 3, 0, 1, 1, -1, -1, 0);
-  L[14] = ref_layer(STRATA__LAYER_SUB, 13, 7, 3, 0, 1, 1, -1, -1, 0);
-  L[15] = ref_layer(STRATA__LAYER_ADD, 6, 10, 2, 0, 1, 1, -1, -1, 0);
-  L[16] = ref_layer(STRATA__LAYER_AFFINE, 14, -1, 3, 0, 1, 1, a16, a16b, 0);
-  L[17] = ref_layer(STRATA__LAYER_CONCAT, 12, 16, 9, 0, 1, 1, -1, -1, 0);
+  L[12] = ref_layer(STRATA__LAYER_DIV, 8, 11, 4, 1, 1, -1, -1, 0);
+  L[13] = ref_layer(STRATA__LAYER_MUL, 9, 11, 3, 1, 1, -1, -1, 0);
+  L[14] = ref_layer(STRATA__LAYER_SUB, 13, 7, 3, 1, 1, -1, -1, 0);
+  L[15] = ref_layer(STRATA__LAYER_ADD, 6, 10, 2, 1, 1, -1, -1, 0);
+  L[16] = ref_layer(STRATA__LAYER_AFFINE, 14, -1, 3, 1, 1, a16, a16b, 0);
+  L[17] = ref_layer(STRATA__LAYER_CONCAT, 12, 16, 9, 1, 1, -1, -1, 0);
   L[17].ninputs = 3;
   L[17].inputs[2] = 15;
-  L[18] = ref_layer(STRATA__LAYER_SOFTMAX, 17, -1, 9, 0, 1, 1, -1, -1, 0);
-  L[19] = ref_layer(STRATA__LAYER_GLOBAL_AVGPOOL, 2, -1, 4, 1, 1, 1, -1, -1, 0);
-  L[19].global = 1;
-  L[20] = ref_layer(STRATA__LAYER_CONV3D, 19, -1, 2, 1, 1, 1, g20, g20b, 0);
-  L[20].global = 1;
+  L[18] = ref_layer(STRATA__LAYER_SOFTMAX, 17, -1, 9, 1, 1, -1, -1, 0);
+  L[19] = ref_layer(STRATA__LAYER_GLOBAL_AVGPOOL, 2, -1, 4, 1, 1, -1, -1, 0);
+  L[20] = ref_layer(STRATA__LAYER_CONV3D, 19, -1, 2, 1, 1, g20, g20b, 0);
   L[20].activation = STRATA__LAYER_RELU;
-  L[21] = ref_layer(STRATA__LAYER_BROADCAST, 20, -1, 2, 0, 1, 1, -1, -1, 0);
-  L[22] = ref_layer(STRATA__LAYER_CONCAT, 18, 21, 11, 0, 1, 1, -1, -1, 0);
+  L[21] = ref_layer(STRATA__LAYER_BROADCAST, 20, -1, 2, 1, 1, -1, -1, 0);
+  L[22] = ref_layer(STRATA__LAYER_CONCAT, 18, 21, 11, 1, 1, -1, -1, 0);
   for (int i = 12; i <= 15; i++)
     L[i].ninputs = 2;
   *nweights = total;
   *weights = malloc((size_t)total * sizeof(float));
   ref_random(*weights, total, 13);
   return (struct strata__network){L, ZOO_LAYERS, 2, NULL};
+}
+
+/* Extents that differ by axis, on 2 input channels at extent n (n - 2 a
+ * multiple of 3, and even): an anisotropic convolution, a stride-3
+ * convolution and its stride-3 transposed convolution back to n, a reshape
+ * of the field into a 1-D signal with a strided 1-D convolution and pool,
+ * pools and resamplings by axis: 11 output channels. */
+enum { SHAPES_LAYERS = 13 };
+static inline struct strata__network ref_shapes(struct strata__layer *L, float **weights,
+                                                int64_t *nweights)
+{
+  const int64_t c0 = 0, c0b = 90, c1 = 93, t2 = 309, t2b = 633, c4 = 636, c4b = 666, total = 668;
+  L[0] = ref_layer(STRATA__LAYER_CONV3D, -1, -1, 3, 1, 1, c0, c0b, 0);
+  L[0].kernel[1] = 3, L[0].kernel[2] = 5; /* k 1x3x5, same padding */
+  L[0].pad[1] = L[0].pad_end[1] = 1, L[0].pad[2] = L[0].pad_end[2] = 2;
+  L[1] = ref_layer(STRATA__LAYER_CONV3D, -1, -1, 4, 3, 1, c1, -1, 0);
+  strata__layer_window(&L[1], 3, 1, 3, 1, 1); /* n -> (n - 1) / 3 + 1 */
+  L[1].activation = STRATA__LAYER_RELU;
+  L[2] = ref_layer(STRATA__LAYER_CONV_TRANSPOSE, 1, -1, 3, 3, 1, t2, t2b, 0);
+  strata__layer_window(&L[2], 3, 1, 3, 1, 0); /* back to n: pads 1, output padding 1 */
+  L[3] = ref_layer(STRATA__LAYER_RESHAPE, 0, -1, 3, 1, 1, -1, -1, 0);
+  L[3].shape[0] = L[3].shape[1] = 1, L[3].shape[2] = -1; /* [3, 1, 1, n^3] */
+  L[4] = ref_layer(STRATA__LAYER_CONV3D, 3, -1, 2, 1, 1, c4, c4b, 0);
+  L[4].kernel[2] = 5, L[4].stride[2] = 2, L[4].pad[2] = L[4].pad_end[2] = 2;
+  L[5] = ref_layer(STRATA__LAYER_AVGPOOL, 4, -1, 2, 1, 1, -1, -1, 0);
+  L[5].kernel[2] = L[5].stride[2] = 3;
+  L[6] = ref_layer(STRATA__LAYER_GLOBAL_AVGPOOL, 5, -1, 2, 1, 1, -1, -1, 0);
+  L[7] = ref_layer(STRATA__LAYER_BROADCAST, 6, -1, 2, 1, 1, -1, -1, 0);
+  L[8] = ref_layer(STRATA__LAYER_MAXPOOL, 2, -1, 3, 1, 1, -1, -1, 0);
+  strata__layer_window(&L[8], 2, 1, 2, 0, 0);
+  L[8].kernel[1] = L[8].stride[1] = 1; /* halves z and x */
+  L[9] = ref_layer(STRATA__LAYER_UPSAMPLE, 8, -1, 3, 1, 1, -1, -1, 0);
+  L[10] = ref_layer(STRATA__LAYER_UPSAMPLE_LINEAR, 8, -1, 3, 1, 1, -1, -1, 0);
+  for (int l = 9; l <= 10; l++)
+    L[l].stride[0] = L[l].stride[2] = 2;
+  L[11] = ref_layer(STRATA__LAYER_ADD, 9, 2, 3, 1, 1, -1, -1, 0);
+  L[11].ninputs = 2;
+  L[12] = ref_layer(STRATA__LAYER_CONCAT, 11, 10, 11, 1, 1, -1, -1, 0);
+  L[12].ninputs = 4;
+  L[12].inputs[2] = 7, L[12].inputs[3] = 0;
+  *nweights = total;
+  *weights = malloc((size_t)total * sizeof(float));
+  ref_random(*weights, total, 17);
+  return (struct strata__network){L, SHAPES_LAYERS, 2, NULL};
 }
 
 #endif

@@ -93,6 +93,46 @@ class Pools(nn.Module):
         return F.interpolate(half, scale_factor=2, mode="nearest") + a
 
 
+class Shapes(nn.Module):
+    """Convolutions of every rank, kernels, strides and pads that differ by
+    axis, strides of 3 and 4, a transposed convolution of stride 3, pools
+    and resizes by axis, and general reshapes: the field folded into a 2-D
+    image (depth as channels) and into a 1-D signal, and back. Reshapes to
+    fixed sizes tie a model to one extent, so it is exported at each."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+        m = (n - 1) // 3 + 1  # extent after the stride-3 convolution
+        self.aniso = nn.Conv3d(2, 4, (1, 3, 5), padding=(0, 1, 2))
+        self.down3 = nn.Conv3d(2, 4, 3, stride=3, padding=1)
+        self.up3 = nn.ConvTranspose3d(4, 4, 3, stride=3, padding=1,
+                                      output_padding=n - (m - 1) * 3 - 1)
+        self.image = nn.Conv2d(2 * n, 2 * n, 3, padding=2, dilation=2, groups=2)
+        self.strided = nn.Conv2d(2 * n, 8, (3, 5), stride=(2, 3), padding=(1, 2))
+        self.signal = nn.Conv1d(2, 4, 5, stride=4, padding=2)
+        a = (n - 1) // 2 + 1
+        b = (n - 1) // 3 + 1
+        self.fc_image = nn.Linear(8 * ((a - 3) // 3 + 1) * ((b - 2) // 2 + 1), 2)
+        self.fc_signal = nn.Linear(4, 3)
+
+    def forward(self, x):
+        n = self.n
+        a = self.aniso(x)
+        b = self.up3(F.relu(self.down3(x)))
+        p = F.interpolate(F.avg_pool3d(x, (1, 2, 2), (1, 2, 2)), scale_factor=(1, 2, 2),
+                          mode="nearest")
+        q = F.interpolate(F.max_pool3d(a, 4, 4), scale_factor=4, mode="trilinear",
+                          align_corners=False)
+        image = x.reshape(1, 2 * n, n, n)
+        d2 = self.image(image).reshape(1, 2, n, n, n)
+        h2 = F.max_pool2d(F.relu(self.strided(image)), (3, 2), (3, 2))
+        h2 = self.fc_image(torch.flatten(h2, 1))
+        h1 = F.avg_pool1d(F.relu(self.signal(x.reshape(1, 2, -1))), 4, 4)
+        h1 = torch.softmax(self.fc_signal(F.adaptive_avg_pool1d(h1, 1).flatten(1)), 1)
+        return torch.cat([a + b, q, p * d2], 1), h1, h2
+
+
 class UNet(nn.Module):
     """A 3-D U-Net: strided conv and pools down, transposed conv and both
     resizes up, instance and group norms, concatenation of five inputs,
@@ -178,6 +218,13 @@ def export(model, channels, path, opset, outputs):
                                     **{k: spatial for k, y in zip(names, ys) if y.dim() == 5}})
 
 
+def export_fixed(model, channels, n, path, opset, outputs):
+    """Export at one input extent (reshapes to fixed sizes)."""
+    model.eval()
+    torch.onnx.export(model, torch.randn(1, channels, n, n, n), path, opset_version=opset,
+                      input_names=["field"], output_names=[f"out{i}" for i in range(outputs)])
+
+
 def save(path, array):
     np.save(path, np.ascontiguousarray(array, dtype=np.float32))
 
@@ -253,6 +300,17 @@ def main():
                 out_channels[name] = k
                 lines.append(f"good\t{name}_op{opset}.onnx\t{name}_op{opset}_{n}\t{channels}\t{k}"
                              f"\t{n}\t{outputs}")
+    # shapes: one export per extent; the other extent is refused at apply,
+    # naming the layer that does not fit
+    for opset in (11, 17):
+        for n in (32, 64):
+            model = Shapes(n)
+            stem = f"{folder}/shapes_op{opset}_{n}"
+            export_fixed(model, 2, n, f"{stem}.onnx", opset, 3)
+            k = reference(model, 2, n, stem)
+            lines.append(f"good\tshapes_op{opset}_{n}.onnx\tshapes_op{opset}_{n}\t2\t{k}"
+                         f"\t{n}\t3")
+    lines.append("extent\tshapes_op17_32.onnx\t64\tlayer ")
     # float16 weights, converted at load: PyTorch runs the same model with
     # its parameters rounded to float16
     model = Arithmetic().half().float()

@@ -2,7 +2,8 @@
  * inputs and PyTorch's outputs, and damaged copies): each loads, describes
  * its channels and outputs, and gives PyTorch's values within 1e-5 of the
  * output's largest magnitude through strata_model_apply; each damaged file
- * is refused with a message that names what is wrong.
+ * is refused with a message that names what is wrong, and so is a model
+ * made for one extent applied at another.
  * usage: test_model_onnx <folder with manifest.txt> */
 #include <math.h>
 #include <string.h>
@@ -94,6 +95,30 @@ static void check_refused(const char *dir, char **f)
   CHECK(strstr(strata_error_message(), f[2]) != NULL);
 }
 
+/* A model exported at one extent, applied at another: refused with a
+ * message that names the layer. */
+static void check_wrong_extent(const char *dir, char **f)
+{
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, f[1]);
+  strata_model *m = NULL;
+  CHECK_EQ(strata_model_load_onnx(path, &m), 0);
+  if (!m)
+    return;
+  int in_c, out_c;
+  int64_t n = atoll(f[2]), in_shape[4] = {0, n, n, n}, out_shape[4] = {0, n, n, n};
+  strata_model_describe(m, &in_c, &out_c, NULL);
+  in_shape[0] = in_c, out_shape[0] = out_c;
+  strata_array *in = NULL, *out = NULL;
+  CHECK_EQ(strata_array_create(4, in_shape, STRATA_FLOAT32, &in), 0);
+  CHECK_EQ(strata_array_create(4, out_shape, STRATA_FLOAT32, &out), 0);
+  CHECK_EQ(strata_model_apply(m, in, out), STRATA_EINVAL);
+  fprintf(stderr, "%-20s at n = %lld refused: %s\n", f[1], (long long)n, strata_error_message());
+  CHECK(strstr(strata_error_message(), f[3]) != NULL);
+  strata_array_destroy(in), strata_array_destroy(out);
+  strata_model_destroy(m);
+}
+
 int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
@@ -117,6 +142,9 @@ int main(int argc, char **argv)
       good++;
     } else if (nf == 3 && strcmp(f[0], "bad") == 0) {
       check_refused(argv[1], f);
+      bad++;
+    } else if (nf == 4 && strcmp(f[0], "extent") == 0) {
+      check_wrong_extent(argv[1], f);
       bad++;
     } else if (nf)
       CHECK(!"manifest line");

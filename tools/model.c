@@ -7,19 +7,38 @@
 
 #include "commands.h"
 
+/* "a" when all three are a, else "axbxc". */
+static void per_axis(char *buf, size_t size, const char *prefix, const int *v)
+{
+  if (v[0] == v[1] && v[1] == v[2])
+    snprintf(buf, size, "%s%d", prefix, v[2]);
+  else
+    snprintf(buf, size, "%s%dx%dx%d", prefix, v[0], v[1], v[2]);
+}
+
 static void print_layer(int i, const strata_model_layer *L)
 {
-  char inputs[64] = "", shape[48] = "-", type[48], extent[16] = "1";
+  char inputs[64] = "", shape[64] = "-", type[48], extent[48], k[20], s[20], d[20];
   snprintf(type, sizeof type, "%s%s%s", L->type, L->activation ? "+" : "",
            L->activation ? L->activation : "");
   for (int j = 0, at = 0; j < L->ninputs && at < (int)sizeof inputs - 8; j++)
     at += snprintf(inputs + at, sizeof inputs - (size_t)at, j ? ",%d" : "%d", L->inputs[j]);
-  if (L->downscale) /* 0: one value per channel and array */
-    snprintf(extent, sizeof extent, "n/%d", L->downscale);
-  if (L->kernel)
-    snprintf(shape, sizeof shape, "k%d s%d d%d g%d", L->kernel, L->stride, L->dilation, L->groups);
-  printf("  %3d %-24s %-10s %8d %9s %-14s %9lld %10.1f  %s\n", i, type, inputs, L->channels, extent,
-         shape, (long long)L->parameters, L->flops * 1e-6, L->cuda ? "CPU CUDA" : "CPU");
+  if (L->extent[0] == L->extent[1] && L->extent[1] == L->extent[2])
+    snprintf(extent, sizeof extent, "%lld", (long long)L->extent[2]);
+  else
+    snprintf(extent, sizeof extent, "%lldx%lldx%lld", (long long)L->extent[0],
+             (long long)L->extent[1], (long long)L->extent[2]);
+  per_axis(k, sizeof k, "k", L->kernel);
+  per_axis(s, sizeof s, L->kernel[0] ? "s" : "x", L->stride);
+  per_axis(d, sizeof d, "d", L->dilation);
+  if (L->groups)
+    snprintf(shape, sizeof shape, "%s %s %s g%d", k, s, d, L->groups);
+  else if (L->kernel[0])
+    snprintf(shape, sizeof shape, "%s %s %s", k, s, d);
+  else if (L->stride[0])
+    snprintf(shape, sizeof shape, "%s", s);
+  printf("  %3d %-24s %-10s %8d %11s %-16s %9lld %10.1f  %s\n", i, type, inputs, L->channels,
+         extent, shape, (long long)L->parameters, L->flops * 1e-6, L->cuda ? "CPU CUDA" : "CPU");
 }
 
 static void print_model(const strata_model *m, const char *path, long long n)
@@ -44,13 +63,16 @@ static void print_model(const strata_model *m, const char *path, long long n)
     puts("layers: none described (an application's plug-in)");
     return;
   }
-  printf("layers at n = %lld:\n    # %-24s %-10s %8s %9s %-14s %9s %10s  %s\n", n, "type", "inputs",
-         "channels", "extent", "conv", "params", "MFLOP", "devices");
+  printf("layers at n = %lld:\n    # %-24s %-10s %8s %11s %-16s %9s %10s  %s\n", n, "type",
+         "inputs", "channels", "extent", "window", "params", "MFLOP", "devices");
   long long params = 0;
   double flops = 0;
   for (int i = 0; i < nlayers; i++) {
     strata_model_layer L;
-    strata_model_layer_info(m, i, n, NULL, &L);
+    if (strata_model_layer_info(m, i, n, NULL, &L) != 0) {
+      printf("  (%s)\n", strata_error_message());
+      return;
+    }
     print_layer(i, &L);
     params += L.parameters;
     flops += L.flops;

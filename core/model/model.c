@@ -28,7 +28,7 @@ struct strata_model {
   /* built-in network (NULL layers for plug-ins) */
   struct strata__layer *layers;
   struct strata__network net;
-  int max_level;
+  char (*labels)[96]; /* per layer, what it was made from ("node 3 '/Conv'"), or NULL */
   float *weights;
   size_t weights_bytes;
   /* plug-in */
@@ -91,6 +91,7 @@ static void free_model(strata_model *m)
   free(m->outputs);
   strata__cnn_plans_destroy(m->net.plans);
   free(m->layers);
+  free(m->labels);
   strata__host_free(m->weights, m->weights_bytes);
   free(m);
 }
@@ -193,6 +194,7 @@ static const char *const layer_names[] = {
     [STRATA__LAYER_UPSAMPLE_LINEAR] = "upsample_linear",
     [STRATA__LAYER_GLOBAL_AVGPOOL] = "global_avgpool",
     [STRATA__LAYER_BROADCAST] = "broadcast",
+    [STRATA__LAYER_RESHAPE] = "reshape",
 };
 
 /* ---- loading a network description ---- */
@@ -204,6 +206,7 @@ struct loader {
   const char *names[STRATA__CNN_MAX_LAYERS];
   float *blobs[STRATA__CNN_MAX_LAYERS][2]; /* weights and bias of conv layers, malloc'd */
   int64_t sizes[STRATA__CNN_MAX_LAYERS][2];
+  int levels[STRATA__CNN_MAX_LAYERS]; /* resolution: a layer's extent is n >> level */
 };
 
 char *strata__model_read_file(const char *path, size_t limit, size_t *size)
@@ -323,27 +326,29 @@ static int parse_layer(struct loader *ld, const cJSON *js, int l)
   int level[2], channels[2];
   for (int i = 0; i < L->ninputs; i++) {
     int s = L->inputs[i];
-    level[i] = s < 0 ? 0 : ld->m->layers[s].level;
+    level[i] = s < 0 ? 0 : ld->levels[s];
     channels[i] = s < 0 ? ld->m->in_channels : ld->m->layers[s].channels;
   }
-  L->level = level[0];
+  ld->levels[l] = level[0];
   L->channels = channels[0];
   L->bias_offset = -1;
+  L->groups = 1;
+  strata__layer_window(L, 1, 1, 1, 0, 0);
   switch (L->kind) {
   case STRATA__LAYER_CONV3D: {
     const char *w = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(js, "weights"));
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(js, "bias");
+    int k, d;
     if (!json_int(js, "out_channels", INT32_MIN, &L->channels) || L->channels < 1 ||
-        !json_int(js, "kernel", INT32_MIN, &L->kernel) || L->kernel < 1 || L->kernel > MAX_KERNEL ||
-        !json_int(js, "dilation", 1, &L->dilation) || L->dilation < 1 || L->dilation > 16 || !w ||
+        !json_int(js, "kernel", INT32_MIN, &k) || k < 1 || k > MAX_KERNEL ||
+        !json_int(js, "dilation", 1, &d) || d < 1 || d > 16 || !w ||
         (b && !cJSON_IsNull(b) && !cJSON_IsString(b)))
       return strata__fail(STRATA_EINVAL,
                           "%s: layer '%s': conv3d needs out_channels >= 1, kernel 1..%d, "
                           "dilation 1..16, \"weights\" and an optional \"bias\" file",
                           ld->path, name, MAX_KERNEL);
-    L->stride = L->groups = 1;
-    L->pad = L->dilation * (L->kernel - 1) / 2;
-    int64_t k = L->kernel, wshape[5] = {L->channels, channels[0], k, k, k};
+    strata__layer_window(L, k, d, 1, d * (k - 1) / 2, d * (k - 1) - d * (k - 1) / 2);
+    int64_t wshape[5] = {L->channels, channels[0], k, k, k};
     int ret = load_tensor(ld, l, 0, w, 5, wshape);
     if (!ret && cJSON_IsString(b))
       ret = load_tensor(ld, l, 1, b->valuestring, 1, wshape);
@@ -365,10 +370,11 @@ static int parse_layer(struct loader *ld, const cJSON *js, int l)
   }
   case STRATA__LAYER_MAXPOOL:
     strata__pool_halving(L);
-    L->level++;
+    ld->levels[l]++;
     return 0;
   case STRATA__LAYER_UPSAMPLE:
-    if (--L->level < 0)
+    strata__layer_window(L, 1, 1, 2, 0, 0);
+    if (--ld->levels[l] < 0)
       return strata__fail(STRATA_EINVAL, "%s: layer '%s': upsampling above the input resolution",
                           ld->path, name);
     return 0;
@@ -430,10 +436,10 @@ static int parse_model(struct loader *ld, const cJSON *root, strata_model **out)
       return ret;
   }
   const struct strata__layer *last = &m->layers[nl - 1];
-  if (last->level != 0 || last->channels != m->out_channels)
+  if (ld->levels[nl - 1] != 0 || last->channels != m->out_channels)
     return strata__fail(STRATA_EINVAL,
                         "%s: the last layer gives %d channel(s) at level %d, not %d at level 0",
-                        ld->path, last->channels, last->level, m->out_channels);
+                        ld->path, last->channels, ld->levels[nl - 1], m->out_channels);
   int64_t total = 0;
   for (int l = 0; l < nl; l++)
     total += ld->sizes[l][0] + ld->sizes[l][1];
@@ -480,9 +486,13 @@ int strata__model_from_network(const struct strata__network_spec *spec, strata_m
   m->layers = spec->layers;
   const struct strata__layer *last = &spec->layers[spec->nlayers - 1];
   m->out_channels = last->channels;
-  for (int l = 0; l < spec->nlayers; l++)
-    m->max_level = spec->layers[l].level > m->max_level ? spec->layers[l].level : m->max_level;
   int ret = copy_fields(m, spec->fields, spec->nfields);
+  if (!ret && spec->labels) {
+    if (!(m->labels = malloc((size_t)spec->nlayers * sizeof *m->labels)))
+      ret = STRATA_ENOMEM;
+    else
+      memcpy(m->labels, spec->labels, (size_t)spec->nlayers * sizeof *m->labels);
+  }
   if (!ret && spec->noutputs > 0) {
     if (!(m->outputs = malloc((size_t)spec->noutputs * sizeof *m->outputs)))
       ret = STRATA_ENOMEM;
@@ -505,7 +515,8 @@ int strata__model_from_network(const struct strata__network_spec *spec, strata_m
 #if STRATA_HAVE_CUDA_KERNELS
   m->call.cuda = network_cuda;
 #endif
-  if (ret || (ret = finish_model(m, spec->nweights))) {
+  if (ret || (spec->fixed_n > 0 && (ret = strata__model_check_extent(m, spec->fixed_n))) ||
+      (ret = finish_model(m, spec->nweights))) {
     free_model(m);
     return ret;
   }
@@ -639,30 +650,35 @@ int strata_model_layer_info(const strata_model *m, int i, int64_t n, int *count,
     return STRATA_ERANGE;
   if (!info)
     return 0;
+  int ret = strata__model_check_extent(m, n);
+  if (ret)
+    return ret;
+  struct strata__extent ext[layers];
+  strata__cnn_extents(&m->net, n, ext);
   const struct strata__layer *L = &m->layers[i];
   int conv = L->kind == STRATA__LAYER_CONV3D || L->kind == STRATA__LAYER_CONV_TRANSPOSE;
-  int64_t cin = strata__layer_in_channels(&m->net, i),
-          k3 = (int64_t)L->kernel * L->kernel * L->kernel;
+  int window = conv || L->kind == STRATA__LAYER_MAXPOOL || L->kind == STRATA__LAYER_AVGPOOL;
+  int64_t cin = strata__layer_in_channels(&m->net, i);
   *info = (strata_model_layer){.type = layer_names[L->kind],
                                .activation = L->activation ? layer_names[L->activation] : NULL,
                                .ninputs = L->ninputs,
                                .channels = L->channels,
-                               .downscale = L->global ? 0 : 1 << L->level,
-                               .flops = strata__cnn_layer_flops(&m->net, i, n),
+                               .flops = strata__cnn_layer_flops(&m->net, i, n, ext),
                                .cuda = STRATA_HAVE_CUDA_KERNELS};
   for (int j = 0; j < L->ninputs; j++)
     info->inputs[j] = L->inputs[j];
+  for (int a = 0; a < 3; a++) {
+    info->extent[a] = ext[i].e[a];
+    if (window) {
+      info->kernel[a] = L->kernel[a];
+      info->dilation[a] = L->dilation[a];
+    }
+    if (window || L->kind == STRATA__LAYER_UPSAMPLE || L->kind == STRATA__LAYER_UPSAMPLE_LINEAR)
+      info->stride[a] = L->stride[a];
+  }
   if (conv) {
-    info->kernel = L->kernel;
-    info->stride = L->stride;
-    info->dilation = L->dilation;
     info->groups = L->groups;
-    info->parameters = L->channels * cin / L->groups * k3;
-  } else if (L->kind == STRATA__LAYER_MAXPOOL || L->kind == STRATA__LAYER_AVGPOOL) {
-    const struct strata__pool_window w = strata__pool_window(L);
-    info->kernel = w.k;
-    info->stride = w.s;
-    info->dilation = w.d;
+    info->parameters = L->channels * cin / L->groups * strata__kernel_volume(L);
   } else if (L->kind == STRATA__LAYER_AFFINE || L->kind == STRATA__LAYER_NORM)
     info->parameters = L->weight_offset >= 0 ? L->channels : 0;
   if (L->bias_offset >= 0)
@@ -698,11 +714,24 @@ int strata_model_apply(strata_model *m, strata_array *in, strata_array *out)
 
 int strata__model_check_extent(const strata_model *m, int64_t n)
 {
-  if (n < 1 || n % (1 << m->max_level) != 0)
-    return strata__fail(STRATA_EINVAL,
-                        "model '%s' maps [%d, N, N, N] to [%d, N, N, N] with N a multiple of %d",
-                        m->name, m->in_channels, m->out_channels, 1 << m->max_level);
-  return 0;
+  if (n < 1)
+    return strata__fail(STRATA_EINVAL, "model '%s' maps [%d, N, N, N] to [%d, N, N, N]: N = %lld",
+                        m->name, m->in_channels, m->out_channels, (long long)n);
+  if (!m->layers)
+    return 0;
+  struct strata__extent ext[m->net.nlayers];
+  const int bad = strata__cnn_extents(&m->net, n, ext), last = m->net.nlayers - 1;
+  if (bad < 0 && ext[last].e[0] == n && ext[last].e[1] == n && ext[last].e[2] == n)
+    return 0;
+  const int l = bad < 0 ? last : bad;
+  return strata__fail(STRATA_EINVAL,
+                      "model '%s' does not map [%d, N, N, N] to [%d, N, N, N] at N = %lld: "
+                      "layer %d (%s%s%s) %s",
+                      m->name, m->in_channels, m->out_channels, (long long)n, l,
+                      layer_names[m->layers[l].kind], m->labels ? ", " : "",
+                      m->labels ? m->labels[l] : "",
+                      bad >= 0 ? "gets no valid extents (empty, or inputs that disagree)"
+                               : "gives other extents than the input's");
 }
 
 double strata__model_cpu_seconds(const strata_model *m)
@@ -721,11 +750,11 @@ int strata__model_submit_handles(strata_model *m, int64_t n, starpu_data_handle_
   if (m->scratch_n != n) {
     if (m->scratch_n >= 0)
       starpu_data_unregister_submit(m->scratch);
-    if (m->layers) /* oneDNN's convolutions at this extent, before their scratch is sized */
+    uint64_t bytes = m->ops.scratch_bytes ? m->ops.scratch_bytes(m->ops.user, n) : 0;
+    if (m->layers) { /* oneDNN's convolutions at this extent, before their scratch is sized */
       strata__cnn_prepare(&m->net, m->weights, n);
-    uint64_t bytes = m->layers              ? strata__cnn_scratch_floats(&m->net, n) * sizeof(float)
-                     : m->ops.scratch_bytes ? m->ops.scratch_bytes(m->ops.user, n)
-                                            : 0;
+      bytes = strata__cnn_scratch_floats(&m->net, n) * sizeof(float);
+    }
     if (bytes > UINT32_MAX)
       return strata__fail(STRATA_EINVAL, "model '%s': scratch for N = %lld exceeds 4 GiB", m->name,
                           (long long)n);

@@ -25,6 +25,8 @@ struct strata__network_spec {
   int64_t nweights;
   const struct strata__model_output_range *outputs; /* noutputs = 0: one, "output" */
   int noutputs;
+  const char (*labels)[96]; /* per layer, what it was made from, for messages; or NULL */
+  int64_t fixed_n;          /* > 0: the one input extent the network is made for, checked */
 };
 
 /* A whole model file (at most `limit` bytes) in a malloc'd buffer with a

@@ -27,7 +27,7 @@ struct value {
   int constant;
   int layer;    /* activation: producer layer, or STRATA__NETWORK_INPUT */
   int channels; /* activation */
-  int level;    /* activation: extent n >> level */
+  int rank;     /* activation: spatial axes, 3 for [N, C, D, H, W] down to 1 for [N, C, W] */
   int ndims;    /* constant */
   int64_t dims[MAX_DIMS];
   int64_t count;
@@ -40,10 +40,10 @@ struct value {
   /* a classifier head's values: one per channel and array (global), seen
    * as [N, C] after Flatten, Reshape or Gemm (flat) */
   int global, flat;
-  /* an activation padded with zeros by Pad: `padded[0]` cells before and
-   * `padded[1]` after on each spatial axis, which only AveragePool reads
+  /* an activation padded with zeros by Pad: `padded[0][a]` cells before and
+   * `padded[1][a]` after on runner axis a, which only AveragePool reads
    * (PyTorch exports count_include_pad so) */
-  int64_t padded[2];
+  int64_t padded[2][3];
 };
 
 struct loader {
@@ -58,8 +58,10 @@ struct loader {
   float *weights;
   int64_t nweights, cap_weights;
   int in_channels;
+  int64_t fixed_n;             /* the input's extent when the graph fixes it, else 0 */
   const Onnx__NodeProto *node; /* being mapped, for messages */
   int node_index;
+  char (*labels)[96]; /* per layer, the node it was made from */
 };
 
 /* ---- messages ---- */
@@ -100,6 +102,22 @@ static int readers(const Onnx__GraphProto *g, const char *name)
   for (size_t r = 0; r < g->n_output; r++)
     count += g->output[r]->name && strcmp(g->output[r]->name, name) == 0;
   return count;
+}
+
+/* Whether every node that reads `name` is an InstanceNormalization (as the
+ * grouped view of PyTorch's GroupNorm export is read). */
+static int readers_are_norms(const struct loader *ld, const char *name)
+{
+  const Onnx__GraphProto *g = ld->model->graph;
+  int count = 0;
+  for (size_t i = 0; i < g->n_node; i++)
+    for (size_t j = 0; j < g->node[i]->n_input; j++)
+      if (strcmp(g->node[i]->input[j], name) == 0) {
+        if (!g->node[i]->op_type || strcmp(g->node[i]->op_type, "InstanceNormalization") != 0)
+          return 0;
+        count++;
+      }
+  return count > 0;
 }
 
 static struct value *new_value(struct loader *ld, const char *name)
@@ -143,17 +161,23 @@ static int node_input(struct loader *ld, size_t i, int required, struct value **
   return 0;
 }
 
+static int is_padded(const struct value *v)
+{
+  int64_t any = 0;
+  for (int a = 0; a < 3; a++)
+    any |= v->padded[0][a] | v->padded[1][a];
+  return any != 0;
+}
+
 static int need_activation(struct loader *ld, const struct value *v, const char *what)
 {
-  if (v->padded[0] || v->padded[1])
+  if (is_padded(v))
     return fail(ld,
                 "%s '%s' is padded by a Pad node: Strata pads inside its convolutions and "
                 "average pools only",
                 what, v->name);
   if (v->groups || v->shape)
-    return fail(ld,
-                "%s '%s' is a reshaped view: Strata reads reshapes only as the grouping "
-                "of a group normalisation",
+    return fail(ld, "%s '%s' is a grouped view: Strata reads it only in a group normalisation",
                 what, v->name);
   return v->constant
              ? fail(ld, "%s '%s' must be computed from the input, not a constant", what, v->name)
@@ -206,27 +230,34 @@ static const char *attr_string(const Onnx__NodeProto *node, const char *name, ch
   return buf;
 }
 
-/* An ints attribute of 3 spatial entries (or 6 for pads: begins, ends)
- * that must be the same on every axis; absent gives `fallback`. Returns 0
- * and sets begin/end, or fails. */
-static int attr_isotropic(struct loader *ld, const char *name, int64_t fallback, int64_t *begin,
-                          int64_t *end)
+/* An ints attribute with one entry per spatial axis of a rank-`rank`
+ * operator (two for pads: the begins, then the ends), into the last `rank`
+ * of the runner's axes (z, y, x). The leading axes get `lead`; an absent
+ * attribute gives `fallback`. Entries must lie in [lo, 64]. */
+static int attr_axes(struct loader *ld, const char *name, int rank, int64_t fallback, int64_t lead,
+                     int64_t lo, int64_t *begin, int64_t *end)
 {
   const Onnx__AttributeProto *a = attribute(ld->node, name);
-  int pads = strcmp(name, "pads") == 0;
-  *begin = *end = fallback;
+  const int pads = strcmp(name, "pads") == 0, first = 3 - rank;
+  for (int i = 0; i < 3; i++)
+    begin[i] = end[i] = i < first ? lead : fallback;
+  if (pads)
+    for (int i = 0; i < first; i++)
+      begin[i] = end[i] = 0;
   if (!a)
     return 0;
-  if (a->n_ints != (size_t)(pads ? 6 : 3))
-    return fail(ld, "'%s' needs %d entries for a 3-D operator, not %zu", name, pads ? 6 : 3,
-                a->n_ints);
-  for (int d = 0; d < 3; d++)
-    if (a->ints[d] != a->ints[0] || (pads && a->ints[3 + d] != a->ints[3]))
-      return fail(ld, "'%s' differs between axes; Strata runs cubic kernels", name);
-  *begin = a->ints[0];
-  *end = pads ? a->ints[3] : a->ints[0];
-  if (*begin < 0 || *end < 0 || *begin > 64 || *end > 64)
-    return fail(ld, "'%s' = %lld is out of range", name, (long long)*begin);
+  if (a->n_ints != (size_t)(pads ? 2 * rank : rank))
+    return fail(ld, "'%s' needs %d entries for a %d-D operator, not %zu", name,
+                pads ? 2 * rank : rank, rank, a->n_ints);
+  for (int i = 0; i < rank; i++) {
+    begin[first + i] = a->ints[i];
+    end[first + i] = pads ? a->ints[rank + i] : a->ints[i];
+    if (begin[first + i] < lo || end[first + i] < lo || begin[first + i] > 64 ||
+        end[first + i] > 64)
+      return fail(ld, "'%s' = %lld is out of range", name,
+                  (long long)(begin[first + i] < lo || begin[first + i] > 64 ? begin[first + i]
+                                                                             : end[first + i]));
+  }
   return 0;
 }
 
@@ -447,14 +478,10 @@ static int64_t push_weights(struct loader *ld, const float *data, int64_t count)
  * stride, dilation and groups. */
 static struct strata__layer new_layer(int kind, int ninputs)
 {
-  return (struct strata__layer){.kind = kind,
-                                .ninputs = ninputs,
-                                .kernel = 1,
-                                .dilation = 1,
-                                .stride = 1,
-                                .groups = 1,
-                                .weight_offset = -1,
-                                .bias_offset = -1};
+  struct strata__layer L = {
+      .kind = kind, .ninputs = ninputs, .groups = 1, .weight_offset = -1, .bias_offset = -1};
+  strata__layer_window(&L, 1, 1, 1, 0, 0);
+  return L;
 }
 
 /* A new layer of `kind` on `inputs`, at the first input's resolution and
@@ -472,11 +499,13 @@ static struct strata__layer *add_layer(struct loader *ld, int kind, struct value
   struct strata__layer *L = &ld->layers[ld->nlayers];
   *L = new_layer(kind, ninputs);
   L->channels = inputs[0]->channels;
-  L->level = inputs[0]->level;
-  L->global = inputs[0]->global;
   for (int i = 0; i < ninputs; i++)
     L->inputs[i] = inputs[i]->layer;
+  snprintf(ld->labels[ld->nlayers], sizeof *ld->labels, "node %d '%s'", ld->node_index,
+           ld->node->name ? ld->node->name : "");
   out->layer = ld->nlayers++;
+  out->rank = inputs[0]->rank;
+  out->global = inputs[0]->global;
   out->flat = inputs[0]->flat;
   return L;
 }
@@ -487,8 +516,6 @@ static struct value *last_output(struct loader *ld) { return &ld->values[ld->nva
 static void set_output_shape(struct loader *ld, const struct strata__layer *L)
 {
   last_output(ld)->channels = L->channels;
-  last_output(ld)->level = L->level;
-  last_output(ld)->global = L->global;
 }
 
 /* The layer that produced x, when it is the last layer and this node its
@@ -506,7 +533,7 @@ static struct value *alias_output(struct loader *ld, const struct value *x)
   if (out) {
     out->layer = x->layer;
     out->channels = x->channels;
-    out->level = x->level;
+    out->rank = x->rank;
     out->global = x->global;
     out->flat = x->flat;
   }
@@ -515,26 +542,56 @@ static struct value *alias_output(struct loader *ld, const struct value *x)
 
 /* ---- operators ---- */
 
-/* auto_pad total padding of one axis for stride s, dilated extent D. */
-static int auto_pads(struct loader *ld, int64_t s, int64_t D, int64_t *begin, int64_t *end)
+/* The extents of activation x when the graph fixes the input's extent
+ * (1, else 0); fails, naming the node, where the layers so far do not
+ * fit that extent. */
+static int fixed_extent(struct loader *ld, const struct value *x, struct strata__extent *e)
+{
+  if (!ld->fixed_n)
+    return 0;
+  struct strata__extent ext[STRATA__CNN_MAX_LAYERS];
+  const struct strata__network net = {ld->layers, ld->nlayers, ld->in_channels, NULL};
+  int bad = ld->nlayers ? strata__cnn_extents(&net, ld->fixed_n, ext) : -1;
+  if (bad >= 0)
+    return fail(ld, "at the input's extent %lld, layer %d (%s) gets no valid extents",
+                (long long)ld->fixed_n, bad, ld->labels[bad]);
+  *e = strata__source_extent(ext, x->layer, ld->fixed_n);
+  return 1;
+}
+
+/* auto_pad padding per axis for strides s and dilated extents D (SAME with
+ * a stride above 1 needs the input's extents, which the graph must fix). */
+static int auto_pads(struct loader *ld, const struct value *x, const int64_t *s, const int64_t *D,
+                     int64_t *begin, int64_t *end)
 {
   char mode[32];
   attr_string(ld->node, "auto_pad", mode, sizeof mode);
   if (!*mode || strcmp(mode, "NOTSET") == 0)
-    return attr_isotropic(ld, "pads", 0, begin, end);
-  int64_t total = strcmp(mode, "VALID") == 0 ? 0 : s == 1 ? D : D - 1;
-  if (strcmp(mode, "VALID") != 0 && strcmp(mode, "SAME_UPPER") != 0 &&
-      strcmp(mode, "SAME_LOWER") != 0)
+    return attr_axes(ld, "pads", x->rank, 0, 0, 0, begin, end);
+  const int valid = strcmp(mode, "VALID") == 0, lower = strcmp(mode, "SAME_LOWER") == 0;
+  if (!valid && !lower && strcmp(mode, "SAME_UPPER") != 0)
     return fail(ld, "auto_pad '%s' is not an ONNX mode", mode);
-  total = total > 0 ? total : 0;
-  *begin = strcmp(mode, "SAME_LOWER") == 0 ? (total + 1) / 2 : total / 2;
-  *end = total - *begin;
+  struct strata__extent e;
+  int known = 0;
+  for (int a = 0; a < 3; a++) {
+    int64_t total = valid ? 0 : D[a];
+    if (!valid && s[a] > 1) {
+      if (!known && (known = fixed_extent(ld, x, &e)) <= 0)
+        return known < 0 ? known
+                         : fail(ld, "auto_pad %s with stride %lld needs an input of fixed extent",
+                                mode, (long long)s[a]);
+      total = ((e.e[a] + s[a] - 1) / s[a] - 1) * s[a] + D[a] + 1 - e.e[a];
+    }
+    total = total > 0 ? total : 0;
+    begin[a] = lower ? (total + 1) / 2 : total / 2;
+    end[a] = total - begin[a];
+  }
   return 0;
 }
 
-/* The inputs of Conv and ConvTranspose: an activation, a cubic 5-D weight
- * (`layout` names its axes for messages) and an optional bias of one value
- * per output channel, the weight's axis `out_axis`. */
+/* The inputs of Conv and ConvTranspose: an activation, a weight of x's
+ * rank + 2 axes (`layout` names them for messages) and an optional bias of
+ * one value per output channel, the weight's axis `out_axis`. */
 static int conv_inputs(struct loader *ld, const char *layout, int out_axis, struct value **x,
                        struct value **w, struct value **b)
 {
@@ -544,12 +601,30 @@ static int conv_inputs(struct loader *ld, const char *layout, int out_axis, stru
       (ret = need_constant(ld, *w, "weight")) || (*b && (ret = need_constant(ld, *b, "bias"))))
     return ret;
   const int64_t *dims = (*w)->dims;
-  if ((*w)->ndims != 5 || dims[2] != dims[3] || dims[2] != dims[4] || dims[2] < 1)
-    return fail(ld, "weight '%s' must be %s: Strata runs 3-D cubic kernels", (*w)->name, layout);
+  int positive = 1;
+  for (int i = 2; i < (*w)->ndims; i++)
+    positive &= dims[i] >= 1 && dims[i] <= 64;
+  if ((*w)->ndims != (*x)->rank + 2 || !positive)
+    return fail(ld, "weight '%s' must be %s with kernels of 1 to 64 taps for a %d-D input",
+                (*w)->name, layout, (*x)->rank);
   if (*b && (*b)->count != dims[out_axis])
     return fail(ld, "bias '%s' has %lld values for %lld output channels", (*b)->name,
                 (long long)(*b)->count, (long long)dims[out_axis]);
   return 0;
+}
+
+/* A convolution layer's kernel per runner axis from its weight, checked
+ * against kernel_shape. */
+static int conv_kernel(struct loader *ld, const struct value *w, int rank, int64_t *k)
+{
+  int64_t want[3], unused[3];
+  int ret = attr_axes(ld, "kernel_shape", rank, 0, 1, 0, want, unused);
+  for (int a = 0; a < 3; a++) {
+    k[a] = a < 3 - rank ? 1 : w->dims[2 + a - (3 - rank)];
+    if (!ret && want[a] && want[a] != k[a])
+      return fail(ld, "kernel_shape disagrees with weight '%s'", w->name);
+  }
+  return ret;
 }
 
 /* A convolution layer's weights and bias into the packed buffer. */
@@ -565,82 +640,69 @@ static int conv_weights(struct loader *ld, struct strata__layer *L, const struct
 static int op_conv(struct loader *ld)
 {
   struct value *x, *w, *b;
-  int ret = conv_inputs(ld, "[out, in / groups, k, k, k]", 0, &x, &w, &b);
-  if (ret || (w->dims[2] > 1 && (ret = need_cells(ld, x))))
+  int ret = conv_inputs(ld, "[out, in / groups, kernel...]", 0, &x, &w, &b);
+  if (ret || (w->count > w->dims[0] * w->dims[1] && (ret = need_cells(ld, x))))
     return ret;
-  int64_t groups = attr_int(ld->node, "group", 1), k = w->dims[2], s, d, pb, pe, unused;
-  if ((ret = attr_isotropic(ld, "strides", 1, &s, &unused)) ||
-      (ret = attr_isotropic(ld, "dilations", 1, &d, &unused)))
+  int64_t groups = attr_int(ld->node, "group", 1), k[3], s[3], d[3], D[3], pb[3], pe[3], unused[3];
+  if ((ret = conv_kernel(ld, w, x->rank, k)) ||
+      (ret = attr_axes(ld, "strides", x->rank, 1, 1, 1, s, unused)) ||
+      (ret = attr_axes(ld, "dilations", x->rank, 1, 1, 1, d, unused)))
     return ret;
-  int64_t D = d * (k - 1);
-  if ((ret = auto_pads(ld, s, D, &pb, &pe)))
+  for (int a = 0; a < 3; a++)
+    D[a] = d[a] * (k[a] - 1);
+  if ((ret = auto_pads(ld, x, s, D, pb, pe)))
     return ret;
   if (groups < 1 || x->channels % groups || w->dims[0] % groups ||
       w->dims[1] * groups != x->channels)
     return fail(ld, "weight '%s' is [%lld, %lld, ...] with %lld groups, the input has %d channels",
                 w->name, (long long)w->dims[0], (long long)w->dims[1], (long long)groups,
                 x->channels);
-  const Onnx__AttributeProto *ks = attribute(ld->node, "kernel_shape");
-  for (size_t i = 0; ks && i < ks->n_ints; i++)
-    if (ks->ints[i] != k)
-      return fail(ld, "kernel_shape disagrees with weight '%s'", w->name);
-  /* The runner keeps extents at n / 2^level: stride 1 must keep n, stride
-   * 2 must halve any even n. */
-  if (!((s == 1 && pb + pe == D) || (s == 2 && (pb + pe == D || pb + pe == D - 1))))
-    return fail(ld,
-                "stride %lld, pads %lld + %lld and dilated kernel %lld do not give extent "
-                "n / stride; Strata supports stride 1 with same padding and stride 2 "
-                "halving the extent",
-                (long long)s, (long long)pb, (long long)pe, (long long)D + 1);
   struct strata__layer *L = add_layer(ld, STRATA__LAYER_CONV3D, &x, 1);
   if (!L)
     return STRATA_EINVAL;
-  *L = (struct strata__layer){.kind = STRATA__LAYER_CONV3D,
-                              .ninputs = 1,
-                              .inputs = {x->layer},
-                              .channels = (int)w->dims[0],
-                              .level = x->level + (s == 2),
-                              .kernel = (int)k,
-                              .dilation = (int)d,
-                              .stride = (int)s,
-                              .pad = (int)pb,
-                              .groups = (int)groups,
-                              .global = x->global};
+  L->channels = (int)w->dims[0];
+  L->groups = (int)groups;
+  for (int a = 0; a < 3; a++) {
+    L->kernel[a] = (int)k[a], L->dilation[a] = (int)d[a], L->stride[a] = (int)s[a];
+    L->pad[a] = (int)pb[a], L->pad_end[a] = (int)pe[a];
+  }
   return conv_weights(ld, L, w, b);
 }
 
 static int op_conv_transpose(struct loader *ld)
 {
   struct value *x, *w, *b;
-  int ret = conv_inputs(ld, "[in, out, k, k, k]", 1, &x, &w, &b);
+  int ret = conv_inputs(ld, "[in, out, kernel...]", 1, &x, &w, &b);
   if (ret || (ret = need_cells(ld, x)))
     return ret;
-  int64_t k = w->dims[2], s, d, pb, pe, op, unused;
-  if ((ret = attr_isotropic(ld, "strides", 1, &s, &unused)) ||
-      (ret = attr_isotropic(ld, "dilations", 1, &d, &unused)) ||
-      (ret = attr_isotropic(ld, "output_padding", 0, &op, &unused)) ||
-      (ret = attr_isotropic(ld, "pads", 0, &pb, &pe)))
+  int64_t k[3], s[3], d[3], pb[3], pe[3], op[3], unused[3];
+  if ((ret = conv_kernel(ld, w, x->rank, k)) ||
+      (ret = attr_axes(ld, "strides", x->rank, 1, 1, 1, s, unused)) ||
+      (ret = attr_axes(ld, "dilations", x->rank, 1, 1, 1, d, unused)) ||
+      (ret = attr_axes(ld, "output_padding", x->rank, 0, 0, 0, op, unused)) ||
+      (ret = attr_axes(ld, "pads", x->rank, 0, 0, 0, pb, pe)))
     return ret;
-  if (attr_int(ld->node, "group", 1) != 1 || attribute(ld->node, "output_shape"))
-    return fail(ld, "groups and output_shape are not supported on transposed convolutions");
+  char mode[32];
+  attr_string(ld->node, "auto_pad", mode, sizeof mode);
+  if (attr_int(ld->node, "group", 1) != 1 || attribute(ld->node, "output_shape") ||
+      (*mode && strcmp(mode, "NOTSET") != 0))
+    return fail(ld, "groups, output_shape and auto_pad are not supported on transposed "
+                    "convolutions");
   if (w->dims[0] != x->channels)
     return fail(ld, "weight '%s' expects %lld input channels, the input has %d", w->name,
                 (long long)w->dims[0], x->channels);
-  /* Output extent (n - 1) 2 - pads + d (k - 1) + output_padding + 1 = 2 n. */
-  if (s != 2 || pb + pe != d * (k - 1) + op - 1 || x->level < 1)
-    return fail(ld,
-                "stride %lld, pads %lld + %lld, output padding %lld: Strata supports stride 2 "
-                "doubling the extent, below the input's resolution",
-                (long long)s, (long long)pb, (long long)pe, (long long)op);
+  for (int a = 0; a < 3; a++)
+    if (op[a] >= s[a] && op[a] >= d[a])
+      return fail(ld, "output padding %lld is not below the stride or the dilation",
+                  (long long)op[a]);
   struct strata__layer *L = add_layer(ld, STRATA__LAYER_CONV_TRANSPOSE, &x, 1);
   if (!L)
     return STRATA_EINVAL;
   L->channels = (int)w->dims[1];
-  L->level = x->level - 1;
-  L->kernel = (int)k;
-  L->dilation = (int)d;
-  L->stride = 2;
-  L->pad = (int)pb;
+  for (int a = 0; a < 3; a++) {
+    L->kernel[a] = (int)k[a], L->dilation[a] = (int)d[a], L->stride[a] = (int)s[a];
+    L->pad[a] = (int)pb[a], L->pad_end[a] = (int)(pe[a] - op[a]);
+  }
   return conv_weights(ld, L, w, b);
 }
 
@@ -662,7 +724,7 @@ static int add_affine(struct loader *ld, struct value *x, const float *scale, co
     if (conv) { /* weights [C][cin / groups][k^3] */
       int src = prev->inputs[0];
       int cin = src == STRATA__NETWORK_INPUT ? ld->in_channels : ld->layers[src].channels;
-      block = (int64_t)cin / prev->groups * prev->kernel * prev->kernel * prev->kernel;
+      block = (int64_t)cin / prev->groups * strata__kernel_volume(prev);
     }
     if (prev->bias_offset < 0 && (prev->bias_offset = push_weights(ld, NULL, C)) >= 0)
       memset(ld->weights + prev->bias_offset, 0, (size_t)C * sizeof(float));
@@ -785,9 +847,79 @@ static int op_shape(struct loader *ld)
   return 0;
 }
 
-/* Reshape, as GroupNorm uses it: an activation to [N, G, -1] (shape
- * constant [0 or 1, G, -1]), and such a view back to the Shape of an
- * activation with its channels. */
+/* A general Reshape of activation x to the constant `shape` [1, C, ...]
+ * of 2 to 5 entries: the same floats seen as [C, z, y, x], a RESHAPE layer.
+ * 0 copies the input's axis, -1 is inferred. Without a fixed input extent
+ * the channels must be given (or copied) and a 0 must keep its axis's
+ * place in the runner's (z, y, x). */
+static int general_reshape(struct loader *ld, struct value *x, const struct value *shape)
+{
+  const int64_t *t = NULL;
+  int64_t target[5], inferred = 0;
+  const int rank = (int)shape->count - 2;
+  if (rank < 0 || rank > 3)
+    return fail(ld, "reshape to %lld axes; Strata reshapes to [N, C] up to [N, C, D, H, W]",
+                (long long)shape->count);
+  for (int i = 0; i < (int)shape->count; i++) {
+    target[i] = (int64_t)shape->data[i];
+    inferred += target[i] == -1;
+    if (target[i] < -1 || (double)target[i] != shape->data[i])
+      return fail(ld, "shape entry %d = %g is not a size", i, shape->data[i]);
+  }
+  t = target;
+  if ((t[0] != 0 && t[0] != 1) || inferred > 1)
+    return fail(ld,
+                "reshape to batch %lld with %lld inferred sizes: Strata keeps a batch of 1 "
+                "and infers at most one size",
+                (long long)t[0], (long long)inferred);
+  struct strata__extent e;
+  const int known = fixed_extent(ld, x, &e);
+  if (known < 0)
+    return known;
+  /* the input as ONNX axes [C, then x->rank spatial] */
+  int64_t in_axes[4] = {x->channels}, count = x->channels;
+  for (int i = 0; i < x->rank; i++)
+    count *= in_axes[1 + i] = known ? e.e[3 - x->rank + i] : 0;
+  int64_t channels = t[1] == 0 ? x->channels : t[1], spatial[3] = {1, 1, 1}, fixed = 1;
+  for (int i = 0; i < rank; i++) {
+    int64_t v = t[2 + i];
+    if (v == 0) {
+      if (1 + i > x->rank || (!known && rank != x->rank))
+        return fail(ld, "shape entry %d = 0 copies no axis of the input", 2 + i);
+      v = known ? in_axes[1 + i] : 0; /* 0: the input's extent on this axis at run time */
+    }
+    spatial[3 - rank + i] = v;
+    fixed *= v > 0 ? v : 1;
+  }
+  if (channels == -1) {
+    if (!known || count % fixed)
+      return fail(ld,
+                  known ? "%lld values do not reshape to the shape given"
+                        : "inferring the channels of a reshape needs an input of fixed extent",
+                  (long long)count);
+    channels = count / fixed;
+  }
+  if (channels < 1 || channels > (1 << 24))
+    return fail(ld, "reshape to %lld channels", (long long)channels);
+  struct strata__layer *L = add_layer(ld, STRATA__LAYER_RESHAPE, &x, 1);
+  if (!L)
+    return STRATA_EINVAL;
+  L->channels = (int)channels;
+  for (int a = 0; a < 3; a++)
+    L->shape[a] = spatial[a];
+  set_output_shape(ld, L);
+  struct value *out = last_output(ld);
+  out->rank = rank > 0 ? rank : 3;
+  out->global = rank == 0; /* [N, C]: one value per channel, as a classifier head's */
+  out->flat = rank == 0;
+  struct strata__extent check;
+  return fixed_extent(ld, out, &check) < 0 ? STRATA_EINVAL : 0;
+}
+
+/* Reshape: GroupNorm's view of an activation as [N, G, -1] (shape constant
+ * [0 or 1, G, -1]) and back to the Shape of an activation with its
+ * channels; a classifier head's [N, C, 1, 1, 1] as [N, C]; else a general
+ * reshape. */
 static int op_reshape(struct loader *ld)
 {
   struct value *x, *shape, *out;
@@ -796,7 +928,6 @@ static int op_reshape(struct loader *ld)
     return ret;
   if (x->global && !x->constant && shape->constant && shape->count == 2 &&
       (shape->data[1] == -1 || shape->data[1] == x->channels)) {
-    /* a classifier head's [N, C, 1, 1, 1] as [N, C] */
     if (!(out = alias_output(ld, x)))
       return STRATA_EINVAL;
     out->flat = 1;
@@ -804,11 +935,17 @@ static int op_reshape(struct loader *ld)
   }
   if (!x->groups && !x->constant && !x->shape && shape->constant && shape->count == 3 &&
       (shape->data[0] == 0 || shape->data[0] == 1) && shape->data[2] == -1 && shape->data[1] >= 1 &&
-      x->channels % (int)shape->data[1] == 0)
+      x->channels % (int)shape->data[1] == 0 && readers_are_norms(ld, ld->node->output[0]))
     groups = (int)shape->data[1];
-  else if (!(x->groups && shape->shape && shape->channels == x->channels))
-    return fail(ld, "Strata reads Reshape only as the grouping of a group normalisation "
-                    "([N, G, -1] and back) or as the flattening of a classifier head");
+  else if (x->groups && shape->shape && shape->channels == x->channels)
+    groups = 0;
+  else if (shape->constant && !x->constant && !x->groups && !x->shape) {
+    if ((ret = need_activation(ld, x, "input")))
+      return ret;
+    return general_reshape(ld, x, shape);
+  } else
+    return fail(ld, "Strata reshapes an activation to a constant shape, GroupNorm's grouping "
+                    "([N, G, -1] and back) or a classifier head's flattening");
   if (!(out = alias_output(ld, x)))
     return STRATA_EINVAL;
   out->groups = groups;
@@ -885,11 +1022,11 @@ static int op_binary(struct loader *ld, int kind)
     if ((ret = need_activation(ld, in[0], "operand")) ||
         (ret = need_activation(ld, in[1], "operand")))
       return ret;
-    if (in[0]->level != in[1]->level || in[0]->global != in[1]->global ||
+    if (in[0]->rank != in[1]->rank || in[0]->global != in[1]->global ||
         (in[0]->channels != in[1]->channels && in[0]->channels != 1 && in[1]->channels != 1))
       return fail(ld,
                   "operands '%s' [%d channels] and '%s' [%d channels] do not broadcast "
-                  "(same resolution, and equal channels or one of them single)",
+                  "(same axes, and equal channels or one of them single)",
                   in[0]->name, in[0]->channels, in[1]->name, in[1]->channels);
     struct strata__layer *L = add_layer(ld, kind, in, 2);
     if (!L)
@@ -940,8 +1077,8 @@ static int op_concat(struct loader *ld)
   for (size_t i = 0; i < ld->node->n_input; i++) {
     if ((ret = node_input(ld, i, 1, &in[i])) || (ret = need_activation(ld, in[i], "input")))
       return ret;
-    if (in[i]->level != in[0]->level || in[i]->global != in[0]->global)
-      return fail(ld, "inputs '%s' and '%s' have different resolutions", in[0]->name, in[i]->name);
+    if (in[i]->rank != in[0]->rank || in[i]->global != in[0]->global)
+      return fail(ld, "inputs '%s' and '%s' have different axes", in[0]->name, in[i]->name);
     channels += in[i]->channels;
   }
   struct strata__layer *L = add_layer(ld, STRATA__LAYER_CONCAT, in, (int)ld->node->n_input);
@@ -955,50 +1092,59 @@ static int op_concat(struct loader *ld)
 static int op_pool(struct loader *ld, int kind)
 {
   struct value *x;
-  int64_t k, s, d, pb, pe, unused;
+  int64_t k[3], s[3], d[3], D[3], pb[3], pe[3], unused[3];
   int ret;
   if ((ret = node_input(ld, 0, 1, &x)))
     return ret;
   /* Zeros a Pad node put around the input count in an average: the pool's
    * own padding, counted. */
   struct value plain = *x;
-  const int64_t before = x->padded[0], after = x->padded[1];
-  plain.padded[0] = plain.padded[1] = 0;
+  memset(plain.padded, 0, sizeof plain.padded);
+  const int padded = is_padded(x);
+  int64_t zeros[2][3];
+  memcpy(zeros, x->padded, sizeof zeros);
   if (kind == STRATA__LAYER_AVGPOOL)
     x = &plain;
   if ((ret = need_activation(ld, x, "input")) || (ret = need_cells(ld, x)) ||
-      (ret = attr_isotropic(ld, "kernel_shape", 0, &k, &unused)) ||
-      (ret = attr_isotropic(ld, "strides", 1, &s, &unused)) ||
-      (ret = attr_isotropic(ld, "dilations", 1, &d, &unused)) ||
-      (ret = auto_pads(ld, s, d * (k - 1), &pb, &pe)))
+      (ret = attr_axes(ld, "kernel_shape", x->rank, 0, 1, 1, k, unused)) ||
+      (ret = attr_axes(ld, "strides", x->rank, 1, 1, 1, s, unused)) ||
+      (ret = attr_axes(ld, "dilations", x->rank, 1, 1, 1, d, unused)))
+    return ret;
+  for (int a = 0; a < 3; a++)
+    D[a] = d[a] * (k[a] - 1);
+  if ((ret = auto_pads(ld, x, s, D, pb, pe)))
     return ret;
   int count_pads = kind == STRATA__LAYER_AVGPOOL && attr_int(ld->node, "count_include_pad", 0);
-  if (before || after) {
-    if (!count_pads && (pb || pe))
+  int64_t ceil_mode = attr_int(ld->node, "ceil_mode", 0), strided = 0;
+  if (padded) {
+    int64_t own = 0;
+    for (int a = 0; a < 3; a++)
+      own |= pb[a] | pe[a];
+    if (!count_pads && own)
       return fail(ld, "a Pad node's zeros and uncounted pads of the pool cannot be combined");
-    pb += before, pe += after, count_pads = 1;
+    for (int a = 0; a < 3; a++)
+      pb[a] += zeros[0][a], pe[a] += zeros[1][a];
+    count_pads = 1;
   }
-  const int64_t D = d * (k - 1), ceil_mode = attr_int(ld->node, "ceil_mode", 0);
-  /* As for Conv: extents stay n / 2^level, so stride 1 keeps n and stride
-   * 2 halves any even n (ceil_mode may round up only where it cannot). */
-  const int keeps = s == 1 && pb + pe == D;
-  const int halves = s == 2 && (pb + pe == D - 1 || (pb + pe == D && !ceil_mode));
-  if (k < 1 || k > 16 || d < 1 || pb < 0 || pb > D || !(keeps || halves) || ld->node->n_output > 1)
+  for (int a = 0; a < 3; a++)
+    strided |= s[a] > 1;
+  if (ld->node->n_output > 1 || (ceil_mode && strided))
     return fail(ld,
-                "kernel %lld, stride %lld, dilation %lld, pads %lld + %lld, ceil_mode %lld: "
-                "Strata pools with stride 1 keeping the extent or stride 2 halving it, "
-                "kernels up to 16, no indices output",
-                (long long)k, (long long)s, (long long)d, (long long)pb, (long long)pe,
+                "ceil_mode %lld with strides above 1, or an indices output: Strata pools "
+                "with floor rounding and gives the values only",
                 (long long)ceil_mode);
+  for (int a = 0; a < 3; a++)
+    if (pb[a] > D[a] || pe[a] > D[a])
+      return fail(ld, "pads %lld + %lld exceed the window's extent %lld", (long long)pb[a],
+                  (long long)pe[a], (long long)D[a] + 1);
   struct strata__layer *L = add_layer(ld, kind, &x, 1);
   if (!L)
     return STRATA_EINVAL;
-  L->kernel = (int)k;
-  L->dilation = (int)d;
-  L->stride = (int)s;
-  L->pad = (int)pb;
+  for (int a = 0; a < 3; a++) {
+    L->kernel[a] = (int)k[a], L->dilation[a] = (int)d[a], L->stride[a] = (int)s[a];
+    L->pad[a] = (int)pb[a], L->pad_end[a] = (int)pe[a];
+  }
   L->param = (float)count_pads;
-  L->level += s == 2;
   set_output_shape(ld, L);
   return 0;
 }
@@ -1018,20 +1164,32 @@ static int op_global_avgpool(struct loader *ld)
   struct strata__layer *L = add_layer(ld, STRATA__LAYER_GLOBAL_AVGPOOL, &x, 1);
   if (!L)
     return STRATA_EINVAL;
-  L->global = 1;
+  last_output(ld)->global = 1;
   set_output_shape(ld, L);
   return 0;
 }
 
-/* Flatten of a classifier head's [N, C, 1, 1, 1] (axis 1): [N, C]. */
+/* Flatten at axis 1: a classifier head's [N, C, 1, ...] as [N, C], or any
+ * activation as [N, C D H W] (a reshape, which needs the input's extent
+ * fixed by the graph). */
 static int op_flatten(struct loader *ld)
 {
   struct value *x, *out;
   int ret;
   if ((ret = node_input(ld, 0, 1, &x)) || (ret = need_activation(ld, x, "input")))
     return ret;
-  if (!x->global || attr_int(ld->node, "axis", 1) != 1)
-    return fail(ld, "Strata flattens only a global pooling's [N, C, 1, 1, 1] at axis 1");
+  if (attr_int(ld->node, "axis", 1) != 1)
+    return fail(ld, "Strata flattens at axis 1 only");
+  if (!x->global) {
+    const float flat[2] = {1, -1};
+    const struct value shape = {.name = "flatten",
+                                .constant = 1,
+                                .ndims = 1,
+                                .dims = {2},
+                                .count = 2,
+                                .data = (float *)flat};
+    return general_reshape(ld, x, &shape);
+  }
   if (!(out = alias_output(ld, x)))
     return STRATA_EINVAL;
   out->flat = 1;
@@ -1094,9 +1252,15 @@ static int op_resize(struct loader *ld)
     return fail(ld, "Strata resizes by constant scales, not to sizes");
   if ((ret = need_constant(ld, scales, "scales")))
     return ret;
-  if (scales->count != 5 || scales->data[0] != 1 || scales->data[1] != 1 || scales->data[2] != 2 ||
-      scales->data[3] != 2 || scales->data[4] != 2)
-    return fail(ld, "scales must be [1, 1, 2, 2, 2]");
+  int scale[3] = {1, 1, 1}, integral = scales->count == x->rank + 2;
+  for (int i = 0; integral && i < scales->count; i++) {
+    const float v = scales->data[i];
+    integral = i < 2 ? v == 1 : v >= 1 && v <= 64 && v == floorf(v);
+    if (i >= 2)
+      scale[3 - x->rank + i - 2] = (int)v;
+  }
+  if (!integral)
+    return fail(ld, "scales must be [1, 1, then an integer from 1 to 64 per spatial axis]");
   char mode[32], coords[32], nearest[32];
   attr_string(ld->node, "mode", mode, sizeof mode);
   attr_string(ld->node, "coordinate_transformation_mode", coords, sizeof coords);
@@ -1108,7 +1272,7 @@ static int op_resize(struct loader *ld)
   int half = strcmp(coords, "half_pixel") == 0 || strcmp(coords, "pytorch_half_pixel") == 0;
   int kind, align = 0;
   if (!*mode || strcmp(mode, "nearest") == 0) {
-    /* For x2 these pairs all read input floor(o / 2). */
+    /* For integer scales s these pairs all read input floor(o / s). */
     int floor_like =
         (strcmp(coords, "asymmetric") == 0 &&
          (strcmp(nearest, "floor") == 0 || strcmp(nearest, "round_prefer_floor") == 0)) ||
@@ -1124,12 +1288,11 @@ static int op_resize(struct loader *ld)
     kind = STRATA__LAYER_UPSAMPLE_LINEAR;
   } else
     return fail(ld, "resize mode '%s' is not supported (nearest, linear)", mode);
-  if (x->level < 1)
-    return fail(ld, "upsampling above the input's resolution");
   struct strata__layer *L = add_layer(ld, kind, &x, 1);
   if (!L)
     return STRATA_EINVAL;
-  L->level--;
+  for (int a = 0; a < 3; a++)
+    L->stride[a] = scale[a];
   L->param = (float)align;
   set_output_shape(ld, L);
   return 0;
@@ -1160,9 +1323,9 @@ static int op_alias(struct loader *ld)
   return 0;
 }
 
-/* Pad: zero pads are nothing; zeros around the spatial axes, the same on
- * each, make a padded view that only an average pool reads (PyTorch pads
- * so before AvgPool with count_include_pad). */
+/* Pad: zero pads are nothing; zeros around the spatial axes make a padded
+ * view that only an average pool reads (PyTorch pads so before AvgPool
+ * with count_include_pad). */
 static int op_pad(struct loader *ld)
 {
   struct value *x, *pads, *fill = NULL, *out;
@@ -1173,25 +1336,31 @@ static int op_pad(struct loader *ld)
       (fill && (ret = need_constant(ld, fill, "constant_value"))))
     return ret;
   attr_string(ld->node, "mode", mode, sizeof mode);
-  int zero = 1, uniform = pads->count == 10;
+  int zero = 1;
   for (int64_t i = 0; i < pads->count; i++)
     zero &= pads->data[i] == 0;
   if (zero)
     return op_alias(ld);
-  for (int i = 0; uniform && i < 5; i++) /* [N, C, D, H, W] begins, then ends */
-    uniform = i < 2 ? pads->data[i] == 0 && pads->data[5 + i] == 0
-                    : pads->data[i] == pads->data[2] && pads->data[5 + i] == pads->data[7];
-  if (!uniform || (*mode && strcmp(mode, "constant") != 0) || (fill && fill->data[0] != 0) ||
-      pads->data[2] < 0 || pads->data[7] < 0 || (ret = need_activation(ld, x, "input")))
-    return ret ? ret
-               : fail(ld,
-                      "padding %s: Strata reads only zeros, the same around each spatial "
-                      "axis, before an average pool",
-                      *mode ? mode : "constant");
+  if ((ret = need_activation(ld, x, "input")))
+    return ret;
+  /* [N, C, spatial...] begins, then ends: none on N and C, none negative */
+  const int axes = x->rank + 2;
+  int plain = pads->count == 2 * axes && (!*mode || strcmp(mode, "constant") == 0) &&
+              (!fill || fill->data[0] == 0);
+  for (int i = 0; plain && i < axes; i++)
+    plain = i < 2 ? pads->data[i] == 0 && pads->data[axes + i] == 0
+                  : pads->data[i] >= 0 && pads->data[axes + i] >= 0;
+  if (!plain)
+    return fail(ld,
+                "padding %s: Strata reads only zeros around the spatial axes, before an "
+                "average pool",
+                *mode ? mode : "constant");
   if (!(out = alias_output(ld, x)))
     return STRATA_EINVAL;
-  out->padded[0] = (int64_t)pads->data[2];
-  out->padded[1] = (int64_t)pads->data[7];
+  for (int i = 2; i < axes; i++) {
+    out->padded[0][3 - x->rank + i - 2] = (int64_t)pads->data[i];
+    out->padded[1][3 - x->rank + i - 2] = (int64_t)pads->data[axes + i];
+  }
   return 0;
 }
 
@@ -1299,10 +1468,23 @@ static int bind_input(struct loader *ld)
       c->dim_value > 4096 ||
       (n->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && n->dim_value != 1))
     return fail(ld, "input '%s' needs a fixed channel count and a batch of 1", input->name);
+  /* D, H, W all fixed: the extent the network is made for (a cube) */
+  int64_t fixed[3];
+  for (int a = 0; a < 3; a++)
+    fixed[a] = shape->dim[2 + a]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
+                   ? shape->dim[2 + a]->dim_value
+                   : 0;
+  if (fixed[0] && fixed[1] && fixed[2]) {
+    if (fixed[0] != fixed[1] || fixed[1] != fixed[2] || fixed[0] < 1 || fixed[0] > 4096)
+      return fail(ld, "input '%s' is [N, C, %lld, %lld, %lld]: Strata feeds cubes", input->name,
+                  (long long)fixed[0], (long long)fixed[1], (long long)fixed[2]);
+    ld->fixed_n = fixed[0];
+  }
   struct value *v = new_value(ld, input->name);
   if (!v)
     return STRATA_EINVAL;
   v->layer = STRATA__NETWORK_INPUT;
+  v->rank = 3;
   v->channels = ld->in_channels = (int)c->dim_value;
   return 0;
 }
@@ -1345,8 +1527,9 @@ static int bind_outputs(struct loader *ld, struct strata__model_output_range *ra
   for (size_t i = 0; i < g->n_output; i++) {
     const char *name = g->output[i]->name ? g->output[i]->name : "";
     const struct value *v = find_value(ld, name);
-    if (!v || v->constant || v->groups || v->shape || (!v->global && v->level != 0))
-      return fail(ld, "output '%s' must be computed from the input at its resolution", name);
+    if (!v || v->constant || v->groups || v->shape || (!v->global && v->rank != 3))
+      return fail(ld, "output '%s' must be computed from the input, [N, K, D, H, W] or [N, K]",
+                  name);
     int layer = v->layer;
     if (i == 0)
       *first_layer = layer;
@@ -1357,6 +1540,7 @@ static int bind_outputs(struct loader *ld, struct strata__model_output_range *ra
       *L = new_layer(STRATA__LAYER_BROADCAST, 1);
       L->inputs[0] = layer;
       L->channels = v->channels;
+      snprintf(ld->labels[ld->nlayers], sizeof *ld->labels, "output '%s' in every cell", name);
       layer = ld->nlayers++;
     }
     snprintf(ranges[i].name, sizeof ranges[i].name, "%s", name);
@@ -1370,6 +1554,7 @@ static int bind_outputs(struct loader *ld, struct strata__model_output_range *ra
     return 0;
   if (ld->nlayers == STRATA__CNN_MAX_LAYERS)
     return fail(ld, "the network has over %d layers", STRATA__CNN_MAX_LAYERS);
+  snprintf(ld->labels[ld->nlayers], sizeof *ld->labels, "the outputs together");
   ld->layers[ld->nlayers++] = last;
   return 0;
 }
@@ -1411,7 +1596,8 @@ static int map_graph(struct loader *ld, strata_model **out)
   }
   if ((ret = bind_input(ld)))
     return ret;
-  if (!(ld->layers = calloc(STRATA__CNN_MAX_LAYERS, sizeof *ld->layers)))
+  if (!(ld->layers = calloc(STRATA__CNN_MAX_LAYERS, sizeof *ld->layers)) ||
+      !(ld->labels = calloc(STRATA__CNN_MAX_LAYERS, sizeof *ld->labels)))
     return STRATA_ENOMEM;
   for (size_t i = 0; i < g->n_node; i++) {
     ld->node = g->node[i];
@@ -1457,7 +1643,9 @@ static int map_graph(struct loader *ld, strata_model **out)
                                             .weights = ld->weights,
                                             .nweights = ld->nweights,
                                             .outputs = ranges,
-                                            .noutputs = noutputs};
+                                            .noutputs = noutputs,
+                                            .labels = (const char(*)[96])ld->labels,
+                                            .fixed_n = ld->fixed_n};
   ld->layers = NULL; /* taken over */
   ret = strata__model_from_network(&spec, out);
   free(list);
@@ -1491,6 +1679,7 @@ int strata_model_load_onnx(const char *onnx_path, strata_model **out)
     free(ld.values[i].data);
   free(ld.values);
   free(ld.layers);
+  free(ld.labels);
   free(ld.weights);
   onnx__model_proto__free_unpacked(ld.model, NULL);
   return ret;

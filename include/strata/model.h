@@ -154,19 +154,23 @@ typedef struct strata_model_layer {
   int ninputs;            /**< layers it reads */
   int inputs[16];         /**< their indices, -1 for the model's input */
   int channels;           /**< output channels */
-  int downscale; /**< its output extent is n / downscale (1 at the input's resolution), or 0 for one
-                    value per channel and array (a classifier head) */
-  int kernel, stride, dilation, groups; /**< convolutions and pools (0 for other layers) */
-  int64_t parameters;                   /**< weights, biases, scales and shifts */
-  double flops;                         /**< operations at input extent n (2 per multiply-add) */
-  int cuda; /**< 1 when this build runs it in CUDA too (else CPU workers only) */
+  int64_t extent[3];      /**< its output extents (z, y, x) at input extent n: [1, 1, 1] for one
+                               value per channel and array (a classifier head) */
+  int kernel[3], dilation[3]; /**< per axis (z, y, x), convolutions and pools (else 0) */
+  int stride[3]; /**< per axis: convolutions and pools, or the scales of an upsampling (else 0) */
+  int groups;    /**< convolutions (else 0) */
+  int64_t parameters; /**< weights, biases, scales and shifts */
+  double flops;       /**< operations at input extent n (2 per multiply-add) */
+  int cuda;           /**< 1 when this build runs it in CUDA too (else CPU workers only) */
 } strata_model_layer;
 
 /** @brief Describe layer @p i of a network model at input extent @p n
- *  (the flop count depends on it).
+ *  (its extents and flop count depend on it).
  *  @return 0; STRATA_ERANGE when @p i is not below the number of layers,
  *          which *@p count (may be NULL) receives in any case (0 for a
- *          plug-in); STRATA_EINVAL for a NULL model or n < 1. */
+ *          plug-in); STRATA_EINVAL for a NULL model, or an @p n the model
+ *          does not map to itself (strata_error_message() names the layer),
+ *          when @p info is not NULL. */
 int strata_model_layer_info(const strata_model *m, int i, int64_t n, int *count,
                             strata_model_layer *info);
 
@@ -176,7 +180,8 @@ const char *strata_model_input_field(const strata_model *m, int c);
 
 /** @brief Submit one task computing @p out = model(@p in). @p in is float32
  *  [C, N, N, N] (or [N, N, N] when C is 1), @p out float32 [K, N, N, N]
- *  (or [N, N, N] when K is 1); N must be divisible by 2 for each max-pool.
+ *  (or [N, N, N] when K is 1); N must be an extent the network maps back to N
+ *  (a multiple of 2 for each halving, for example).
  *  @return 0; STRATA_ETYPE; STRATA_EINVAL for shapes that do not fit. */
 int strata_model_apply(strata_model *m, strata_array *in, strata_array *out);
 

@@ -11,125 +11,193 @@
 /* im2col slab size: at most this many floats (16 MiB), at least one plane. */
 #define COL_TARGET_FLOATS ((size_t)4 << 20)
 
-static int64_t cube(int64_t n) { return n * n * n; }
-
 int strata__layer_in_channels(const struct strata__network *net, int l)
 {
   int src = net->layers[l].inputs[0];
   return src == STRATA__NETWORK_INPUT ? net->in_channels : net->layers[src].channels;
 }
 
-/* Extent of the input a layer reads (its first input's), for network extent n. */
-static int64_t input_extent(const struct strata__network *net, int l, int64_t n)
+/* Extents of the input a layer reads (its first input's). */
+static struct strata__extent input_extent(const struct strata__network *net, int l, int64_t n,
+                                          const struct strata__extent *ext)
 {
-  return strata__source_extent(net, net->layers[l].inputs[0], n);
+  return strata__source_extent(ext, net->layers[l].inputs[0], n);
 }
 
-static int64_t kernel_volume(const struct strata__layer *L)
+static int same_extent(struct strata__extent a, struct strata__extent b)
 {
-  return (int64_t)L->kernel * L->kernel * L->kernel;
+  return a.e[0] == b.e[0] && a.e[1] == b.e[1] && a.e[2] == b.e[2];
 }
 
-/* Rows of a conv3d's im2col matrix: its group's input channels times k^3. */
+/* Extents of a reshape of `count` values with extents `in`: a shape entry
+ * 0 copies the input's extent on its axis, and the input's element count
+ * over the others gives the one that is -1; all 0 when nothing fits. */
+static struct strata__extent reshaped(const struct strata__layer *L, int64_t count,
+                                      struct strata__extent in)
+{
+  struct strata__extent out = {{0, 0, 0}}, none = {{0, 0, 0}};
+  int64_t fixed = L->channels;
+  int unknown = -1;
+  for (int a = 0; a < 3; a++)
+    if (L->shape[a] < 0)
+      unknown = a;
+    else
+      fixed *= out.e[a] = L->shape[a] ? L->shape[a] : in.e[a];
+  if (unknown >= 0 && fixed > 0 && count % fixed == 0)
+    out.e[unknown] = count / fixed;
+  return (unknown >= 0 ? out.e[unknown] * fixed : fixed) == count ? out : none;
+}
+
+int strata__cnn_extents(const struct strata__network *net, int64_t n, struct strata__extent *ext)
+{
+  const int64_t most = (int64_t)1 << 24;
+  for (int l = 0; l < net->nlayers; l++) {
+    const struct strata__layer *L = &net->layers[l];
+    const struct strata__extent in = input_extent(net, l, n, ext);
+    struct strata__extent out = in;
+    for (int i = 1; i < L->ninputs; i++)
+      if (!same_extent(strata__source_extent(ext, L->inputs[i], n), in))
+        return l;
+    for (int a = 0; a < 3; a++) {
+      const int64_t k = L->kernel[a], d = L->dilation[a], s = L->stride[a], span = d * (k - 1);
+      switch (L->kind) {
+      case STRATA__LAYER_CONV3D:
+      case STRATA__LAYER_MAXPOOL:
+      case STRATA__LAYER_AVGPOOL: {
+        const int64_t room = in.e[a] + L->pad[a] + L->pad_end[a] - span - 1;
+        out.e[a] = room < 0 ? 0 : room / s + 1;
+        break;
+      }
+      case STRATA__LAYER_CONV_TRANSPOSE:
+        out.e[a] = (in.e[a] - 1) * s + span + 1 - L->pad[a] - L->pad_end[a];
+        break;
+      case STRATA__LAYER_UPSAMPLE:
+      case STRATA__LAYER_UPSAMPLE_LINEAR: out.e[a] = in.e[a] * s; break;
+      case STRATA__LAYER_GLOBAL_AVGPOOL: out.e[a] = 1; break;
+      case STRATA__LAYER_BROADCAST: out.e[a] = n; break;
+      default: break;
+      }
+    }
+    if (L->kind == STRATA__LAYER_RESHAPE)
+      out = reshaped(L, strata__layer_in_channels(net, l) * strata__volume(in), in);
+    for (int a = 0; a < 3; a++)
+      if (out.e[a] < 1 || out.e[a] > most)
+        return l;
+    ext[l] = out;
+  }
+  return -1;
+}
+
+/* Rows of a conv3d's im2col matrix: its group's input channels times the taps. */
 static int64_t col_rows(const struct strata__network *net, int l)
 {
   const struct strata__layer *L = &net->layers[l];
-  return strata__layer_in_channels(net, l) / L->groups * kernel_volume(L);
+  return strata__layer_in_channels(net, l) / L->groups * strata__kernel_volume(L);
 }
 
-int64_t strata__conv3d_slab_planes(int64_t rows, int64_t n, size_t col_floats)
+int64_t strata__conv3d_slab_planes(int64_t rows, int64_t plane, int64_t planes, size_t col_floats)
 {
-  int64_t planes = (int64_t)(col_floats / (size_t)(rows * n * n));
-  return planes < 1 ? 1 : planes > n ? n : planes;
+  int64_t fit = (int64_t)(col_floats / (size_t)(rows * plane));
+  return fit < 1 ? 1 : fit > planes ? planes : fit;
 }
 
 /* Floats of im2col (conv3d) or column (transposed conv3d) space of layer l. */
-static size_t col_need(const struct strata__network *net, int l, int64_t n)
+static size_t col_need(const struct strata__network *net, int l, int64_t n,
+                       const struct strata__extent *ext)
 {
   const struct strata__layer *L = &net->layers[l];
-  int64_t m = strata__layer_extent(L, n);
+  const struct strata__extent m = ext[l];
   if (L->kind == STRATA__LAYER_CONV3D) {
     /* oneDNN's areas, and im2col's should a oneDNN run fail */
     size_t onednn = strata__cnn_onednn_floats(net, l, n), im2col = 0;
-    int64_t rows = col_rows(net, l);
+    int64_t rows = col_rows(net, l), plane = m.e[1] * m.e[2];
     if (!strata__conv3d_is_pointwise(L))
-      im2col = (size_t)(rows * strata__conv3d_slab_planes(rows, m, COL_TARGET_FLOATS) * m * m);
+      im2col = (size_t)(rows * strata__conv3d_slab_planes(rows, plane, m.e[0], COL_TARGET_FLOATS) *
+                        plane);
     return onednn > im2col ? onednn : im2col;
   }
   if (L->kind == STRATA__LAYER_CONV_TRANSPOSE)
-    return (size_t)(L->channels * kernel_volume(L) * cube(input_extent(net, l, n)));
+    return (size_t)(L->channels * strata__kernel_volume(L) *
+                    strata__volume(input_extent(net, l, n, ext)));
   return 0;
 }
 
 size_t strata__cnn_scratch_floats(const struct strata__network *net, int64_t n)
 {
+  struct strata__extent ext[net->nlayers];
+  if (strata__cnn_extents(net, n, ext) >= 0)
+    return 0;
   size_t total = 0, col = 0;
   for (int l = 0; l < net->nlayers; l++) {
-    const struct strata__layer *L = &net->layers[l];
     if (l < net->nlayers - 1)
-      total += (size_t)(L->channels * cube(strata__layer_extent(L, n)));
-    size_t need = col_need(net, l, n);
+      total += (size_t)(net->layers[l].channels * strata__volume(ext[l]));
+    size_t need = col_need(net, l, n, ext);
     col = need > col ? need : col;
   }
   return total + col;
 }
 
-double strata__cnn_layer_flops(const struct strata__network *net, int l, int64_t n)
+double strata__cnn_layer_flops(const struct strata__network *net, int l, int64_t n,
+                               const struct strata__extent *ext)
 {
   const struct strata__layer *L = &net->layers[l];
   if (L->kind == STRATA__LAYER_CONV3D)
-    return 2.0 * (double)L->channels * (double)col_rows(net, l) *
-           (double)cube(strata__layer_extent(L, n));
+    return 2.0 * (double)L->channels * (double)col_rows(net, l) * (double)strata__volume(ext[l]);
   if (L->kind == STRATA__LAYER_CONV_TRANSPOSE)
     return 2.0 * (double)L->channels * (double)strata__layer_in_channels(net, l) *
-           (double)kernel_volume(L) * (double)cube(input_extent(net, l, n));
+           (double)strata__kernel_volume(L) * (double)strata__volume(input_extent(net, l, n, ext));
   return 0;
 }
 
 double strata__cnn_flops(const struct strata__network *net, int64_t n)
 {
+  struct strata__extent ext[net->nlayers];
+  if (strata__cnn_extents(net, n, ext) >= 0)
+    return 0;
   double flops = 0;
   for (int l = 0; l < net->nlayers; l++)
-    flops += strata__cnn_layer_flops(net, l, n);
+    flops += strata__cnn_layer_flops(net, l, n, ext);
   return flops;
 }
 
-/* Fill rows of the im2col matrix for output planes [z0, z0 + nz) of extent
- * m = n / stride: row (c, kz, ky, kx), column (z, y, x) holds
- * in[c][z s + kz d - p][y s + ky d - p][x s + kx d - p], or 0 outside. */
-static void im2col(const float *in, int cin, int64_t n, const struct strata__layer *L, int64_t z0,
-                   int64_t nz, float *col)
+/* Fill rows of the im2col matrix for output planes [z0, z0 + nz) of
+ * extents m: row (c, kz, ky, kx), column (z, y, x) holds
+ * in[c][z sz + kz dz - pz][y sy + ky dy - py][x sx + kx dx - px], or 0
+ * outside the input's extents n. */
+static void im2col(const float *in, int cin, struct strata__extent n, struct strata__extent m,
+                   const struct strata__layer *L, int64_t z0, int64_t nz, float *col)
 {
-  int k = L->kernel, d = L->dilation, s = L->stride;
-  int64_t m = n / s, pad = L->pad, plane = m * m, ncols = nz * plane;
+  const int *k = L->kernel, *d = L->dilation, *s = L->stride;
+  const int64_t plane = m.e[1] * m.e[2], ncols = nz * plane, mx = m.e[2], nx = n.e[2];
   float *row = col;
   for (int c = 0; c < cin; c++)
-    for (int kz = 0; kz < k; kz++)
-      for (int ky = 0; ky < k; ky++)
-        for (int kx = 0; kx < k; kx++, row += ncols) {
-          int64_t dz = kz * d - pad, dy = ky * d - pad, dx = kx * d - pad;
-          /* stride 1: the x range whose source x + dx lies inside [0, n) */
-          int64_t x0 = dx < 0 ? -dx : 0, x1 = dx > 0 ? n - dx : n;
-          if (x1 < x0)
-            x1 = x0;
+    for (int kz = 0; kz < k[0]; kz++)
+      for (int ky = 0; ky < k[1]; ky++)
+        for (int kx = 0; kx < k[2]; kx++, row += ncols) {
+          int64_t dz = kz * d[0] - L->pad[0], dy = ky * d[1] - L->pad[1],
+                  dx = kx * d[2] - L->pad[2];
+          /* stride 1: the x range whose source x + dx lies inside [0, nx) */
+          int64_t x0 = dx < 0 ? -dx : 0, x1 = nx - dx < mx ? nx - dx : mx;
+          x0 = x0 < mx ? x0 : mx;
+          x1 = x1 > x0 ? x1 : x0;
           for (int64_t z = 0; z < nz; z++) {
-            int64_t sz = (z0 + z) * s + dz;
-            for (int64_t y = 0; y < m; y++) {
-              float *dst = row + z * plane + y * m;
-              int64_t sy = y * s + dy;
-              if (sz < 0 || sz >= n || sy < 0 || sy >= n) {
-                memset(dst, 0, (size_t)m * sizeof *dst);
+            int64_t sz = (z0 + z) * s[0] + dz;
+            for (int64_t y = 0; y < m.e[1]; y++) {
+              float *dst = row + z * plane + y * mx;
+              int64_t sy = y * s[1] + dy;
+              if (sz < 0 || sz >= n.e[0] || sy < 0 || sy >= n.e[1]) {
+                memset(dst, 0, (size_t)mx * sizeof *dst);
                 continue;
               }
-              const float *src = in + ((c * n + sz) * n + sy) * n;
-              if (s == 1) {
+              const float *src = in + ((c * n.e[0] + sz) * n.e[1] + sy) * nx;
+              if (s[2] == 1) {
                 memset(dst, 0, (size_t)x0 * sizeof *dst);
                 memcpy(dst + x0, src + x0 + dx, (size_t)(x1 - x0) * sizeof *dst);
-                memset(dst + x1, 0, (size_t)(n - x1) * sizeof *dst);
+                memset(dst + x1, 0, (size_t)(mx - x1) * sizeof *dst);
               } else
-                for (int64_t x = 0; x < m; x++) {
-                  int64_t sx = x * s + dx;
-                  dst[x] = sx >= 0 && sx < n ? src[sx] : 0.0f;
+                for (int64_t x = 0; x < mx; x++) {
+                  int64_t sx = x * s[2] + dx;
+                  dst[x] = sx >= 0 && sx < nx ? src[sx] : 0.0f;
                 }
             }
           }
@@ -162,28 +230,30 @@ static void add_bias(float *out, int cout, int64_t vol, const float *bias)
  * row to an output row; the x loop vectorises, with AVX2 where the CPU has
  * it (a clone chosen at load time). */
 __attribute__((target_clones("avx2", "default"))) static void
-conv3d_direct(const float *in, int cin, int64_t n, const struct strata__layer *L, const float *w,
-              float *out)
+conv3d_direct(const float *in, int cin, struct strata__extent n, struct strata__extent m,
+              const struct strata__layer *L, const float *w, float *out)
 {
-  int k = L->kernel, d = L->dilation;
-  int64_t pad = L->pad, vol = cube(n);
+  const int *k = L->kernel, *d = L->dilation;
+  const int64_t vol_in = strata__volume(n), vol = strata__volume(m), mx = m.e[2], nx = n.e[2];
   memset(out, 0, (size_t)(L->channels * vol) * sizeof *out);
   for (int o = 0; o < L->channels; o++)
     for (int c = 0; c < cin; c++) {
-      const float *src = in + c * vol, *wc = w + ((int64_t)o * cin + c) * kernel_volume(L);
-      for (int64_t z = 0; z < n; z++)
-        for (int64_t y = 0; y < n; y++) {
-          float *row = out + o * vol + (z * n + y) * n;
-          for (int kz = 0; kz < k; kz++) {
-            int64_t sz = z + (int64_t)kz * d - pad;
-            for (int ky = 0; sz >= 0 && sz < n && ky < k; ky++) {
-              int64_t sy = y + (int64_t)ky * d - pad;
-              if (sy < 0 || sy >= n)
+      const float *src = in + c * vol_in,
+                  *wc = w + ((int64_t)o * cin + c) * strata__kernel_volume(L);
+      for (int64_t z = 0; z < m.e[0]; z++)
+        for (int64_t y = 0; y < m.e[1]; y++) {
+          float *row = out + o * vol + (z * m.e[1] + y) * mx;
+          for (int kz = 0; kz < k[0]; kz++) {
+            int64_t sz = z + (int64_t)kz * d[0] - L->pad[0];
+            for (int ky = 0; sz >= 0 && sz < n.e[0] && ky < k[1]; ky++) {
+              int64_t sy = y + (int64_t)ky * d[1] - L->pad[1];
+              if (sy < 0 || sy >= n.e[1])
                 continue;
-              const float *s = src + (sz * n + sy) * n;
-              for (int kx = 0; kx < k; kx++) {
-                int64_t dx = (int64_t)kx * d - pad, x0 = dx < 0 ? -dx : 0, x1 = dx > 0 ? n - dx : n;
-                float tap = wc[(kz * k + ky) * k + kx], *r = row + x0;
+              const float *s = src + (sz * n.e[1] + sy) * nx;
+              for (int kx = 0; kx < k[2]; kx++) {
+                int64_t dx = (int64_t)kx * d[2] - L->pad[2], x0 = dx < 0 ? -dx : 0,
+                        x1 = nx - dx < mx ? nx - dx : mx;
+                float tap = wc[(kz * k[1] + ky) * k[2] + kx], *r = row + x0;
                 const float *q = s + x0 + dx;
                 /* an unsigned count: the loop vectorises under -fwrapv too */
                 for (size_t i = 0, len = x1 > x0 ? (size_t)(x1 - x0) : 0; i < len; i++)
@@ -195,17 +265,18 @@ conv3d_direct(const float *in, int cin, int64_t n, const struct strata__layer *L
     }
 }
 
-/* conv3d of layer L on `in` [cin, n^3]: per group, im2col over slabs of
- * output planes and one SGEMM per slab (the input itself is the matrix of
- * a pointwise convolution). */
-static void conv3d(const float *in, int cin, int64_t n, const struct strata__layer *L,
-                   const float *w, const float *bias, float *out, float *col, size_t col_floats)
+/* conv3d of layer L on `in` [cin, n] giving [channels, m]: per group,
+ * im2col over slabs of output planes and one SGEMM per slab (the input
+ * itself is the matrix of a pointwise convolution). */
+static void conv3d(const float *in, int cin, struct strata__extent n, struct strata__extent m,
+                   const struct strata__layer *L, const float *w, const float *bias, float *out,
+                   float *col, size_t col_floats)
 {
   int g = L->groups, cin_g = cin / g, cout_g = L->channels / g;
-  int64_t m = n / L->stride, vol_in = cube(n), vol = cube(m), plane = m * m;
-  int64_t rows = cin_g * kernel_volume(L);
+  int64_t vol_in = strata__volume(n), vol = strata__volume(m), plane = m.e[1] * m.e[2];
+  int64_t rows = cin_g * strata__kernel_volume(L);
   if (strata__conv3d_is_direct(L, cin)) {
-    conv3d_direct(in, cin, n, L, w, out);
+    conv3d_direct(in, cin, n, m, L, w, out);
     add_bias(out, L->channels, vol, bias);
     activate(L, out, L->channels * vol);
     return;
@@ -218,10 +289,10 @@ static void conv3d(const float *in, int cin, int64_t n, const struct strata__lay
                   cin_g, src, (int)vol, 0.0f, dst, (int)vol);
       continue;
     }
-    int64_t planes = strata__conv3d_slab_planes(rows, m, col_floats);
-    for (int64_t z0 = 0; z0 < m; z0 += planes) {
-      int64_t nz = z0 + planes > m ? m - z0 : planes;
-      im2col(src, cin_g, n, L, z0, nz, col);
+    int64_t planes = strata__conv3d_slab_planes(rows, plane, m.e[0], col_floats);
+    for (int64_t z0 = 0; z0 < m.e[0]; z0 += planes) {
+      int64_t nz = z0 + planes > m.e[0] ? m.e[0] - z0 : planes;
+      im2col(src, cin_g, n, m, L, z0, nz, col);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cout_g, (int)(nz * plane), (int)rows,
                   1.0f, wg, (int)rows, col, (int)(nz * plane), 0.0f, dst + z0 * plane, (int)vol);
     }
@@ -233,81 +304,74 @@ static void conv3d(const float *in, int cin, int64_t n, const struct strata__lay
 void strata__conv3d_cpu(const float *in, int cin, int64_t n, const float *w, const float *bias,
                         int cout, int k, int dilation, float *out, float *col, size_t col_floats)
 {
-  struct strata__layer L = {.kind = STRATA__LAYER_CONV3D,
-                            .channels = cout,
-                            .kernel = k,
-                            .dilation = dilation,
-                            .stride = 1,
-                            .pad = dilation * (k - 1) / 2,
-                            .groups = 1};
-  conv3d(in, cin, n, &L, w, bias, out, col, col_floats);
+  struct strata__layer L = {.kind = STRATA__LAYER_CONV3D, .channels = cout, .groups = 1};
+  const int pad = dilation * (k - 1) / 2;
+  strata__layer_window(&L, k, dilation, 1, pad, dilation * (k - 1) - pad);
+  const struct strata__extent cube = {{n, n, n}};
+  conv3d(in, cin, cube, cube, &L, w, bias, out, col, col_floats);
 }
 
-/* Transposed conv3d, stride 2: one SGEMM gives every tap's contribution
+/* Transposed conv3d: one SGEMM gives every tap's contribution
  * col[(o, kz, ky, kx)][input cell], then each output cell gathers its taps. */
-static void conv_transpose(const float *in, int cin, int64_t n, const struct strata__layer *L,
-                           const float *w, const float *bias, float *out, float *col)
+static void conv_transpose(const float *in, int cin, struct strata__extent n,
+                           struct strata__extent m, const struct strata__layer *L, const float *w,
+                           const float *bias, float *out, float *col)
 {
-  int k = L->kernel, cout = L->channels;
-  int64_t kv = kernel_volume(L), vol_in = cube(n), m = 2 * n;
+  const int *k = L->kernel, cout = L->channels;
+  int64_t kv = strata__kernel_volume(L), vol_in = strata__volume(n);
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(cout * kv), (int)vol_in, cin, 1.0f, w,
               (int)(cout * kv), in, (int)vol_in, 0.0f, col, (int)vol_in);
   for (int o = 0; o < cout; o++)
-    for (int64_t z = 0; z < m; z++)
-      for (int64_t y = 0; y < m; y++)
-        for (int64_t x = 0; x < m; x++) {
+    for (int64_t z = 0; z < m.e[0]; z++)
+      for (int64_t y = 0; y < m.e[1]; y++)
+        for (int64_t x = 0; x < m.e[2]; x++) {
           float sum = bias ? bias[o] : 0.0f;
-          for (int kz = 0; kz < k; kz++) {
-            int64_t sz = strata__transposed_source(z, kz, L, n);
-            for (int ky = 0; sz >= 0 && ky < k; ky++) {
-              int64_t sy = strata__transposed_source(y, ky, L, n);
-              for (int kx = 0; sy >= 0 && kx < k; kx++) {
-                int64_t sx = strata__transposed_source(x, kx, L, n);
+          for (int kz = 0; kz < k[0]; kz++) {
+            int64_t sz = strata__transposed_source(z, kz, L, 0, n.e[0]);
+            for (int ky = 0; sz >= 0 && ky < k[1]; ky++) {
+              int64_t sy = strata__transposed_source(y, ky, L, 1, n.e[1]);
+              for (int kx = 0; sy >= 0 && kx < k[2]; kx++) {
+                int64_t sx = strata__transposed_source(x, kx, L, 2, n.e[2]);
                 if (sx >= 0)
-                  sum += col[(((o * k + kz) * k + ky) * k + kx) * vol_in + (sz * n + sy) * n + sx];
+                  sum += col[(((o * k[0] + kz) * k[1] + ky) * k[2] + kx) * vol_in +
+                             (sz * n.e[1] + sy) * n.e[2] + sx];
               }
             }
           }
-          out[((o * m + z) * m + y) * m + x] =
+          out[((o * m.e[0] + z) * m.e[1] + y) * m.e[2] + x] =
               L->activation ? strata__pointwise(L->activation, L->act_param, L->act_param2, sum)
                             : sum;
         }
 }
 
-/* 2x2x2 pooling, stride 2: the maximum (NaN wins) or the mean. */
-static void pool(const float *in, int channels, int64_t n, const struct strata__layer *L,
-                 float *out)
+/* Pooling: the maximum (NaN wins) or the mean of each window. */
+static void pool(const float *in, int channels, struct strata__extent n, struct strata__extent m,
+                 const struct strata__layer *L, float *out)
 {
   const struct strata__pool_window w = strata__pool_window(L);
   const int mean = L->kind == STRATA__LAYER_AVGPOOL, count_pads = mean && L->param != 0;
-  const int64_t m = n / w.s;
   for (int64_t c = 0; c < channels; c++)
-    for (int64_t z = 0; z < m; z++)
-      for (int64_t y = 0; y < m; y++)
-        for (int64_t x = 0; x < m; x++)
-          out[((c * m + z) * m + y) * m + x] =
-              strata__pool_cell(in + c * n * n * n, n, w, mean, count_pads, x, y, z);
+    for (int64_t z = 0; z < m.e[0]; z++)
+      for (int64_t y = 0; y < m.e[1]; y++)
+        for (int64_t x = 0; x < m.e[2]; x++)
+          out[((c * m.e[0] + z) * m.e[1] + y) * m.e[2] + x] =
+              strata__pool_cell(in + c * strata__volume(n), n, w, mean, count_pads, x, y, z);
 }
 
-static void upsample(const float *in, int channels, int64_t n, float *out)
+/* Nearest (input cell floor(o / scale) on each axis) or linear upsampling. */
+static void upsample(const float *in, int channels, struct strata__extent n,
+                     struct strata__extent m, const struct strata__layer *L, float *out)
 {
-  int64_t m = 2 * n;
-  for (int64_t c = 0; c < channels; c++)
-    for (int64_t z = 0; z < m; z++)
-      for (int64_t y = 0; y < m; y++)
-        for (int64_t x = 0; x < m; x++)
-          out[((c * m + z) * m + y) * m + x] = in[((c * n + z / 2) * n + y / 2) * n + x / 2];
-}
-
-static void upsample_linear(const float *in, int channels, int64_t n, int align, float *out)
-{
-  int64_t m = 2 * n;
-  for (int64_t c = 0; c < channels; c++)
-    for (int64_t z = 0; z < m; z++)
-      for (int64_t y = 0; y < m; y++)
-        for (int64_t x = 0; x < m; x++)
-          out[((c * m + z) * m + y) * m + x] =
-              strata__upsample_linear_at(in + c * n * n * n, n, align, z, y, x);
+  const int *s = L->stride;
+  for (int64_t c = 0; c < channels; c++) {
+    const float *a = in + c * strata__volume(n);
+    for (int64_t z = 0; z < m.e[0]; z++)
+      for (int64_t y = 0; y < m.e[1]; y++)
+        for (int64_t x = 0; x < m.e[2]; x++)
+          *out++ = L->kind == STRATA__LAYER_UPSAMPLE_LINEAR
+                       ? strata__upsample_linear_at(a, n, L, z, y, x)
+                       : a[(z / s[0] * n.e[1] + y / s[1]) * n.e[2] + x / s[2]];
+  }
 }
 
 /* Per-channel affine map, and normalisation over each channel group (mean
@@ -379,13 +443,14 @@ static void softmax(const float *in, int channels, int64_t vol, float *out)
   }
 }
 
-void strata__cnn_layout(const struct strata__network *net, int64_t n, int64_t *offsets,
-                        int64_t *col_offset, size_t *col_floats)
+void strata__cnn_layout(const struct strata__network *net, int64_t n,
+                        const struct strata__extent *ext, int64_t *offsets, int64_t *col_offset,
+                        size_t *col_floats)
 {
   int64_t at = 0;
   for (int l = 0; l < net->nlayers - 1; l++) {
     offsets[l] = at;
-    at += net->layers[l].channels * cube(strata__layer_extent(&net->layers[l], n));
+    at += net->layers[l].channels * strata__volume(ext[l]);
   }
   *col_offset = at;
   *col_floats = strata__cnn_scratch_floats(net, n) - (size_t)at;
@@ -395,9 +460,11 @@ void strata__cnn_forward_cpu(const struct strata__network *net, const float *wei
                              const float *in, int64_t n, float *out, float *scratch)
 {
   /* Outputs of every layer but the last live in scratch, then im2col. */
+  struct strata__extent ext[net->nlayers];
   int64_t offsets[net->nlayers], col_offset;
   size_t col_floats;
-  strata__cnn_layout(net, n, offsets, &col_offset, &col_floats);
+  strata__cnn_extents(net, n, ext);
+  strata__cnn_layout(net, n, ext, offsets, &col_offset, &col_floats);
   float *next = scratch + col_offset;
   const float *outputs[net->nlayers];
   for (int l = 0; l < net->nlayers - 1; l++)
@@ -413,27 +480,29 @@ void strata__cnn_forward_cpu(const struct strata__network *net, const float *wei
       src_c[i] = s == STRATA__NETWORK_INPUT ? net->in_channels : net->layers[s].channels;
     }
     int cin = src_c[0];
-    int64_t sn = input_extent(net, l, n), vol = cube(sn);
+    const struct strata__extent sn = input_extent(net, l, n, ext), m = ext[l];
+    const int64_t vol = strata__volume(sn);
     const float *w = weights + L->weight_offset;
     const float *bias = L->bias_offset >= 0 ? weights + L->bias_offset : NULL;
     switch (L->kind) {
     case STRATA__LAYER_CONV3D:
       if (strata__cnn_onednn_conv(net, l, n, src[0], bias, dst, next) != 0)
-        conv3d(src[0], cin, sn, L, w, bias, dst, next, col_floats);
+        conv3d(src[0], cin, sn, m, L, w, bias, dst, next, col_floats);
       break;
     case STRATA__LAYER_CONV_TRANSPOSE:
-      conv_transpose(src[0], cin, sn, L, w, bias, dst, next);
+      conv_transpose(src[0], cin, sn, m, L, w, bias, dst, next);
       break;
     case STRATA__LAYER_MAXPOOL:
-    case STRATA__LAYER_AVGPOOL: pool(src[0], cin, sn, L, dst); break;
-    case STRATA__LAYER_UPSAMPLE: upsample(src[0], cin, sn, dst); break;
-    case STRATA__LAYER_UPSAMPLE_LINEAR: upsample_linear(src[0], cin, sn, L->param != 0, dst); break;
+    case STRATA__LAYER_AVGPOOL: pool(src[0], cin, sn, m, L, dst); break;
+    case STRATA__LAYER_UPSAMPLE:
+    case STRATA__LAYER_UPSAMPLE_LINEAR: upsample(src[0], cin, sn, m, L, dst); break;
     case STRATA__LAYER_CONCAT:
       for (int i = 0; i < L->ninputs; i++) {
         memcpy(dst, src[i], (size_t)(src_c[i] * vol) * sizeof *dst);
         dst += src_c[i] * vol;
       }
       break;
+    case STRATA__LAYER_RESHAPE: memcpy(dst, src[0], (size_t)(cin * vol) * sizeof *dst); break;
     case STRATA__LAYER_AFFINE:
     case STRATA__LAYER_NORM: affine(L, weights, src[0], vol, dst); break;
     case STRATA__LAYER_ADD:
@@ -444,9 +513,7 @@ void strata__cnn_forward_cpu(const struct strata__network *net, const float *wei
       break;
     case STRATA__LAYER_SOFTMAX: softmax(src[0], cin, vol, dst); break;
     case STRATA__LAYER_GLOBAL_AVGPOOL: global_mean(src[0], cin, vol, dst); break;
-    case STRATA__LAYER_BROADCAST:
-      broadcast(src[0], cin, cube(strata__layer_extent(L, n)), dst);
-      break;
+    case STRATA__LAYER_BROADCAST: broadcast(src[0], cin, strata__volume(m), dst); break;
     default: pointwise(L->kind, L->param, L->param2, src[0], cin * vol, dst); break;
     }
   }

@@ -165,22 +165,24 @@ static int fuse_activation(const struct strata__layer *L, dnnl_primitive_attr_t 
   return ret;
 }
 
-/* The primitive of conv3d layer l at extent n, its layouts and weights. */
+/* The primitive of conv3d layer l at network extent n (layer extents
+ * ext), its layouts and weights. */
 static struct plan *make_plan(dnnl_engine_t e, const struct strata__network *net, int l,
-                              const float *weights, int64_t n)
+                              const float *weights, int64_t n, const struct strata__extent *ext)
 {
   const struct strata__layer *L = &net->layers[l];
-  int src = L->inputs[0];
-  int64_t cin = strata__layer_in_channels(net, l), nin = strata__source_extent(net, src, n);
-  int64_t nout = nin / L->stride, g = L->groups, k = L->kernel, D = (int64_t)L->dilation * (k - 1);
-  dnnl_dims_t sdims = {1, cin, nin, nin, nin}, ddims = {1, L->channels, nout, nout, nout},
-              bdims = {L->channels}, strides = {L->stride, L->stride, L->stride},
-              dil = {L->dilation - 1, L->dilation - 1, L->dilation - 1},
-              pl = {L->pad, L->pad, L->pad}, pr;
-  int64_t right = D - L->pad > 0 ? D - L->pad : 0;
-  pr[0] = pr[1] = pr[2] = right;
-  dnnl_dims_t wdims5 = {L->channels, cin, k, k, k};
-  dnnl_dims_t wdims6 = {g, L->channels / g, cin / g, k, k, k};
+  const struct strata__extent in = strata__source_extent(ext, L->inputs[0], n), out = ext[l];
+  int64_t cin = strata__layer_in_channels(net, l), g = L->groups;
+  const int *k = L->kernel;
+  dnnl_dims_t sdims = {1, cin, in.e[0], in.e[1], in.e[2]},
+              ddims = {1, L->channels, out.e[0], out.e[1], out.e[2]}, bdims = {L->channels},
+              strides, dil, pl, pr;
+  for (int a = 0; a < 3; a++) {
+    strides[a] = L->stride[a], dil[a] = L->dilation[a] - 1;
+    pl[a] = L->pad[a], pr[a] = L->pad_end[a];
+  }
+  dnnl_dims_t wdims5 = {L->channels, cin, k[0], k[1], k[2]};
+  dnnl_dims_t wdims6 = {g, L->channels / g, cin / g, k[0], k[1], k[2]};
   struct plan *q = calloc(1, sizeof *q);
   if (!q)
     return NULL;
@@ -250,12 +252,15 @@ int strata__cnn_prepare(const struct strata__network *net, const float *weights,
   struct strata__cnn_plans *p = net->plans;
   if (!p)
     return -1;
+  struct strata__extent ext[net->nlayers];
+  if (strata__cnn_extents(net, n, ext) >= 0)
+    return -1;
   int ret = 0;
   for (int l = 0; l < net->nlayers; l++) {
     if (net->layers[l].kind != STRATA__LAYER_CONV3D || find(p, l, n) ||
         strata__conv3d_is_direct(&net->layers[l], strata__layer_in_channels(net, l)))
       continue;
-    struct plan *q = make_plan(p->engine, net, l, weights, n);
+    struct plan *q = make_plan(p->engine, net, l, weights, n, ext);
     if (!q) {
       ret = -1; /* this layer keeps im2col + SGEMM */
       continue;

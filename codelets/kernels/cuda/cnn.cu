@@ -15,21 +15,23 @@ using strata_cuda::blocks_for;
 using strata_cuda::kThreads;
 
 // Column (z, y, x) of row (c, kz, ky, kx) for output planes [z0, z0 + nz)
-// of extent m = n / stride.
-__global__ void im2col_kernel(const float *in, int cin, int64_t n, strata__layer L, int64_t z0,
-                              int64_t nz, float *col)
+// of extents m, reading the input of extents n.
+__global__ void im2col_kernel(const float *in, int cin, strata__extent n, strata__extent m,
+                              strata__layer L, int64_t z0, int64_t nz, float *col)
 {
-  int k = L.kernel, d = L.dilation, s = L.stride;
-  int64_t m = n / s, plane = m * m, ncols = nz * plane;
-  STRATA_GRID_LOOP(e, (int64_t)cin * k * k * k * ncols)
+  const int *k = L.kernel, *d = L.dilation, *s = L.stride;
+  int64_t plane = m.e[1] * m.e[2], ncols = nz * plane, taps = strata__kernel_volume(&L);
+  STRATA_GRID_LOOP(e, (int64_t)cin * taps * ncols)
   {
     int64_t row = e / ncols, colx = e % ncols;
-    int kx = (int)(row % k), ky = (int)(row / k % k), kz = (int)(row / (k * k) % k);
-    int64_t c = row / ((int64_t)k * k * k);
-    int64_t z = (z0 + colx / plane) * s + kz * d - L.pad, y = colx / m % m * s + ky * d - L.pad,
-            x = colx % m * s + kx * d - L.pad;
-    col[e] = (z >= 0 && z < n && y >= 0 && y < n && x >= 0 && x < n)
-                 ? in[((c * n + z) * n + y) * n + x]
+    int kx = (int)(row % k[2]), ky = (int)(row / k[2] % k[1]),
+        kz = (int)(row / (k[2] * k[1]) % k[0]);
+    int64_t c = row / taps;
+    int64_t z = (z0 + colx / plane) * s[0] + kz * d[0] - L.pad[0],
+            y = colx / m.e[2] % m.e[1] * s[1] + ky * d[1] - L.pad[1],
+            x = colx % m.e[2] * s[2] + kx * d[2] - L.pad[2];
+    col[e] = (z >= 0 && z < n.e[0] && y >= 0 && y < n.e[1] && x >= 0 && x < n.e[2])
+                 ? in[((c * n.e[0] + z) * n.e[1] + y) * n.e[2] + x]
                  : 0.0f;
   }
 }
@@ -40,23 +42,25 @@ __global__ void bias_kernel(float *out, int cout, int64_t vol, const float *bias
 }
 
 // Each output cell of a transposed conv3d gathers its taps from col.
-__global__ void transposed_gather_kernel(const float *col, int64_t n, strata__layer L,
-                                         const float *bias, float *out)
+__global__ void transposed_gather_kernel(const float *col, strata__extent n, strata__extent m,
+                                         strata__layer L, const float *bias, float *out)
 {
-  int k = L.kernel;
-  int64_t m = 2 * n, vol_in = n * n * n;
-  STRATA_GRID_LOOP(e, L.channels * m * m * m)
+  const int *k = L.kernel;
+  int64_t vol_in = strata__volume(n), vol = strata__volume(m);
+  STRATA_GRID_LOOP(e, L.channels * vol)
   {
-    int64_t x = e % m, y = e / m % m, z = e / (m * m) % m, o = e / (m * m * m);
+    int64_t x = e % m.e[2], y = e / m.e[2] % m.e[1], z = e / (m.e[2] * m.e[1]) % m.e[0],
+            o = e / vol;
     float sum = bias ? bias[o] : 0.0f;
-    for (int kz = 0; kz < k; kz++) {
-      int64_t sz = strata__transposed_source(z, kz, &L, n);
-      for (int ky = 0; sz >= 0 && ky < k; ky++) {
-        int64_t sy = strata__transposed_source(y, ky, &L, n);
-        for (int kx = 0; sy >= 0 && kx < k; kx++) {
-          int64_t sx = strata__transposed_source(x, kx, &L, n);
+    for (int kz = 0; kz < k[0]; kz++) {
+      int64_t sz = strata__transposed_source(z, kz, &L, 0, n.e[0]);
+      for (int ky = 0; sz >= 0 && ky < k[1]; ky++) {
+        int64_t sy = strata__transposed_source(y, ky, &L, 1, n.e[1]);
+        for (int kx = 0; sy >= 0 && kx < k[2]; kx++) {
+          int64_t sx = strata__transposed_source(x, kx, &L, 2, n.e[2]);
           if (sx >= 0)
-            sum += col[(((o * k + kz) * k + ky) * k + kx) * vol_in + (sz * n + sy) * n + sx];
+            sum += col[(((o * k[0] + kz) * k[1] + ky) * k[2] + kx) * vol_in +
+                       (sz * n.e[1] + sy) * n.e[2] + sx];
         }
       }
     }
@@ -167,60 +171,55 @@ __global__ void broadcast_kernel(const float *in, int channels, int64_t vol, flo
 }
 
 // Pooling over strata__pool_window(): the maximum (NaN wins) or the mean.
-__global__ void pool_kernel(const float *in, int channels, int64_t n, struct strata__pool_window w,
-                            int mean, int count_pads, float *out)
+__global__ void pool_kernel(const float *in, int channels, strata__extent n, strata__extent m,
+                            struct strata__pool_window w, int mean, int count_pads, float *out)
 {
-  int64_t m = n / w.s;
-  STRATA_GRID_LOOP(o, channels * m * m * m)
+  int64_t vol = strata__volume(m);
+  STRATA_GRID_LOOP(o, channels * vol)
   {
-    int64_t x = o % m, y = o / m % m, z = o / (m * m) % m, c = o / (m * m * m);
-    out[o] = strata__pool_cell(in + c * n * n * n, n, w, mean, count_pads, x, y, z);
+    int64_t x = o % m.e[2], y = o / m.e[2] % m.e[1], z = o / (m.e[2] * m.e[1]) % m.e[0];
+    out[o] = strata__pool_cell(in + o / vol * strata__volume(n), n, w, mean, count_pads, x, y, z);
   }
 }
 
-__global__ void upsample_kernel(const float *in, int channels, int64_t n, float *out)
+// Nearest (input cell floor(o / scale) per axis) or linear upsampling.
+__global__ void upsample_kernel(const float *in, int channels, strata__extent n, strata__extent m,
+                                strata__layer L, float *out)
 {
-  int64_t m = 2 * n;
-  STRATA_GRID_LOOP(o, channels * m * m * m)
+  int64_t vol = strata__volume(m);
+  const int *s = L.stride;
+  STRATA_GRID_LOOP(o, channels * vol)
   {
-    int64_t x = o % m, y = o / m % m, z = o / (m * m) % m, c = o / (m * m * m);
-    out[o] = in[((c * n + z / 2) * n + y / 2) * n + x / 2];
-  }
-}
-
-__global__ void upsample_linear_kernel(const float *in, int channels, int64_t n, int align,
-                                       float *out)
-{
-  int64_t m = 2 * n;
-  STRATA_GRID_LOOP(o, channels * m * m * m)
-  {
-    out[o] = strata__upsample_linear_at(in + o / (m * m * m) * n * n * n, n, align, o / (m * m) % m,
-                                        o / m % m, o % m);
+    int64_t x = o % m.e[2], y = o / m.e[2] % m.e[1], z = o / (m.e[2] * m.e[1]) % m.e[0];
+    const float *a = in + o / vol * strata__volume(n);
+    out[o] = L.kind == STRATA__LAYER_UPSAMPLE_LINEAR
+                 ? strata__upsample_linear_at(a, n, &L, z, y, x)
+                 : a[(z / s[0] * n.e[1] + y / s[1]) * n.e[2] + x / s[2]];
   }
 }
 
 // conv3d per group: im2col over slabs of output planes and one SGEMM each
 // (the input itself is the matrix of a pointwise convolution).
-int conv3d(const float *in, int cin, int64_t n, const strata__layer &L, const float *w,
-           const float *bias, float *out, float *col, size_t col_floats, cublasHandle_t h,
-           cudaStream_t s)
+int conv3d(const float *in, int cin, strata__extent n, strata__extent m, const strata__layer &L,
+           const float *w, const float *bias, float *out, float *col, size_t col_floats,
+           cublasHandle_t h, cudaStream_t s)
 {
   const float one = 1.0f, zero = 0.0f;
-  int g = L.groups, cin_g = cin / g, cout_g = L.channels / g, k = L.kernel;
-  int64_t m = n / L.stride, vol_in = n * n * n, vol = m * m * m, plane = m * m;
-  int64_t rows = (int64_t)cin_g * k * k * k;
+  int g = L.groups, cin_g = cin / g, cout_g = L.channels / g;
+  int64_t vol_in = strata__volume(n), vol = strata__volume(m), plane = m.e[1] * m.e[2];
+  int64_t rows = (int64_t)cin_g * strata__kernel_volume(&L);
   bool pointwise = strata__conv3d_is_pointwise(&L);
-  int64_t planes = pointwise ? m : strata__conv3d_slab_planes(rows, m, col_floats);
+  int64_t planes = pointwise ? m.e[0] : strata__conv3d_slab_planes(rows, plane, m.e[0], col_floats);
   for (int gi = 0; gi < g; gi++) {
     const float *src = in + gi * cin_g * vol_in, *wg = w + gi * cout_g * rows;
     float *dst = out + gi * cout_g * vol;
-    for (int64_t z0 = 0; z0 < m; z0 += planes) {
-      int64_t nz = z0 + planes > m ? m - z0 : planes;
+    for (int64_t z0 = 0; z0 < m.e[0]; z0 += planes) {
+      int64_t nz = z0 + planes > m.e[0] ? m.e[0] - z0 : planes;
       const float *b = src + z0 * plane; // pointwise: the input is the im2col matrix
       int ldb = (int)vol;
       if (!pointwise) {
         STRATA_LAUNCH(blocks_for(rows * nz * plane), kThreads, s, im2col_kernel)
-        (src, cin_g, n, L, z0, nz, col);
+        (src, cin_g, n, m, L, z0, nz, col);
         b = col;
         ldb = (int)(nz * plane);
       }
@@ -244,19 +243,20 @@ int conv3d(const float *in, int cin, int64_t n, const strata__layer &L, const fl
 
 // Transposed conv3d: col[(o, tap)][input cell] = sum_i w[i][(o, tap)] in[i]
 // by one SGEMM, then the gather.
-int conv_transpose(const float *in, int cin, int64_t n, const strata__layer &L, const float *w,
-                   const float *bias, float *out, float *col, cublasHandle_t h, cudaStream_t s)
+int conv_transpose(const float *in, int cin, strata__extent n, strata__extent m,
+                   const strata__layer &L, const float *w, const float *bias, float *out,
+                   float *col, cublasHandle_t h, cudaStream_t s)
 {
   const float one = 1.0f, zero = 0.0f;
-  int64_t kv = (int64_t)L.kernel * L.kernel * L.kernel, vol_in = n * n * n, m = 2 * n;
+  int64_t kv = strata__kernel_volume(&L), vol_in = strata__volume(n);
   // Column-major col^T[vol_in, cout kv] = in^T[vol_in, cin] w[cin, cout kv].
   cublasStatus_t st =
       cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, (int)vol_in, (int)(L.channels * kv), cin, &one, in,
                   (int)vol_in, w, (int)(L.channels * kv), &zero, col, (int)vol_in);
   if (st != CUBLAS_STATUS_SUCCESS)
     return (int)st;
-  STRATA_LAUNCH(blocks_for(L.channels * m * m * m), kThreads, s, transposed_gather_kernel)
-  (col, n, L, bias, out);
+  STRATA_LAUNCH(blocks_for(L.channels * strata__volume(m)), kThreads, s, transposed_gather_kernel)
+  (col, n, m, L, bias, out);
   return (int)cudaGetLastError();
 }
 
@@ -269,48 +269,45 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   cublasHandle_t h = static_cast<cublasHandle_t>(cublas);
   int64_t offsets[STRATA__CNN_MAX_LAYERS], col_offset;
+  strata__extent ext[STRATA__CNN_MAX_LAYERS];
   size_t col_floats;
-  if (net->nlayers > STRATA__CNN_MAX_LAYERS)
+  if (net->nlayers > STRATA__CNN_MAX_LAYERS || strata__cnn_extents(net, n, ext) >= 0)
     return (int)cudaErrorInvalidValue;
-  strata__cnn_layout(net, n, offsets, &col_offset, &col_floats);
+  strata__cnn_layout(net, n, ext, offsets, &col_offset, &col_floats);
   float *col = scratch + col_offset;
   for (int l = 0; l < net->nlayers; l++) {
     const struct strata__layer *L = &net->layers[l];
     float *dst = l == net->nlayers - 1 ? out : scratch + offsets[l];
     const float *src[STRATA__LAYER_MAX_INPUTS];
     int src_c[STRATA__LAYER_MAX_INPUTS];
-    int64_t sn = 0;
     for (int i = 0; i < L->ninputs; i++) {
       int p = L->inputs[i];
       src[i] = p == STRATA__NETWORK_INPUT ? in : scratch + offsets[p];
       src_c[i] = p == STRATA__NETWORK_INPUT ? net->in_channels : net->layers[p].channels;
-      if (i == 0)
-        sn = strata__source_extent(net, p, n);
     }
     int cin = src_c[0];
-    int64_t vol = sn * sn * sn, count = cin * vol;
+    const strata__extent sn = strata__source_extent(ext, L->inputs[0], n), m = ext[l];
+    int64_t vol = strata__volume(sn), count = cin * vol, out_count = cin * strata__volume(m);
     const float *w = weights + L->weight_offset;
     const float *bias = L->bias_offset >= 0 ? weights + L->bias_offset : nullptr;
     int ret = 0;
     switch (L->kind) {
     case STRATA__LAYER_CONV3D:
-      ret = conv3d(src[0], cin, sn, *L, w, bias, dst, col, col_floats, h, s);
+      ret = conv3d(src[0], cin, sn, m, *L, w, bias, dst, col, col_floats, h, s);
       break;
     case STRATA__LAYER_CONV_TRANSPOSE:
-      ret = conv_transpose(src[0], cin, sn, *L, w, bias, dst, col, h, s);
+      ret = conv_transpose(src[0], cin, sn, m, *L, w, bias, dst, col, h, s);
       break;
     case STRATA__LAYER_MAXPOOL:
     case STRATA__LAYER_AVGPOOL:
-      STRATA_LAUNCH(blocks_for(count), kThreads, s, pool_kernel)
-      (src[0], cin, sn, strata__pool_window(L), L->kind == STRATA__LAYER_AVGPOOL,
+      STRATA_LAUNCH(blocks_for(out_count), kThreads, s, pool_kernel)
+      (src[0], cin, sn, m, strata__pool_window(L), L->kind == STRATA__LAYER_AVGPOOL,
        L->kind == STRATA__LAYER_AVGPOOL && L->param != 0, dst);
       break;
     case STRATA__LAYER_UPSAMPLE:
-      STRATA_LAUNCH(blocks_for(count * 8), kThreads, s, upsample_kernel)(src[0], cin, sn, dst);
-      break;
     case STRATA__LAYER_UPSAMPLE_LINEAR:
-      STRATA_LAUNCH(blocks_for(count * 8), kThreads, s, upsample_linear_kernel)
-      (src[0], cin, sn, L->param != 0, dst);
+      STRATA_LAUNCH(blocks_for(out_count), kThreads, s, upsample_kernel)
+      (src[0], cin, sn, m, *L, dst);
       break;
     case STRATA__LAYER_CONCAT:
       for (int i = 0; i < L->ninputs; i++) {
@@ -318,6 +315,9 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
         cudaMemcpyAsync(dst, src[i], floats * sizeof(float), cudaMemcpyDeviceToDevice, s);
         dst += floats;
       }
+      break;
+    case STRATA__LAYER_RESHAPE:
+      cudaMemcpyAsync(dst, src[0], (size_t)count * sizeof(float), cudaMemcpyDeviceToDevice, s);
       break;
     case STRATA__LAYER_AFFINE:
     case STRATA__LAYER_NORM:
@@ -335,12 +335,10 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
     case STRATA__LAYER_GLOBAL_AVGPOOL:
       STRATA_LAUNCH(cin, kThreads, s, global_mean_kernel)(src[0], vol, dst);
       break;
-    case STRATA__LAYER_BROADCAST: {
-      int64_t m = strata__layer_extent(L, n);
-      STRATA_LAUNCH(blocks_for(cin * m * m * m), kThreads, s, broadcast_kernel)
-      (src[0], cin, m * m * m, dst);
+    case STRATA__LAYER_BROADCAST:
+      STRATA_LAUNCH(blocks_for(out_count), kThreads, s, broadcast_kernel)
+      (src[0], cin, strata__volume(m), dst);
       break;
-    }
     case STRATA__LAYER_SOFTMAX:
       STRATA_LAUNCH(blocks_for(vol), kThreads, s, softmax_kernel)(src[0], cin, vol, dst);
       break;
