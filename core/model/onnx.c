@@ -854,19 +854,17 @@ static int op_shape(struct loader *ld)
  * place in the runner's (z, y, x). */
 static int general_reshape(struct loader *ld, struct value *x, const struct value *shape)
 {
-  const int64_t *t = NULL;
-  int64_t target[5], inferred = 0;
+  int64_t t[5], inferred = 0;
   const int rank = (int)shape->count - 2;
   if (rank < 0 || rank > 3)
     return fail(ld, "reshape to %lld axes; Strata reshapes to [N, C] up to [N, C, D, H, W]",
                 (long long)shape->count);
   for (int i = 0; i < (int)shape->count; i++) {
-    target[i] = (int64_t)shape->data[i];
-    inferred += target[i] == -1;
-    if (target[i] < -1 || (double)target[i] != shape->data[i])
-      return fail(ld, "shape entry %d = %g is not a size", i, shape->data[i]);
+    t[i] = (int64_t)shape->data[i];
+    inferred += t[i] == -1;
+    if (t[i] < -1 || (double)t[i] != shape->data[i])
+      return fail(ld, "shape entry %d = %g is not a size", i, (double)shape->data[i]);
   }
-  t = target;
   if ((t[0] != 0 && t[0] != 1) || inferred > 1)
     return fail(ld,
                 "reshape to batch %lld with %lld inferred sizes: Strata keeps a batch of 1 "
