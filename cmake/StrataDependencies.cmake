@@ -139,9 +139,16 @@ if(NOT STRATA_CUDA STREQUAL "OFF")
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
     set(STRATA_HAVE_CUDA_KERNELS ON)
+    # cuDNN for the network runner's convolutions, where the toolkit has it.
+    find_library(STRATA_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
+    find_path(STRATA_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
   elseif(STRATA_CUDA STREQUAL "ON")
     message(FATAL_ERROR "STRATA_CUDA=ON but no CUDA compiler was found")
   endif()
 endif()
-message(STATUS "Strata CUDA kernels: ${STRATA_HAVE_CUDA_KERNELS}; "
+set(STRATA_HAVE_CUDNN OFF)
+if(STRATA_HAVE_CUDA_KERNELS AND STRATA_CUDNN_LIBRARY AND STRATA_CUDNN_INCLUDE_DIR)
+  set(STRATA_HAVE_CUDNN ON)
+endif()
+message(STATUS "Strata CUDA kernels: ${STRATA_HAVE_CUDA_KERNELS} (cuDNN: ${STRATA_HAVE_CUDNN}); "
                "StarPU CUDA workers: ${STRATA_STARPU_HAS_CUDA}")

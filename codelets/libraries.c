@@ -6,6 +6,14 @@
 
 #if STRATA__USE_CUDA
 #include <starpu_cublas_v2.h>
+
+#include "kernels/cnn_kernels.h"
+
+static void release_cuda_libraries(void *unused)
+{
+  (void)unused;
+  strata__cnn_cuda_release();
+}
 #endif
 
 void strata__codelets_start(void)
@@ -20,6 +28,7 @@ void strata__codelets_start(void)
 void strata__codelets_stop(void)
 {
 #if STRATA__USE_CUDA
+  starpu_execute_on_each_worker(release_cuda_libraries, NULL, STARPU_CUDA);
   starpu_cublas_shutdown();
 #endif
 }

@@ -49,7 +49,15 @@ static void check_built(const char *what,
   float *w;
   int64_t nw;
   struct strata__network net = build(L, &w, &nw);
-  check_network(what, net, w, nw, h, n);
+  /* convolutions through cuDNN where the build has it, then through
+   * im2col + cuBLAS */
+  for (int cudnn = 1; cudnn >= 0; cudnn--) {
+    char label[96];
+    snprintf(label, sizeof label, "%s%s", what, cudnn ? "" : " (STRATA_CUDNN=0)");
+    setenv("STRATA_CUDNN", cudnn ? "1" : "0", 1);
+    check_network(label, net, w, nw, h, n);
+  }
+  unsetenv("STRATA_CUDNN");
   free(w);
 }
 

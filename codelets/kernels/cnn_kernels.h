@@ -271,8 +271,8 @@ static inline STRATA__HOST_DEVICE int64_t strata__transposed_source(int64_t o, i
 
 /* Output extents of every layer for a network input of extent n^3, into
  * ext[nlayers]. Returns -1, or the first layer whose extents cannot be:
- * below 1 or above 2^24, inputs that disagree, a reshape that does not
- * keep the element count. */
+ * below 1 or above 2^24, an output of over 2^40 floats, inputs that
+ * disagree, a reshape that does not keep the element count. */
 int strata__cnn_extents(const struct strata__network *net, int64_t n, struct strata__extent *ext);
 
 /* The extents a layer reads: its source's (a layer index, or
@@ -336,10 +336,16 @@ void strata__conv3d_cpu(const float *in, int cin, int64_t n, const float *w, con
                         int cout, int k, int dilation, float *out, float *col, size_t col_floats);
 
 /* CUDA forward pass, asynchronous on `stream` with the cuBLAS handle
- * `cublas` (bound to that stream). Returns 0 or a CUDA/cuBLAS error. */
+ * `cublas` (bound to that stream). Convolutions run through cuDNN where the
+ * build has it (the calling thread's handle, made on first use; STRATA_CUDNN=0
+ * turns it off), else and where cuDNN declines as im2col + cuBLAS. Returns 0
+ * or a CUDA/cuBLAS error. */
 int strata__cnn_forward_cuda(const struct strata__network *net, const float *weights,
                              const float *in, int64_t n, float *out, float *scratch, void *cublas,
                              void *stream);
+
+/* Release the calling thread's cuDNN handle (a CUDA worker's, at shutdown). */
+void strata__cnn_cuda_release(void);
 
 #ifdef __cplusplus
 }

@@ -50,7 +50,7 @@ static struct strata__extent reshaped(const struct strata__layer *L, int64_t cou
 
 int strata__cnn_extents(const struct strata__network *net, int64_t n, struct strata__extent *ext)
 {
-  const int64_t most = (int64_t)1 << 24;
+  const int64_t most = (int64_t)1 << 24; /* per axis */
   for (int l = 0; l < net->nlayers; l++) {
     const struct strata__layer *L = &net->layers[l];
     const struct strata__extent in = input_extent(net, l, n, ext);
@@ -83,6 +83,11 @@ int strata__cnn_extents(const struct strata__network *net, int64_t n, struct str
     for (int a = 0; a < 3; a++)
       if (out.e[a] < 1 || out.e[a] > most)
         return l;
+    /* at most 2^40 floats an activation, so that sizes never overflow */
+    const int64_t plane = out.e[1] * out.e[2], floats = (int64_t)1 << 40;
+    if (plane > floats / out.e[0] ||
+        plane * out.e[0] > floats / (L->channels > 1 ? L->channels : 1))
+      return l;
     ext[l] = out;
   }
   return -1;

@@ -1,8 +1,20 @@
 // The network runner on the GPU: the same layers and scratch layout as the
-// CPU runner (../cpu/cnn.c), conv3d as im2col + cuBLAS SGEMM over slabs,
+// CPU runner (../cpu/cnn.c), conv3d through cuDNN where the build has it
+// (else, and where cuDNN declines, im2col + cuBLAS SGEMM over slabs),
 // transposed conv3d as one SGEMM and a gather.
+#include <cstdlib>
+#include <cstring>
+
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+
+// The emulated runtime of the tests has no cuDNN.
+#if defined(STRATA_HAVE_CUDNN) && STRATA_HAVE_CUDNN && !defined(STRATA_CUDA_EMULATION)
+#define STRATA_USE_CUDNN 1
+#include <cudnn.h>
+#else
+#define STRATA_USE_CUDNN 0
+#endif
 
 #include "launch.cuh"
 
@@ -241,6 +253,90 @@ int conv3d(const float *in, int cin, strata__extent n, strata__extent m, const s
   return (int)cudaGetLastError();
 }
 
+#if STRATA_USE_CUDNN
+// This thread's cuDNN handle (a StarPU CUDA worker keeps one device), made
+// on first use; none when cuDNN cannot start or STRATA_CUDNN=0.
+thread_local cudnnHandle_t cudnn_handle = nullptr;
+thread_local bool cudnn_tried = false;
+
+cudnnHandle_t worker_cudnn(cudaStream_t s)
+{
+  const char *env = getenv("STRATA_CUDNN");
+  if (env && strcmp(env, "0") == 0)
+    return nullptr;
+  if (!cudnn_tried) {
+    cudnn_tried = true;
+    if (cudnnCreate(&cudnn_handle) != CUDNN_STATUS_SUCCESS)
+      cudnn_handle = nullptr;
+  }
+  if (cudnn_handle && cudnnSetStream(cudnn_handle, s) != CUDNN_STATUS_SUCCESS)
+    return nullptr;
+  return cudnn_handle;
+}
+
+// conv3d by cuDNN (NCDHW, float32 with FMA math: no TF32, for parity with
+// the CPU), the fastest algorithm whose workspace fits in `ws`; bias and
+// activation by the runner's kernels. Returns 0, or -1 where cuDNN declines
+// (unequal pads, a failed call) and the caller falls back to im2col.
+int conv3d_cudnn(cudnnHandle_t h, const float *in, int cin, strata__extent n, strata__extent m,
+                 const strata__layer &L, const float *w, const float *bias, float *out, float *ws,
+                 size_t ws_bytes, cudaStream_t s)
+{
+  int xdims[5] = {1, cin, (int)n.e[0], (int)n.e[1], (int)n.e[2]},
+      ydims[5] = {1, L.channels, (int)m.e[0], (int)m.e[1], (int)m.e[2]},
+      wdims[5] = {L.channels, cin / L.groups, L.kernel[0], L.kernel[1], L.kernel[2]}, got[5];
+  for (int a = 0; a < 3; a++)
+    if (L.pad[a] != L.pad_end[a] &&
+        (n.e[a] + 2 * L.pad[a] - L.dilation[a] * (L.kernel[a] - 1) - 1) / L.stride[a] + 1 != m.e[a])
+      return -1; // cuDNN pads both sides alike
+  cudnnTensorDescriptor_t xd = nullptr, yd = nullptr;
+  cudnnFilterDescriptor_t wd = nullptr;
+  cudnnConvolutionDescriptor_t cd = nullptr;
+  bool ok =
+      cudnnCreateTensorDescriptor(&xd) == CUDNN_STATUS_SUCCESS &&
+      cudnnCreateTensorDescriptor(&yd) == CUDNN_STATUS_SUCCESS &&
+      cudnnCreateFilterDescriptor(&wd) == CUDNN_STATUS_SUCCESS &&
+      cudnnCreateConvolutionDescriptor(&cd) == CUDNN_STATUS_SUCCESS &&
+      cudnnSetTensorNdDescriptorEx(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 5, xdims) ==
+          CUDNN_STATUS_SUCCESS &&
+      cudnnSetTensorNdDescriptorEx(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 5, ydims) ==
+          CUDNN_STATUS_SUCCESS &&
+      cudnnSetFilterNdDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 5, wdims) ==
+          CUDNN_STATUS_SUCCESS &&
+      cudnnSetConvolutionNdDescriptor(cd, 3, L.pad, L.stride, L.dilation, CUDNN_CROSS_CORRELATION,
+                                      CUDNN_DATA_FLOAT) == CUDNN_STATUS_SUCCESS &&
+      cudnnSetConvolutionGroupCount(cd, L.groups) == CUDNN_STATUS_SUCCESS &&
+      cudnnSetConvolutionMathType(cd, CUDNN_FMA_MATH) == CUDNN_STATUS_SUCCESS &&
+      cudnnGetConvolutionNdForwardOutputDim(cd, xd, wd, 5, got) == CUDNN_STATUS_SUCCESS;
+  for (int a = 0; ok && a < 3; a++)
+    ok = got[2 + a] == ydims[2 + a];
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int count = 0, chosen = -1;
+  if (ok)
+    ok = cudnnGetConvolutionForwardAlgorithm_v7(h, xd, wd, cd, yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                &count, perf) == CUDNN_STATUS_SUCCESS;
+  for (int i = 0; ok && i < count && chosen < 0; i++) // ranked fastest first
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_bytes)
+      chosen = i;
+  const float one = 1.0f, zero = 0.0f;
+  ok = ok && chosen >= 0 &&
+       cudnnConvolutionForward(h, &one, xd, in, wd, w, cd, perf[chosen].algo, ws,
+                               perf[chosen].memory, &zero, yd, out) == CUDNN_STATUS_SUCCESS;
+  cudnnDestroyTensorDescriptor(xd), cudnnDestroyTensorDescriptor(yd);
+  cudnnDestroyFilterDescriptor(wd), cudnnDestroyConvolutionDescriptor(cd);
+  if (!ok)
+    return -1;
+  int64_t vol = strata__volume(m);
+  if (bias)
+    STRATA_LAUNCH(blocks_for(L.channels * vol), kThreads, s, bias_kernel)
+  (out, L.channels, vol, bias);
+  if (L.activation)
+    STRATA_LAUNCH(blocks_for(L.channels * vol), kThreads, s, pointwise_kernel)
+  (L.activation, L.act_param, L.act_param2, out, L.channels * vol, out);
+  return (int)cudaGetLastError();
+}
+#endif
+
 // Transposed conv3d: col[(o, tap)][input cell] = sum_i w[i][(o, tap)] in[i]
 // by one SGEMM, then the gather.
 int conv_transpose(const float *in, int cin, strata__extent n, strata__extent m,
@@ -275,6 +371,9 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
     return (int)cudaErrorInvalidValue;
   strata__cnn_layout(net, n, ext, offsets, &col_offset, &col_floats);
   float *col = scratch + col_offset;
+#if STRATA_USE_CUDNN
+  cudnnHandle_t dnn = worker_cudnn(s);
+#endif
   for (int l = 0; l < net->nlayers; l++) {
     const struct strata__layer *L = &net->layers[l];
     float *dst = l == net->nlayers - 1 ? out : scratch + offsets[l];
@@ -293,6 +392,11 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
     int ret = 0;
     switch (L->kind) {
     case STRATA__LAYER_CONV3D:
+#if STRATA_USE_CUDNN
+      if (dnn && conv3d_cudnn(dnn, src[0], cin, sn, m, *L, w, bias, dst, col,
+                              col_floats * sizeof(float), s) == 0)
+        break;
+#endif
       ret = conv3d(src[0], cin, sn, m, *L, w, bias, dst, col, col_floats, h, s);
       break;
     case STRATA__LAYER_CONV_TRANSPOSE:
@@ -353,4 +457,14 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
       return ret;
   }
   return 0;
+}
+
+extern "C" void strata__cnn_cuda_release(void)
+{
+#if STRATA_USE_CUDNN
+  if (cudnn_handle)
+    cudnnDestroy(cudnn_handle);
+  cudnn_handle = nullptr;
+  cudnn_tried = false;
+#endif
 }
