@@ -317,36 +317,43 @@ void strata__conv3d_cpu(const float *in, int cin, int64_t n, const float *w, con
 }
 
 /* Transposed conv3d: one SGEMM gives every tap's contribution
- * col[(o, kz, ky, kx)][input cell], then each output cell gathers its taps. */
+ * col[(o, kz, ky, kx)][input cell], then each is added to the output cell
+ * it reaches, (i stride - pad + t dilation) on each axis (no division). */
 static void conv_transpose(const float *in, int cin, struct strata__extent n,
                            struct strata__extent m, const struct strata__layer *L, const float *w,
                            const float *bias, float *out, float *col)
 {
-  const int *k = L->kernel, cout = L->channels;
-  int64_t kv = strata__kernel_volume(L), vol_in = strata__volume(n);
+  const int *k = L->kernel, *s = L->stride, *d = L->dilation, cout = L->channels;
+  const int64_t kv = strata__kernel_volume(L), vol_in = strata__volume(n), vol = strata__volume(m);
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(cout * kv), (int)vol_in, cin, 1.0f, w,
               (int)(cout * kv), in, (int)vol_in, 0.0f, col, (int)vol_in);
-  for (int o = 0; o < cout; o++)
-    for (int64_t z = 0; z < m.e[0]; z++)
-      for (int64_t y = 0; y < m.e[1]; y++)
-        for (int64_t x = 0; x < m.e[2]; x++) {
-          float sum = bias ? bias[o] : 0.0f;
-          for (int kz = 0; kz < k[0]; kz++) {
-            int64_t sz = strata__transposed_source(z, kz, L, 0, n.e[0]);
-            for (int ky = 0; sz >= 0 && ky < k[1]; ky++) {
-              int64_t sy = strata__transposed_source(y, ky, L, 1, n.e[1]);
-              for (int kx = 0; sy >= 0 && kx < k[2]; kx++) {
-                int64_t sx = strata__transposed_source(x, kx, L, 2, n.e[2]);
-                if (sx >= 0)
-                  sum += col[(((o * k[0] + kz) * k[1] + ky) * k[2] + kx) * vol_in +
-                             (sz * n.e[1] + sy) * n.e[2] + sx];
-              }
+  for (int o = 0; o < cout; o++) {
+    float *dst = out + o * vol;
+    for (int64_t i = 0; i < vol; i++)
+      dst[i] = bias ? bias[o] : 0.0f;
+    for (int kz = 0; kz < k[0]; kz++)
+      for (int ky = 0; ky < k[1]; ky++)
+        for (int kx = 0; kx < k[2]; kx++) {
+          const float *tap = col + (((o * k[0] + kz) * k[1] + ky) * k[2] + kx) * vol_in;
+          const int64_t dx = (int64_t)kx * d[2] - L->pad[2];
+          /* the input x whose output x s + dx lies in [0, m) */
+          int64_t x0 = dx < 0 ? (-dx + s[2] - 1) / s[2] : 0, x1 = (m.e[2] - dx + s[2] - 1) / s[2];
+          x1 = x1 < n.e[2] ? x1 : n.e[2];
+          for (int64_t z = 0; z < n.e[0]; z++) {
+            const int64_t oz = z * s[0] - L->pad[0] + (int64_t)kz * d[0];
+            for (int64_t y = 0; oz >= 0 && oz < m.e[0] && y < n.e[1]; y++) {
+              const int64_t oy = y * s[1] - L->pad[1] + (int64_t)ky * d[1];
+              if (oy < 0 || oy >= m.e[1])
+                continue;
+              const float *src = tap + (z * n.e[1] + y) * n.e[2];
+              float *row = dst + (oz * m.e[1] + oy) * m.e[2];
+              for (int64_t x = x0; x < x1; x++)
+                row[x * s[2] + dx] += src[x];
             }
           }
-          out[((o * m.e[0] + z) * m.e[1] + y) * m.e[2] + x] =
-              L->activation ? strata__pointwise(L->activation, L->act_param, L->act_param2, sum)
-                            : sum;
         }
+  }
+  activate(L, out, cout * vol);
 }
 
 /* Pooling: the maximum (NaN wins) or the mean of each window. */
@@ -363,7 +370,8 @@ static void pool(const float *in, int channels, struct strata__extent n, struct 
               strata__pool_cell(in + c * strata__volume(n), n, w, mean, count_pads, x, y, z);
 }
 
-/* Nearest (input cell floor(o / scale) on each axis) or linear upsampling. */
+/* Nearest (input cell floor(o / scale) on each axis: each input value
+ * repeated, no division per cell) or linear upsampling. */
 static void upsample(const float *in, int channels, struct strata__extent n,
                      struct strata__extent m, const struct strata__layer *L, float *out)
 {
@@ -371,11 +379,17 @@ static void upsample(const float *in, int channels, struct strata__extent n,
   for (int64_t c = 0; c < channels; c++) {
     const float *a = in + c * strata__volume(n);
     for (int64_t z = 0; z < m.e[0]; z++)
-      for (int64_t y = 0; y < m.e[1]; y++)
-        for (int64_t x = 0; x < m.e[2]; x++)
-          *out++ = L->kind == STRATA__LAYER_UPSAMPLE_LINEAR
-                       ? strata__upsample_linear_at(a, n, L, z, y, x)
-                       : a[(z / s[0] * n.e[1] + y / s[1]) * n.e[2] + x / s[2]];
+      for (int64_t y = 0; y < m.e[1]; y++) {
+        if (L->kind == STRATA__LAYER_UPSAMPLE_LINEAR) {
+          for (int64_t x = 0; x < m.e[2]; x++)
+            *out++ = strata__upsample_linear_at(a, n, L, z, y, x);
+          continue;
+        }
+        const float *row = a + (z / s[0] * n.e[1] + y / s[1]) * n.e[2];
+        for (int64_t x = 0; x < n.e[2]; x++)
+          for (int r = 0; r < s[2]; r++)
+            *out++ = row[x];
+      }
   }
 }
 
