@@ -7,6 +7,8 @@ channels.
    run by strata_infer_run on 1 and 2 ranks with elements of 32^3 and 64^3
    cells (test_infer_onnx saves each element's input and outputs), and by
    PyTorch on the same inputs: every probability within 1e-5 of PyTorch's.
+   The same for a model of 1-D, 2-D and anisotropic operators, stride-3
+   convolutions both ways and general reshapes, exported at each extent.
 2. A StarNet-like model with three outputs (a probability, a regression
    channel and a two-class softmax) on 1 and 2 ranks: every output channel
    within 1e-5 of PyTorch's, the value channels named after the outputs,
@@ -74,11 +76,46 @@ class StarNetLike(nn.Module):
         return torch.sigmoid(6 * (s - 1.2)), self.regress(h), torch.softmax(self.classes(h), 1)
 
 
-def export(model, path, outputs):
-    torch.onnx.export(model, torch.ones(1, 1, 16, 16, 16), path, opset_version=13,
+class Shapes(nn.Module):
+    """Operators of any shape inside the method, at one extent n (its
+    reshapes have fixed sizes): a probability from a 1x3x5 convolution,
+    stride-3 convolutions both ways, the field folded into a 2-D image for a
+    depthwise 2-D convolution, a pool and a resize along two axes; a value
+    from the field seen as a 1-D signal (strided 1-D convolution and pool,
+    global average, Linear)."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+        m = (n - 1) // 3 + 1
+        self.aniso = nn.Conv3d(1, 2, (1, 3, 5), padding=(0, 1, 2))
+        self.down3 = nn.Conv3d(1, 2, 3, stride=3, padding=1)
+        self.up3 = nn.ConvTranspose3d(2, 2, 3, stride=3, padding=1,
+                                      output_padding=n - (m - 1) * 3 - 1)
+        self.image = nn.Conv2d(n, n, 3, padding=1, groups=n)
+        self.mix = nn.Conv3d(5, 1, 1)
+        self.signal = nn.Conv1d(1, 2, 5, stride=4, padding=2)
+        self.fc = nn.Linear(2, 1)
+
+    def forward(self, density):
+        n, x = self.n, torch.log(density)
+        a = F.relu(self.aniso(x))
+        b = self.up3(F.relu(self.down3(x)))
+        d2 = self.image(x.reshape(1, n, n, n)).reshape(1, 1, n, n, n)
+        p = F.interpolate(F.avg_pool3d(x, (1, 2, 2), (1, 2, 2)), scale_factor=(1, 2, 2),
+                          mode="nearest")
+        probability = torch.sigmoid(self.mix(torch.cat([a, b, d2 + p], 1)))
+        h = F.avg_pool1d(F.relu(self.signal(x.reshape(1, 1, -1))), 4, 4)
+        return probability, self.fc(F.adaptive_avg_pool1d(h, 1).flatten(1))
+
+
+def export(model, path, outputs, extent=None):
+    """Export with free spatial axes, or fixed at `extent`."""
+    shape = (1, 1) + (extent or 16,) * 3
+    torch.onnx.export(model, torch.ones(shape), path, opset_version=13,
                       input_names=["density"], output_names=outputs,
-                      dynamic_axes={name: {2: "d", 3: "h", 4: "w"}
-                                    for name in ["density"] + outputs})
+                      dynamic_axes=None if extent else
+                      {name: {2: "d", 3: "h", 4: "w"} for name in ["density"] + outputs})
     m = onnx.load(path)
     entry = m.metadata_props.add()
     entry.key, entry.value = "strata.fields", "density"
@@ -106,7 +143,10 @@ def outputs_error(model, out, channels):
         x = torch.from_numpy(np.load(f))[None, None]
         with torch.no_grad():
             got = model(x)
-        want = torch.cat(got if isinstance(got, tuple) else (got,), 1)[0].numpy()
+        got = got if isinstance(got, tuple) else (got,)
+        # per-array values (a head's [N, K]) are in every cell
+        want = torch.cat([o if o.dim() == 5 else o[:, :, None, None, None].expand(
+            -1, -1, *x.shape[2:]) for o in got], 1)[0].numpy()
         if want.shape[0] != channels:
             raise SystemExit(f"model has {want.shape[0]} channels, expected {channels}")
         for c in range(channels):
@@ -213,6 +253,29 @@ def main():
     ok = worst <= 1e-5
     print(f"{checked} elements inside strata_infer_run match PyTorch within 1e-5: "
           f"{'yes' if ok else 'NO'} (max error {worst:.2e})")
+
+    # operators of any shape, exported at each element extent
+    for cells, level_array in ((32, 1), (64, 0)):
+        shapes = Shapes(cells).eval()
+        path = f"{folder}/shapes_{cells}.onnx"
+        export(shapes, path, ["probability", "signal"], cells)
+        for ranks in (1, 2):
+            out = f"{folder}/shapes_np{ranks}_n{cells}"
+            if run(binary, mpiexec, path, out, ranks, level_array) is None:
+                return 1
+            err = outputs_error(shapes, out, 2)
+            print(f"operators of any shape, {ranks} rank(s), elements of {cells}^3: "
+                  f"2 output channels, max error {err:.2e}")
+            ok = ok and err <= 1e-5
+    # made for 32^3 elements, refused for 64^3 ones with the layer named
+    out = f"{folder}/shapes_refused"
+    os.makedirs(out)
+    result = subprocess.run([binary, f"{folder}/shapes_32.onnx", out, "0"], capture_output=True,
+                            text=True, env=dict(os.environ, EXPECT_REFUSAL="reshape, node"))
+    refused = result.returncode == 0 and "refused:" in result.stdout
+    print(f"the 32^3 export on elements of 64^3: refused naming its reshape: "
+          f"{'yes' if refused else 'NO ' + result.stdout + result.stderr}")
+    ok = ok and refused
 
     star = StarNetLike().eval()
     with torch.no_grad():
