@@ -53,22 +53,34 @@ int strata_cosmology_density(int64_t n, const strata_cosmology_params *p, double
     return STRATA_ENOMEM;
   for (int64_t i = 0; i < vol; i++)
     rho[i] = normal(p->seed, (uint64_t)i);
+  /* Shape white noise by sqrt(P(k)) = k^(index/2) exp(-(k cutoff)^2 / 2),
+   * which depends on the integer |k|^2 only: one value per |k|^2, not one
+   * pow and exp per mode. */
+  const int64_t half = n / 2, most = 3 * half * half;
+  double *amp = malloc((size_t)(most + 1) * sizeof *amp),
+         kf = 2.0 * 3.14159265358979323846 / (double)n;
+  if (!amp) {
+    fftw_free(modes);
+    return STRATA_ENOMEM;
+  }
+  for (int64_t k2 = 0; k2 <= most; k2++) {
+    double k = kf * sqrt((double)k2);
+    amp[k2] = k > 0 ? pow(k, p->spectral_index / 2) * exp(-0.5 * pow(k * p->cutoff, 2)) : 0;
+  }
   /* Estimate plans: deterministic, unlike measured ones. */
   fftw_plan fwd = fftw_plan_dft_r2c_3d((int)n, (int)n, (int)n, rho, modes, FFTW_ESTIMATE);
   fftw_plan inv = fftw_plan_dft_c2r_3d((int)n, (int)n, (int)n, modes, rho, FFTW_ESTIMATE);
   fftw_execute(fwd);
-  /* Shape white noise by sqrt(P(k)) = k^(index/2) exp(-(k cutoff)^2 / 2). */
-  double kf = 2.0 * 3.14159265358979323846 / (double)n;
   for (int64_t z = 0; z < n; z++)
     for (int64_t y = 0; y < n; y++)
       for (int64_t x = 0; x < nk; x++) {
-        double kz = (double)(z <= n / 2 ? z : z - n), ky = (double)(y <= n / 2 ? y : y - n);
-        double k = kf * sqrt(kz * kz + ky * ky + (double)(x * x));
-        double amp = k > 0 ? pow(k, p->spectral_index / 2) * exp(-0.5 * pow(k * p->cutoff, 2)) : 0;
+        int64_t kz = z <= half ? z : z - n, ky = y <= half ? y : y - n;
+        double a = amp[kz * kz + ky * ky + x * x];
         fftw_complex *m = &modes[(z * n + y) * nk + x];
-        (*m)[0] *= amp;
-        (*m)[1] *= amp;
+        (*m)[0] *= a;
+        (*m)[1] *= a;
       }
+  free(amp);
   fftw_execute(inv);
   fftw_destroy_plan(fwd);
   fftw_destroy_plan(inv);
