@@ -579,7 +579,8 @@ static int refine_leaf(strata_amr *amr, struct strata__amr_node *n,
   return ret;
 }
 
-static int coarsen_family(strata_amr *amr, struct strata__amr_node *p)
+static int coarsen_family(strata_amr *amr, struct strata__amr_node *p,
+                          const strata_amr_problem *problem)
 {
   struct strata__amr_node *kids[8];
   for (int o = 0; o < 1 << amr->p.dim; o++) {
@@ -589,7 +590,8 @@ static int coarsen_family(strata_amr *amr, struct strata__amr_node *p)
   }
   int ret = make_leaf(amr, p, kids[0]->rank);
   if (!ret)
-    ret = family_fields(amr, STRATA__AMR_RESTRICT, p, kids);
+    ret =
+        problem ? submit_fill(amr, p, problem) : family_fields(amr, STRATA__AMR_RESTRICT, p, kids);
   for (int o = 0; !ret && o < 1 << amr->p.dim; o++) {
     drop_leaf(amr, kids[o]);
     strata__amr_remove(amr, kids[o]);
@@ -598,8 +600,9 @@ static int coarsen_family(strata_amr *amr, struct strata__amr_node *p)
 }
 
 /* Apply the leaves' combined flags: refinement first (propagated for
- * balance), then the coarsening that balance allows. New children come
- * from the problem when given, else from prolongation. */
+ * balance), then the coarsening that balance allows. New children and new
+ * parents come from the problem when given, else from prolongation and
+ * restriction. */
 static int apply_flags(strata_amr *amr, const strata_amr_problem *problem, int64_t *changed)
 {
   propagate_refinement(amr);
@@ -628,7 +631,7 @@ static int apply_flags(strata_amr *amr, const strata_amr_problem *problem, int64
       count += (1 << amr->p.dim) + 1;
     }
   for (int64_t i = 0; !ret && i < nparents; i++) {
-    ret = coarsen_family(amr, strata__amr_find(amr, &parents[i]));
+    ret = coarsen_family(amr, strata__amr_find(amr, &parents[i]), problem);
     count += (1 << amr->p.dim) + 1;
   }
   free(leaves);
@@ -681,11 +684,11 @@ int strata_amr_build(strata_amr *amr, const strata_amr_problem *problem,
   return strata_amr_fill_ghosts(amr);
 }
 
-int strata_amr_adapt_flags(strata_amr *amr, const int8_t *flags, int64_t *changed)
+/* One adaptation step by flags; new leaves from `problem` when given (no
+ * ghost fill needed first), else from prolongation and restriction. */
+static int adapt(strata_amr *amr, const int8_t *flags, const strata_amr_problem *problem,
+                 int64_t *changed)
 {
-  strata__clear_error();
-  if (!amr)
-    return STRATA_EINVAL;
   int local = flags ? 0 : STRATA_EINVAL;
   if (!local && amr->busy)
     local = strata__fail(STRATA_ESTATE, "an inference cycle is in flight on this hierarchy: "
@@ -705,9 +708,9 @@ int strata_amr_adapt_flags(strata_amr *amr, const int8_t *flags, int64_t *change
   if (ret)
     return local ? local : ret;
   /* Prolongation reads one ghost layer of the parents. */
-  if ((ret = strata_amr_fill_ghosts(amr)) != 0)
+  if (!problem && (ret = strata_amr_fill_ghosts(amr)) != 0)
     return ret;
-  local = apply_flags(amr, NULL, changed);
+  local = apply_flags(amr, problem, changed);
   if ((ret = strata__agree(local, NULL, 0)) != 0)
     return local ? local : ret;
   if ((ret = strata_amr_redistribute(amr)) != 0)
@@ -715,20 +718,38 @@ int strata_amr_adapt_flags(strata_amr *amr, const int8_t *flags, int64_t *change
   return strata_amr_fill_ghosts(amr);
 }
 
-int strata_amr_adapt(strata_amr *amr, const strata_amr_criterion *criterion, int64_t *changed)
+int strata_amr_adapt_flags(strata_amr *amr, const int8_t *flags, int64_t *changed)
 {
   strata__clear_error();
-  if (!amr)
-    return STRATA_EINVAL;
+  return amr ? adapt(amr, flags, NULL, changed) : STRATA_EINVAL;
+}
+
+/* An adaptation step by a criterion, new leaves from `problem` or not. */
+static int adapt_by_criterion(strata_amr *amr, const strata_amr_criterion *criterion,
+                              const strata_amr_problem *problem, int64_t *changed)
+{
   int8_t *flags = malloc((size_t)(amr->nleaves ? amr->nleaves : 1));
   int local = flags ? check_criterion(amr, criterion) : STRATA_ENOMEM;
   if (!local)
     local = criterion_flags(amr, criterion, 1, flags);
   int ret = strata__agree(local, NULL, 0);
   if (!ret)
-    ret = strata_amr_adapt_flags(amr, flags, changed);
+    ret = adapt(amr, flags, problem, changed);
   free(flags);
   return local ? local : ret;
+}
+
+int strata_amr_adapt(strata_amr *amr, const strata_amr_criterion *criterion, int64_t *changed)
+{
+  strata__clear_error();
+  return amr ? adapt_by_criterion(amr, criterion, NULL, changed) : STRATA_EINVAL;
+}
+
+int strata_amr_adapt_problem(strata_amr *amr, const strata_amr_criterion *criterion,
+                             const strata_amr_problem *problem, int64_t *changed)
+{
+  strata__clear_error();
+  return amr && problem ? adapt_by_criterion(amr, criterion, problem, changed) : STRATA_EINVAL;
 }
 
 /* ---- ghost fill ---- */

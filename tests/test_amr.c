@@ -2,7 +2,8 @@
  * names, initial refinement, ghost fills exact on linear fields (copies,
  * restriction, prolongation, boundary extrapolation), 2:1 balance and
  * exactness after random refinements and coarsenings, conservation of
- * restriction, the load balance of the distribution. */
+ * restriction, adaptation with new leaves from a problem equal to
+ * adaptation then a fill, the load balance of the distribution. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,6 +283,75 @@ static void test_conservation(void)
   CHECK_EQ(strata_amr_destroy(amr), 0);
 }
 
+/* Every owned leaf's block and ghosted values, in leaf order. */
+struct snapshot {
+  const strata_amr_params *p;
+  double *values;
+  int64_t count, blocks;
+};
+
+static void take_leaf(void *ctx, const strata_amr_block *b, const strata_amr_block_info *info,
+                      const double *v)
+{
+  (void)info;
+  struct snapshot *s = ctx;
+  int64_t side = s->p->block_cells + 2 * s->p->ghost_depth, size = side * side * side;
+  s->values = realloc(s->values, (size_t)(s->count + size + 4) * sizeof *s->values);
+  s->values[s->count++] = b->level;
+  for (int a = 0; a < 3; a++)
+    s->values[s->count++] = (double)b->index[a];
+  memcpy(s->values + s->count, v, (size_t)size * sizeof *v);
+  s->count += size;
+  s->blocks++;
+}
+
+/* strata_amr_adapt_problem gives what adapt, fill and fill_ghosts give: the
+ * same leaves, owners and bitwise-equal fields, ghosts included, after
+ * blobs that moved (refinement and coarsening). */
+static void test_adapt_problem(void)
+{
+  strata_amr_params p;
+  strata_amr_params_init(&p);
+  p.block_cells = 8;
+  p.max_level = 3;
+  const double before[6] = {0.3, 0.3, 0.3, 0.7, 0.6, 0.5},
+               after[6] = {0.55, 0.3, 0.3, 0.2, 0.7, 0.6}, sigma[2] = {0.05, 0.08},
+               amp[2] = {50, 20};
+  strata_amr_problem *old, *now;
+  CHECK_EQ(strata_amr_problem_blobs(2, before, sigma, amp, &old), 0);
+  CHECK_EQ(strata_amr_problem_blobs(2, after, sigma, amp, &now), 0);
+  strata_amr_criterion c;
+  strata_amr_criterion_init(&c);
+  c.kind = STRATA_AMR_OVERDENSITY;
+  c.min_refine = 3;
+  c.max_coarsen = 1;
+  struct snapshot shots[2] = {{0}};
+  for (int k = 0; k < 2; k++) {
+    strata_amr *amr;
+    int64_t changed = 0;
+    CHECK_EQ(strata_amr_create(&p, &amr), 0);
+    CHECK_EQ(strata_amr_build(amr, old, &c), 0);
+    CHECK_EQ(strata_amr_fill(amr, now), 0);
+    if (k == 0) {
+      CHECK_EQ(strata_amr_adapt(amr, &c, &changed), 0);
+      CHECK_EQ(strata_amr_fill(amr, now), 0);
+      CHECK_EQ(strata_amr_fill_ghosts(amr), 0);
+    } else
+      CHECK_EQ(strata_amr_adapt_problem(amr, &c, now, &changed), 0);
+    CHECK(changed > 0); /* the blobs moved: leaves were made and removed */
+    shots[k].p = strata_amr_get_params(amr);
+    for_owned_leaves(amr, 0, 1, take_leaf, &shots[k]);
+    CHECK_EQ(strata_amr_destroy(amr), 0);
+  }
+  CHECK(shots[0].blocks > 0);
+  CHECK(shots[0].count == shots[1].count &&
+        memcmp(shots[0].values, shots[1].values, (size_t)shots[0].count * sizeof(double)) == 0);
+  CHECK_EQ(strata_amr_adapt_problem(NULL, &c, now, NULL), STRATA_EINVAL);
+  free(shots[0].values), free(shots[1].values);
+  strata_amr_problem_destroy(old);
+  strata_amr_problem_destroy(now);
+}
+
 /* Morton distribution: every rank owns a contiguous, balanced share. */
 static void test_distribution(void)
 {
@@ -384,6 +454,7 @@ int main(int argc, char **argv)
   test_linear(3, STRATA_FLOAT64);
   test_linear(3, STRATA_FLOAT32);
   test_conservation();
+  test_adapt_problem();
   test_family_task();
   strata_finalize();
   return check_status();

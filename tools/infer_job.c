@@ -88,15 +88,12 @@ int infer_job_evolve(struct infer_run *run, int cycle)
 {
   strata_amr_problem *problem = NULL;
   int ret = infer_job_problem(run, cycle, &problem);
-  /* New field, new refinement, then the exact field on the new leaves. */
+  /* New field, then new refinement with the exact field on the new leaves
+   * (no prolongation or restriction that a second fill would overwrite). */
   if (!ret)
     ret = strata_amr_fill(run->amr, problem);
   if (!ret)
-    ret = strata_amr_adapt(run->amr, &run->refine, NULL);
-  if (!ret)
-    ret = strata_amr_fill(run->amr, problem);
-  if (!ret)
-    ret = strata_amr_fill_ghosts(run->amr);
+    ret = strata_amr_adapt_problem(run->amr, &run->refine, problem, NULL);
   strata_amr_problem_destroy(problem);
   return ret;
 }

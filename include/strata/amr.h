@@ -174,6 +174,18 @@ int strata_amr_adapt_flags(strata_amr *amr, const int8_t *flags, int64_t *change
 /** @brief One adaptation step by a criterion (see strata_amr_adapt_flags). */
 int strata_amr_adapt(strata_amr *amr, const strata_amr_criterion *criterion, int64_t *changed);
 
+/** @brief One adaptation step by a criterion for fields that @p problem
+ *  gives: as strata_amr_adapt, but new children and new parents are filled
+ *  from the problem instead of prolonged and restricted (so no ghost fill
+ *  comes first). For an application that recomputes its fields (a test
+ *  problem that evolves, a re-read snapshot): after strata_amr_fill() with
+ *  the new problem, this one call leaves every leaf and ghost layer holding
+ *  it, where strata_amr_adapt() would need a second fill and ghost fill.
+ *  @return 0; STRATA_EINVAL for a NULL hierarchy or problem; as
+ *          strata_amr_adapt otherwise. */
+int strata_amr_adapt_problem(strata_amr *amr, const strata_amr_criterion *criterion,
+                             const strata_amr_problem *problem, int64_t *changed);
+
 /** @brief Fill the ghost layers of every leaf: copies from same-level
  *  neighbours, restriction from finer ones, prolongation from coarser
  *  ones (after their own ghosts), and the boundary rule at the domain
