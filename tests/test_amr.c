@@ -248,24 +248,31 @@ static double total_mass(strata_amr *amr)
   return m.total;
 }
 
+/* 8-cell blocks up to level 3, refined where the overdensity passes 3,
+ * families coarsened below max_coarsen. */
+static void blob_setup(strata_amr_params *p, strata_amr_criterion *c, double max_coarsen)
+{
+  strata_amr_params_init(p);
+  p->block_cells = 8;
+  p->max_level = 3;
+  strata_amr_criterion_init(c);
+  c->kind = STRATA_AMR_OVERDENSITY;
+  c->min_refine = 3;
+  c->max_coarsen = max_coarsen;
+}
+
 /* Coarsening everything restricts: the mass is conserved to rounding. */
 static void test_conservation(void)
 {
   strata_amr_params p;
-  strata_amr_params_init(&p);
-  p.block_cells = 8;
-  p.max_level = 3;
+  strata_amr_criterion c;
+  blob_setup(&p, &c, 0);
   strata_amr *amr;
   strata_amr_problem *blobs;
   const double centres[6] = {0.3, 0.3, 0.3, 0.7, 0.6, 0.5}, sigma[2] = {0.05, 0.08},
                amp[2] = {50, 20};
   CHECK_EQ(strata_amr_create(&p, &amr), 0);
   CHECK_EQ(strata_amr_problem_blobs(2, centres, sigma, amp, &blobs), 0);
-  strata_amr_criterion c;
-  strata_amr_criterion_init(&c);
-  c.kind = STRATA_AMR_OVERDENSITY;
-  c.min_refine = 3;
-  c.max_coarsen = 0;
   CHECK_EQ(strata_amr_build(amr, blobs, &c), 0);
   int64_t before = strata_amr_num_leaves(amr);
   CHECK(before > 8);
@@ -311,20 +318,14 @@ static void take_leaf(void *ctx, const strata_amr_block *b, const strata_amr_blo
 static void test_adapt_problem(void)
 {
   strata_amr_params p;
-  strata_amr_params_init(&p);
-  p.block_cells = 8;
-  p.max_level = 3;
+  strata_amr_criterion c;
+  blob_setup(&p, &c, 1);
   const double before[6] = {0.3, 0.3, 0.3, 0.7, 0.6, 0.5},
                after[6] = {0.55, 0.3, 0.3, 0.2, 0.7, 0.6}, sigma[2] = {0.05, 0.08},
                amp[2] = {50, 20};
   strata_amr_problem *old, *now;
   CHECK_EQ(strata_amr_problem_blobs(2, before, sigma, amp, &old), 0);
   CHECK_EQ(strata_amr_problem_blobs(2, after, sigma, amp, &now), 0);
-  strata_amr_criterion c;
-  strata_amr_criterion_init(&c);
-  c.kind = STRATA_AMR_OVERDENSITY;
-  c.min_refine = 3;
-  c.max_coarsen = 1;
   struct snapshot shots[2] = {{0}};
   for (int k = 0; k < 2; k++) {
     strata_amr *amr;

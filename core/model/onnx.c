@@ -589,6 +589,21 @@ static int auto_pads(struct loader *ld, const struct value *x, const int64_t *s,
   return 0;
 }
 
+/* The strides, dilations and pads of a Conv or pool node with kernel k,
+ * per runner axis. */
+static int window(struct loader *ld, const struct value *x, const int64_t *k, int64_t *s,
+                  int64_t *d, int64_t *pb, int64_t *pe)
+{
+  int64_t D[3], unused[3];
+  int ret;
+  if ((ret = attr_axes(ld, "strides", x->rank, 1, 1, 1, s, unused)) ||
+      (ret = attr_axes(ld, "dilations", x->rank, 1, 1, 1, d, unused)))
+    return ret;
+  for (int a = 0; a < 3; a++)
+    D[a] = d[a] * (k[a] - 1);
+  return auto_pads(ld, x, s, D, pb, pe);
+}
+
 /* The inputs of Conv and ConvTranspose: an activation, a weight of x's
  * rank + 2 axes (`layout` names them for messages) and an optional bias of
  * one value per output channel, the weight's axis `out_axis`. */
@@ -643,14 +658,8 @@ static int op_conv(struct loader *ld)
   int ret = conv_inputs(ld, "[out, in / groups, kernel...]", 0, &x, &w, &b);
   if (ret || (w->count > w->dims[0] * w->dims[1] && (ret = need_cells(ld, x))))
     return ret;
-  int64_t groups = attr_int(ld->node, "group", 1), k[3], s[3], d[3], D[3], pb[3], pe[3], unused[3];
-  if ((ret = conv_kernel(ld, w, x->rank, k)) ||
-      (ret = attr_axes(ld, "strides", x->rank, 1, 1, 1, s, unused)) ||
-      (ret = attr_axes(ld, "dilations", x->rank, 1, 1, 1, d, unused)))
-    return ret;
-  for (int a = 0; a < 3; a++)
-    D[a] = d[a] * (k[a] - 1);
-  if ((ret = auto_pads(ld, x, s, D, pb, pe)))
+  int64_t groups = attr_int(ld->node, "group", 1), k[3], s[3], d[3], pb[3], pe[3];
+  if ((ret = conv_kernel(ld, w, x->rank, k)) || (ret = window(ld, x, k, s, d, pb, pe)))
     return ret;
   if (groups < 1 || x->channels % groups || w->dims[0] % groups ||
       w->dims[1] * groups != x->channels)
@@ -1090,7 +1099,7 @@ static int op_concat(struct loader *ld)
 static int op_pool(struct loader *ld, int kind)
 {
   struct value *x;
-  int64_t k[3], s[3], d[3], D[3], pb[3], pe[3], unused[3];
+  int64_t k[3], s[3], d[3], pb[3], pe[3], unused[3];
   int ret;
   if ((ret = node_input(ld, 0, 1, &x)))
     return ret;
@@ -1105,12 +1114,7 @@ static int op_pool(struct loader *ld, int kind)
     x = &plain;
   if ((ret = need_activation(ld, x, "input")) || (ret = need_cells(ld, x)) ||
       (ret = attr_axes(ld, "kernel_shape", x->rank, 0, 1, 1, k, unused)) ||
-      (ret = attr_axes(ld, "strides", x->rank, 1, 1, 1, s, unused)) ||
-      (ret = attr_axes(ld, "dilations", x->rank, 1, 1, 1, d, unused)))
-    return ret;
-  for (int a = 0; a < 3; a++)
-    D[a] = d[a] * (k[a] - 1);
-  if ((ret = auto_pads(ld, x, s, D, pb, pe)))
+      (ret = window(ld, x, k, s, d, pb, pe)))
     return ret;
   int count_pads = kind == STRATA__LAYER_AVGPOOL && attr_int(ld->node, "count_include_pad", 0);
   int64_t ceil_mode = attr_int(ld->node, "ceil_mode", 0), strided = 0;
@@ -1132,9 +1136,9 @@ static int op_pool(struct loader *ld, int kind)
                 "with floor rounding and gives the values only",
                 (long long)ceil_mode);
   for (int a = 0; a < 3; a++)
-    if (pb[a] > D[a] || pe[a] > D[a])
+    if (pb[a] > d[a] * (k[a] - 1) || pe[a] > d[a] * (k[a] - 1))
       return fail(ld, "pads %lld + %lld exceed the window's extent %lld", (long long)pb[a],
-                  (long long)pe[a], (long long)D[a] + 1);
+                  (long long)pe[a], (long long)(d[a] * (k[a] - 1) + 1));
   struct strata__layer *L = add_layer(ld, kind, &x, 1);
   if (!L)
     return STRATA_EINVAL;

@@ -210,6 +210,18 @@ __global__ void upsample_kernel(const float *in, int channels, strata__extent n,
   }
 }
 
+// A convolution's bias and fused activation, in place on its output.
+int finish_conv(const strata__layer &L, const float *bias, float *out, int64_t vol, cudaStream_t s)
+{
+  if (bias)
+    STRATA_LAUNCH(blocks_for(L.channels * vol), kThreads, s, bias_kernel)
+  (out, L.channels, vol, bias);
+  if (L.activation)
+    STRATA_LAUNCH(blocks_for(L.channels * vol), kThreads, s, pointwise_kernel)
+  (L.activation, L.act_param, L.act_param2, out, L.channels * vol, out);
+  return (int)cudaGetLastError();
+}
+
 // conv3d per group: im2col over slabs of output planes and one SGEMM each
 // (the input itself is the matrix of a pointwise convolution).
 int conv3d(const float *in, int cin, strata__extent n, strata__extent m, const strata__layer &L,
@@ -244,13 +256,7 @@ int conv3d(const float *in, int cin, strata__extent n, strata__extent m, const s
         return (int)st;
     }
   }
-  if (bias)
-    STRATA_LAUNCH(blocks_for(L.channels * vol), kThreads, s, bias_kernel)
-  (out, L.channels, vol, bias);
-  if (L.activation)
-    STRATA_LAUNCH(blocks_for(L.channels * vol), kThreads, s, pointwise_kernel)
-  (L.activation, L.act_param, L.act_param2, out, L.channels * vol, out);
-  return (int)cudaGetLastError();
+  return finish_conv(L, bias, out, vol, s);
 }
 
 #if STRATA_USE_CUDNN
@@ -327,13 +333,7 @@ int conv3d_cudnn(cudnnHandle_t h, const float *in, int cin, strata__extent n, st
   if (!ok)
     return -1;
   int64_t vol = strata__volume(m);
-  if (bias)
-    STRATA_LAUNCH(blocks_for(L.channels * vol), kThreads, s, bias_kernel)
-  (out, L.channels, vol, bias);
-  if (L.activation)
-    STRATA_LAUNCH(blocks_for(L.channels * vol), kThreads, s, pointwise_kernel)
-  (L.activation, L.act_param, L.act_param2, out, L.channels * vol, out);
-  return (int)cudaGetLastError();
+  return finish_conv(L, bias, out, vol, s);
 }
 #endif
 
