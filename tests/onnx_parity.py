@@ -97,7 +97,8 @@ class Shapes(nn.Module):
     """Convolutions of every rank, kernels, strides and pads that differ by
     axis, strides of 3 and 4, a transposed convolution of stride 3, pools
     and resizes by axis, and general reshapes: the field folded into a 2-D
-    image (depth as channels) and into a 1-D signal, and back. Reshapes to
+    image (depth as channels; a per-channel constant and a concatenation
+    there) and into a 1-D signal, and back. Reshapes to
     fixed sizes tie a model to one extent, so it is exported at each."""
 
     def __init__(self, n):
@@ -115,6 +116,7 @@ class Shapes(nn.Module):
         b = (n - 1) // 3 + 1
         self.fc_image = nn.Linear(8 * ((a - 3) // 3 + 1) * ((b - 2) // 2 + 1), 2)
         self.fc_signal = nn.Linear(4, 3)
+        self.scale2d = nn.Parameter(torch.rand(2 * n, 1, 1) + 0.5)
 
     def forward(self, x):
         n = self.n
@@ -125,12 +127,13 @@ class Shapes(nn.Module):
         q = F.interpolate(F.max_pool3d(a, 4, 4), scale_factor=4, mode="trilinear",
                           align_corners=False)
         image = x.reshape(1, 2 * n, n, n)
-        d2 = self.image(image).reshape(1, 2, n, n, n)
+        d2 = self.image(image)
+        d2 = torch.cat([d2 * self.scale2d, d2], 1).reshape(1, 4, n, n, n)
         h2 = F.max_pool2d(F.relu(self.strided(image)), (3, 2), (3, 2))
         h2 = self.fc_image(torch.flatten(h2, 1))
         h1 = F.avg_pool1d(F.relu(self.signal(x.reshape(1, 2, -1))), 4, 4)
         h1 = torch.softmax(self.fc_signal(F.adaptive_avg_pool1d(h1, 1).flatten(1)), 1)
-        return torch.cat([a + b, q, p * d2], 1), h1, h2
+        return torch.cat([a + b, q, torch.cat([p, p], 1) * d2], 1), h1, h2
 
 
 class UNet(nn.Module):

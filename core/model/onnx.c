@@ -756,21 +756,27 @@ static int add_affine(struct loader *ld, struct value *x, const float *scale, co
   return (scale && L->weight_offset < 0) || (shift && L->bias_offset < 0) ? STRATA_ENOMEM : 0;
 }
 
-/* The per-channel values of a constant that broadcasts against [N, C, D,
- * H, W] with C = channels: a scalar, or [C, 1, 1, 1] with leading 1s.
- * Returns 1 (scalar), channels, or 0 (neither). */
-static int64_t per_channel(const struct value *c, int channels, int flat)
+/* The per-channel values of a constant that broadcasts against activation
+ * x ([N, C, spatial...] or a head's [N, C]): a scalar, or C values on the
+ * channel axis with 1s elsewhere ([C, 1, 1, 1] for 3-D, [C, 1, 1] for 2-D,
+ * [C] or [1, C] for a head). Returns 1 (scalar), C, or 0 (neither). */
+static int64_t per_channel(const struct value *c, const struct value *x)
 {
   if (c->count == 1)
     return 1;
-  if (flat) /* [C], or [1, C]: the last axis */
-    return c->count == channels && c->dims[c->ndims - 1] == channels ? channels : 0;
-  if (c->count != channels || c->ndims < 4)
+  const int axis = c->ndims - (x->flat ? 1 : x->rank + 1);
+  if (c->count != x->channels || axis < 0)
     return 0;
   for (int d = 0; d < c->ndims; d++)
-    if (d != c->ndims - 4 && c->dims[d] != 1)
+    if (d != axis && c->dims[d] != 1)
       return 0;
-  return channels;
+  return x->channels;
+}
+
+/* Whether `axis` of an ONNX node names activation x's channel axis. */
+static int channel_axis(const struct value *x, int64_t axis)
+{
+  return axis == 1 || axis == (x->flat ? -1 : -(x->rank + 1));
 }
 
 static int op_batchnorm(struct loader *ld)
@@ -990,9 +996,8 @@ static int op_unary(struct loader *ld, int kind)
     int64_t axis = attr_int(ld->node, "axis", ld->opset < 13 ? 1 : -1);
     /* Before opset 13 the axis flattens all that follows it: the channels
      * alone only for a classifier head's values. */
-    int channels_only =
-        x->flat ? axis == 1 || axis == -1 : axis == 1 && (x->global || ld->opset >= 13);
-    if (!channels_only && !(ld->opset >= 13 && axis == -4 && !x->flat))
+    int channels_only = x->flat || x->global || ld->opset >= 13 ? channel_axis(x, axis) : 0;
+    if (!channels_only)
       return fail(ld,
                   "Strata's softmax runs over channels (axis 1, opset 13 or later); this "
                   "one has axis %lld at opset %d",
@@ -1046,7 +1051,7 @@ static int op_binary(struct loader *ld, int kind)
   struct value *x = in[first_constant], *c = in[!first_constant];
   if ((ret = need_activation(ld, x, "operand")))
     return ret;
-  int64_t per = per_channel(c, x->channels, x->flat);
+  int64_t per = per_channel(c, x);
   if (!per)
     return fail(ld, "constant '%s' must be a scalar or per-channel [%d, 1, 1, 1]", c->name,
                 x->channels);
@@ -1074,8 +1079,6 @@ static int op_binary(struct loader *ld, int kind)
 static int op_concat(struct loader *ld)
 {
   int64_t axis = attr_int(ld->node, "axis", 1);
-  if (axis != 1 && axis != -4)
-    return fail(ld, "Strata concatenates channels (axis 1), not axis %lld", (long long)axis);
   if (ld->node->n_input < 1 || ld->node->n_input > STRATA__LAYER_MAX_INPUTS)
     return fail(ld, "%zu inputs; Strata concatenates 1 to %d", ld->node->n_input,
                 STRATA__LAYER_MAX_INPUTS);
@@ -1086,6 +1089,8 @@ static int op_concat(struct loader *ld)
       return ret;
     if (in[i]->rank != in[0]->rank || in[i]->global != in[0]->global)
       return fail(ld, "inputs '%s' and '%s' have different axes", in[0]->name, in[i]->name);
+    if (!channel_axis(in[i], axis))
+      return fail(ld, "Strata concatenates channels (axis 1), not axis %lld", (long long)axis);
     channels += in[i]->channels;
   }
   struct strata__layer *L = add_layer(ld, STRATA__LAYER_CONCAT, in, (int)ld->node->n_input);
