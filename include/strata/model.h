@@ -62,28 +62,30 @@ int strata_model_load(const char *json_path, strata_model **out);
  *
  *  The graph takes one float tensor [N, C, D, H, W] (N = 1 or symbolic,
  *  C fixed) and gives one or more [N, K_i, D, H, W] tensors at the input's
- *  resolution; Strata applies it to [C, n, n, n] arrays for any n that its
- *  pooling allows, and concatenates the outputs' channels in the graph's
+ *  extent, or [N, K_i] per-array values; Strata applies it to [C, n, n, n]
+ *  arrays for any n that its layers map back to n (each layer's extents
+ *  are computed from its input's; a graph that fixes D = H = W is checked
+ *  at that extent), and concatenates the outputs' channels in the graph's
  *  order (strata_model_outputs() names them). Weights come from the
  *  initializers or from external data files next to the model; float16,
  *  bfloat16 and float64 weights are converted to float32.
  *
- *  Operators: Conv (3-D, cubic kernel, stride 1 with same padding or
- *  stride 2 halving the extent, any dilation and groups), ConvTranspose
- *  (stride 2, doubling the extent), BatchNormalization (folded into the
- *  convolution it follows, else a per-channel affine map),
+ *  Operators: Conv (1-D, 2-D and 3-D; kernel, stride, dilation and
+ *  padding per axis; groups), ConvTranspose (1-D to 3-D, per-axis
+ *  attributes, output padding; no groups), BatchNormalization (folded into
+ *  the convolution it follows, else a per-channel affine map),
  *  InstanceNormalization, GroupNorm as PyTorch exports it (Reshape to
  *  [N, G, -1], InstanceNormalization, Reshape back, Mul, Add), Add, Sub,
  *  Mul, Div (two activations, one of them possibly single-channel, or an
  *  activation and a scalar or per-channel constant), Concat on channels,
- *  MaxPool and AveragePool (cubic windows up to 16, any dilation and
- *  padding, stride 1 keeping the extent or stride 2 halving it; the mean
- *  with or without the pads), Resize x2 (nearest, or linear
- *  with half-pixel or aligned corners), Relu, LeakyRelu, Sigmoid, Tanh,
- *  Softmax (over channels), Clip, Log, Identity, Dropout, Constant, and
- *  classifier heads (GlobalAveragePool, Flatten, Gemm, MatMul) whose
- *  per-array outputs fill every cell of the output. docs/models.md lists
- *  the limits.
+ *  MaxPool and AveragePool (1-D to 3-D windows, per-axis attributes; the
+ *  mean with or without the pads), Resize by integer scales per axis
+ *  (nearest, or linear with half-pixel or aligned corners), Reshape and
+ *  Flatten to constant shapes, Relu, LeakyRelu, Sigmoid, Tanh, Softmax
+ *  (over channels), Clip, Log, Identity, Dropout, Constant, and classifier
+ *  heads (GlobalAveragePool, Flatten, Gemm, MatMul) whose per-array
+ *  outputs fill every cell of the output. docs/models.md lists the
+ *  limits.
  *
  *  Metadata (optional): "strata.output" = "probability" or "field"
  *  (default: probability when the first output comes out of a Sigmoid,
