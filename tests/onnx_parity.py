@@ -245,6 +245,41 @@ def reference(model, channels, n, stem):
     return y.shape[1]
 
 
+def auto_pad_case(folder, lines):
+    """auto_pad SAME_LOWER (a Conv) and SAME_UPPER (a MaxPool) with stride 2
+    at a fixed extent of 32, which PyTorch does not export: built with
+    onnx.helper, the reference computed with the explicit padding they mean
+    (one cell before for the Conv, one after for the pool), each then
+    resized x2 back to 32."""
+    from onnx import helper, TensorProto
+    n = 32
+    w = torch.randn(2, 1, 3, 3, 3)
+    b = torch.randn(2)
+    nodes = [helper.make_node("Conv", ["field", "w", "b"], ["c"], auto_pad="SAME_LOWER",
+                              strides=[2, 2, 2], name="conv_same_lower"),
+             helper.make_node("MaxPool", ["field"], ["p"], auto_pad="SAME_UPPER",
+                              kernel_shape=[3, 3, 3], strides=[2, 2, 2], name="pool_same_upper"),
+             helper.make_node("Concat", ["c", "p"], ["cp"], axis=1),
+             helper.make_node("Resize", ["cp", "", "scales"], ["out0"], mode="nearest",
+                              coordinate_transformation_mode="asymmetric", nearest_mode="floor")]
+    inits = [numpy_helper.from_array(w.numpy(), "w"), numpy_helper.from_array(b.numpy(), "b"),
+             numpy_helper.from_array(np.array([1, 1, 2, 2, 2], dtype=np.float32), "scales")]
+    graph = helper.make_graph(
+        nodes, "auto_pad", [helper.make_tensor_value_info("field", TensorProto.FLOAT,
+                                                          [1, 1, n, n, n])],
+        [helper.make_tensor_value_info("out0", TensorProto.FLOAT, [1, 3, n, n, n])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              f"{folder}/auto_pad.onnx")
+    x = torch.randn(1, 1, n, n, n)
+    with torch.no_grad():
+        c = F.conv3d(F.pad(x, (1, 0, 1, 0, 1, 0)), w, b, stride=2)
+        p = F.max_pool3d(F.pad(x, (0, 1, 0, 1, 0, 1), value=-float("inf")), 3, 2)
+        y = F.interpolate(torch.cat([c, p], 1), scale_factor=2, mode="nearest")
+    save(f"{folder}/auto_pad_{n}.in.npy", x[0].numpy())
+    save(f"{folder}/auto_pad_{n}.want.npy", y[0].numpy())
+    lines.append(f"good\tauto_pad.onnx\tauto_pad_{n}\t1\t3\t{n}\t1")
+
+
 def damaged(folder, source, lines):
     """Files Strata must refuse: truncated, a header that lies, a cycle, a
     shape mismatch, an unsupported operator. Each line names what the
@@ -314,6 +349,7 @@ def main():
             lines.append(f"good\tshapes_op{opset}_{n}.onnx\tshapes_op{opset}_{n}\t2\t{k}"
                          f"\t{n}\t3")
     lines.append("extent\tshapes_op17_32.onnx\t64\tlayer ")
+    auto_pad_case(folder, lines)
     # float16 weights, converted at load: PyTorch runs the same model with
     # its parameters rounded to float16
     model = Arithmetic().half().float()
