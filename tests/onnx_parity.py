@@ -380,7 +380,9 @@ def main():
 def check_model_info(tool, folder):
     """The tool's description: the U-Net's layers, outputs and totals; the
     stem's first BatchNorm folded and its ReLU fused (one conv3d+relu with
-    its bias, then the affine map of the second BatchNorm)."""
+    its bias, then the affine map of the second BatchNorm); the Shapes
+    model at the extent it was exported for, with per-axis extents and
+    windows."""
     unet = subprocess.run([tool, "model", "info", f"{folder}/unet_op17.onnx"],
                           capture_output=True, text=True)
     stem = subprocess.run([tool, "model", "info", f"{folder}/stem_op13.onnx", "--extent", "32"],
@@ -395,6 +397,14 @@ def check_model_info(tool, folder):
                    "out1             channels 2 to 4", "10185 parameters", "CPU"):
         if needle not in unet.stdout:
             problems.append(f"the U-Net's description lacks '{needle}'")
+    # a model exported at 32^3: described there by default, with its extents by axis
+    shapes = subprocess.run([tool, "model", "info", f"{folder}/shapes_op17_32.onnx"],
+                            capture_output=True, text=True)
+    print(shapes.stdout, end="")
+    for needle in ("layers at n = 32:", "k1x3x5 s1 d1 g1", "reshape", "1x32x32", "1x1x8192",
+                   "k3 s3 d1 g1"):
+        if needle not in shapes.stdout:
+            problems.append(f"the Shapes model's description lacks '{needle}'")
     if layers[:2] != ["conv3d+relu", "affine"] or "330" not in lines[lines.index(
             next(l for l in lines if "conv3d" in l))]:
         problems.append(f"the stem's layers are {layers}: BatchNorm not folded into conv3d, "

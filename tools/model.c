@@ -87,13 +87,14 @@ int cmd_model(int argc, char **argv)
     puts("usage: strata model info FILE [--extent N]\n\n"
          "Load a model (ONNX, or Strata's JSON) and print its input and outputs, its\n"
          "layers with their channels, resolution, convolution shape, parameters and\n"
-         "operations at extent N (default 64), and the devices each can run on.");
+         "operations at extent N (default: the extent the model is made for, if its\n"
+         "graph fixes one, else 64), and the devices each can run on.");
     return 0;
   }
-  long long n = 64;
-  if (argc == 5 && strcmp(argv[3], "--extent") == 0)
-    n = atoll(argv[4]);
-  if ((argc != 3 && argc != 5) || strcmp(argv[1], "info") != 0 || n < 1) {
+  long long n = 0; /* default: the model's own extent, else 64 */
+  int usable =
+      argc == 3 || (argc == 5 && strcmp(argv[3], "--extent") == 0 && (n = atoll(argv[4])) >= 1);
+  if (!usable || strcmp(argv[1], "info") != 0) {
     fprintf(stderr, "strata model: expected 'info FILE [--extent N]' (see --help)\n");
     return 2;
   }
@@ -107,7 +108,9 @@ int cmd_model(int argc, char **argv)
   if ((ret = strata_model_load(argv[2], &m)))
     fprintf(stderr, "strata model: %s (%s)\n", strata_strerror(ret), strata_error_message());
   else {
-    print_model(m, argv[2], n);
+    int64_t fixed = 0;
+    strata_model_fixed_extent(m, &fixed);
+    print_model(m, argv[2], n ? n : fixed ? (long long)fixed : 64);
     strata_model_destroy(m);
   }
   strata_finalize();

@@ -29,6 +29,7 @@ struct strata_model {
   struct strata__layer *layers;
   struct strata__network net;
   char (*labels)[96]; /* per layer, what it was made from ("node 3 '/Conv'"), or NULL */
+  int64_t fixed_n;    /* the one input extent the network is made for, or 0 */
   float *weights;
   size_t weights_bytes;
   /* plug-in */
@@ -486,6 +487,7 @@ int strata__model_from_network(const struct strata__network_spec *spec, strata_m
   m->layers = spec->layers;
   const struct strata__layer *last = &spec->layers[spec->nlayers - 1];
   m->out_channels = last->channels;
+  m->fixed_n = spec->fixed_n > 0 ? spec->fixed_n : 0;
   int ret = copy_fields(m, spec->fields, spec->nfields);
   if (!ret && spec->labels) {
     if (!(m->labels = malloc((size_t)spec->nlayers * sizeof *m->labels)))
@@ -683,6 +685,15 @@ int strata_model_layer_info(const strata_model *m, int i, int64_t n, int *count,
     info->parameters = L->weight_offset >= 0 ? L->channels : 0;
   if (L->bias_offset >= 0)
     info->parameters += L->channels;
+  return 0;
+}
+
+int strata_model_fixed_extent(const strata_model *m, int64_t *n)
+{
+  strata__clear_error();
+  if (!m || !n)
+    return STRATA_EINVAL;
+  *n = m->fixed_n;
   return 0;
 }
 

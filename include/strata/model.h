@@ -176,6 +176,12 @@ typedef struct strata_model_layer {
 int strata_model_layer_info(const strata_model *m, int i, int64_t n, int *count,
                             strata_model_layer *info);
 
+/** @brief The input extent @p m is made for: the n of [C, n, n, n] that an
+ *  ONNX graph fixes (D = H = W, as exports with reshapes to fixed sizes
+ *  have), or 0 when the model runs at any n its layers map back to n.
+ *  @return 0; STRATA_EINVAL for a NULL argument. */
+int strata_model_fixed_extent(const strata_model *m, int64_t *n);
+
 /** @brief Field name of input channel @p c, or NULL when the model does not
  *  name its fields or @p c is out of range. */
 const char *strata_model_input_field(const strata_model *m, int c);
