@@ -112,6 +112,10 @@ static void check_default_model(void)
   CHECK(strcmp(strata_model_name(m), "blob_detector") == 0);
   CHECK(strata_model_input_field(m, 0) && strcmp(strata_model_input_field(m, 0), "density") == 0);
   CHECK(strata_model_input_field(m, 1) == NULL);
+  int64_t fixed = -1; /* a fully convolutional model: any even extent */
+  CHECK_EQ(strata_model_fixed_extent(m, &fixed), 0);
+  CHECK_EQ(fixed, 0);
+  CHECK_EQ(strata_model_fixed_extent(NULL, &fixed), STRATA_EINVAL);
 
   const struct blob blobs[3] = {
       {{16.2, 20.5, 40.3}, 30, 2.5}, {{45.7, 40.1, 20.8}, 10, 3.0}, {{40.4, 15.3, 48.9}, 50, 2.0}};
