@@ -67,9 +67,12 @@ struct strata__layer {
   /* convolutions and pools, per axis (z, y, x); resampling: scales in stride */
   int kernel[3], dilation[3], stride[3], pad[3], pad_end[3];
   int groups;
-  int64_t shape[3]; /* reshape: the output's extents (z, y, x) */
-  /* conv3d: [channels][in_channels / groups][k][k][k]; transposed conv3d:
-   * [in_channels][channels][k][k][k]; affine and norm: scale [channels] */
+  /* reshape: the output's extents (z, y, x); 0 keeps the input's on that
+   * axis, one -1 takes what the element count leaves */
+  int64_t shape[3];
+  /* conv3d: [channels][in_channels / groups][kz][ky][kx]; transposed
+   * conv3d: [in_channels][channels][kz][ky][kx]; affine and norm: scale
+   * [channels] */
   int64_t weight_offset;
   int64_t bias_offset; /* [channels] bias or shift, or -1 for none */
   float param, param2; /* see the kinds; norm: param = epsilon */

@@ -1,6 +1,8 @@
-/* The network runner on the CPU: conv3d through oneDNN where prepared
- * (cnn_onednn.c), else as im2col + OpenBLAS SGEMM over slabs of output planes, transposed conv3d as
- * one SGEMM and a gather, and the normalisation, element-wise, pooling, resampling and
+/* The network runner on the CPU: every layer's extents from its input's
+ * (strata__cnn_extents), conv3d through oneDNN where prepared
+ * (cnn_onednn.c), else as im2col + OpenBLAS SGEMM over slabs of output
+ * planes, transposed conv3d as one SGEMM and a col2im scatter, and the
+ * normalisation, element-wise, pooling, resampling, reshape and
  * concatenation layers. */
 #include <cblas.h>
 #include <math.h>
