@@ -280,6 +280,30 @@ def auto_pad_case(folder, lines):
     lines.append(f"good\tauto_pad.onnx\tauto_pad_{n}\t1\t3\t{n}\t1")
 
 
+def many_values_case(folder, lines):
+    """A Conv whose output is the loader's 128th value (125 unused
+    initializers before it): its value table once grew there under the
+    pointers the Conv held (a use after free under the sanitizers)."""
+    from onnx import helper, TensorProto
+    w = torch.randn(2, 1, 3, 3, 3)
+    inits = [numpy_helper.from_array(np.zeros(1, np.float32), f"unused{i}") for i in range(125)]
+    inits += [numpy_helper.from_array(w.numpy(), "w"),
+              numpy_helper.from_array(np.zeros(2, np.float32), "b")]
+    spatial = [1, 1, "d", "h", "w"]
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["field", "w", "b"], ["out0"], pads=[1] * 6, name="conv")],
+        "many_values", [helper.make_tensor_value_info("field", TensorProto.FLOAT, spatial)],
+        [helper.make_tensor_value_info("out0", TensorProto.FLOAT, [1, 2, "d", "h", "w"])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              f"{folder}/many_values.onnx")
+    x = torch.randn(1, 1, 32, 32, 32)
+    with torch.no_grad():
+        y = F.conv3d(x, w, padding=1)
+    save(f"{folder}/many_values_32.in.npy", x[0].numpy())
+    save(f"{folder}/many_values_32.want.npy", y[0].numpy())
+    lines.append("good\tmany_values.onnx\tmany_values_32\t1\t2\t32\t1")
+
+
 def damaged(folder, source, lines):
     """Files Strata must refuse: truncated, a header that lies, a cycle, a
     shape mismatch, an unsupported operator. Each line names what the
@@ -350,6 +374,7 @@ def main():
                          f"\t{n}\t3")
     lines.append("extent\tshapes_op17_32.onnx\t64\tlayer ")
     auto_pad_case(folder, lines)
+    many_values_case(folder, lines)
     # float16 weights, converted at load: PyTorch runs the same model with
     # its parameters rounded to float16
     model = Arithmetic().half().float()

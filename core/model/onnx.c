@@ -130,15 +130,11 @@ static struct value *new_value(struct loader *ld, const char *name)
     fail(ld, "'%s' is produced twice", name);
     return NULL;
   }
+  /* The table never moves (map_graph sizes it for the whole graph): the
+   * mappers hold value pointers across the creation of their output. */
   if (ld->nvalues == ld->cap_values) {
-    int cap = ld->cap_values ? 2 * ld->cap_values : 64;
-    struct value *v = realloc(ld->values, (size_t)cap * sizeof *v);
-    if (!v) {
-      strata__fail(STRATA_ENOMEM, "%s: out of memory", ld->path);
-      return NULL;
-    }
-    ld->values = v;
-    ld->cap_values = cap;
+    fail(ld, "more values than the graph's initializers, input and nodes");
+    return NULL;
   }
   struct value *v = &ld->values[ld->nvalues++];
   memset(v, 0, sizeof *v);
@@ -1594,6 +1590,11 @@ static int map_graph(struct loader *ld, strata_model **out)
     return fail(ld, "the model has no graph");
   if ((ret = check_opset(ld)))
     return ret;
+  /* One value per initializer, the input, and each node's one output. */
+  size_t values = g->n_initializer + g->n_input + g->n_node + 1;
+  if (values > INT32_MAX || !(ld->values = calloc(values, sizeof *ld->values)))
+    return strata__fail(STRATA_ENOMEM, "%s: out of memory", ld->path);
+  ld->cap_values = (int)values;
   for (size_t i = 0; i < g->n_initializer; i++) {
     struct value *v = new_value(ld, g->initializer[i]->name);
     if (!v)
