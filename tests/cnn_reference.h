@@ -71,10 +71,7 @@ static inline struct strata__layer ref_layer(int kind, int first, int second, in
                             .weight_offset = w,
                             .bias_offset = b,
                             .param = param};
-  kernel = kernel ? kernel : 1;
-  dilation = dilation ? dilation : 1;
-  const int span = dilation * (kernel - 1);
-  strata__layer_window(&L, kernel, dilation, 1, span / 2, span - span / 2);
+  strata__layer_same(&L, kernel ? kernel : 1, dilation ? dilation : 1);
   return L;
 }
 

@@ -198,7 +198,9 @@ class Head(nn.Module):
                 torch.matmul(h, self.w) + self.b)
 
 
-def export(model, channels, path, opset, outputs):
+def export(model, channels, path, opset, outputs, extent=None):
+    """Export with free spatial axes, or fixed at `extent` (as reshapes to
+    fixed sizes need)."""
     model.eval()
     keep = getattr(model, "keep_batchnorm", False)
     for bn in (m for m in model.modules() if isinstance(m, nn.BatchNorm3d)):
@@ -207,7 +209,7 @@ def export(model, channels, path, opset, outputs):
             bn.running_var.uniform_(0.5, 2.0)
             bn.weight.uniform_(0.5, 1.5)
             bn.bias.uniform_(-0.5, 0.5)
-    x = torch.randn(1, channels, 8, 8, 8)
+    x = torch.randn(1, channels, *(extent or 8,) * 3)
     names = [f"out{i}" for i in range(outputs)]
     with torch.no_grad():
         ys = model(x)
@@ -217,15 +219,8 @@ def export(model, channels, path, opset, outputs):
                       training=torch.onnx.TrainingMode.PRESERVE if keep else
                       torch.onnx.TrainingMode.EVAL, do_constant_folding=not keep,
                       output_names=names,
-                      dynamic_axes={"field": spatial,
-                                    **{k: spatial for k, y in zip(names, ys) if y.dim() == 5}})
-
-
-def export_fixed(model, channels, n, path, opset, outputs):
-    """Export at one input extent (reshapes to fixed sizes)."""
-    model.eval()
-    torch.onnx.export(model, torch.randn(1, channels, n, n, n), path, opset_version=opset,
-                      input_names=["field"], output_names=[f"out{i}" for i in range(outputs)])
+                      dynamic_axes=None if extent else
+                      {"field": spatial, **{k: spatial for k, y in zip(names, ys) if y.dim() == 5}})
 
 
 def save(path, array):
@@ -368,7 +363,7 @@ def main():
         for n in (32, 64):
             model = Shapes(n)
             stem = f"{folder}/shapes_op{opset}_{n}"
-            export_fixed(model, 2, n, f"{stem}.onnx", opset, 3)
+            export(model, 2, f"{stem}.onnx", opset, 3, extent=n)
             k = reference(model, 2, n, stem)
             lines.append(f"good\tshapes_op{opset}_{n}.onnx\tshapes_op{opset}_{n}\t2\t{k}"
                          f"\t{n}\t3")

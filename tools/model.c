@@ -7,30 +7,27 @@
 
 #include "commands.h"
 
-/* "a" when all three are a, else "axbxc". */
-static void per_axis(char *buf, size_t size, const char *prefix, const int *v)
+/* prefix and "a" when the three are all a, else "zxyxx". */
+static void per_axis(char *buf, size_t size, const char *prefix, long long z, long long y,
+                     long long x)
 {
-  if (v[0] == v[1] && v[1] == v[2])
-    snprintf(buf, size, "%s%d", prefix, v[2]);
+  if (z == y && y == x)
+    snprintf(buf, size, "%s%lld", prefix, x);
   else
-    snprintf(buf, size, "%s%dx%dx%d", prefix, v[0], v[1], v[2]);
+    snprintf(buf, size, "%s%lldx%lldx%lld", prefix, z, y, x);
 }
 
 static void print_layer(int i, const strata_model_layer *L)
 {
-  char inputs[64] = "", shape[64] = "-", type[48], extent[48], k[20], s[20], d[20];
+  char inputs[64] = "", shape[160] = "-", type[48], extent[72], k[40], s[40], d[40];
   snprintf(type, sizeof type, "%s%s%s", L->type, L->activation ? "+" : "",
            L->activation ? L->activation : "");
   for (int j = 0, at = 0; j < L->ninputs && at < (int)sizeof inputs - 8; j++)
     at += snprintf(inputs + at, sizeof inputs - (size_t)at, j ? ",%d" : "%d", L->inputs[j]);
-  if (L->extent[0] == L->extent[1] && L->extent[1] == L->extent[2])
-    snprintf(extent, sizeof extent, "%lld", (long long)L->extent[2]);
-  else
-    snprintf(extent, sizeof extent, "%lldx%lldx%lld", (long long)L->extent[0],
-             (long long)L->extent[1], (long long)L->extent[2]);
-  per_axis(k, sizeof k, "k", L->kernel);
-  per_axis(s, sizeof s, L->kernel[0] ? "s" : "x", L->stride);
-  per_axis(d, sizeof d, "d", L->dilation);
+  per_axis(extent, sizeof extent, "", L->extent[0], L->extent[1], L->extent[2]);
+  per_axis(k, sizeof k, "k", L->kernel[0], L->kernel[1], L->kernel[2]);
+  per_axis(s, sizeof s, L->kernel[0] ? "s" : "x", L->stride[0], L->stride[1], L->stride[2]);
+  per_axis(d, sizeof d, "d", L->dilation[0], L->dilation[1], L->dilation[2]);
   if (L->groups)
     snprintf(shape, sizeof shape, "%s %s %s g%d", k, s, d, L->groups);
   else if (L->kernel[0])

@@ -116,6 +116,14 @@ static inline void strata__layer_window(struct strata__layer *L, int kernel, int
   }
 }
 
+/* A stride-1 window of kernel k and dilation d that keeps the extent
+ * (same padding: d (k - 1) / 2 before, the rest after). */
+static inline void strata__layer_same(struct strata__layer *L, int k, int d)
+{
+  const int span = d * (k - 1);
+  strata__layer_window(L, k, d, 1, span / 2, span - span / 2);
+}
+
 /* A pooling layer's window per axis: kernel, dilation, stride and pad
  * before (pads are ignored by the maximum, counted by the mean when param
  * is 1). */

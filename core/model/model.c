@@ -348,7 +348,7 @@ static int parse_layer(struct loader *ld, const cJSON *js, int l)
                           "%s: layer '%s': conv3d needs out_channels >= 1, kernel 1..%d, "
                           "dilation 1..16, \"weights\" and an optional \"bias\" file",
                           ld->path, name, MAX_KERNEL);
-    strata__layer_window(L, k, d, 1, d * (k - 1) / 2, d * (k - 1) - d * (k - 1) / 2);
+    strata__layer_same(L, k, d);
     int64_t wshape[5] = {L->channels, channels[0], k, k, k};
     int ret = load_tensor(ld, l, 0, w, 5, wshape);
     if (!ret && cJSON_IsString(b))

@@ -92,32 +92,18 @@ static struct value *find_value(struct loader *ld, const char *name)
 }
 
 /* Nodes and graph outputs that read `name` (a BatchNormalization folds
- * into its convolution only when it is the one reader). */
-static int readers(const Onnx__GraphProto *g, const char *name)
+ * into its convolution only when it is the one reader), or with `op` the
+ * nodes of that operator alone. */
+static int readers(const Onnx__GraphProto *g, const char *name, const char *op)
 {
   int count = 0;
   for (size_t i = 0; i < g->n_node; i++)
     for (size_t j = 0; j < g->node[i]->n_input; j++)
-      count += strcmp(g->node[i]->input[j], name) == 0;
-  for (size_t r = 0; r < g->n_output; r++)
+      count += strcmp(g->node[i]->input[j], name) == 0 &&
+               (!op || (g->node[i]->op_type && strcmp(g->node[i]->op_type, op) == 0));
+  for (size_t r = 0; !op && r < g->n_output; r++)
     count += g->output[r]->name && strcmp(g->output[r]->name, name) == 0;
   return count;
-}
-
-/* Whether every node that reads `name` is an InstanceNormalization (as the
- * grouped view of PyTorch's GroupNorm export is read). */
-static int readers_are_norms(const struct loader *ld, const char *name)
-{
-  const Onnx__GraphProto *g = ld->model->graph;
-  int count = 0;
-  for (size_t i = 0; i < g->n_node; i++)
-    for (size_t j = 0; j < g->node[i]->n_input; j++)
-      if (strcmp(g->node[i]->input[j], name) == 0) {
-        if (!g->node[i]->op_type || strcmp(g->node[i]->op_type, "InstanceNormalization") != 0)
-          return 0;
-        count++;
-      }
-  return count > 0;
 }
 
 static struct value *new_value(struct loader *ld, const char *name)
@@ -139,7 +125,7 @@ static struct value *new_value(struct loader *ld, const char *name)
   struct value *v = &ld->values[ld->nvalues++];
   memset(v, 0, sizeof *v);
   v->name = name;
-  v->consumers = readers(ld->model->graph, name);
+  v->consumers = readers(ld->model->graph, name, NULL);
   return v;
 }
 
@@ -237,22 +223,17 @@ static int attr_axes(struct loader *ld, const char *name, int rank, int64_t fall
   const int pads = strcmp(name, "pads") == 0, first = 3 - rank;
   for (int i = 0; i < 3; i++)
     begin[i] = end[i] = i < first ? lead : fallback;
-  if (pads)
-    for (int i = 0; i < first; i++)
-      begin[i] = end[i] = 0;
   if (!a)
     return 0;
   if (a->n_ints != (size_t)(pads ? 2 * rank : rank))
     return fail(ld, "'%s' needs %d entries for a %d-D operator, not %zu", name,
                 pads ? 2 * rank : rank, rank, a->n_ints);
+  for (size_t i = 0; i < a->n_ints; i++)
+    if (a->ints[i] < lo || a->ints[i] > 64)
+      return fail(ld, "'%s' = %lld is out of range", name, (long long)a->ints[i]);
   for (int i = 0; i < rank; i++) {
     begin[first + i] = a->ints[i];
     end[first + i] = pads ? a->ints[rank + i] : a->ints[i];
-    if (begin[first + i] < lo || end[first + i] < lo || begin[first + i] > 64 ||
-        end[first + i] > 64)
-      return fail(ld, "'%s' = %lld is out of range", name,
-                  (long long)(begin[first + i] < lo || begin[first + i] > 64 ? begin[first + i]
-                                                                             : end[first + i]));
   }
   return 0;
 }
@@ -509,7 +490,7 @@ static struct strata__layer *add_layer(struct loader *ld, int kind, struct value
 /* The value a new layer's output is bound to (after add_layer). */
 static struct value *last_output(struct loader *ld) { return &ld->values[ld->nvalues - 1]; }
 
-static void set_output_shape(struct loader *ld, const struct strata__layer *L)
+static void set_output_channels(struct loader *ld, const struct strata__layer *L)
 {
   last_output(ld)->channels = L->channels;
 }
@@ -644,7 +625,7 @@ static int conv_weights(struct loader *ld, struct strata__layer *L, const struct
 {
   L->weight_offset = push_weights(ld, w->data, w->count);
   L->bias_offset = b ? push_weights(ld, b->data, b->count) : -1;
-  set_output_shape(ld, L);
+  set_output_channels(ld, L);
   return L->weight_offset < 0 || (b && L->bias_offset < 0) ? STRATA_ENOMEM : 0;
 }
 
@@ -680,19 +661,16 @@ static int op_conv_transpose(struct loader *ld)
   int ret = conv_inputs(ld, "[in, out, kernel...]", 1, &x, &w, &b);
   if (ret || (ret = need_cells(ld, x)))
     return ret;
-  int64_t k[3], s[3], d[3], pb[3], pe[3], op[3], unused[3];
-  if ((ret = conv_kernel(ld, w, x->rank, k)) ||
-      (ret = attr_axes(ld, "strides", x->rank, 1, 1, 1, s, unused)) ||
-      (ret = attr_axes(ld, "dilations", x->rank, 1, 1, 1, d, unused)) ||
-      (ret = attr_axes(ld, "output_padding", x->rank, 0, 0, 0, op, unused)) ||
-      (ret = attr_axes(ld, "pads", x->rank, 0, 0, 0, pb, pe)))
-    return ret;
   char mode[32];
   attr_string(ld->node, "auto_pad", mode, sizeof mode);
   if (attr_int(ld->node, "group", 1) != 1 || attribute(ld->node, "output_shape") ||
       (*mode && strcmp(mode, "NOTSET") != 0))
     return fail(ld, "groups, output_shape and auto_pad are not supported on transposed "
                     "convolutions");
+  int64_t k[3], s[3], d[3], pb[3], pe[3], op[3], unused[3];
+  if ((ret = conv_kernel(ld, w, x->rank, k)) || (ret = window(ld, x, k, s, d, pb, pe)) ||
+      (ret = attr_axes(ld, "output_padding", x->rank, 0, 0, 0, op, unused)))
+    return ret;
   if (w->dims[0] != x->channels)
     return fail(ld, "weight '%s' expects %lld input channels, the input has %d", w->name,
                 (long long)w->dims[0], x->channels);
@@ -748,7 +726,7 @@ static int add_affine(struct loader *ld, struct value *x, const float *scale, co
     return STRATA_EINVAL;
   L->weight_offset = scale ? push_weights(ld, scale, x->channels) : -1;
   L->bias_offset = shift ? push_weights(ld, shift, x->channels) : -1;
-  set_output_shape(ld, L);
+  set_output_channels(ld, L);
   return (scale && L->weight_offset < 0) || (shift && L->bias_offset < 0) ? STRATA_ENOMEM : 0;
 }
 
@@ -837,7 +815,7 @@ static int op_instancenorm(struct loader *ld)
     L->param = attr_float(ld->node, "epsilon", 1e-5f);
     L->weight_offset = push_weights(ld, per, x->channels);
     L->bias_offset = push_weights(ld, per + x->channels, x->channels);
-    set_output_shape(ld, L);
+    set_output_channels(ld, L);
     last_output(ld)->groups = x->groups; /* still the grouped view */
   }
   free(per);
@@ -885,17 +863,17 @@ static int general_reshape(struct loader *ld, struct value *x, const struct valu
   const int known = fixed_extent(ld, x, &e);
   if (known < 0)
     return known;
-  /* the input as ONNX axes [C, then x->rank spatial] */
-  int64_t in_axes[4] = {x->channels}, count = x->channels;
-  for (int i = 0; i < x->rank; i++)
-    count *= in_axes[1 + i] = known ? e.e[3 - x->rank + i] : 0;
+  /* input ONNX axis 2 + i is runner axis 3 - rank + i */
+  int64_t count = x->channels;
+  for (int i = 0; known && i < x->rank; i++)
+    count *= e.e[3 - x->rank + i];
   int64_t channels = t[1] == 0 ? x->channels : t[1], spatial[3] = {1, 1, 1}, fixed = 1;
   for (int i = 0; i < rank; i++) {
     int64_t v = t[2 + i];
     if (v == 0) {
       if (1 + i > x->rank || (!known && rank != x->rank))
         return fail(ld, "shape entry %d = 0 copies no axis of the input", 2 + i);
-      v = known ? in_axes[1 + i] : 0; /* 0: the input's extent on this axis at run time */
+      v = known ? e.e[3 - x->rank + i] : 0; /* 0: the input's extent there at run time */
     }
     spatial[3 - rank + i] = v;
     fixed *= v > 0 ? v : 1;
@@ -916,7 +894,7 @@ static int general_reshape(struct loader *ld, struct value *x, const struct valu
   L->channels = (int)channels;
   for (int a = 0; a < 3; a++)
     L->shape[a] = spatial[a];
-  set_output_shape(ld, L);
+  set_output_channels(ld, L);
   struct value *out = last_output(ld);
   out->rank = rank > 0 ? rank : 3;
   out->global = rank == 0; /* [N, C]: one value per channel, as a classifier head's */
@@ -942,19 +920,20 @@ static int op_reshape(struct loader *ld)
     out->flat = 1;
     return 0;
   }
+  /* GroupNorm's grouping: read by InstanceNormalization nodes alone */
+  const Onnx__GraphProto *g = ld->model->graph;
+  const char *view = ld->node->output[0];
+  int norms = readers(g, view, "InstanceNormalization");
   if (!x->groups && !x->constant && !x->shape && shape->constant && shape->count == 3 &&
       (shape->data[0] == 0 || shape->data[0] == 1) && shape->data[2] == -1 && shape->data[1] >= 1 &&
-      x->channels % (int)shape->data[1] == 0 && readers_are_norms(ld, ld->node->output[0]))
+      x->channels % (int)shape->data[1] == 0 && norms > 0 && norms == readers(g, view, NULL))
     groups = (int)shape->data[1];
-  else if (x->groups && shape->shape && shape->channels == x->channels)
-    groups = 0;
-  else if (shape->constant && !x->constant && !x->groups && !x->shape) {
-    if ((ret = need_activation(ld, x, "input")))
-      return ret;
-    return general_reshape(ld, x, shape);
-  } else
-    return fail(ld, "Strata reshapes an activation to a constant shape, GroupNorm's grouping "
-                    "([N, G, -1] and back) or a classifier head's flattening");
+  else if (!(x->groups && shape->shape && shape->channels == x->channels)) { /* not back */
+    if (!shape->constant || x->constant || x->groups || x->shape)
+      return fail(ld, "Strata reshapes an activation to a constant shape, GroupNorm's grouping "
+                      "([N, G, -1] and back) or a classifier head's flattening");
+    return (ret = need_activation(ld, x, "input")) ? ret : general_reshape(ld, x, shape);
+  }
   if (!(out = alias_output(ld, x)))
     return STRATA_EINVAL;
   out->groups = groups;
@@ -1014,7 +993,7 @@ static int op_unary(struct loader *ld, int kind)
     return STRATA_EINVAL;
   L->param = p;
   L->param2 = p2;
-  set_output_shape(ld, L);
+  set_output_channels(ld, L);
   return 0;
 }
 
@@ -1040,7 +1019,7 @@ static int op_binary(struct loader *ld, int kind)
     if (!L)
       return STRATA_EINVAL;
     L->channels = in[0]->channels > in[1]->channels ? in[0]->channels : in[1]->channels;
-    set_output_shape(ld, L);
+    set_output_channels(ld, L);
     return 0;
   }
   int first_constant = in[0]->constant;
@@ -1093,7 +1072,7 @@ static int op_concat(struct loader *ld)
   if (!L)
     return STRATA_EINVAL;
   L->channels = channels;
-  set_output_shape(ld, L);
+  set_output_channels(ld, L);
   return 0;
 }
 
@@ -1148,7 +1127,7 @@ static int op_pool(struct loader *ld, int kind)
     L->pad[a] = (int)pb[a], L->pad_end[a] = (int)pe[a];
   }
   L->param = (float)count_pads;
-  set_output_shape(ld, L);
+  set_output_channels(ld, L);
   return 0;
 }
 
@@ -1168,7 +1147,7 @@ static int op_global_avgpool(struct loader *ld)
   if (!L)
     return STRATA_EINVAL;
   last_output(ld)->global = 1;
-  set_output_shape(ld, L);
+  set_output_channels(ld, L);
   return 0;
 }
 
@@ -1236,7 +1215,7 @@ static int op_dense(struct loader *ld)
     L->channels = (int)K;
     L->weight_offset = push_weights(ld, packed, K * C);
     L->bias_offset = c ? push_weights(ld, packed + K * C, K) : -1;
-    set_output_shape(ld, L);
+    set_output_channels(ld, L);
     last_output(ld)->flat = 1;
   }
   free(packed);
@@ -1297,7 +1276,7 @@ static int op_resize(struct loader *ld)
   for (int a = 0; a < 3; a++)
     L->stride[a] = scale[a];
   L->param = (float)align;
-  set_output_shape(ld, L);
+  set_output_channels(ld, L);
   return 0;
 }
 

@@ -129,19 +129,31 @@ static size_t col_need(const struct strata__network *net, int l, int64_t n,
   return 0;
 }
 
-size_t strata__cnn_scratch_floats(const struct strata__network *net, int64_t n)
+/* The scratch layout for layer extents ext: offsets[l] (when not NULL) of
+ * every layer's output but the last, and the floats of the work area
+ * after them in *col_floats; returns the total. */
+static size_t layout(const struct strata__network *net, int64_t n, const struct strata__extent *ext,
+                     int64_t *offsets, size_t *col_floats)
 {
-  struct strata__extent ext[net->nlayers];
-  if (strata__cnn_extents(net, n, ext) >= 0)
-    return 0;
   size_t total = 0, col = 0;
   for (int l = 0; l < net->nlayers; l++) {
-    if (l < net->nlayers - 1)
+    if (l < net->nlayers - 1) {
+      if (offsets)
+        offsets[l] = (int64_t)total;
       total += (size_t)(net->layers[l].channels * strata__volume(ext[l]));
+    }
     size_t need = col_need(net, l, n, ext);
     col = need > col ? need : col;
   }
+  *col_floats = col;
   return total + col;
+}
+
+size_t strata__cnn_scratch_floats(const struct strata__network *net, int64_t n)
+{
+  struct strata__extent ext[net->nlayers];
+  size_t col;
+  return strata__cnn_extents(net, n, ext) >= 0 ? 0 : layout(net, n, ext, NULL, &col);
 }
 
 double strata__cnn_layer_flops(const struct strata__network *net, int l, int64_t n,
@@ -312,8 +324,7 @@ void strata__conv3d_cpu(const float *in, int cin, int64_t n, const float *w, con
                         int cout, int k, int dilation, float *out, float *col, size_t col_floats)
 {
   struct strata__layer L = {.kind = STRATA__LAYER_CONV3D, .channels = cout, .groups = 1};
-  const int pad = dilation * (k - 1) / 2;
-  strata__layer_window(&L, k, dilation, 1, pad, dilation * (k - 1) - pad);
+  strata__layer_same(&L, k, dilation);
   const struct strata__extent cube = {{n, n, n}};
   conv3d(in, cin, cube, cube, &L, w, bias, out, col, col_floats);
 }
@@ -468,13 +479,7 @@ void strata__cnn_layout(const struct strata__network *net, int64_t n,
                         const struct strata__extent *ext, int64_t *offsets, int64_t *col_offset,
                         size_t *col_floats)
 {
-  int64_t at = 0;
-  for (int l = 0; l < net->nlayers - 1; l++) {
-    offsets[l] = at;
-    at += net->layers[l].channels * strata__volume(ext[l]);
-  }
-  *col_offset = at;
-  *col_floats = strata__cnn_scratch_floats(net, n) - (size_t)at;
+  *col_offset = (int64_t)(layout(net, n, ext, offsets, col_floats) - *col_floats);
 }
 
 void strata__cnn_forward_cpu(const struct strata__network *net, const float *weights,

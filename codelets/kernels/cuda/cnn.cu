@@ -283,7 +283,8 @@ cudnnHandle_t worker_cudnn(cudaStream_t s)
 // conv3d by cuDNN (NCDHW, float32 with FMA math: no TF32, for parity with
 // the CPU), the fastest algorithm whose workspace fits in `ws`; bias and
 // activation by the runner's kernels. Returns 0, or -1 where cuDNN declines
-// (unequal pads, a failed call) and the caller falls back to im2col.
+// (pads unequal before and after that change the extent, a failed call)
+// and the caller falls back to im2col.
 int conv3d_cudnn(cudnnHandle_t h, const float *in, int cin, strata__extent n, strata__extent m,
                  const strata__layer &L, const float *w, const float *bias, float *out, float *ws,
                  size_t ws_bytes, cudaStream_t s)
@@ -291,10 +292,6 @@ int conv3d_cudnn(cudnnHandle_t h, const float *in, int cin, strata__extent n, st
   int xdims[5] = {1, cin, (int)n.e[0], (int)n.e[1], (int)n.e[2]},
       ydims[5] = {1, L.channels, (int)m.e[0], (int)m.e[1], (int)m.e[2]},
       wdims[5] = {L.channels, cin / L.groups, L.kernel[0], L.kernel[1], L.kernel[2]}, got[5];
-  for (int a = 0; a < 3; a++)
-    if (L.pad[a] != L.pad_end[a] &&
-        (n.e[a] + 2 * L.pad[a] - L.dilation[a] * (L.kernel[a] - 1) - 1) / L.stride[a] + 1 != m.e[a])
-      return -1; // cuDNN pads both sides alike
   cudnnTensorDescriptor_t xd = nullptr, yd = nullptr;
   cudnnFilterDescriptor_t wd = nullptr;
   cudnnConvolutionDescriptor_t cd = nullptr;
@@ -314,7 +311,7 @@ int conv3d_cudnn(cudnnHandle_t h, const float *in, int cin, strata__extent n, st
       cudnnSetConvolutionGroupCount(cd, L.groups) == CUDNN_STATUS_SUCCESS &&
       cudnnSetConvolutionMathType(cd, CUDNN_FMA_MATH) == CUDNN_STATUS_SUCCESS &&
       cudnnGetConvolutionNdForwardOutputDim(cd, xd, wd, 5, got) == CUDNN_STATUS_SUCCESS;
-  for (int a = 0; ok && a < 3; a++)
+  for (int a = 0; ok && a < 3; a++) // cuDNN pads both sides alike: unequal pads may not fit
     ok = got[2 + a] == ydims[2 + a];
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int count = 0, chosen = -1;
