@@ -20,8 +20,17 @@ With --model FILE.json the model is instead one of Strata's JSON models
 (the default blob detector, models/blob_detector/model.json), rebuilt in
 PyTorch from its description and weights for the comparison.
 
+With --device cuda both run on the GPU instead: PyTorch with
+cudnn.benchmark, as PyTorch's defaults have it (TF32 convolutions) and in
+strict float32 (as Strata computes by default: cuDNN without tensor cores),
+one array at a time and a batch of --arrays; Strata on the GPU alone (no
+CPU worker), convolutions by cuDNN (STRATA_CUDNN=1, in float32 and with
+STRATA_CUDNN_TF32=1) and by im2col + cuBLAS (STRATA_CUDNN=0), 1 and
+--arrays arrays in flight, on one StarPU worker (one stream) or one per
+array in flight (STARPU_NWORKER_PER_CUDA).
+
 usage: model_vs_torch.py BENCH_MODEL_THROUGHPUT [--model FILE.json] [--extent N]
-                         [--rounds R] [--mpiexec PATH]
+                         [--rounds R] [--mpiexec PATH] [--device cpu|cuda] [--arrays A]
 """
 import argparse
 import json
@@ -125,28 +134,43 @@ class JsonNet(nn.Module):
         return last
 
 
+def export_onnx(model, example, path):
+    """The U-Net to ONNX by the TorchScript exporter (PyTorch 2.9 and later
+    default to the dynamo one, whose dynamic shapes come as Shape chains)."""
+    kw = dict(opset_version=13, input_names=["density"], output_names=["probability"],
+              dynamic_axes={"density": {2: "d", 3: "h", 4: "w"},
+                            "probability": {2: "d", 3: "h", 4: "w"}})
+    try:
+        torch.onnx.export(model, example, path, dynamo=False, **kw)
+    except TypeError:  # before PyTorch 2.5: one exporter, no such argument
+        torch.onnx.export(model, example, path, **kw)
+
+
 def spread(times):
     return {"median": statistics.median(times), "min": min(times), "max": max(times)}
 
 
-def time_torch(model, threads, batch, extent, rounds):
+def time_torch(model, threads, batch, extent, rounds, device="cpu"):
     torch.set_num_threads(threads)
-    x = torch.rand(batch, 1, extent, extent, extent) + 0.5  # a positive density
+    x = torch.rand(batch, 1, extent, extent, extent, device=device) + 0.5  # a positive density
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     times = []
     with torch.no_grad():
-        model(x)  # warm-up
+        model(x)  # warm-up (and cudnn.benchmark's choice of algorithms)
         for _ in range(rounds):
+            sync()
             t0 = time.perf_counter()
             model(x)
+            sync()
             times.append((time.perf_counter() - t0) / batch)
     return spread(times)
 
 
-def time_strata(binary, onnx_path, ncpu, arrays, ranks, extent, rounds, mpiexec, home):
+def time_strata(binary, onnx_path, ncpu, arrays, ranks, extent, rounds, mpiexec, home, **env_extra):
     env = dict(os.environ, STARPU_NCPU=str(ncpu), STARPU_SILENT="1", STARPU_WORKERS_NOBIND="1",
                STARPU_HOME=home, OMPI_MCA_rmaps_base_oversubscribe="1",
                OMPI_MCA_mpi_yield_when_idle="1", OMPI_MCA_hwloc_base_binding_policy="none",
-               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", **env_extra)
     cmd = [binary, onnx_path, "--extent", str(extent), "--arrays", str(arrays),
            "--rounds", str(rounds)]
     if ranks > 1:
@@ -160,6 +184,64 @@ def time_strata(binary, onnx_path, ncpu, arrays, ranks, extent, rounds, mpiexec,
             "page_faults": report.get("page_faults")}
 
 
+def cuda_rows(args, model, path, tmp):
+    """PyTorch and Strata on the GPU (--device cuda)."""
+    torch.backends.cudnn.benchmark = True
+    gpu = model.cuda()
+    torch_forms = {}
+    for precision, tf32 in (("default", True), ("float32", False)):
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        for b in sorted({1, args.arrays}):
+            torch_forms[f"{precision}_batch{b}"] = time_torch(gpu, 1, b, args.extent, args.rounds,
+                                                              "cuda")
+    fastest_fp32 = min(t["median"] for f, t in torch_forms.items() if f.startswith("float32"))
+    fastest = min(t["median"] for t in torch_forms.values())
+    rows = []
+    # (STRATA_CUDNN, STRATA_CUDNN_TF32, arrays in flight, StarPU workers on the GPU)
+    for cudnn, tf32, arrays, workers in (("1", "0", 1, 1), ("1", "0", args.arrays, 1),
+                                         ("1", "0", args.arrays, args.arrays),
+                                         ("1", "1", args.arrays, args.arrays),
+                                         ("0", "0", 1, 1), ("0", "0", args.arrays, args.arrays)):
+        strata = time_strata(args.binary, path, 0, arrays, 1, args.extent, args.rounds,
+                             args.mpiexec, f"{tmp}/starpu-cuda", STARPU_NCUDA="1",
+                             STARPU_NWORKER_PER_CUDA=str(workers), STRATA_CUDNN=cudnn,
+                             STRATA_CUDNN_TF32=tf32)
+        rows.append({"strata": f"{workers} CUDA worker(s) on the GPU, {arrays} array(s) in flight, "
+                     f"STRATA_CUDNN={cudnn} STRATA_CUDNN_TF32={tf32}",
+                     "strata_seconds_per_array": strata,
+                     "torch_seconds_per_array": torch_forms,
+                     "speedup_vs_torch_float32": fastest_fp32 / strata["median"],
+                     "speedup_vs_torch_default": fastest / strata["median"]})
+    return rows
+
+
+def cpu_rows(args, model, path, example, tmp):
+    """PyTorch and Strata on the CPU, at 1 and 2 threads and on 2 ranks."""
+    optimized = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(model, example)))
+    rows = []
+    for threads in (1, 2):
+        batches = (1, 2) if threads == 2 else (1,)
+        torch_forms = {f"{name}_batch{b}": time_torch(m, threads, b, args.extent, args.rounds)
+                       for name, m in (("eager", model), ("optimized", optimized))
+                       for b in batches}
+        best_form = min(torch_forms, key=lambda f: torch_forms[f]["median"])
+        configs = [("workers", threads, threads, 1)]
+        if threads == 2:
+            configs.append(("ranks", 1, 1, 2))
+        for form, ncpu, arrays, ranks in configs:
+            strata = time_strata(args.binary, path, ncpu, arrays, ranks, args.extent,
+                                 args.rounds, args.mpiexec, f"{tmp}/starpu-{form}-{threads}")
+            rows.append({"threads": threads, "strata": f"{ranks} rank(s) x {ncpu} worker(s), "
+                         f"{ranks * arrays} array(s) in flight",
+                         "strata_seconds_per_array": strata,
+                         "torch_seconds_per_array": torch_forms,
+                         "torch_best": best_form,
+                         "speedup_vs_torch": torch_forms[best_form]["median"] /
+                         strata["median"]})
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
@@ -167,42 +249,26 @@ def main():
     ap.add_argument("--extent", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--mpiexec", default="mpiexec")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--arrays", type=int, default=4, help="arrays in flight (--device cuda)")
     args = ap.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print(json.dumps({"benchmark": "model_vs_torch", "skipped": "no CUDA device"}))
+        sys.exit(77)
     torch.manual_seed(1)
     model = (JsonNet(args.model) if args.model else UNet3D()).eval()
     example = torch.rand(1, 1, 16, 16, 16) + 0.5
     with tempfile.TemporaryDirectory() as tmp:
         path = args.model or f"{tmp}/unet3d.onnx"
         if not args.model:
-            torch.onnx.export(model, example, path, opset_version=13,
-                              input_names=["density"], output_names=["probability"],
-                              dynamic_axes={"density": {2: "d", 3: "h", 4: "w"},
-                                            "probability": {2: "d", 3: "h", 4: "w"}})
-        optimized = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(model,
-                                                                                      example)))
-        rows = []
-        for threads in (1, 2):
-            batches = (1, 2) if threads == 2 else (1,)
-            torch_forms = {f"{name}_batch{b}": time_torch(m, threads, b, args.extent, args.rounds)
-                           for name, m in (("eager", model), ("optimized", optimized))
-                           for b in batches}
-            best_form = min(torch_forms, key=lambda f: torch_forms[f]["median"])
-            configs = [("workers", threads, threads, 1)]
-            if threads == 2:
-                configs.append(("ranks", 1, 1, 2))
-            for form, ncpu, arrays, ranks in configs:
-                strata = time_strata(args.binary, path, ncpu, arrays, ranks, args.extent,
-                                     args.rounds, args.mpiexec, f"{tmp}/starpu-{form}-{threads}")
-                rows.append({"threads": threads, "strata": f"{ranks} rank(s) x {ncpu} worker(s), "
-                             f"{ranks * arrays} array(s) in flight",
-                             "strata_seconds_per_array": strata,
-                             "torch_seconds_per_array": torch_forms,
-                             "torch_best": best_form,
-                             "speedup_vs_torch": torch_forms[best_form]["median"] /
-                             strata["median"]})
+            export_onnx(model, example, path)
+        rows = (cuda_rows(args, model, path, tmp) if args.device == "cuda" else
+                cpu_rows(args, model, path, example, tmp))
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(json.dumps({"benchmark": "model_vs_torch",
                       "model": args.model or "UNet3D(8-16-32), ONNX opset 13",
+                      "device": args.device if args.device == "cpu" else
+                      torch.cuda.get_device_name(),
                       "extent": args.extent, "rounds": args.rounds,
                       "torch": torch.__version__, "rows": rows,
                       "page_faults_torch_process": {"minor": usage.ru_minflt,

@@ -33,6 +33,7 @@ try:
     import numpy as np
     import onnx
     import torch
+    import torch_onnx
     import torch.nn as nn
     import torch.nn.functional as F
 except ImportError as e:
@@ -112,7 +113,7 @@ class Shapes(nn.Module):
 def export(model, path, outputs, extent=None):
     """Export with free spatial axes, or fixed at `extent`."""
     shape = (1, 1) + (extent or 16,) * 3
-    torch.onnx.export(model, torch.ones(shape), path, opset_version=13,
+    torch_onnx.export(model, torch.ones(shape), path, opset_version=13,
                       input_names=["density"], output_names=outputs,
                       dynamic_axes=None if extent else
                       {name: {2: "d", 3: "h", 4: "w"} for name in ["density"] + outputs})

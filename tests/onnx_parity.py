@@ -19,6 +19,7 @@ try:
     import onnx
     from onnx import numpy_helper
     import torch
+    import torch_onnx
     import torch.nn as nn
     import torch.nn.functional as F
 except ImportError as e:  # the parity test needs PyTorch
@@ -215,7 +216,7 @@ def export(model, channels, path, opset, outputs, extent=None):
         ys = model(x)
     ys = ys if isinstance(ys, tuple) else (ys,)
     spatial = {2: "d", 3: "h", 4: "w"}
-    torch.onnx.export(model, x, path, opset_version=opset, input_names=["field"],
+    torch_onnx.export(model, x, path, opset_version=opset, input_names=["field"],
                       training=torch.onnx.TrainingMode.PRESERVE if keep else
                       torch.onnx.TrainingMode.EVAL, do_constant_folding=not keep,
                       output_names=names,

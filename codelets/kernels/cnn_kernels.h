@@ -175,6 +175,15 @@ static inline STRATA__HOST_DEVICE float strata__pool_cell(const float *in, struc
   return sum / (float)(count_pads ? w.k[0] * w.k[1] * w.k[2] : count);
 }
 
+/* Weight blocks and the scratch's per-layer outputs start on 64-float
+ * (256-byte) boundaries: cuDNN's vectorised kernels fault on a filter or
+ * tensor that is only 4-byte aligned (seen on an H200). */
+#define STRATA__CNN_ALIGN_FLOATS 64
+static inline int64_t strata__cnn_align(int64_t floats)
+{
+  return (floats + STRATA__CNN_ALIGN_FLOATS - 1) / STRATA__CNN_ALIGN_FLOATS *
+         STRATA__CNN_ALIGN_FLOATS;
+}
 /* Taps of a convolution's kernel. */
 static inline STRATA__HOST_DEVICE int64_t strata__kernel_volume(const struct strata__layer *L)
 {
@@ -354,6 +363,10 @@ void strata__conv3d_cpu(const float *in, int cin, int64_t n, const float *w, con
 int strata__cnn_forward_cuda(const struct strata__network *net, const float *weights,
                              const float *in, int64_t n, float *out, float *scratch, void *cublas,
                              void *stream);
+
+/* Convolutions cuDNN has run in this process, or -1 where the build has no
+ * cuDNN: tests tell from it that cuDNN ran rather than declined. */
+long long strata__cnn_cudnn_convolutions(void);
 
 /* Release the calling thread's cuDNN handle (a CUDA worker's, at shutdown). */
 void strata__cnn_cuda_release(void);

@@ -441,16 +441,19 @@ static int parse_model(struct loader *ld, const cJSON *root, strata_model **out)
     return strata__fail(STRATA_EINVAL,
                         "%s: the last layer gives %d channel(s) at level %d, not %d at level 0",
                         ld->path, last->channels, ld->levels[nl - 1], m->out_channels);
-  int64_t total = 0;
+  int64_t total = 0; /* each block aligned as the runner wants */
   for (int l = 0; l < nl; l++)
-    total += ld->sizes[l][0] + ld->sizes[l][1];
-  float *packed = total > 0 ? malloc((size_t)total * sizeof(float)) : NULL;
+    for (int which = 0; which < 2; which++)
+      if (ld->blobs[l][which])
+        total = strata__cnn_align(total) + ld->sizes[l][which];
+  float *packed = total > 0 ? calloc((size_t)total, sizeof(float)) : NULL;
   if (total > 0 && !packed)
     return STRATA_ENOMEM;
   int64_t at = 0;
   for (int l = 0; l < nl; l++)
     for (int which = 0; which < 2; which++)
       if (ld->blobs[l][which]) {
+        at = strata__cnn_align(at);
         memcpy(packed + at, ld->blobs[l][which], (size_t)ld->sizes[l][which] * sizeof(float));
         *(which ? &m->layers[l].bias_offset : &m->layers[l].weight_offset) = at;
         at += ld->sizes[l][which];

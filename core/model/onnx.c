@@ -432,11 +432,14 @@ static int read_tensor(struct loader *ld, const Onnx__TensorProto *t, struct val
 
 /* ---- layers and weights ---- */
 
+/* A block of `count` weights (zeros where data is NULL), aligned as the
+ * runner wants (strata__cnn_align); returns its offset, or -1. */
 static int64_t push_weights(struct loader *ld, const float *data, int64_t count)
 {
-  if (ld->nweights + count > ld->cap_weights) {
+  int64_t at = strata__cnn_align(ld->nweights);
+  if (at + count > ld->cap_weights) {
     int64_t cap = ld->cap_weights ? ld->cap_weights : 1024;
-    while (cap < ld->nweights + count)
+    while (cap < at + count)
       cap *= 2;
     float *w = realloc(ld->weights, (size_t)cap * sizeof *w);
     if (!w)
@@ -444,10 +447,12 @@ static int64_t push_weights(struct loader *ld, const float *data, int64_t count)
     ld->weights = w;
     ld->cap_weights = cap;
   }
-  int64_t at = ld->nweights;
+  memset(ld->weights + ld->nweights, 0, (size_t)(at - ld->nweights) * sizeof *ld->weights);
   if (data)
     memcpy(ld->weights + at, data, (size_t)count * sizeof *data);
-  ld->nweights += count;
+  else
+    memset(ld->weights + at, 0, (size_t)count * sizeof *ld->weights);
+  ld->nweights = at + count;
   return at;
 }
 
@@ -709,8 +714,8 @@ static int add_affine(struct loader *ld, struct value *x, const float *scale, co
       int cin = src == STRATA__NETWORK_INPUT ? ld->in_channels : ld->layers[src].channels;
       block = (int64_t)cin / prev->groups * strata__kernel_volume(prev);
     }
-    if (prev->bias_offset < 0 && (prev->bias_offset = push_weights(ld, NULL, C)) >= 0)
-      memset(ld->weights + prev->bias_offset, 0, (size_t)C * sizeof(float));
+    if (prev->bias_offset < 0)
+      prev->bias_offset = push_weights(ld, NULL, C);
     if (prev->bias_offset < 0)
       return STRATA_ENOMEM;
     for (int c = 0; c < C; c++) {
@@ -1479,12 +1484,13 @@ static const char *metadata(const Onnx__ModelProto *m, const char *key)
   return NULL;
 }
 
-/* Model name: the graph's, else (absent, or PyTorch's generic "torch_jit")
- * the file's name without its extension. */
+/* Model name: the graph's, else (absent, or PyTorch's generic "torch_jit",
+ * "main_graph" from PyTorch 2) the file's name without its extension. */
 static void model_name(const struct loader *ld, char *name, size_t size)
 {
   const char *graph = ld->model->graph->name;
-  if (graph && *graph && strncmp(graph, "torch_jit", 9) != 0 && strncmp(graph, "torch-jit", 9)) {
+  if (graph && *graph && strncmp(graph, "torch_jit", 9) != 0 && strncmp(graph, "torch-jit", 9) &&
+      strcmp(graph, "main_graph") != 0) {
     snprintf(name, size, "%s", graph);
     return;
   }

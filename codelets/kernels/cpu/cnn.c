@@ -140,7 +140,7 @@ static size_t layout(const struct strata__network *net, int64_t n, const struct 
     if (l < net->nlayers - 1) {
       if (offsets)
         offsets[l] = (int64_t)total;
-      total += (size_t)(net->layers[l].channels * strata__volume(ext[l]));
+      total += (size_t)strata__cnn_align(net->layers[l].channels * strata__volume(ext[l]));
     }
     size_t need = col_need(net, l, n, ext);
     col = need > col ? need : col;
