@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch parity of the ONNX import: small PyTorch models that use every
 operator Strata maps, exported with torch.onnx.export at opsets 11, 13 and
-17, their outputs on random fields at 32^3 and 64^3 computed by PyTorch, and
+17 (and as PyTorch 2.11's default exporter wrote them at opsets 18 and 21,
+data/torch_export), their outputs on random fields at 32^3 and 64^3 computed by PyTorch, and
 damaged files that Strata must refuse with the node named. Then
 test_model_onnx checks all of it.
 
@@ -10,7 +11,9 @@ BatchNorm folded into its convolution and the ReLU after it fused.
 
 usage: onnx_parity.py <test_model_onnx> <strata tool> <scratch folder>
 Exit 77 (skip) when PyTorch or onnx is missing."""
+import glob
 import os
+import shutil
 import subprocess
 import sys
 
@@ -300,6 +303,82 @@ def many_values_case(folder, lines):
     lines.append("good\tmany_values.onnx\tmany_values_32\t1\t2\t32\t1")
 
 
+def views_refused(folder, lines):
+    """Opset 18 and 21 nodes Strata must refuse, naming them: a mean over
+    the channels, groups that do not divide the channels; and a Squeeze of
+    a spatial axis that is not 1, refused at the extent where it is not."""
+    from onnx import helper, TensorProto
+    spatial = [1, 4, "d", "h", "w"]
+
+    def model(name, nodes, opset, inits=()):
+        graph = helper.make_graph(
+            nodes, name, [helper.make_tensor_value_info("field", TensorProto.FLOAT, spatial)],
+            [helper.make_tensor_value_info("out0", TensorProto.FLOAT, None)], list(inits))
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]),
+                  f"{folder}/{name}.onnx")
+
+    def ints(name, values):
+        return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+    model("reduce_channels", [helper.make_node("ReduceMean", ["field", "axes"], ["out0"],
+                                               name="mean_c")], 18, [ints("axes", [1])])
+    lines.append("bad\treduce_channels.onnx\t'mean_c' (ReduceMean)")
+    ones = numpy_helper.from_array(np.ones(4, np.float32), "s")
+    zeros = numpy_helper.from_array(np.zeros(4, np.float32), "b")
+    model("group_norm_3", [helper.make_node("GroupNormalization", ["field", "s", "b"], ["out0"],
+                                            num_groups=3, name="gn3")], 21, [ones, zeros])
+    lines.append("bad\tgroup_norm_3.onnx\t'gn3' (GroupNormalization)")
+    model("squeeze_depth", [helper.make_node("Squeeze", ["field", "axes"], ["flat"], name="sq"),
+                            helper.make_node("Unsqueeze", ["flat", "axes"], ["out0"])],
+          18, [ints("axes", [2])])
+    lines.append("extent\tsqueeze_depth.onnx\t32\tlayer 0 (reshape, node 0 'sq')")
+
+
+# The models of data/torch_export: class, input channels, outputs, fixed extent.
+TORCH2_MODELS = {"stem": (Stem, 2, 1, None), "arith": (Arithmetic, 1, 1, None),
+                 "unet": (UNet, 1, 2, None), "head": (Head, 1, 3, None),
+                 "pools": (Pools, 2, 1, None), "shapes": (lambda: Shapes(32), 2, 3, 32)}
+
+
+def torch2_exports(folder, lines):
+    """The same models as PyTorch 2.11's default exporter (torch.export)
+    writes them, at opsets 18 and 21 (data/torch_export): each file's
+    weights loaded into its class here, PyTorch's outputs computed now."""
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "torch_export")
+    for path in sorted(glob.glob(f"{source}/*.onnx")):
+        file = os.path.basename(path)
+        cls, channels, outputs, extent = TORCH2_MODELS[file.split("_dyn")[0]]
+        for f in glob.glob(f"{path}*"):
+            shutil.copy(f, folder)
+        model = cls().eval()
+        weights = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+        # a BatchNorm the exporter folded into its convolution: identity here
+        for name, bn in model.named_modules():
+            if isinstance(bn, nn.BatchNorm3d) and f"{name}.weight" not in weights:
+                with torch.no_grad():
+                    bn.weight.fill_(1), bn.bias.zero_(), bn.running_mean.zero_()
+                    bn.running_var.fill_(1 - bn.eps)
+                weights.update({f"{name}.{k}": v.numpy() for k, v in bn.state_dict().items()})
+        state = model.state_dict()
+        missing = [k for k in state if k not in weights and not k.endswith("num_batches_tracked")]
+        # parameters the exporter reshaped into unnamed constants ('val_*'): in
+        # order, by size (a wrong match fails the parity check, never passes it)
+        unnamed = [k for k in weights if k.startswith("val_") and k not in state]
+        for k in list(missing):
+            match = next((u for u in unnamed if weights[u].size == state[k].numel()), None)
+            if match:
+                weights[k] = weights[match]
+                unnamed.remove(match), missing.remove(k)
+        if missing:
+            sys.exit(f"{file}: no initializer for {missing}")
+        model.load_state_dict({k: torch.from_numpy(weights[k].copy()).reshape(v.shape)
+                               for k, v in state.items() if k in weights}, strict=False)
+        for n in (extent,) if extent else (32, 64):
+            stem = f"{file[:-5]}_{n}"
+            k = reference(model, channels, n, f"{folder}/{stem}")
+            lines.append(f"good\t{file}\t{stem}\t{channels}\t{k}\t{n}\t{outputs}")
+
+
 def damaged(folder, source, lines):
     """Files Strata must refuse: truncated, a header that lies, a cycle, a
     shape mismatch, an unsupported operator. Each line names what the
@@ -371,6 +450,8 @@ def main():
     lines.append("extent\tshapes_op17_32.onnx\t64\tlayer ")
     auto_pad_case(folder, lines)
     many_values_case(folder, lines)
+    torch2_exports(folder, lines)
+    views_refused(folder, lines)
     # float16 weights, converted at load: PyTorch runs the same model with
     # its parameters rounded to float16
     model = Arithmetic().half().float()

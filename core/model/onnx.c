@@ -15,7 +15,7 @@
 #include "onnx.pb-c.h"
 
 #define MIN_OPSET           11
-#define MAX_OPSET           17
+#define MAX_OPSET           21
 #define MAX_FILE_BYTES      ((size_t)1 << 31)
 #define MAX_TENSOR_ELEMENTS ((int64_t)1 << 30)
 #define MAX_DIMS            8
@@ -787,29 +787,24 @@ static int op_batchnorm(struct loader *ld)
   return ret;
 }
 
-/* InstanceNormalization normalises each channel; on an activation viewed
- * as [N, G, -1] (GroupNorm as PyTorch exports it) it normalises each of the
- * G channel groups, with the group's scale and bias on each of its
- * channels. */
-static int op_instancenorm(struct loader *ld)
+/* A NORM layer on x (its activation, not a grouped view): each of `groups`
+ * channel groups normalised, then scaled and shifted per channel; scale
+ * and bias hold one value per group (per_group) or per channel. */
+static int add_group_norm(struct loader *ld, struct value *x, int groups, const struct value *scale,
+                          const struct value *bias, int per_group)
 {
-  struct value *x, *scale, *b;
-  int ret;
-  if ((ret = node_input(ld, 0, 1, &x)) || (ret = node_input(ld, 1, 1, &scale)) ||
-      (ret = node_input(ld, 2, 1, &b)) || (ret = need_constant(ld, scale, "scale")) ||
-      (ret = need_constant(ld, b, "bias")))
-    return ret;
-  int groups = x->groups ? x->groups : x->channels;
-  if ((!x->groups && (ret = need_activation(ld, x, "input"))) || (ret = need_cells(ld, x)))
-    return ret;
-  if (scale->count != groups || b->count != groups)
-    return fail(ld, "scale and bias need %d values each", groups);
+  const int want = per_group ? groups : x->channels;
+  if (groups < 1 || x->channels % groups)
+    return fail(ld, "%d groups do not divide %d channels", groups, x->channels);
+  if (scale->count != want || bias->count != want)
+    return fail(ld, "scale and bias need %d values each", want);
   float *per = malloc(2 * (size_t)x->channels * sizeof *per);
   if (!per)
     return STRATA_ENOMEM;
   for (int c = 0; c < x->channels; c++) {
-    per[c] = scale->data[c / (x->channels / groups)];
-    per[x->channels + c] = b->data[c / (x->channels / groups)];
+    int i = per_group ? c / (x->channels / groups) : c;
+    per[c] = scale->data[i];
+    per[x->channels + c] = bias->data[i];
   }
   struct value view = *x;
   view.groups = 0; /* the layer reads the activation itself */
@@ -821,10 +816,52 @@ static int op_instancenorm(struct loader *ld)
     L->weight_offset = push_weights(ld, per, x->channels);
     L->bias_offset = push_weights(ld, per + x->channels, x->channels);
     set_output_channels(ld, L);
-    last_output(ld)->groups = x->groups; /* still the grouped view */
   }
   free(per);
   return !L ? STRATA_EINVAL : L->weight_offset < 0 || L->bias_offset < 0 ? STRATA_ENOMEM : 0;
+}
+
+static int norm_parameters(struct loader *ld, struct value **x, struct value **scale,
+                           struct value **bias)
+{
+  int ret;
+  if ((ret = node_input(ld, 0, 1, x)) || (ret = node_input(ld, 1, 1, scale)) ||
+      (ret = node_input(ld, 2, 1, bias)) || (ret = need_constant(ld, *scale, "scale")) ||
+      (ret = need_constant(ld, *bias, "bias")))
+    return ret;
+  if ((!(*x)->groups && (ret = need_activation(ld, *x, "input"))) || (ret = need_cells(ld, *x)))
+    return ret;
+  return 0;
+}
+
+/* InstanceNormalization normalises each channel; on an activation viewed
+ * as [N, G, -1] (GroupNorm as PyTorch's TorchScript exporter writes it) it
+ * normalises each of the G channel groups, with the group's scale and bias
+ * on each of its channels. */
+static int op_instancenorm(struct loader *ld)
+{
+  struct value *x, *scale, *bias;
+  int ret = norm_parameters(ld, &x, &scale, &bias);
+  if (ret)
+    return ret;
+  int groups = x->groups ? x->groups : x->channels;
+  if (!(ret = add_group_norm(ld, x, groups, scale, bias, 1)))
+    last_output(ld)->groups = x->groups; /* still the grouped view */
+  return ret;
+}
+
+/* GroupNormalization (opset 18: scale and bias per group; 21: per
+ * channel), as PyTorch's torch.export-based exporter writes GroupNorm. */
+static int op_groupnorm(struct loader *ld)
+{
+  struct value *x, *scale, *bias;
+  int ret = norm_parameters(ld, &x, &scale, &bias);
+  if (ret || (x->groups && (ret = need_activation(ld, x, "input"))))
+    return ret;
+  const Onnx__AttributeProto *a = attribute(ld->node, "num_groups");
+  if (!a || !a->has_i || a->i < 1 || a->i > x->channels)
+    return fail(ld, "'num_groups' is missing or not in 1 to %d", x->channels);
+  return add_group_norm(ld, x, (int)a->i, scale, bias, ld->opset < 21);
 }
 
 /* Shape of an activation: only a later Reshape back from a grouped view
@@ -835,6 +872,8 @@ static int op_shape(struct loader *ld)
   int ret;
   if ((ret = node_input(ld, 0, 1, &x)) || (ret = need_activation(ld, x, "input")))
     return ret;
+  if (attr_int(ld->node, "start", 0) != 0 || attribute(ld->node, "end"))
+    return fail(ld, "Strata reads the whole Shape of an activation (no start or end)");
   if (!(out = alias_output(ld, x)))
     return STRATA_EINVAL;
   out->shape = 1;
@@ -1156,6 +1195,146 @@ static int op_global_avgpool(struct loader *ld)
   return 0;
 }
 
+/* The axes of Squeeze, Unsqueeze or ReduceMean, from input 1 from opset
+ * `since` on, else from the attribute, each in [0, dims) after adding dims
+ * to a negative one (dims of the input, plus the axes named where they are
+ * inserted), sorted and distinct. Returns how many (0: none given) or a
+ * negative error. */
+static int node_axes(struct loader *ld, int since, int dims, int inserted, int64_t axes[MAX_DIMS])
+{
+  int n = 0;
+  if (ld->opset >= since) {
+    struct value *v;
+    int ret;
+    if ((ret = node_input(ld, 1, 0, &v)) || (v && (ret = need_constant(ld, v, "axes"))))
+      return ret;
+    for (int64_t i = 0; v && i < v->count && n <= MAX_DIMS; i++)
+      if (n < MAX_DIMS)
+        axes[n++] = (int64_t)v->data[i];
+      else
+        n++;
+  } else {
+    const Onnx__AttributeProto *a = attribute(ld->node, "axes");
+    for (size_t i = 0; a && i < a->n_ints && n <= MAX_DIMS; i++)
+      if (n < MAX_DIMS)
+        axes[n++] = a->ints[i];
+      else
+        n++;
+  }
+  if (n > MAX_DIMS)
+    return fail(ld, "more than %d axes", MAX_DIMS);
+  dims += inserted ? n : 0;
+  for (int i = 0; i < n; i++) {
+    if (axes[i] < -dims || axes[i] >= dims)
+      return fail(ld, "axis %lld of a %d-D tensor", (long long)axes[i], dims);
+    axes[i] += axes[i] < 0 ? dims : 0;
+    for (int j = i; j > 0 && axes[j - 1] >= axes[j]; j--) {
+      if (axes[j - 1] == axes[j])
+        return fail(ld, "axis %lld is named twice", (long long)axes[j]);
+      int64_t t = axes[j];
+      axes[j] = axes[j - 1], axes[j - 1] = t;
+    }
+  }
+  return n;
+}
+
+/* ReduceMean over every spatial axis: GlobalAveragePool, or with
+ * keepdims = 0 its values as [N, C] (what torch.export writes for
+ * adaptive_avg_pool3d(x, 1)). */
+static int op_reduce_mean(struct loader *ld)
+{
+  struct value *x;
+  int64_t axes[MAX_DIMS];
+  int ret;
+  if ((ret = node_input(ld, 0, 1, &x)) || (ret = need_activation(ld, x, "input")) ||
+      (ret = need_cells(ld, x)))
+    return ret;
+  int n = node_axes(ld, 18, 2 + x->rank, 0, axes);
+  if (n < 0)
+    return n;
+  if (n == 0 && attr_int(ld->node, "noop_with_empty_axes", 0))
+    return alias_output(ld, x) ? 0 : STRATA_EINVAL;
+  int spatial = n == x->rank;
+  for (int i = 0; spatial && i < n; i++)
+    spatial = axes[i] == 2 + i;
+  if (!spatial)
+    return fail(ld, "Strata averages over all the spatial axes together (a global pooling)");
+  if ((ret = op_global_avgpool(ld)))
+    return ret;
+  last_output(ld)->flat = attr_int(ld->node, "keepdims", 1) == 0;
+  return 0;
+}
+
+/* Squeeze and Unsqueeze of spatial axes: a RESHAPE layer. Each kept axis
+ * keeps its extent: copied where it stays on its runner axis (the runner
+ * right-aligns spatial axes in (z, y, x)), else the extent the graph fixes.
+ * A squeezed axis that is not 1 at run time leaves the layer without valid
+ * extents, and the model is refused at that extent. */
+static int op_squeeze(struct loader *ld)
+{
+  const int unsqueeze = strcmp(ld->node->op_type, "Unsqueeze") == 0;
+  struct value *x;
+  int64_t axes[MAX_DIMS];
+  int ret;
+  if ((ret = node_input(ld, 0, 1, &x)) || (ret = need_activation(ld, x, "input")))
+    return ret;
+  const int dims = x->flat ? 2 : 2 + x->rank;
+  int n = node_axes(ld, 13, dims, unsqueeze, axes);
+  if (n < 0)
+    return n;
+  if (x->global) { /* per-array values: [N, C] and [N, C, 1, ...] view one another */
+    const int from = x->flat ? 0 : x->rank, to = unsqueeze ? from + n : from - n;
+    if (n == 0 || axes[0] < 2 || to < 0 || to > 3)
+      return fail(ld, "Strata views per-array values as [N, C] up to [N, C, 1, 1, 1]");
+    struct value *out = alias_output(ld, x);
+    if (!out)
+      return STRATA_EINVAL;
+    out->flat = to == 0;
+    out->rank = to ? to : x->rank;
+    return 0;
+  }
+  const int rank = unsqueeze ? x->rank + n : x->rank - n;
+  if (n == 0 || axes[0] < 2 || rank < 1 || rank > 3)
+    return fail(ld,
+                "Strata %s spatial axes, named, keeping 1 to 3 of them (here %d axes named, "
+                "the first %lld, of %d spatial)",
+                unsqueeze ? "inserts" : "removes", n, n ? (long long)axes[0] : -1LL, x->rank);
+  struct strata__extent e;
+  const int known = fixed_extent(ld, x, &e);
+  if (known < 0)
+    return known;
+  struct strata__layer *L = add_layer(ld, STRATA__LAYER_RESHAPE, &x, 1);
+  if (!L)
+    return STRATA_EINVAL;
+  for (int a = 0; a < 3; a++)
+    L->shape[a] = 1;
+  /* walk the spatial axes of the longer side; `named` marks the ones the
+   * node inserts (into the output) or removes (from the input) */
+  const int longer = unsqueeze ? rank : x->rank;
+  int next_in = 0, next_out = 0, k = 0;
+  for (int i = 0; i < longer; i++) {
+    int named = k < n && axes[k] == 2 + i;
+    k += named;
+    if (named && unsqueeze) {
+      next_out++; /* an inserted 1 */
+      continue;
+    }
+    const int from = 3 - x->rank + next_in++;
+    if (named)
+      continue; /* removed: must be 1, which the volume checks */
+    const int to = 3 - rank + next_out++;
+    if (from == to)
+      L->shape[to] = 0;
+    else if (known)
+      L->shape[to] = e.e[from];
+    else
+      return fail(ld, "moving spatial axis %d needs an input of fixed extent", 2 + i);
+  }
+  set_output_channels(ld, L);
+  last_output(ld)->rank = rank;
+  return known && fixed_extent(ld, last_output(ld), &e) < 0 ? STRATA_EINVAL : 0;
+}
+
 /* Flatten at axis 1: a classifier head's [N, C, 1, ...] as [N, C], or any
  * activation as [N, C D H W] (a reshape, which needs the input's extent
  * fixed by the graph). */
@@ -1235,8 +1414,8 @@ static int op_resize(struct loader *ld)
       (ret = need_cells(ld, x)) || (ret = node_input(ld, 2, 0, &scales)) ||
       (ret = node_input(ld, 3, 0, &sizes)))
     return ret;
-  if (sizes || !scales)
-    return fail(ld, "Strata resizes by constant scales, not to sizes");
+  if (sizes || !scales || attribute(ld->node, "axes"))
+    return fail(ld, "Strata resizes by constant scales of every axis, not to sizes");
   if ((ret = need_constant(ld, scales, "scales")))
     return ret;
   int scale[3] = {1, 1, 1}, integral = scales->count == x->rank + 2;
@@ -1322,6 +1501,8 @@ static int op_pad(struct loader *ld)
       (ret = node_input(ld, 2, 0, &fill)) || (ret = need_constant(ld, pads, "pads")) ||
       (fill && (ret = need_constant(ld, fill, "constant_value"))))
     return ret;
+  if (ld->node->n_input > 3 && ld->node->input[3][0]) /* opset 18's axes */
+    return fail(ld, "Strata pads every axis (no 'axes' input)");
   attr_string(ld->node, "mode", mode, sizeof mode);
   int zero = 1;
   for (int64_t i = 0; i < pads->count; i++)
@@ -1391,6 +1572,10 @@ static int map_node(struct loader *ld)
                 {"Reshape", op_reshape},
                 {"Shape", op_shape},
                 {"GlobalAveragePool", op_global_avgpool},
+                {"ReduceMean", op_reduce_mean},
+                {"GroupNormalization", op_groupnorm},
+                {"Squeeze", op_squeeze},
+                {"Unsqueeze", op_squeeze},
                 {"Flatten", op_flatten},
                 {"Gemm", op_dense},
                 {"MatMul", op_dense}};

@@ -58,7 +58,7 @@ typedef enum strata_model_output {
  *          STRATA_ESTATE before strata_init(). */
 int strata_model_load(const char *json_path, strata_model **out);
 
-/** @brief Load a trained network from an ONNX file (opsets 11 to 17).
+/** @brief Load a trained network from an ONNX file (opsets 11 to 21).
  *
  *  The graph takes one float tensor [N, C, D, H, W] (N = 1 or symbolic,
  *  C fixed) and gives one or more [N, K_i, D, H, W] tensors at the input's
