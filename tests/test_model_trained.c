@@ -6,8 +6,10 @@
  * least 10 cells apart), on seeds and positions the training never saw.
  * Strata's own bubble extraction (probability > 0.5, at least 4 cells) must
  * find the blobs with precision and recall >= 0.9: a bubble is a hit when
- * its centre lies within 2.5 cells of a blob not matched yet.
+ * its centre lies within 2.5 cells of a blob not matched yet. Running it
+ * starts no thread (oneDNN stays on the worker's).
  * usage: test_model_trained MODEL.onnx */
+#include <dirent.h>
 #include <math.h>
 #include <string.h>
 
@@ -78,6 +80,19 @@ static void detect(strata_model *m, uint64_t seed, int64_t *hits, int64_t *found
   strata_array_destroy(in);
 }
 
+/* Threads of this process (/proc/self/task), or -1 where it cannot tell. */
+static int threads(void)
+{
+  DIR *d = opendir("/proc/self/task");
+  if (!d)
+    return -1;
+  int count = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    count += e->d_name[0] != '.';
+  closedir(d);
+  return count;
+}
+
 int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
@@ -87,8 +102,14 @@ int main(int argc, char **argv)
     fprintf(stderr, "%s: %s\n", argv[1], strata_error_message());
   CHECK(m != NULL);
   int64_t hits = 0, found = 0;
+  const int before = threads();
   for (uint64_t f = 0; m && f < FIELDS; f++)
     detect(m, 90001 + f, &hits, &found);
+  /* oneDNN's convolutions run on the StarPU worker's thread alone: an
+   * OpenMP team beside the workers (made for as many threads as cores)
+   * would take cores StarPU does not know of */
+  printf("threads: %d before the model ran, %d after\n", before, threads());
+  CHECK_EQ(threads(), before);
   double precision = found ? (double)hits / (double)found : 0,
          recall = (double)hits / (FIELDS * BLOBS);
   printf("trained U-Net on %d held-out fields: %lld bubbles, %lld on the %d planted blobs: "
