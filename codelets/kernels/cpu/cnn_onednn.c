@@ -1,10 +1,11 @@
 /* The network runner's convolutions on the CPU through oneDNN: per layer and
  * extent, a direct convolution primitive that picks its own blocked layouts
- * (AVX2/AVX-512 kernels), with the weights reordered once. Activations stay
- * plain [channels, n, n, n] between layers: each run reorders its input in
- * and its output out through the scratch area. Single-threaded (made and run
- * so), as inside a StarPU worker; several workers run the same prepared primitives at once
- * (user-managed scratchpads). */
+ * (AVX2/AVX-512 kernels), with the weights reordered once. Activations are
+ * plain [channels, n, n, n] between layers, reordered in and out through
+ * the scratch area, except between two such convolutions, the second the
+ * first's only reader, where they stay blocked. Single-threaded (made and
+ * run so), as inside a StarPU worker; several workers run the same prepared
+ * primitives at once (user-managed scratchpads). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,9 @@ struct plan {
   dnnl_memory_desc_t weights_md;
   void *weights;                             /* reordered, owned */
   size_t src_floats, dst_floats, pad_floats; /* scratch areas, in floats */
+  /* chained with the oneDNN convolution before (in) or after (out): the
+   * activation between them stays blocked, reordered neither way */
+  int in_blocked, out_blocked;
   struct plan *next;
 };
 
@@ -77,10 +81,10 @@ void strata__cnn_plans_destroy(struct strata__cnn_plans *p)
   free(p);
 }
 
-static const struct plan *find(struct strata__cnn_plans *p, int layer, int64_t n)
+static struct plan *find(struct strata__cnn_plans *p, int layer, int64_t n)
 {
   pthread_mutex_lock(&p->lock);
-  const struct plan *q = p->head;
+  struct plan *q = p->head;
   while (q && (q->layer != layer || q->n != n))
     q = q->next;
   pthread_mutex_unlock(&p->lock);
@@ -248,6 +252,27 @@ static struct plan *make_plan(dnnl_engine_t e, const struct strata__network *net
   return q;
 }
 
+/* Consecutive oneDNN convolutions at extent n, the second the first's only
+ * reader, pass their activation in the blocked layout both use, when it
+ * fits the first's slot of the scratch: two reorders fewer. */
+static void chain(struct strata__cnn_plans *p, const struct strata__network *net, int64_t n,
+                  const struct strata__extent *ext)
+{
+  for (int l = 0; l < net->nlayers - 1; l++) { /* the last writes the output */
+    struct plan *q = find(p, l, n), *r = NULL;
+    int readers = 0, reader = -1;
+    for (int c = l + 1; q && q->dst_out && c < net->nlayers; c++)
+      for (int i = 0; i < net->layers[c].ninputs; i++)
+        if (net->layers[c].inputs[i] == l)
+          readers++, reader = c;
+    if (readers == 1 && net->layers[reader].inputs[0] == l)
+      r = find(p, reader, n);
+    if (r && r->src_in && dnnl_memory_desc_equal(&q->dst_md, &r->src_md) &&
+        floats_of(&q->dst_md) <= (size_t)(net->layers[l].channels * strata__volume(ext[l])))
+      q->out_blocked = r->in_blocked = 1;
+  }
+}
+
 int strata__cnn_prepare(const struct strata__network *net, const float *weights, int64_t n)
 {
   struct strata__cnn_plans *p = net->plans;
@@ -264,11 +289,15 @@ int strata__cnn_prepare(const struct strata__network *net, const float *weights,
    * caller's setting is restored. */
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  int ret = 0;
+  int ret = 0, made = 0, existed = 0;
   for (int l = 0; l < net->nlayers; l++) {
-    if (net->layers[l].kind != STRATA__LAYER_CONV3D || find(p, l, n) ||
+    if (net->layers[l].kind != STRATA__LAYER_CONV3D ||
         strata__conv3d_is_direct(&net->layers[l], strata__layer_in_channels(net, l)))
       continue;
+    if (find(p, l, n)) {
+      existed = 1;
+      continue;
+    }
     struct plan *q = make_plan(p->engine, net, l, weights, n, ext);
     if (!q) {
       ret = -1; /* this layer keeps im2col + SGEMM */
@@ -278,8 +307,11 @@ int strata__cnn_prepare(const struct strata__network *net, const float *weights,
     q->next = p->head;
     p->head = q;
     pthread_mutex_unlock(&p->lock);
+    made = 1;
   }
   omp_set_num_threads(threads);
+  if (made && !existed) /* the extent's first preparation: no task runs these plans yet */
+    chain(p, net, n, ext);
   return ret;
 }
 
@@ -300,15 +332,15 @@ int strata__cnn_onednn_conv(const struct strata__network *net, int l, int64_t n,
   /* scratch: blocked input, blocked output, scratchpad, in whole lines */
   float *src_blocked = scratch, *dst_blocked = src_blocked + q->src_floats,
         *pad = dst_blocked + q->dst_floats;
-  const float *src = q->src_in ? src_blocked : in;
-  float *dst = q->dst_out ? dst_blocked : out;
+  const float *src = q->src_in && !q->in_blocked ? src_blocked : in;
+  float *dst = q->dst_out && !q->out_blocked ? dst_blocked : out;
   dnnl_memory_t m_in = wrap(e, &q->src_plain, in), m_src = wrap(e, &q->src_md, src),
                 m_w = wrap(e, &q->weights_md, q->weights),
                 m_b = bias ? wrap(e, &q->bias_md, bias) : NULL, m_dst = wrap(e, &q->dst_md, dst),
                 m_out = wrap(e, &q->dst_plain, out), m_pad = wrap(e, &q->pad_md, pad);
   dnnl_stream_t st = new_stream(e);
   int ret = st && m_in && m_src && m_w && (m_b || !bias) && m_dst && m_out && m_pad ? 0 : -1;
-  if (!ret && q->src_in) {
+  if (!ret && src != in) {
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m_in}, {DNNL_ARG_TO, m_src}};
     ret = run(st, q->src_in, 2, args);
   }
@@ -320,7 +352,7 @@ int strata__cnn_onednn_conv(const struct strata__network *net, int l, int64_t n,
                                {DNNL_ARG_BIAS, m_b}};
     ret = run(st, q->conv, bias ? 5 : 4, args);
   }
-  if (!ret && q->dst_out) {
+  if (!ret && dst != out) {
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m_dst}, {DNNL_ARG_TO, m_out}};
     ret = run(st, q->dst_out, 2, args);
   }
