@@ -18,7 +18,7 @@ if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   PYTHONPATH=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
   export PYTHONPATH
 fi
-cd "$repo"
+cd "$repo" || exit 1
 stamp "gpu tests"
 timeout 200 bash .device/run.sh -L gpu --output-on-failure --timeout 150 -j 4
 eval "$(grep -E '^(lib_dir|export LD_LIBRARY_PATH)' .device/run.sh)"
@@ -35,4 +35,4 @@ stamp "model, ONNX and inference tests with CUDA workers ($left s left)"
 if [ "$left" -gt 40 ]; then
   timeout "$left" ctest -R 'onnx|model|infer' -E 'emulated|trace' --output-on-failure --timeout 150 -j 6
 fi
-stamp done
+stamp "done"
