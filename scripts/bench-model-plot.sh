@@ -5,20 +5,22 @@
 # parity (1). JSON files of `--device cuda` runs (from a GPU machine) given
 # with -g add their rows: float32 configurations over PyTorch's fastest
 # float32 form, TF32 over its default (TF32) form.
-#   scripts/bench-model-plot.sh [-r RUNS] [-o DIR] [-g GPU.json]... [DIR_OF_JSON]
-# RUNS (default 5) runs of `model_vs_torch.py --rounds 5`; or, given a
-# directory of outputs named run-I.json, those runs instead. Writes
-# DIR/model.dat and DIR/model.png; DIR defaults to bench-model.
-# STRATA_BUILD_DIR (build) holds bench_model_throughput.
+#   scripts/bench-model-plot.sh [-r RUNS] [-o DIR] [-q] [-g GPU.json]... [DIR_OF_JSON]
+# RUNS (default 5) runs of `model_vs_torch.py --rounds 5` (-q: at 16^3, one
+# round, to check that it works); or, given a directory of outputs named
+# run-I.json, those runs instead. Writes DIR/model.dat and DIR/model.png;
+# DIR defaults to bench-model. STRATA_BUILD_DIR (build) holds
+# bench_model_throughput. Exits 77 without PyTorch.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=bench-model runs=5 gpu=()
+out=bench-model runs=5 gpu=() rounds=(--rounds 5)
 while [ $# -gt 0 ]; do
   case $1 in
     -r) runs=$2; shift 2 ;;
     -o) out=$2; shift 2 ;;
     -g) gpu+=("$2"); shift 2 ;;
-    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -q) rounds=(--extent 16 --rounds 1); shift ;;
+    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
   esac
 done
@@ -31,8 +33,14 @@ else
   build=${STRATA_BUILD_DIR:-build}
   [[ $build = /* ]] || build=$root/$build
   for ((r = 1; r <= runs; r++)); do
+    status=0
     timeout "${STRATA_RUN_TIMEOUT:-900}" /usr/bin/python3 "$root/bench/model_vs_torch.py" \
-      "$build/bench/bench_model_throughput" --rounds 5 >"$runs_dir/run-$r.json"
+      "$build/bench/bench_model_throughput" "${rounds[@]}" >"$runs_dir/run-$r.json" || status=$?
+    if [ $status -eq 77 ]; then
+      echo "bench-model-plot: skipped (no PyTorch)" >&2
+      exit 77
+    fi
+    [ $status -eq 0 ] || exit $status
   done
 fi
 
