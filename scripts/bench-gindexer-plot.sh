@@ -79,25 +79,14 @@ with open(sys.argv[2], "w") as dat:
                                       for v in row))
 EOF
 
-plot=$out/gindexer.png
-title=$(sed -n 's/^#title //p' "$data") ymax=$(sed -n 's/^#ymax //p' "$data")
-gnuplot <<EOF
-set terminal pngcairo size 1000,480 font "sans,11" noenhanced
-set output "$plot"
-set title "$title"
-set style data histogram
-set style histogram errorbars gap 1 lw 1
-set style fill solid 0.75 border -1
-set ylabel "time / hand-written MPI baseline (below 1: Strata faster)"
-set yrange [0:$ymax]
-set key top left horizontal
-plot "$data" using 2:3:4:xtic(1) title "Take" lc rgb "#238b45", \
-     "" using 5:6:7 title "Put last" lc rgb "#6baed6", \
-     "" using 8:9:10 title "Put sum" lc rgb "#2171b5", \
-     "" using 11:12:13 title "Take_v" lc rgb "#fd8d3c", \
-     "" using 14:15:16 title "Put_v" lc rgb "#d94701", \
-     1.5 with lines dt 2 lc rgb "#e31a1c" title "target 1.5", \
-     1 with lines dt 3 lc rgb "#636363" notitle
-EOF
-[ -s "$plot" ] || { echo "bench-gindexer-plot: gnuplot wrote no $plot" >&2; exit 1; }
-echo "bench-gindexer-plot: $data, $plot" >&2
+source "$root/scripts/plot-lib.sh"
+histogram_png "$data" "$out/gindexer.png" 1000,480 \
+  "time / hand-written MPI baseline (below 1: Strata faster)" \
+  "\"$data\" using 2:3:4:xtic(1) title \"Take\" lc rgb \"#238b45\", \
+   \"\" using 5:6:7 title \"Put last\" lc rgb \"#6baed6\", \
+   \"\" using 8:9:10 title \"Put sum\" lc rgb \"#2171b5\", \
+   \"\" using 11:12:13 title \"Take_v\" lc rgb \"#fd8d3c\", \
+   \"\" using 14:15:16 title \"Put_v\" lc rgb \"#d94701\", \
+   1.5 with lines dt 2 lc rgb \"#e31a1c\" title \"target 1.5\", \
+   1 with lines dt 3 lc rgb \"#636363\" notitle" \
+  "set key top left horizontal"

@@ -14,28 +14,25 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=bench-model runs=5 gpu=() rounds=(--rounds 5)
-while [ $# -gt 0 ]; do
-  case $1 in
-    -r) runs=$2; shift 2 ;;
-    -o) out=$2; shift 2 ;;
-    -g) gpu+=("$2"); shift 2 ;;
-    -q) rounds=(--extent 16 --rounds 1); shift ;;
-    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) break ;;
+while getopts "r:o:g:qh" opt; do
+  case $opt in
+    r) runs=$OPTARG ;;
+    o) out=$OPTARG ;;
+    g) gpu+=("$OPTARG") ;;
+    q) rounds=(--extent 16 --rounds 1) ;;
+    *) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; [ "$opt" = h ]; exit ;;
   esac
 done
-mkdir -p "$out"
-if [ $# -gt 0 ]; then
-  runs_dir=$1
-else
-  runs_dir=$out/runs
-  mkdir -p "$runs_dir"
-  build=${STRATA_BUILD_DIR:-build}
-  [[ $build = /* ]] || build=$root/$build
+shift $((OPTIND - 1))
+runs_dir=${1:-$out/runs}
+mkdir -p "$out" "$runs_dir"
+if [ $# -eq 0 ]; then # run the benchmark RUNS times into runs_dir
+  bin=${STRATA_BUILD_DIR:-build}/bench/bench_model_throughput
+  [[ $bin = /* ]] || bin=$root/$bin
   for ((r = 1; r <= runs; r++)); do
     status=0
-    timeout "${STRATA_RUN_TIMEOUT:-900}" /usr/bin/python3 "$root/bench/model_vs_torch.py" \
-      "$build/bench/bench_model_throughput" "${rounds[@]}" >"$runs_dir/run-$r.json" || status=$?
+    timeout "${STRATA_RUN_TIMEOUT:-900}" /usr/bin/python3 "$root/bench/model_vs_torch.py" "$bin" \
+      "${rounds[@]}" >"$runs_dir/run-$r.json" || status=$?
     if [ $status -eq 77 ]; then
       echo "bench-model-plot: skipped (no PyTorch)" >&2
       exit 77
@@ -83,22 +80,8 @@ with open(sys.argv[2], "w") as dat:
         print(f"{name:<40} {statistics.median(v):6.2f} ({min(v):.2f}-{max(v):.2f})")
 PY
 
-plot=$out/model.png
-title=$(sed -n 's/^#title //p' "$data") ymax=$(sed -n 's/^#ymax //p' "$data")
-gnuplot <<EOF
-set terminal pngcairo size 1100,600 font "sans,10" noenhanced
-set output "$plot"
-set title "$title"
-set style data histogram
-set style histogram errorbars gap 1 lw 1
-set style fill solid 0.75 border -1
-set ylabel "throughput / PyTorch (above 1: Strata faster)"
-set yrange [0:$ymax]
-set xtics rotate by -35
-set bmargin 8
-set rmargin 10
-plot "$data" using 2:3:4:xtic(1) notitle lc rgb "#2171b5", \
-     1 with lines dt 2 lc rgb "#e31a1c" title "parity"
-EOF
-[ -s "$plot" ] || { echo "bench-model-plot: gnuplot wrote no $plot" >&2; exit 1; }
-echo "bench-model-plot: $data, $plot" >&2
+source "$root/scripts/plot-lib.sh"
+histogram_png "$data" "$out/model.png" 1150,660 "throughput / PyTorch (above 1: Strata faster)" \
+  "\"$data\" using 2:3:4:xtic(1) notitle lc rgb \"#2171b5\", \
+   1 with lines dt 2 lc rgb \"#e31a1c\" title \"parity\"" \
+  $'set xtics rotate by -35\nset bmargin 10\nset rmargin 14'
