@@ -184,6 +184,7 @@ static inline int64_t strata__cnn_align(int64_t floats)
   return (floats + STRATA__CNN_ALIGN_FLOATS - 1) / STRATA__CNN_ALIGN_FLOATS *
          STRATA__CNN_ALIGN_FLOATS;
 }
+
 /* Taps of a convolution's kernel. */
 static inline STRATA__HOST_DEVICE int64_t strata__kernel_volume(const struct strata__layer *L)
 {

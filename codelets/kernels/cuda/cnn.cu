@@ -268,10 +268,15 @@ thread_local cudnnHandle_t cudnn_handle = nullptr;
 thread_local bool cudnn_tried = false;
 std::atomic<long long> cudnn_convolutions{0};
 
+bool env_is(const char *name, const char *value)
+{
+  const char *env = getenv(name);
+  return env && strcmp(env, value) == 0;
+}
+
 cudnnHandle_t worker_cudnn(cudaStream_t s)
 {
-  const char *env = getenv("STRATA_CUDNN");
-  if (env && strcmp(env, "0") == 0)
+  if (env_is("STRATA_CUDNN", "0"))
     return nullptr;
   if (!cudnn_tried) {
     cudnn_tried = true;
@@ -381,9 +386,9 @@ const cudnn_plan &find_plan(cudnnHandle_t h, const cudnn_key &key, const float *
 // within the workspace `ws`; bias and activation by the runner's kernels.
 // Returns 0, or -1 where cuDNN declines (pads unequal before and after
 // that change the extent, no algorithm) and the caller falls back to im2col.
-int conv3d_cudnn(cudnnHandle_t h, const float *in, int cin, strata__extent n, strata__extent m,
-                 const strata__layer &L, const float *w, const float *bias, float *out, float *ws,
-                 size_t ws_bytes, cudaStream_t s)
+int conv3d_cudnn(cudnnHandle_t h, bool tf32, const float *in, int cin, strata__extent n,
+                 strata__extent m, const strata__layer &L, const float *w, const float *bias,
+                 float *out, float *ws, size_t ws_bytes, cudaStream_t s)
 {
   // cuDNN's vectorised kernels fault on tensors that are only 4-byte aligned
   if (((uintptr_t)in | (uintptr_t)w | (uintptr_t)out | (uintptr_t)ws) % 16)
@@ -391,8 +396,7 @@ int conv3d_cudnn(cudnnHandle_t h, const float *in, int cin, strata__extent n, st
   cudnn_key key;
   memset(&key, 0, sizeof key);
   key.cin = cin, key.cout = L.channels, key.groups = L.groups, key.ws_bytes = ws_bytes;
-  const char *tf32 = getenv("STRATA_CUDNN_TF32");
-  key.tf32 = tf32 && strcmp(tf32, "1") == 0;
+  key.tf32 = tf32;
   for (int a = 0; a < 3; a++) {
     key.kernel[a] = L.kernel[a], key.stride[a] = L.stride[a], key.pad[a] = L.pad[a];
     key.dilation[a] = L.dilation[a], key.n[a] = n.e[a], key.m[a] = m.e[a];
@@ -442,7 +446,8 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
   strata__cnn_layout(net, n, ext, offsets, &col_offset, &col_floats);
   float *col = scratch + col_offset;
 #if STRATA_USE_CUDNN
-  cudnnHandle_t dnn = worker_cudnn(s);
+  cudnnHandle_t dnn = worker_cudnn(s); // the settings read once a pass
+  const bool tf32 = env_is("STRATA_CUDNN_TF32", "1");
 #endif
   for (int l = 0; l < net->nlayers; l++) {
     const struct strata__layer *L = &net->layers[l];
@@ -463,7 +468,7 @@ extern "C" int strata__cnn_forward_cuda(const struct strata__network *net, const
     switch (L->kind) {
     case STRATA__LAYER_CONV3D:
 #if STRATA_USE_CUDNN
-      if (dnn && conv3d_cudnn(dnn, src[0], cin, sn, m, *L, w, bias, dst, col,
+      if (dnn && conv3d_cudnn(dnn, tf32, src[0], cin, sn, m, *L, w, bias, dst, col,
                               col_floats * sizeof(float), s) == 0)
         break;
 #endif
