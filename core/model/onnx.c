@@ -821,17 +821,20 @@ static int add_group_norm(struct loader *ld, struct value *x, int groups, const 
   return !L ? STRATA_EINVAL : L->weight_offset < 0 || L->bias_offset < 0 ? STRATA_ENOMEM : 0;
 }
 
-static int norm_parameters(struct loader *ld, struct value **x, struct value **scale,
-                           struct value **bias)
+/* A normalisation's input x (an activation over cells, or with
+ * `grouped_view` GroupNorm's [N, G, -1] view of one) and its constant
+ * scale and bias. */
+static int norm_parameters(struct loader *ld, int grouped_view, struct value **x,
+                           struct value **scale, struct value **bias)
 {
   int ret;
   if ((ret = node_input(ld, 0, 1, x)) || (ret = node_input(ld, 1, 1, scale)) ||
       (ret = node_input(ld, 2, 1, bias)) || (ret = need_constant(ld, *scale, "scale")) ||
       (ret = need_constant(ld, *bias, "bias")))
     return ret;
-  if ((!(*x)->groups && (ret = need_activation(ld, *x, "input"))) || (ret = need_cells(ld, *x)))
+  if (!(grouped_view && (*x)->groups) && (ret = need_activation(ld, *x, "input")))
     return ret;
-  return 0;
+  return need_cells(ld, *x);
 }
 
 /* InstanceNormalization normalises each channel; on an activation viewed
@@ -841,7 +844,7 @@ static int norm_parameters(struct loader *ld, struct value **x, struct value **s
 static int op_instancenorm(struct loader *ld)
 {
   struct value *x, *scale, *bias;
-  int ret = norm_parameters(ld, &x, &scale, &bias);
+  int ret = norm_parameters(ld, 1, &x, &scale, &bias);
   if (ret)
     return ret;
   int groups = x->groups ? x->groups : x->channels;
@@ -855,8 +858,8 @@ static int op_instancenorm(struct loader *ld)
 static int op_groupnorm(struct loader *ld)
 {
   struct value *x, *scale, *bias;
-  int ret = norm_parameters(ld, &x, &scale, &bias);
-  if (ret || (x->groups && (ret = need_activation(ld, x, "input"))))
+  int ret = norm_parameters(ld, 0, &x, &scale, &bias);
+  if (ret)
     return ret;
   const Onnx__AttributeProto *a = attribute(ld->node, "num_groups");
   if (!a || !a->has_i || a->i < 1 || a->i > x->channels)
@@ -1202,27 +1205,19 @@ static int op_global_avgpool(struct loader *ld)
  * negative error. */
 static int node_axes(struct loader *ld, int since, int dims, int inserted, int64_t axes[MAX_DIMS])
 {
-  int n = 0;
-  if (ld->opset >= since) {
-    struct value *v;
-    int ret;
-    if ((ret = node_input(ld, 1, 0, &v)) || (v && (ret = need_constant(ld, v, "axes"))))
-      return ret;
-    for (int64_t i = 0; v && i < v->count && n <= MAX_DIMS; i++)
-      if (n < MAX_DIMS)
-        axes[n++] = (int64_t)v->data[i];
-      else
-        n++;
-  } else {
-    const Onnx__AttributeProto *a = attribute(ld->node, "axes");
-    for (size_t i = 0; a && i < a->n_ints && n <= MAX_DIMS; i++)
-      if (n < MAX_DIMS)
-        axes[n++] = a->ints[i];
-      else
-        n++;
-  }
-  if (n > MAX_DIMS)
+  const Onnx__AttributeProto *a = NULL;
+  struct value *v = NULL;
+  int ret;
+  if (ld->opset < since)
+    a = attribute(ld->node, "axes");
+  else if ((ret = node_input(ld, 1, 0, &v)) || (v && (ret = need_constant(ld, v, "axes"))))
+    return ret;
+  const int64_t count = v ? v->count : a ? (int64_t)a->n_ints : 0;
+  if (count > MAX_DIMS)
     return fail(ld, "more than %d axes", MAX_DIMS);
+  const int n = (int)count;
+  for (int i = 0; i < n; i++)
+    axes[i] = v ? (int64_t)v->data[i] : a->ints[i];
   dims += inserted ? n : 0;
   for (int i = 0; i < n; i++) {
     if (axes[i] < -dims || axes[i] >= dims)

@@ -74,14 +74,16 @@ int strata_model_load(const char *json_path, strata_model **out);
  *  padding per axis; groups), ConvTranspose (1-D to 3-D, per-axis
  *  attributes, output padding; no groups), BatchNormalization (folded into
  *  the convolution it follows, else a per-channel affine map),
- *  InstanceNormalization, GroupNorm as PyTorch exports it (Reshape to
- *  [N, G, -1], InstanceNormalization, Reshape back, Mul, Add), Add, Sub,
+ *  InstanceNormalization, GroupNormalization (opsets 18 and 21), GroupNorm
+ *  as PyTorch's TorchScript exporter writes it (Reshape to [N, G, -1],
+ *  InstanceNormalization, Reshape back, Mul, Add), Add, Sub,
  *  Mul, Div (two activations, one of them possibly single-channel, or an
  *  activation and a scalar or per-channel constant), Concat on channels,
  *  MaxPool and AveragePool (1-D to 3-D windows, per-axis attributes; the
  *  mean with or without the pads), Resize by integer scales per axis
  *  (nearest, or linear with half-pixel or aligned corners), Reshape and
- *  Flatten to constant shapes, Relu, LeakyRelu, Sigmoid, Tanh, Softmax
+ *  Flatten to constant shapes, Squeeze and Unsqueeze of spatial axes,
+ *  ReduceMean over all spatial axes, Relu, LeakyRelu, Sigmoid, Tanh, Softmax
  *  (over channels), Clip, Log, Identity, Dropout, Constant, and classifier
  *  heads (GlobalAveragePool, Flatten, Gemm, MatMul) whose per-array
  *  outputs fill every cell of the output. docs/models.md lists the
