@@ -244,13 +244,25 @@ def reference(model, channels, n, stem):
     return y.shape[1]
 
 
+def save_graph(folder, name, nodes, inits, opset, inputs, outputs):
+    """A graph built with onnx.helper, saved as FOLDER/NAME.onnx: one float
+    input 'field' and float outputs, each given as (name, shape or None)."""
+    from onnx import helper, TensorProto
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("field", TensorProto.FLOAT, inputs)],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, shape) for o, shape in outputs],
+        list(inits))
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]),
+              f"{folder}/{name}.onnx")
+
+
 def auto_pad_case(folder, lines):
     """auto_pad SAME_LOWER (a Conv) and SAME_UPPER (a MaxPool) with stride 2
     at a fixed extent of 32, which PyTorch does not export: built with
     onnx.helper, the reference computed with the explicit padding they mean
     (one cell before for the Conv, one after for the pool), each then
     resized x2 back to 32."""
-    from onnx import helper, TensorProto
+    from onnx import helper
     n = 32
     w = torch.randn(2, 1, 3, 3, 3)
     b = torch.randn(2)
@@ -263,12 +275,7 @@ def auto_pad_case(folder, lines):
                               coordinate_transformation_mode="asymmetric", nearest_mode="floor")]
     inits = [numpy_helper.from_array(w.numpy(), "w"), numpy_helper.from_array(b.numpy(), "b"),
              numpy_helper.from_array(np.array([1, 1, 2, 2, 2], dtype=np.float32), "scales")]
-    graph = helper.make_graph(
-        nodes, "auto_pad", [helper.make_tensor_value_info("field", TensorProto.FLOAT,
-                                                          [1, 1, n, n, n])],
-        [helper.make_tensor_value_info("out0", TensorProto.FLOAT, [1, 3, n, n, n])], inits)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
-              f"{folder}/auto_pad.onnx")
+    save_graph(folder, "auto_pad", nodes, inits, 13, [1, 1, n, n, n], [("out0", [1, 3, n, n, n])])
     x = torch.randn(1, 1, n, n, n)
     with torch.no_grad():
         c = F.conv3d(F.pad(x, (1, 0, 1, 0, 1, 0)), w, b, stride=2)
@@ -283,18 +290,14 @@ def many_values_case(folder, lines):
     """A Conv whose output is the loader's 128th value (125 unused
     initializers before it): its value table once grew there under the
     pointers the Conv held (a use after free under the sanitizers)."""
-    from onnx import helper, TensorProto
+    from onnx import helper
     w = torch.randn(2, 1, 3, 3, 3)
     inits = [numpy_helper.from_array(np.zeros(1, np.float32), f"unused{i}") for i in range(125)]
     inits += [numpy_helper.from_array(w.numpy(), "w"),
               numpy_helper.from_array(np.zeros(2, np.float32), "b")]
-    spatial = [1, 1, "d", "h", "w"]
-    graph = helper.make_graph(
-        [helper.make_node("Conv", ["field", "w", "b"], ["out0"], pads=[1] * 6, name="conv")],
-        "many_values", [helper.make_tensor_value_info("field", TensorProto.FLOAT, spatial)],
-        [helper.make_tensor_value_info("out0", TensorProto.FLOAT, [1, 2, "d", "h", "w"])], inits)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
-              f"{folder}/many_values.onnx")
+    save_graph(folder, "many_values",
+               [helper.make_node("Conv", ["field", "w", "b"], ["out0"], pads=[1] * 6, name="conv")],
+               inits, 13, [1, 1, "d", "h", "w"], [("out0", [1, 2, "d", "h", "w"])])
     x = torch.randn(1, 1, 32, 32, 32)
     with torch.no_grad():
         y = F.conv3d(x, w, padding=1)
@@ -305,17 +308,14 @@ def many_values_case(folder, lines):
 
 def views_refused(folder, lines):
     """Opset 18 and 21 nodes Strata must refuse, naming them: a mean over
-    the channels, groups that do not divide the channels; and a Squeeze of
-    a spatial axis that is not 1, refused at the extent where it is not."""
-    from onnx import helper, TensorProto
-    spatial = [1, 4, "d", "h", "w"]
+    the channels, groups that do not divide the channels, a Squeeze that
+    moves the kept axes within (z, y, x) on an input of free extent; and a
+    Squeeze of a spatial axis that is not 1, refused at the extent where it
+    is not."""
+    from onnx import helper
 
     def model(name, nodes, opset, inits=()):
-        graph = helper.make_graph(
-            nodes, name, [helper.make_tensor_value_info("field", TensorProto.FLOAT, spatial)],
-            [helper.make_tensor_value_info("out0", TensorProto.FLOAT, None)], list(inits))
-        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]),
-                  f"{folder}/{name}.onnx")
+        save_graph(folder, name, nodes, inits, opset, [1, 4, "d", "h", "w"], [("out0", None)])
 
     def ints(name, values):
         return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
@@ -328,6 +328,9 @@ def views_refused(folder, lines):
     model("group_norm_3", [helper.make_node("GroupNormalization", ["field", "s", "b"], ["out0"],
                                             num_groups=3, name="gn3")], 21, [ones, zeros])
     lines.append("bad\tgroup_norm_3.onnx\t'gn3' (GroupNormalization)")
+    model("squeeze_width", [helper.make_node("Squeeze", ["field", "axes"], ["out0"], name="sq_w")],
+          18, [ints("axes", [4])])
+    lines.append("bad\tsqueeze_width.onnx\t'sq_w' (Squeeze): moving spatial axis")
     model("squeeze_depth", [helper.make_node("Squeeze", ["field", "axes"], ["flat"], name="sq"),
                             helper.make_node("Unsqueeze", ["flat", "axes"], ["out0"])],
           18, [ints("axes", [2])])
