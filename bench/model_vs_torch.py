@@ -135,15 +135,14 @@ class JsonNet(nn.Module):
 
 
 def export_onnx(model, example, path):
-    """The U-Net to ONNX by the TorchScript exporter (PyTorch 2.9 and later
-    default to the dynamo one, whose dynamic shapes come as Shape chains)."""
-    kw = dict(opset_version=13, input_names=["density"], output_names=["probability"],
-              dynamic_axes={"density": {2: "d", 3: "h", 4: "w"},
-                            "probability": {2: "d", 3: "h", 4: "w"}})
-    try:
-        torch.onnx.export(model, example, path, dynamo=False, **kw)
-    except TypeError:  # before PyTorch 2.5: one exporter, no such argument
-        torch.onnx.export(model, example, path, **kw)
+    """The U-Net to ONNX with free spatial axes, by the TorchScript exporter
+    as the tests export (tests/torch_onnx.py)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    import torch_onnx
+    torch_onnx.export(model, example, path, opset_version=13, input_names=["density"],
+                      output_names=["probability"],
+                      dynamic_axes={"density": {2: "d", 3: "h", 4: "w"},
+                                    "probability": {2: "d", 3: "h", 4: "w"}})
 
 
 def spread(times):
