@@ -238,7 +238,10 @@ static int json_int(const cJSON *obj, const char *key, int fallback, int *value)
     *value = fallback;
     return fallback != INT32_MIN;
   }
-  if (!cJSON_IsNumber(item) || item->valuedouble != (double)(int)item->valuedouble)
+  /* range first: converting a double outside int's range is undefined */
+  if (!cJSON_IsNumber(item) ||
+      !(item->valuedouble >= INT32_MIN && item->valuedouble <= INT32_MAX) ||
+      item->valuedouble != floor(item->valuedouble))
     return 0;
   *value = (int)item->valuedouble;
   return 1;

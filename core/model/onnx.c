@@ -177,6 +177,16 @@ static int need_constant(struct loader *ld, const struct value *v, const char *w
   return v->constant ? 0 : fail(ld, "%s '%s' must be a constant (an initializer)", what, v->name);
 }
 
+/* A constant's entry read as a size, axis or pad. Constants are kept as
+ * floats; an entry that is not whole or lies past +-2^24 (where floats stop
+ * counting by one) reads as NOT_WHOLE, which every caller refuses, and is
+ * never converted: a float outside int64's range has no conversion in C. */
+#define NOT_WHOLE INT64_MIN
+static int64_t whole(float v)
+{
+  return v == floorf(v) && fabsf(v) <= 16777216.0f ? (int64_t)v : NOT_WHOLE;
+}
+
 /* ---- attributes ---- */
 
 static const Onnx__AttributeProto *attribute(const Onnx__NodeProto *node, const char *name)
@@ -888,6 +898,7 @@ static int op_shape(struct loader *ld)
  * 0 copies the input's axis, -1 is inferred. Without a fixed input extent
  * the channels must be given (or copied) and a 0 must keep its axis's
  * place in the runner's (z, y, x). */
+#define MAX_RESHAPED_CELLS ((int64_t)1 << 40)
 static int general_reshape(struct loader *ld, struct value *x, const struct value *shape)
 {
   int64_t t[5], inferred = 0;
@@ -896,9 +907,9 @@ static int general_reshape(struct loader *ld, struct value *x, const struct valu
     return fail(ld, "reshape to %lld axes; Strata reshapes to [N, C] up to [N, C, D, H, W]",
                 (long long)shape->count);
   for (int i = 0; i < (int)shape->count; i++) {
-    t[i] = (int64_t)shape->data[i];
+    t[i] = whole(shape->data[i]);
     inferred += t[i] == -1;
-    if (t[i] < -1 || (double)t[i] != shape->data[i])
+    if (t[i] < -1)
       return fail(ld, "shape entry %d = %g is not a size", i, (double)shape->data[i]);
   }
   if ((t[0] != 0 && t[0] != 1) || inferred > 1)
@@ -923,6 +934,8 @@ static int general_reshape(struct loader *ld, struct value *x, const struct valu
       v = known ? e.e[3 - x->rank + i] : 0; /* 0: the input's extent there at run time */
     }
     spatial[3 - rank + i] = v;
+    if (v > 0 && fixed > MAX_RESHAPED_CELLS / v)
+      return fail(ld, "reshape to more than 2^40 cells per channel");
     fixed *= v > 0 ? v : 1;
   }
   if (channels == -1) {
@@ -973,7 +986,8 @@ static int op_reshape(struct loader *ld)
   int norms = readers(g, view, "InstanceNormalization");
   if (!x->groups && !x->constant && !x->shape && shape->constant && shape->count == 3 &&
       (shape->data[0] == 0 || shape->data[0] == 1) && shape->data[2] == -1 && shape->data[1] >= 1 &&
-      x->channels % (int)shape->data[1] == 0 && norms > 0 && norms == readers(g, view, NULL))
+      shape->data[1] <= x->channels && x->channels % (int)shape->data[1] == 0 && norms > 0 &&
+      norms == readers(g, view, NULL))
     groups = (int)shape->data[1];
   else if (!(x->groups && shape->shape && shape->channels == x->channels)) { /* not back */
     if (!shape->constant || x->constant || x->groups || x->shape)
@@ -1217,7 +1231,7 @@ static int node_axes(struct loader *ld, int since, int dims, int inserted, int64
     return fail(ld, "more than %d axes", MAX_DIMS);
   const int n = (int)count;
   for (int i = 0; i < n; i++)
-    axes[i] = v ? (int64_t)v->data[i] : a->ints[i];
+    axes[i] = v ? whole(v->data[i]) : a->ints[i];
   dims += inserted ? n : 0;
   for (int i = 0; i < n; i++) {
     if (axes[i] < -dims || axes[i] >= dims)
@@ -1416,8 +1430,8 @@ static int op_resize(struct loader *ld)
   int scale[3] = {1, 1, 1}, integral = scales->count == x->rank + 2;
   for (int i = 0; integral && i < scales->count; i++) {
     const float v = scales->data[i];
-    integral = i < 2 ? v == 1 : v >= 1 && v <= 64 && v == floorf(v);
-    if (i >= 2)
+    integral = i < 2 ? v == 1 : whole(v) >= 1 && v <= 64;
+    if (integral && i >= 2)
       scale[3 - x->rank + i - 2] = (int)v;
   }
   if (!integral)
@@ -1512,7 +1526,7 @@ static int op_pad(struct loader *ld)
               (!fill || fill->data[0] == 0);
   for (int i = 0; plain && i < axes; i++)
     plain = i < 2 ? pads->data[i] == 0 && pads->data[axes + i] == 0
-                  : pads->data[i] >= 0 && pads->data[axes + i] >= 0;
+                  : whole(pads->data[i]) >= 0 && whole(pads->data[axes + i]) >= 0;
   if (!plain)
     return fail(ld,
                 "padding %s: Strata reads only zeros around the spatial axes, before an "

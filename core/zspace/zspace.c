@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -486,7 +487,9 @@ static int read_ints(const cJSON *a, int64_t *v, int max)
     return -1;
   for (int i = 0; i < n; i++) {
     const cJSON *x = cJSON_GetArrayItem(a, i);
-    if (!cJSON_IsNumber(x) || x->valuedouble != (double)(int64_t)x->valuedouble)
+    /* range first: converting a double outside int64's range is undefined */
+    if (!cJSON_IsNumber(x) || !(fabs(x->valuedouble) < 0x1p63) ||
+        x->valuedouble != floor(x->valuedouble))
       return -1;
     v[i] = (int64_t)x->valuedouble;
   }
