@@ -36,26 +36,30 @@ static double normal(uint64_t seed, uint64_t i)
   return sqrt(-2.0 * log(u)) * cos(2.0 * 3.14159265358979323846 * v);
 }
 
-int strata_cosmology_density(int64_t n, const strata_cosmology_params *p, double *rho)
+struct strata_cosmology_field {
+  int64_t n;
+  double mean, deviation; /* of g, which keeps the inverse FFT's scale */
+  double g[];             /* n^3, x fastest */
+};
+
+static int valid_spectrum(int64_t n, const strata_cosmology_params *p)
 {
-  strata__clear_error();
-  strata_cosmology_params defaults;
-  if (!p) {
-    strata_cosmology_params_init(&defaults);
-    p = &defaults;
-  }
-  if (n < 2 || n > 1024 || !rho || !(p->sigma > 0) || !(p->cutoff >= 0) ||
-      !isfinite(p->spectral_index))
-    return STRATA_EINVAL;
-  int64_t vol = n * n * n, nk = n / 2 + 1;
+  return n >= 2 && n <= 1024 && p->cutoff >= 0 && isfinite(p->spectral_index);
+}
+
+/* White noise shaped by sqrt(P(k)) in Fourier space: the Gaussian field
+ * before its log-normal transform. */
+static int gaussian_field(const strata_cosmology_params *p, struct strata_cosmology_field *f)
+{
+  const int64_t n = f->n, vol = n * n * n, nk = n / 2 + 1;
+  double *g = f->g;
   fftw_complex *modes = fftw_malloc((size_t)(n * n * nk) * sizeof *modes);
   if (!modes)
     return STRATA_ENOMEM;
   for (int64_t i = 0; i < vol; i++)
-    rho[i] = normal(p->seed, (uint64_t)i);
-  /* Shape white noise by sqrt(P(k)) = k^(index/2) exp(-(k cutoff)^2 / 2),
-   * which depends on the integer |k|^2 only: one value per |k|^2, not one
-   * pow and exp per mode. */
+    g[i] = normal(p->seed, (uint64_t)i);
+  /* sqrt(P(k)) = k^(index/2) exp(-(k cutoff)^2 / 2) depends on the integer
+   * |k|^2 only: one value per |k|^2, not one pow and exp per mode. */
   const int64_t half = n / 2, most = 3 * half * half;
   double *amp = malloc((size_t)(most + 1) * sizeof *amp),
          kf = 2.0 * 3.14159265358979323846 / (double)n;
@@ -68,8 +72,8 @@ int strata_cosmology_density(int64_t n, const strata_cosmology_params *p, double
     amp[k2] = k > 0 ? pow(k, p->spectral_index / 2) * exp(-0.5 * pow(k * p->cutoff, 2)) : 0;
   }
   /* Estimate plans: deterministic, unlike measured ones. */
-  fftw_plan fwd = fftw_plan_dft_r2c_3d((int)n, (int)n, (int)n, rho, modes, FFTW_ESTIMATE);
-  fftw_plan inv = fftw_plan_dft_c2r_3d((int)n, (int)n, (int)n, modes, rho, FFTW_ESTIMATE);
+  fftw_plan fwd = fftw_plan_dft_r2c_3d((int)n, (int)n, (int)n, g, modes, FFTW_ESTIMATE);
+  fftw_plan inv = fftw_plan_dft_c2r_3d((int)n, (int)n, (int)n, modes, g, FFTW_ESTIMATE);
   fftw_execute(fwd);
   for (int64_t z = 0; z < n; z++)
     for (int64_t y = 0; y < n; y++)
@@ -87,18 +91,73 @@ int strata_cosmology_density(int64_t n, const strata_cosmology_params *p, double
   fftw_free(modes);
   double mean = 0, var = 0;
   for (int64_t i = 0; i < vol; i++)
-    mean += rho[i];
+    mean += g[i];
   mean /= (double)vol;
   for (int64_t i = 0; i < vol; i++)
-    var += (rho[i] - mean) * (rho[i] - mean);
-  double scale = p->sigma / sqrt(var / (double)vol), total = 0;
+    var += (g[i] - mean) * (g[i] - mean);
+  f->mean = mean;
+  f->deviation = sqrt(var / (double)vol);
+  return 0;
+}
+
+int strata_cosmology_field_create(int64_t n, const strata_cosmology_params *p,
+                                  strata_cosmology_field **out)
+{
+  strata__clear_error();
+  strata_cosmology_params defaults;
+  if (!p) {
+    strata_cosmology_params_init(&defaults);
+    p = &defaults;
+  }
+  if (out)
+    *out = NULL;
+  if (!out || !valid_spectrum(n, p))
+    return STRATA_EINVAL;
+  strata_cosmology_field *f = malloc(sizeof *f + (size_t)(n * n * n) * sizeof(double));
+  if (!f)
+    return STRATA_ENOMEM;
+  f->n = n;
+  int ret = gaussian_field(p, f);
+  if (ret) {
+    free(f);
+    return ret;
+  }
+  *out = f;
+  return 0;
+}
+
+void strata_cosmology_field_destroy(strata_cosmology_field *f) { free(f); }
+
+/* rho = exp(delta - sigma^2 / 2) for delta the field scaled to a standard
+ * deviation of sigma, then rescaled to a mean of exactly 1. */
+static void lognormal(const strata_cosmology_field *f, double sigma, double *rho)
+{
+  const int64_t vol = f->n * f->n * f->n;
+  double scale = sigma / f->deviation, total = 0;
   for (int64_t i = 0; i < vol; i++) {
-    rho[i] = exp((rho[i] - mean) * scale - 0.5 * p->sigma * p->sigma);
+    rho[i] = exp((f->g[i] - f->mean) * scale - 0.5 * sigma * sigma);
     total += rho[i];
   }
   for (int64_t i = 0; i < vol; i++)
     rho[i] *= (double)vol / total;
-  return 0;
+}
+
+int strata_cosmology_density(int64_t n, const strata_cosmology_params *p, double *rho)
+{
+  strata__clear_error();
+  strata_cosmology_params defaults;
+  if (!p) {
+    strata_cosmology_params_init(&defaults);
+    p = &defaults;
+  }
+  if (!rho || !(p->sigma > 0) || !isfinite(p->sigma))
+    return STRATA_EINVAL;
+  strata_cosmology_field *f = NULL;
+  int ret = strata_cosmology_field_create(n, p, &f);
+  if (!ret)
+    lognormal(f, p->sigma, rho);
+  strata_cosmology_field_destroy(f);
+  return ret;
 }
 
 /* ---- test problems on the hierarchy ---- */
@@ -273,20 +332,36 @@ static void cosmology_fn(void *ctx, int field, const double centre[3], double h,
   }
 }
 
+int strata_amr_problem_cosmology_field(const strata_cosmology_field *f, double sigma,
+                                       strata_amr_problem **out)
+{
+  strata__clear_error();
+  if (!f || !out || !(sigma > 0) || !isfinite(sigma))
+    return STRATA_EINVAL;
+  const int64_t n = f->n;
+  struct sampled *s = malloc(sizeof *s + (size_t)(n * n * n) * sizeof(double));
+  if (!s)
+    return STRATA_ENOMEM;
+  s->n = n;
+  lognormal(f, sigma, s->rho);
+  return make_problem(cosmology_fn, s, s, out);
+}
+
 int strata_amr_problem_cosmology(int64_t grid, const strata_cosmology_params *p,
                                  strata_amr_problem **out)
 {
   strata__clear_error();
-  if (!out || grid < 2 || grid > 1024)
-    return STRATA_EINVAL;
-  struct sampled *s = malloc(sizeof *s + (size_t)(grid * grid * grid) * sizeof(double));
-  if (!s)
-    return STRATA_ENOMEM;
-  s->n = grid;
-  int ret = strata_cosmology_density(grid, p, s->rho);
-  if (ret) {
-    free(s);
-    return ret;
+  strata_cosmology_params defaults;
+  if (!p) {
+    strata_cosmology_params_init(&defaults);
+    p = &defaults;
   }
-  return make_problem(cosmology_fn, s, s, out);
+  if (!out || !(p->sigma > 0) || !isfinite(p->sigma))
+    return STRATA_EINVAL;
+  strata_cosmology_field *f = NULL;
+  int ret = strata_cosmology_field_create(grid, p, &f);
+  if (!ret)
+    ret = strata_amr_problem_cosmology_field(f, p->sigma, out);
+  strata_cosmology_field_destroy(f);
+  return ret;
 }

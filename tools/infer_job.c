@@ -21,12 +21,9 @@ void infer_job_defaults(struct infer_job *job)
 
 int infer_job_problem(const struct infer_run *run, int cycle, strata_amr_problem **problem)
 {
-  strata_cosmology_params cp;
-  strata_cosmology_params_init(&cp);
-  cp.seed = run->job->seed;
   int step = run->job->period > 0 ? cycle % run->job->period : cycle;
-  cp.sigma = run->job->sigma * (1 + run->job->growth * step);
-  return strata_amr_problem_cosmology(run->job->grid, &cp, problem);
+  return strata_amr_problem_cosmology_field(
+      run->field, run->job->sigma * (1 + run->job->growth * step), problem);
 }
 
 static void amr_params(const struct infer_job *job, strata_amr_params *p)
@@ -74,6 +71,12 @@ int infer_job_setup(const struct infer_job *job, struct infer_run *run)
                             : strata_model_load_default(&run->model);
   if (!ret && job->input)
     return strata_amr_read_hdf5(job->input, &run->amr);
+  /* One Gaussian field for every cycle: only its sigma changes. */
+  strata_cosmology_params cp;
+  strata_cosmology_params_init(&cp);
+  cp.seed = job->seed;
+  if (!ret)
+    ret = strata_cosmology_field_create(job->grid, &cp, &run->field);
   if (!ret)
     ret = strata_amr_create(&p, &run->amr);
   if (!ret)
@@ -116,5 +119,6 @@ void infer_job_teardown(struct infer_run *run)
 {
   strata_amr_destroy(run->amr);
   strata_model_destroy(run->model);
+  strata_cosmology_field_destroy(run->field);
   *run = (struct infer_run){0};
 }

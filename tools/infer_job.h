@@ -31,6 +31,7 @@ struct infer_run {
   strata_amr *amr;
   strata_model *model;
   strata_amr_criterion refine;
+  strata_cosmology_field *field; /* the job's Gaussian field (NULL with an input file) */
   const struct infer_job *job;
 };
 

@@ -111,6 +111,19 @@ int strata_amr_problem_blobs(int n, const double *centres, const double *sigma,
 int strata_amr_problem_cosmology(int64_t grid, const struct strata_cosmology_params *p,
                                  strata_amr_problem **out);
 
+/** @brief The Gaussian random field behind strata_cosmology_density() (see
+ *  strata_cosmology_field_create()). */
+typedef struct strata_cosmology_field strata_cosmology_field;
+
+/** @brief strata_amr_problem_cosmology() with the log density's standard
+ *  deviation @p sigma, from a field made once: a run whose structure grows
+ *  between cycles (the same seed, a larger sigma) pays for the noise and
+ *  the FFTs once, not every cycle. The values are bit for bit those of
+ *  strata_amr_problem_cosmology() with the field's parameters and @p sigma.
+ *  @p f may be destroyed after the call. */
+int strata_amr_problem_cosmology_field(const strata_cosmology_field *f, double sigma,
+                                       strata_amr_problem **out);
+
 /** @brief Evaluate a problem as the fill tasks do: field @p field at the
  *  centres of @p n cells along x, the first at @p centre, the next @p h
  *  apart, into @p out. For applications that fill their own mesh
@@ -318,6 +331,18 @@ void strata_cosmology_params_init(strata_cosmology_params *p);
  *  @param rho n^3 values, x fastest.
  *  @return 0; STRATA_EINVAL; STRATA_ENOMEM. Needs no strata_init(). */
 int strata_cosmology_density(int64_t n, const strata_cosmology_params *p, double *rho);
+
+/** @brief The Gaussian random field of strata_cosmology_density() before
+ *  its log-normal transform (white noise shaped by the spectrum of @p p;
+ *  p->sigma is not used), kept for strata_amr_problem_cosmology_field().
+ *  Holds n^3 doubles. @param n cells per axis (2 to 1024).
+ *  @param p parameters (NULL: defaults).
+ *  @return 0; STRATA_EINVAL; STRATA_ENOMEM. Needs no strata_init(). */
+int strata_cosmology_field_create(int64_t n, const strata_cosmology_params *p,
+                                  strata_cosmology_field **out);
+
+/** @brief Free a field (NULL is a no-op). */
+void strata_cosmology_field_destroy(strata_cosmology_field *f);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus
