@@ -99,20 +99,22 @@ static double heap_mib(void)
 #endif
 }
 
-/* Per-rank elements, bubble parts and particles of the last cycle,
- * printed by rank 0. */
+/* Per-rank elements, bubble parts, particles and element handles of the
+ * last cycle, printed by rank 0. */
 static void per_rank(const strata_infer_stats *st)
 {
   int size = strata_size();
-  int64_t mine[3] = {st->elements_local, st->parts_local, st->particles_local};
-  int64_t *all = malloc((size_t)(3 * size) * sizeof *all);
+  int64_t mine[4] = {st->elements_local, st->parts_local, st->particles_local, st->handles_local};
+  int64_t *all = malloc((size_t)(4 * size) * sizeof *all);
   if (!all)
     return;
-  MPI_Gather(mine, 3, MPI_INT64_T, all, 3, MPI_INT64_T, 0, strata_comm());
+  MPI_Gather(mine, 4, MPI_INT64_T, all, 4, MPI_INT64_T, 0, strata_comm());
   if (strata_rank() == 0)
     for (int r = 0; r < size; r++)
-      printf("  rank %d: %lld elements, %lld bubble parts, %lld particles\n", r,
-             (long long)all[3 * r], (long long)all[3 * r + 1], (long long)all[3 * r + 2]);
+      printf("  rank %d: %lld elements, %lld bubble parts, %lld particles, %lld element "
+             "handles\n",
+             r, (long long)all[4 * r], (long long)all[4 * r + 1], (long long)all[4 * r + 2],
+             (long long)all[4 * r + 3]);
   free(all);
 }
 

@@ -97,30 +97,71 @@ int strata__infer_gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n
   return 0;
 }
 
-/* Per element: its input, output, bubble table, border faces and links. */
-enum { ELEMENT_HANDLES = 5 };
+/* An element's handles, in the order of their StarPU-MPI tags: its input,
+ * output, bubble table, border faces and links. */
+enum { H_IN, H_OUT, H_TABLE, H_FACES, H_LINKS, ELEMENT_HANDLES };
 
-static int register_element(strata_infer *inf, struct element *e)
+static starpu_data_handle_t *element_slot(struct element *e, int k)
 {
+  starpu_data_handle_t *slots[ELEMENT_HANDLES] = {&e->in, &e->out, &e->table, &e->faces, &e->links};
+  return slots[k];
+}
+
+/* Handle k of e on this rank, registered the first time it is needed. */
+static int register_handle(strata_infer *inf, struct element *e, int k)
+{
+  starpu_data_handle_t *h = element_slot(e, k);
+  if (*h)
+    return 0;
   const int64_t cells = inf->n * inf->n * inf->n;
+  const int64_t count[ELEMENT_HANDLES] = {cells * inf->p.n_fields, cells * inf->bubble.channels,
+                                          table_len(inf), 6 * inf->n * inf->n,
+                                          2 * strata__bubble_link_slots(inf->n)};
+  const size_t size[ELEMENT_HANDLES] = {sizeof(float), sizeof(float), sizeof(double),
+                                        sizeof(int32_t), sizeof(int32_t)};
   strata__tags elements;
   int64_t tag;
   strata__tags_part(&inf->tags, 0, 4, &elements);
   int ret = strata__tag(&elements, e->serial * 8 + ELEMENT_HANDLES - 1, &tag);
   if (ret)
     return ret;
-  starpu_vector_data_register(&e->in, -1, 0, (uint32_t)(cells * inf->p.n_fields), sizeof(float));
-  starpu_vector_data_register(&e->out, -1, 0, (uint32_t)(cells * inf->bubble.channels),
-                              sizeof(float));
-  starpu_vector_data_register(&e->table, -1, 0, (uint32_t)table_len(inf), sizeof(double));
-  starpu_vector_data_register(&e->faces, -1, 0, (uint32_t)(6 * inf->n * inf->n), sizeof(int32_t));
-  starpu_vector_data_register(&e->links, -1, 0, (uint32_t)(2 * strata__bubble_link_slots(inf->n)),
-                              sizeof(int32_t));
-  starpu_data_handle_t hs[ELEMENT_HANDLES] = {e->in, e->out, e->table, e->faces, e->links};
-  for (int k = 0; k < ELEMENT_HANDLES; k++)
-    starpu_mpi_data_register(hs[k], tag - (ELEMENT_HANDLES - 1) + k, e->rank);
+  starpu_vector_data_register(h, -1, 0, (uint32_t)count[k], size[k]);
+  starpu_mpi_data_register(*h, tag - (ELEMENT_HANDLES - 1) + k, e->rank);
+  inf->element_handles++;
+  return 0;
+}
+
+int strata__infer_link_handles(strata_infer *inf, struct element *e, int links)
+{
+  int ret = links ? register_handle(inf, e, H_LINKS) : 0;
+  return ret ? ret : register_handle(inf, e, H_FACES);
+}
+
+void strata__infer_drop_element(strata_infer *inf, struct element *e)
+{
+  for (int k = 0; k < ELEMENT_HANDLES; k++) {
+    starpu_data_handle_t *h = element_slot(e, k);
+    if (*h) {
+      starpu_data_unregister_submit(*h);
+      *h = NULL;
+      inf->element_handles--;
+    }
+  }
+}
+
+/* A new element (or one moved to another rank). Its owner registers every
+ * handle; other ranks only what the links between arrays exchange with
+ * theirs (strata__infer_submit_links), when they do, so that no rank holds
+ * handles for the whole level array. */
+static int register_element(strata_infer *inf, struct element *e)
+{
   if (e->rank != inf->mesh->rank)
     return 0;
+  int ret = 0;
+  for (int k = 0; k < ELEMENT_HANDLES && !ret; k++)
+    ret = register_handle(inf, e, k);
+  if (ret)
+    return ret;
   /* A first write, so that the transfers may read-modify-write it. */
   struct strata__amr_fill zero = {0};
   return strata__amr_fill_submit(MPI_COMM_NULL, e->in, &zero);
@@ -141,14 +182,14 @@ int strata__infer_update_level_array(strata_infer *inf, const int64_t *idx, int6
   int64_t i = 0, j = 0;
   for (; i < n; i++) {
     while (j < inf->nel && inf->el[j].key < next[i].key)
-      strata__infer_drop_element(&inf->el[j++]), st->removed++;
+      strata__infer_drop_element(inf, &inf->el[j++]), st->removed++;
     if (j < inf->nel && inf->el[j].key == next[i].key)
       next[i] = inf->el[j++];
     else
       st->created++;
   }
   for (; j < inf->nel; j++)
-    strata__infer_drop_element(&inf->el[j]), st->removed++;
+    strata__infer_drop_element(inf, &inf->el[j]), st->removed++;
   free(inf->el);
   inf->el = next;
   inf->nel = n;
@@ -378,7 +419,7 @@ int strata__infer_apply_placement(strata_infer *inf, const int *ranks, strata_in
       continue;
     /* Populate overwrites all of an element's data: nothing to move, new
      * handles on the new rank instead. */
-    strata__infer_drop_element(e);
+    strata__infer_drop_element(inf, e);
     e->serial = inf->next_serial++;
     e->rank = ranks[i];
     st->migrated++;

@@ -29,27 +29,43 @@ struct element *strata__infer_neighbour(const strata_infer *inf, const struct el
   return strata__infer_find_element(inf, idx);
 }
 
+/* A links task involves the element's owner, which runs it, and the
+ * owners of its neighbours, which send their faces; other ranks neither
+ * submit it nor register its handles (StarPU-MPI needs only the ranks
+ * that run or send). */
 int strata__infer_submit_links(strata_infer *inf)
 {
+  const int me = inf->mesh->rank;
   int ret = 0;
   for (int64_t i = 0; i < inf->nel && !ret; i++) {
     struct element *e = &inf->el[i];
     struct strata__bubble_links_params lp = {.n = inf->n};
-    starpu_data_handle_t faces[STRATA__BUBBLE_DIRECTIONS];
+    struct element *nb[STRATA__BUBBLE_DIRECTIONS];
+    int involved = e->rank == me;
     for (int k = 0; k < STRATA__BUBBLE_DIRECTIONS; k++) {
       int d[3];
       strata__bubble_direction(k, d);
-      const struct element *nb = strata__infer_neighbour(inf, e, d);
-      lp.present[k] = nb != NULL;
-      faces[k] = nb ? nb->faces : NULL;
+      nb[k] = strata__infer_neighbour(inf, e, d);
+      lp.present[k] = nb[k] != NULL;
+      involved |= nb[k] && nb[k]->rank == me;
     }
-    ret = strata__bubble_links_submit(inf->mesh->comm, e->links, e->faces, faces, &lp);
+    if (!involved)
+      continue;
+    starpu_data_handle_t faces[STRATA__BUBBLE_DIRECTIONS];
+    ret = strata__infer_link_handles(inf, e, 1);
+    for (int k = 0; k < STRATA__BUBBLE_DIRECTIONS && !ret; k++)
+      if (nb[k] && !(ret = strata__infer_link_handles(inf, nb[k], 0)))
+        faces[k] = nb[k]->faces;
+    if (!ret)
+      ret = strata__bubble_links_submit(inf->mesh->comm, e->links, e->faces, faces, &lp);
   }
   /* A rank that received a neighbour's faces keeps them in StarPU-MPI's
    * cache, and the owner's next extraction (a task of its own, not a
-   * StarPU-MPI one) does not invalidate them there: drop them now. */
+   * StarPU-MPI one) does not invalidate them there: drop them now, on
+   * every rank that registered them. */
   for (int64_t i = 0; i < inf->nel && !ret; i++)
-    starpu_mpi_cache_flush(inf->mesh->comm, inf->el[i].faces);
+    if (inf->el[i].faces)
+      starpu_mpi_cache_flush(inf->mesh->comm, inf->el[i].faces);
   return ret;
 }
 

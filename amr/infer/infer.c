@@ -296,15 +296,6 @@ int64_t strata__infer_sort_unique(void *base, int64_t n, size_t size,
   return u;
 }
 
-void strata__infer_drop_element(struct element *e)
-{
-  starpu_data_unregister_submit(e->in);
-  starpu_data_unregister_submit(e->out);
-  starpu_data_unregister_submit(e->table);
-  starpu_data_unregister_submit(e->faces);
-  starpu_data_unregister_submit(e->links);
-}
-
 int strata__infer_is_local_leaf(const strata_infer *inf, const strata_amr_block *b)
 {
   return strata__mesh_find(inf->mesh, b) != NULL;
@@ -343,7 +334,7 @@ int strata_infer_destroy(strata_infer *inf)
   free(c);
   /* The handles go once their last tasks are done; this waits for none. */
   for (int64_t i = 0; i < inf->nel; i++)
-    strata__infer_drop_element(&inf->el[i]);
+    strata__infer_drop_element(inf, &inf->el[i]);
   free(inf->el);
   strata__infer_drop_masks(inf);
   strata__infer_drop_lists(inf);

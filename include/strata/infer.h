@@ -183,6 +183,11 @@ typedef struct strata_infer_stats {
    *  tasks on CPU workers, the bulk of an element's cost; largest and mean
    *  over the ranks (seconds). CUDA model tasks are not counted. */
   double measured_max, measured_mean;
+  /** Data handles of elements registered on this rank after the cycle:
+   *  its own elements' and, for the links between arrays, its neighbours'
+   *  faces and links. It grows with the rank's share of the level array
+   *  and its border, not with the whole array. */
+  int64_t handles_local;
 } strata_infer_stats;
 
 /** @brief Check the levels of @p p against a hierarchy made with @p a,
