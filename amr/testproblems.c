@@ -42,6 +42,16 @@ struct strata_cosmology_field {
   double g[];             /* n^3, x fastest */
 };
 
+static const strata_cosmology_params *or_defaults(const strata_cosmology_params *p,
+                                                  strata_cosmology_params *defaults)
+{
+  if (!p)
+    strata_cosmology_params_init(defaults);
+  return p ? p : defaults;
+}
+
+static int valid_sigma(double sigma) { return sigma > 0 && isfinite(sigma); }
+
 static int valid_spectrum(int64_t n, const strata_cosmology_params *p)
 {
   return n >= 2 && n <= 1024 && p->cutoff >= 0 && isfinite(p->spectral_index);
@@ -105,10 +115,7 @@ int strata_cosmology_field_create(int64_t n, const strata_cosmology_params *p,
 {
   strata__clear_error();
   strata_cosmology_params defaults;
-  if (!p) {
-    strata_cosmology_params_init(&defaults);
-    p = &defaults;
-  }
+  p = or_defaults(p, &defaults);
   if (out)
     *out = NULL;
   if (!out || !valid_spectrum(n, p))
@@ -146,11 +153,8 @@ int strata_cosmology_density(int64_t n, const strata_cosmology_params *p, double
 {
   strata__clear_error();
   strata_cosmology_params defaults;
-  if (!p) {
-    strata_cosmology_params_init(&defaults);
-    p = &defaults;
-  }
-  if (!rho || !(p->sigma > 0) || !isfinite(p->sigma))
+  p = or_defaults(p, &defaults);
+  if (!rho || !valid_sigma(p->sigma))
     return STRATA_EINVAL;
   strata_cosmology_field *f = NULL;
   int ret = strata_cosmology_field_create(n, p, &f);
@@ -336,7 +340,7 @@ int strata_amr_problem_cosmology_field(const strata_cosmology_field *f, double s
                                        strata_amr_problem **out)
 {
   strata__clear_error();
-  if (!f || !out || !(sigma > 0) || !isfinite(sigma))
+  if (!f || !out || !valid_sigma(sigma))
     return STRATA_EINVAL;
   const int64_t n = f->n;
   struct sampled *s = malloc(sizeof *s + (size_t)(n * n * n) * sizeof(double));
@@ -352,11 +356,8 @@ int strata_amr_problem_cosmology(int64_t grid, const strata_cosmology_params *p,
 {
   strata__clear_error();
   strata_cosmology_params defaults;
-  if (!p) {
-    strata_cosmology_params_init(&defaults);
-    p = &defaults;
-  }
-  if (!out || !(p->sigma > 0) || !isfinite(p->sigma))
+  p = or_defaults(p, &defaults);
+  if (!out || !valid_sigma(p->sigma))
     return STRATA_EINVAL;
   strata_cosmology_field *f = NULL;
   int ret = strata_cosmology_field_create(grid, p, &f);
