@@ -10,8 +10,8 @@ validate: the same benchmark measured here (mpiexec, build/) and simulated
 scaling: on the `cluster` platform, one worker per rank: the global
     indexer's Take and Put with 10^4 items per rank (weak scaling), and the
     inference cycle of Enzo-E's inference test (strong scaling) and of the
-    8x larger problem, with the messages per cycle (summed over the ranks); plots with
-    gnuplot.
+    8x larger problem, with the messages per cycle (summed over the ranks);
+    plots with gnuplot.
 """
 import argparse
 import json
