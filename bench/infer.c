@@ -20,6 +20,10 @@
  * and `bulk_idle` the share of the bulk-synchronous cycle the busiest
  * rank's workers idled.
  *
+ * What a rank holds and sends per cycle, which must grow with its share
+ * of the level array and not with the whole (docs/scaling.md):
+ * `element_handles_max_per_rank` and `messages_per_rank` (task graph).
+ *
  *   bench_infer [--rounds R] [--quick]   (--quick: fewer arrays)
  */
 #include <cjson/cJSON.h>
@@ -306,6 +310,7 @@ int main(int argc, char **argv)
   double *describe = calloc((size_t)rounds, sizeof *describe);
   double *bound = calloc((size_t)rounds, sizeof *bound),
          *idle = calloc((size_t)rounds, sizeof *idle);
+  strata_infer_stats graph = {0}; /* the task-graph method's last cycle */
   for (int r = 0; r < rounds && !ret; r++) {
     double busiest[METHODS] = {0};
     for (int k = 0; k < METHODS && !ret; k++) {
@@ -319,6 +324,8 @@ int main(int argc, char **argv)
       if (!ret)
         ret = strata_infer_run(m[k], &st);
       record(&st, t[k][r]);
+      if (k == GRAPH)
+        graph = st;
       busiest[k] = executing_per_worker();
       MPI_Allreduce(MPI_IN_PLACE, &busiest[k], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     }
@@ -330,6 +337,10 @@ int main(int argc, char **argv)
     mesh_ratio[r] = t[MESH][r][STRATA_INFER_PHASES] / octree;
     p4est_ratio[r] = t[P4EST][r][STRATA_INFER_PHASES] / octree;
   }
+  /* What a rank holds and sends in a cycle, which must not grow with the
+   * whole level array: element handles (most on a rank), messages. */
+  int64_t handles_max = graph.handles_local;
+  MPI_Allreduce(MPI_IN_PLACE, &handles_max, 1, MPI_INT64_T, MPI_MAX, strata_comm());
   if (!ret && strata_rank() == 0) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "benchmark", "infer");
@@ -339,6 +350,9 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(root, "elements", (double)st.elements);
     cJSON_AddNumberToObject(root, "elements_max_per_rank", (double)st.elements_max);
     cJSON_AddNumberToObject(root, "bubbles", (double)st.bubbles);
+    cJSON_AddNumberToObject(root, "element_handles_max_per_rank", (double)handles_max);
+    cJSON_AddNumberToObject(root, "messages_per_rank",
+                            (double)graph.messages / (double)strata_size());
     for (int k = 0; k < METHODS; k++)
       if (m[k])
         cJSON_AddItemToObject(root, method_names[k], summary(t[k], rounds));
