@@ -457,6 +457,13 @@ static void check_measured_placement(strata_model *model)
     CHECK(st.migrated < curve.migrated);
   CHECK(st.elements_max <= 1.02 * mean + 1);
   CHECK(st.predicted_max <= (1.02 + 1 / mean) * st.predicted_mean);
+  /* Element handles: all five of each own element, and on several ranks
+   * only some of the others' (the neighbours' that links exchange). */
+  CHECK(st.handles_local >= 5 * st.elements_local);
+  if (num_ranks() == 1)
+    CHECK_EQ(st.handles_local, 5 * st.elements);
+  else
+    CHECK(st.handles_local < 5 * st.elements);
 }
 
 /* Clustered arrays: blobs in one corner of the domain. */

@@ -127,7 +127,6 @@ static int register_handle(strata_infer *inf, struct element *e, int k)
     return ret;
   starpu_vector_data_register(h, -1, 0, (uint32_t)count[k], size[k]);
   starpu_mpi_data_register(*h, tag - (ELEMENT_HANDLES - 1) + k, e->rank);
-  inf->element_handles++;
   return 0;
 }
 
@@ -137,16 +136,24 @@ int strata__infer_link_handles(strata_infer *inf, struct element *e, int links)
   return ret ? ret : register_handle(inf, e, H_FACES);
 }
 
-void strata__infer_drop_element(strata_infer *inf, struct element *e)
+void strata__infer_drop_element(struct element *e)
 {
   for (int k = 0; k < ELEMENT_HANDLES; k++) {
     starpu_data_handle_t *h = element_slot(e, k);
     if (*h) {
       starpu_data_unregister_submit(*h);
       *h = NULL;
-      inf->element_handles--;
     }
   }
+}
+
+int64_t strata__infer_count_handles(strata_infer *inf)
+{
+  int64_t count = 0;
+  for (int64_t i = 0; i < inf->nel; i++)
+    for (int k = 0; k < ELEMENT_HANDLES; k++)
+      count += *element_slot(&inf->el[i], k) != NULL;
+  return count;
 }
 
 /* A new element (or one moved to another rank). Its owner registers every
@@ -182,14 +189,14 @@ int strata__infer_update_level_array(strata_infer *inf, const int64_t *idx, int6
   int64_t i = 0, j = 0;
   for (; i < n; i++) {
     while (j < inf->nel && inf->el[j].key < next[i].key)
-      strata__infer_drop_element(inf, &inf->el[j++]), st->removed++;
+      strata__infer_drop_element(&inf->el[j++]), st->removed++;
     if (j < inf->nel && inf->el[j].key == next[i].key)
       next[i] = inf->el[j++];
     else
       st->created++;
   }
   for (; j < inf->nel; j++)
-    strata__infer_drop_element(inf, &inf->el[j]), st->removed++;
+    strata__infer_drop_element(&inf->el[j]), st->removed++;
   free(inf->el);
   inf->el = next;
   inf->nel = n;
@@ -419,7 +426,7 @@ int strata__infer_apply_placement(strata_infer *inf, const int *ranks, strata_in
       continue;
     /* Populate overwrites all of an element's data: nothing to move, new
      * handles on the new rank instead. */
-    strata__infer_drop_element(inf, e);
+    strata__infer_drop_element(e);
     e->serial = inf->next_serial++;
     e->rank = ranks[i];
     st->migrated++;

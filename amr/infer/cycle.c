@@ -63,7 +63,7 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
 {
   const strata_mesh *mesh = inf->mesh;
   st->elements = inf->nel;
-  st->handles_local = inf->element_handles;
+  st->handles_local = strata__infer_count_handles(inf);
   /* The volume of each local element, from the transfers into it. */
   double *volume = calloc((size_t)(inf->nel ? inf->nel : 1), sizeof *volume);
   for (int64_t k = 0; volume && k < nt; k++)

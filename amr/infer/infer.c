@@ -334,7 +334,7 @@ int strata_infer_destroy(strata_infer *inf)
   free(c);
   /* The handles go once their last tasks are done; this waits for none. */
   for (int64_t i = 0; i < inf->nel; i++)
-    strata__infer_drop_element(inf, &inf->el[i]);
+    strata__infer_drop_element(&inf->el[i]);
   free(inf->el);
   strata__infer_drop_masks(inf);
   strata__infer_drop_lists(inf);

@@ -98,7 +98,6 @@ struct strata_infer {
   strata__tags tags;                              /* StarPU-MPI tags: elements, masks, mailboxes */
   int64_t cycles;
   int64_t next_serial;
-  int64_t element_handles; /* element handles registered on this rank */
   struct element *el;
   int64_t nel;
   struct mask *masks;
@@ -155,7 +154,9 @@ int64_t strata__infer_sort_unique(void *base, int64_t n, size_t size,
 /* Is b a leaf of this rank? (the leaf queries' condition) */
 int strata__infer_is_local_leaf(const strata_infer *inf, const strata_amr_block *b);
 /* Unregister e's handles on this rank (those it registered). */
-void strata__infer_drop_element(strata_infer *inf, struct element *e);
+void strata__infer_drop_element(struct element *e);
+/* Element handles registered on this rank. */
+int64_t strata__infer_count_handles(strata_infer *inf);
 /* e's faces, and its links when `links`, on this rank, for a links task
  * that this rank runs or sends faces to: registered the first time. */
 int strata__infer_link_handles(strata_infer *inf, struct element *e, int links);
