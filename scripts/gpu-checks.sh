@@ -22,7 +22,7 @@ cd "$repo" || exit 1
 stamp "gpu tests"
 timeout 200 bash .device/run.sh -L gpu --output-on-failure --timeout 150 -j 4
 eval "$(grep -E '^(lib_dir|export LD_LIBRARY_PATH)' .device/run.sh)"
-cd /work/main/build-gpu || exit 1
+cd "$repo/build-gpu" || exit 1
 tests/test_model_cuda 2>&1 | grep -E 'by cuDNN|check failed'
 stamp "model against PyTorch on the GPU"
 for e in 64 128; do

@@ -985,9 +985,9 @@ static int op_reshape(struct loader *ld)
   const char *view = ld->node->output[0];
   int norms = readers(g, view, "InstanceNormalization");
   if (!x->groups && !x->constant && !x->shape && shape->constant && shape->count == 3 &&
-      (shape->data[0] == 0 || shape->data[0] == 1) && shape->data[2] == -1 && shape->data[1] >= 1 &&
-      shape->data[1] <= x->channels && x->channels % (int)shape->data[1] == 0 && norms > 0 &&
-      norms == readers(g, view, NULL))
+      (shape->data[0] == 0 || shape->data[0] == 1) && shape->data[2] == -1 &&
+      whole(shape->data[1]) >= 1 && shape->data[1] <= x->channels &&
+      x->channels % (int)shape->data[1] == 0 && norms > 0 && norms == readers(g, view, NULL))
     groups = (int)shape->data[1];
   else if (!(x->groups && shape->shape && shape->channels == x->channels)) { /* not back */
     if (!shape->constant || x->constant || x->groups || x->shape)
