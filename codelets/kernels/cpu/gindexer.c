@@ -40,11 +40,23 @@ void strata__scatter_rows_cpu(void *dst, const void *src, const int64_t *map, in
 }
 
 /* Blocks of one or two small values (the common case: one value per item)
- * get a constant-size copy instead of a call each. */
+ * get a constant-size copy instead of a call each. A mapped block's
+ * source hangs off two dependent loads (map, then displ) that the CPU
+ * cannot start early by itself: they are prefetched, displ two strides
+ * ahead and the block one stride ahead (1e6 random 16-byte blocks:
+ * 27 -> 14 ms). */
 void strata__copy_blocks_cpu(void *dst, const void *src, const int64_t *displ, const int64_t *map,
                              const int64_t *at, int64_t n, size_t item)
 {
+  enum { AHEAD = 16 };
   for (int64_t k = 0; k < n; k++) {
+    if (map && k + 2 * AHEAD < n)
+      __builtin_prefetch(&displ[map[k + 2 * AHEAD]]);
+    if (k + AHEAD < n) {
+      int64_t f = map ? map[k + AHEAD] : k + AHEAD;
+      __builtin_prefetch((const char *)src + (size_t)displ[f] * item);
+      __builtin_prefetch((char *)dst + (size_t)at[k + AHEAD] * item, 1);
+    }
     int64_t i = map ? map[k] : k;
     size_t bytes = (size_t)(displ[i + 1] - displ[i]) * item;
     char *d = (char *)dst + (size_t)at[k] * item;
