@@ -136,8 +136,14 @@ int strata__submit(struct strata__codelet *cl, const void *cl_arg, size_t cl_arg
                    const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes);
 
 /* The priority of the tasks the calling thread submits from now on (0,
- * StarPU's default, unless set); returns the previous one. */
+ * StarPU's default, unless set); returns the previous one. Tasks whose
+ * results leave the rank go first: packs into outboxes at StarPU's highest
+ * priority, and the work downstream of a long task (a bubble extraction
+ * after its model) at STRATA__PRIO_DOWNSTREAM, so that one worker does not
+ * run every queued model before the first results another rank waits
+ * for. */
 int strata__submit_priority(int priority);
+enum { STRATA__PRIO_DOWNSTREAM = 1 };
 
 /* Same, with a copy of `arg` (size bytes) that the task owns and frees. */
 int strata__submit_copy_arg(struct strata__codelet *cl, const void *arg, size_t size, int nbuffers,

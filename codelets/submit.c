@@ -162,15 +162,17 @@ int strata__mpi_submit_copy_arg(MPI_Comm comm, struct strata__codelet *cl, const
   /* Only the executing rank gets the argument: StarPU-MPI does not free
    * STARPU_CL_ARGS on the ranks that merely take part in the transfers. */
   if (me != exec_rank)
-    return strata__from_starpu(
-        starpu_mpi_task_insert(comm, &cl->cl, STARPU_DATA_MODE_ARRAY, descr, nbuffers, 0));
+    return strata__from_starpu(starpu_mpi_task_insert(comm, &cl->cl, STARPU_DATA_MODE_ARRAY, descr,
+                                                      nbuffers, STARPU_PRIORITY, submit_priority,
+                                                      0));
   void *copy = malloc(size);
   if (!copy)
     return STRATA_ENOMEM;
   memcpy(copy, arg, size);
-  return strata__from_starpu(starpu_mpi_task_insert(
-      comm, &cl->cl, STARPU_DATA_MODE_ARRAY, descr, nbuffers, STARPU_CL_ARGS, copy, size,
-      STARPU_FLOPS, cl->flops ? cl->flops(arg, handles) : 0.0, 0));
+  return strata__from_starpu(starpu_mpi_task_insert(comm, &cl->cl, STARPU_DATA_MODE_ARRAY, descr,
+                                                    nbuffers, STARPU_CL_ARGS, copy, size,
+                                                    STARPU_PRIORITY, submit_priority, STARPU_FLOPS,
+                                                    cl->flops ? cl->flops(arg, handles) : 0.0, 0));
 }
 
 uint32_t strata__arg_footprint(struct starpu_task *task)

@@ -21,11 +21,17 @@ int strata__infer_submit_apply(strata_infer *inf)
     bp.cell_size = h;
     for (int a = 0; a < 3; a++)
       bp.origin[a] = mesh->p.lower[a] + (double)strata__infer_element_lo(inf, e, a) * h;
+    int model_priority = strata__submit_priority(STRATA__PRIO_DOWNSTREAM);
     if (!ret)
       ret = strata__bubbles_submit(e->out, e->table, inf->bubble_scratch, e->faces, &bp);
+    strata__submit_priority(model_priority);
     strata__infer_note_phase_end(inf, STRATA_INFER_APPLY, e->table);
   }
-  return ret ? ret : strata__infer_submit_links(inf);
+  int previous = strata__submit_priority(STRATA__PRIO_DOWNSTREAM);
+  if (!ret)
+    ret = strata__infer_submit_links(inf);
+  strata__submit_priority(previous);
+  return ret;
 }
 
 /* ---- phase 5: update blocks ---- */

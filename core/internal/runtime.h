@@ -46,6 +46,10 @@ int strata__host_alloc(void **p, size_t n);
 void strata__host_free(void *p, size_t n);
 /* Give the kept blocks back (strata_finalize). */
 void strata__host_cache_flush(void);
+/* StarPU's allocations of host memory through the same huge-page advice
+ * (on: after StarPU starts, when Strata started it and there is no GPU;
+ * off: after it stops). */
+void strata__host_hooks(int on);
 
 struct strata_array {
   int ndim;

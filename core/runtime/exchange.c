@@ -160,9 +160,12 @@ int strata__mailbox_prepare(struct strata__mailbox *mb)
     if (!mb->send[r])
       continue;
     starpu_vector_data_register(&mb->outbox[r], -1, 0, (uint32_t)mb->send[r], mb->elemsize);
-    /* A block fill without interior zeroes the whole vector. */
+    /* A block fill without interior zeroes the whole vector, ahead of
+     * queued work like the packs that wait for it. */
     struct strata__amr_fill zero = {0};
+    int previous = strata__submit_priority(STARPU_MAX_PRIO);
     int ret = strata__amr_fill_submit(MPI_COMM_NULL, mb->outbox[r], &zero);
+    strata__submit_priority(previous);
     if (ret)
       return ret;
   }

@@ -76,6 +76,37 @@ static void advise_huge(void *p, size_t n)
     madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 }
 
+/* StarPU's own host buffers (message buffers, and handles registered
+ * without memory, which StarPU allocates on first use) through the same
+ * advice. Without it, zeroing a fresh 21 MB outbox on 2 ranks took 145 ms
+ * of a worker's time (fresh 4 KiB pages fault at ~28 us each on this VM),
+ * 1.2 s per 3-cycle inference job. The blocks are plain aligned heap
+ * memory, freed with free(), as StarPU's own allocator would make them
+ * without GPUs, so blocks from either can be freed by the other. */
+static int starpu_host_malloc(unsigned node, void **p, size_t n, int flags)
+{
+  (void)node, (void)flags;
+  size_t align = n >= 2 * (size_t)HUGE_PAGE ? HUGE_PAGE : 64;
+  if (posix_memalign(p, align, n ? n : 1) != 0)
+    return -ENOMEM;
+  advise_huge(*p, n);
+  return 0;
+}
+
+static int starpu_host_free(unsigned node, void *p, size_t n, int flags)
+{
+  (void)node, (void)n, (void)flags;
+  free(p);
+  return 0;
+}
+
+void strata__host_hooks(int on)
+{
+  if (on && starpu_cuda_worker_get_count() > 0)
+    return; /* StarPU page-locks host memory for the GPUs itself */
+  starpu_malloc_set_hooks(on ? starpu_host_malloc : NULL, on ? starpu_host_free : NULL);
+}
+
 int strata__host_alloc(void **p, size_t n)
 {
   if (n >= CACHE_MIN) {

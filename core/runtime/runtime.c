@@ -372,6 +372,8 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
   MPI_Comm_dup(comm, &rt.coll_comm);
   rt.comm = comm;
   rt.collectives = 0;
+  if (rt.owns_starpu) /* an application's StarPU keeps its own allocator */
+    strata__host_hooks(1);
   strata__codelets_start();
   if (resolve_idle_yield(cfg->yield_when_idle, ranks_on_node(comm)))
     rt.idle_hook = starpu_idle_hook_register(yield_core, NULL);
@@ -405,8 +407,10 @@ int strata_finalize(void)
   rt.idle_hook = -1;
   if (rt.owns_starpu_mpi)
     starpu_mpi_shutdown();
-  if (rt.owns_starpu && starpu_is_initialized())
+  if (rt.owns_starpu && starpu_is_initialized()) {
     starpu_shutdown();
+    strata__host_hooks(0);
+  }
   MPI_Comm_free(&rt.coll_comm);
   rt.comm = MPI_COMM_NULL;
   rt.state = FINALIZED;
