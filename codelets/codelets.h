@@ -137,11 +137,10 @@ int strata__submit(struct strata__codelet *cl, const void *cl_arg, size_t cl_arg
 
 /* The priority of the tasks the calling thread submits from now on (0,
  * StarPU's default, unless set); returns the previous one. Tasks whose
- * results leave the rank go first: packs into outboxes at StarPU's highest
- * priority, and the work downstream of a long task (a bubble extraction
- * after its model) at STRATA__PRIO_DOWNSTREAM, so that one worker does not
- * run every queued model before the first results another rank waits
- * for. */
+ * results leave the rank go first: packs into outboxes, and what they wait
+ * for, at StarPU's highest priority; short work downstream of long tasks at
+ * STRATA__PRIO_DOWNSTREAM, so that one worker does not run every queued
+ * long task before the first results another rank waits for. */
 int strata__submit_priority(int priority);
 enum { STRATA__PRIO_DOWNSTREAM = 1 };
 

@@ -217,10 +217,8 @@ int strata_infer_submit(strata_infer *inf)
     if (!local)
       local = strata__infer_submit_apply(inf);
     phase_barrier(inf);
-    int previous = strata__submit_priority(STRATA__PRIO_DOWNSTREAM);
     if (!local)
       local = strata__infer_submit_update(inf, c->t, c->nt, st);
-    strata__submit_priority(previous);
   }
   st->submit_seconds = starpu_timing_now() * 1e-6 - inf->t0;
   ret = strata__agree(local, NULL, 0);

@@ -21,10 +21,12 @@ int strata__infer_submit_apply(strata_infer *inf)
     bp.cell_size = h;
     for (int a = 0; a < 3; a++)
       bp.origin[a] = mesh->p.lower[a] + (double)strata__infer_element_lo(inf, e, a) * h;
-    int model_priority = strata__submit_priority(STRATA__PRIO_DOWNSTREAM);
+    /* Each extraction as soon as its model is done: the faces another
+     * rank's links need do not wait for every queued model. */
+    int previous = strata__submit_priority(STRATA__PRIO_DOWNSTREAM);
     if (!ret)
       ret = strata__bubbles_submit(e->out, e->table, inf->bubble_scratch, e->faces, &bp);
-    strata__submit_priority(model_priority);
+    strata__submit_priority(previous);
     strata__infer_note_phase_end(inf, STRATA_INFER_APPLY, e->table);
   }
   int previous = strata__submit_priority(STRATA__PRIO_DOWNSTREAM);
@@ -68,8 +70,7 @@ static int make_lists(strata_infer *inf, const struct transfer *t, int64_t nt)
   return ret;
 }
 
-int strata__infer_submit_update(strata_infer *inf, struct transfer *t, int64_t nt,
-                                strata_infer_stats *st)
+static int submit_update(strata_infer *inf, struct transfer *t, int64_t nt, strata_infer_stats *st)
 {
   const strata_mesh *mesh = inf->mesh;
   const int me = mesh->rank;
@@ -128,5 +129,15 @@ int strata__infer_submit_update(strata_infer *inf, struct transfer *t, int64_t n
   strata__mailbox_close(&mb);
   for (int64_t i = 0; i < inf->nlists; i++)
     strata__infer_note_phase_end(inf, STRATA_INFER_UPDATE, inf->lists[i].h);
+  return ret;
+}
+
+/* The marks and their messages are downstream of the models too. */
+int strata__infer_submit_update(strata_infer *inf, struct transfer *t, int64_t nt,
+                                strata_infer_stats *st)
+{
+  int previous = strata__submit_priority(STRATA__PRIO_DOWNSTREAM);
+  int ret = submit_update(inf, t, nt, st);
+  strata__submit_priority(previous);
   return ret;
 }
