@@ -2,7 +2,7 @@
  * comes back for the next allocation of its size, newest first, and the
  * budget (STRATA_HOST_CACHE_MB) evicts the oldest; small blocks and other
  * sizes are not cached; strata_finalize gives the blocks back. StarPU's own
- * large buffers come 2 MiB aligned and in huge pages. */
+ * large buffers come 2 MiB aligned and advised for huge pages. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -69,22 +69,34 @@ static long minor_faults(void)
   return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_minflt : 0;
 }
 
-/* Whether the kernel gives transparent huge pages to regions that ask. */
-static int huge_pages_on(void)
+/* Whether the mapping that holds p carries MADV_HUGEPAGE ("hg" among its
+ * VmFlags in /proc/self/smaps): the advice itself, which whether the kernel
+ * then finds free huge pages (fragmentation, its defrag setting) does not
+ * change. -1 when smaps cannot be read. */
+static int advised_huge(const void *p)
 {
-  char mode[128] = "";
-  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-  if (f) {
-    if (!fgets(mode, sizeof mode, f))
-      mode[0] = 0;
-    fclose(f);
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (!f)
+    return -1;
+  char line[512];
+  int inside = 0, advised = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+      inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+    else if (inside && !strncmp(line, "VmFlags:", 8)) {
+      advised = strstr(line, " hg") != NULL;
+      break;
+    }
   }
-  return strstr(mode, "[always]") || strstr(mode, "[madvise]");
+  fclose(f);
+  return advised;
 }
 
 /* A handle registered without memory: StarPU allocates it on first use,
- * through Strata's hook (2 MiB aligned), and the first touch of its 16 MiB
- * faults far fewer than its 4 096 small pages in. */
+ * through Strata's hook, 2 MiB aligned and advised for huge pages. Whether
+ * the first touch then faults fewer pages depends on the kernel having
+ * huge pages free, so that count is printed, not checked. */
 static void starpu_buffers(void)
 {
   if (starpu_cuda_worker_get_count() > 0)
@@ -95,11 +107,13 @@ static void starpu_buffers(void)
   CHECK_EQ(starpu_data_acquire(h, STARPU_W), 0);
   char *p = (char *)starpu_vector_get_local_ptr(h);
   CHECK(((uintptr_t)p & (2 * MIB - 1)) == 0);
+  int advised = advised_huge(p);
+  if (advised >= 0)
+    CHECK_EQ(advised, 1);
   long before = minor_faults();
   memset(p, 1, n);
-  long faults = minor_faults() - before;
-  if (huge_pages_on())
-    CHECK(faults < (long)(n / 4096) / 4);
+  printf("test_host_memory: first touch of 16 MiB: %ld minor faults (%u small pages)\n",
+         minor_faults() - before, n / 4096);
   starpu_data_release(h);
   starpu_data_unregister(h);
 }
