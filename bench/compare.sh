@@ -32,11 +32,16 @@ for ((i = 1; i <= runs; i++)); do
       args=()
       [ ${#quick[@]} -gt 0 ] && args=(--tasks 200 --rounds 1)
     fi
+    status=0
     case $b in
-      gindexer | infer) STARPU_NCPU=1 "${mpi[@]}" "$exe" "${args[@]}" >"$out/$b-$i.json" ;;
-      amr) STARPU_NCPU=1 "$exe" "${args[@]}" >"$out/$b-$i.json" ;;
-      *) STARPU_NCPU=2 "$exe" "${args[@]}" >"$out/$b-$i.json" ;;
+      gindexer | infer) STARPU_NCPU=1 "${mpi[@]}" "$exe" "${args[@]}" >"$out/$b-$i.json" || status=$? ;;
+      amr) STARPU_NCPU=1 "$exe" "${args[@]}" >"$out/$b-$i.json" || status=$? ;;
+      *) STARPU_NCPU=2 "$exe" "${args[@]}" >"$out/$b-$i.json" || status=$? ;;
     esac
+    if [ $status -ne 0 ]; then # a benchmark's failed check (results differ) stops the table
+      echo "compare: bench_$b failed (exit $status) in run $i; its output: $out/$b-$i.json" >&2
+      exit 1
+    fi
   done
   # Against PyTorch (skipped without it): the exported U-Net, the default model.
   if /usr/bin/python3 -c "import torch" 2>/dev/null; then

@@ -66,13 +66,16 @@ STRATA__CODELET(fused_chunk_cl, "strata_fused_chunk", 0x08519c, fused_cpu, NULL,
                 NULL, .nbuffers = STARPU_VARIABLE_NBUFFERS);
 
 /* How many chunks a result gets: one per CPU worker when it is large, the
- * node has no GPU and no sequence is being captured; else 1. */
+ * node has no GPU, no sequence is being captured and the result has a home
+ * buffer; else 1. (A planned partition of a buffer that StarPU allocated
+ * itself, home node -1, gets chunks of its own: their results would not
+ * reach the parent.) */
 static int chunks_for(const struct strata__fused_program *p, starpu_data_handle_t out)
 {
   unsigned workers = starpu_cpu_worker_get_count();
   size_t bytes = starpu_vector_get_nx(out) * starpu_vector_get_elemsize(out);
   if (p->ndim < 1 || workers < 2 || bytes < SPLIT_BYTES || starpu_cuda_worker_get_count() > 0 ||
-      strata__capture_active())
+      strata__capture_active() || starpu_data_get_home_node(out) < 0)
     return 1;
   int64_t most = p->shape[0] < MAX_CHUNKS ? p->shape[0] : MAX_CHUNKS;
   return most < (int64_t)workers ? (int)most : (int)workers;

@@ -1,7 +1,8 @@
 /* The executor shared by eager calls, lazy computation and graph replay:
  * nodes in order, each inferred, given a place and submitted as tasks.
- * Intermediate values live in handles without a host copy that StarPU
- * frees once their last reader has run. */
+ * Intermediate values live in handles without a user-visible copy (blocks
+ * of the host cache without GPUs), unregistered once their last reader has
+ * run. */
 #include <stdlib.h>
 
 #include "fused.h"
@@ -20,12 +21,31 @@ static int count_nonzero(const strata__meta *in, starpu_data_handle_t h, int64_t
   return ret;
 }
 
-/* A handle for a value of meta m without host copy: StarPU allocates it
- * where the first writer runs. */
-static void register_device(const strata__meta *m, starpu_data_handle_t *h)
+int strata__slot_register(strata__slot *s)
 {
-  int64_t n = strata__meta_nelems(m);
-  starpu_vector_data_register(h, -1, 0, (uint32_t)(n > 0 ? n : 1), strata_dtype_size(m->dtype));
+  int64_t n = strata__meta_nelems(&s->m);
+  uint32_t count = (uint32_t)(n > 0 ? n : 1);
+  size_t elem = strata_dtype_size(s->m.dtype);
+  s->mem = NULL;
+  if (starpu_cuda_worker_get_count() > 0) {
+    starpu_vector_data_register(&s->h, -1, 0, count, elem);
+    return 0;
+  }
+  s->bytes = count * elem;
+  if (strata__host_alloc(&s->mem, s->bytes))
+    return STRATA_ENOMEM;
+  starpu_vector_data_register(&s->h, STARPU_MAIN_RAM, (uintptr_t)s->mem, count, elem);
+  return 0;
+}
+
+void strata__slot_unregister_submit(strata__slot *s)
+{
+  if (s->mem)
+    strata__host_unregister_submit(s->h, s->mem, s->bytes);
+  else if (s->h)
+    starpu_data_unregister_submit(s->h);
+  s->h = NULL;
+  s->mem = NULL;
 }
 
 /* Storage of node i kept across runs (On_device handle or Hosted array),
@@ -40,20 +60,20 @@ static int place_kept(strata_graph *g, int i, strata__slot *s)
   if (g->plan.hosted[i]) {
     strata_array_destroy(g->plan.hosted[i]);
     g->plan.hosted[i] = NULL;
-  } else if (k->h) {
-    starpu_data_unregister_submit(k->h);
+    k->h = NULL;
+  } else {
+    strata__slot_unregister_submit(k);
   }
-  k->h = NULL;
   g->plan.computed[i] = 0;
+  k->m = s->m;
+  int ret;
   if (g->mem[i] & STRATA__MEM_HOST) {
-    int ret = strata_array_create(s->m.ndim, s->m.shape, s->m.dtype, &g->plan.hosted[i]);
-    if (ret)
+    if ((ret = strata_array_create(s->m.ndim, s->m.shape, s->m.dtype, &g->plan.hosted[i])))
       return ret;
     k->h = g->plan.hosted[i]->handle;
-  } else {
-    register_device(&s->m, &k->h);
+  } else if ((ret = strata__slot_register(k))) {
+    return ret;
   }
-  k->m = s->m;
   s->h = k->h;
   return 0;
 }
@@ -64,7 +84,8 @@ static int place(int sink, strata__slot *s, strata_array **target, strata_graph 
   int ret;
   switch (sink) {
   case STRATA__SINK_TEMP:
-    register_device(&s->m, &s->h);
+    if ((ret = strata__slot_register(s)))
+      return ret;
     s->temp = 1;
     return 0;
   case STRATA__SINK_KEEP: return place_kept(g, i, s);
@@ -103,9 +124,8 @@ static void drop_temp(strata__slot *s, struct sequence *q)
     q->pending[q->npending++] = s;
     return;
   }
-  starpu_data_unregister_submit(s->h);
+  strata__slot_unregister_submit(s);
   s->temp = 0;
-  s->h = NULL;
 }
 
 /* Submit the captured sequence as one task (Local nodes as scratch

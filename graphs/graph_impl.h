@@ -99,8 +99,22 @@ int strata__submit_copy(const strata__meta *m, starpu_data_handle_t src, starpu_
 typedef struct strata__slot {
   strata__meta m;
   starpu_data_handle_t h;
-  int temp; /* h registered by the executor: unregistered after its last reader */
+  int temp;  /* h registered by the executor: unregistered after its last reader */
+  void *mem; /* a temp's storage from the host cache (NULL: StarPU's own) */
+  size_t bytes;
 } strata__slot;
+
+/* Register s->h for a value of meta s->m without a user-visible host copy.
+ * Without GPUs it lives in main memory anyway: there it takes a block of
+ * the host cache (no fresh pages) and is registered at home, so that a
+ * fused group may cut it in chunks of rows (StarPU's planned partitions of
+ * a buffer it allocated itself do not share its memory: the chunks' results
+ * would be lost). With GPUs StarPU allocates it where its first writer
+ * runs. */
+int strata__slot_register(strata__slot *s);
+/* Unregister s->h once its submitted tasks have run, without waiting, and
+ * give its block back. */
+void strata__slot_unregister_submit(strata__slot *s);
 
 enum strata__sink {
   STRATA__SINK_TEMP = 0, /* a handle without host copy, dropped after use */

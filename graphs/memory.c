@@ -605,8 +605,8 @@ void strata__plan_free(strata__plan *p)
   for (int i = 0; p->kept && strata__check_ready() == 0 && i < p->n; i++) {
     if (p->hosted[i])
       strata_array_destroy(p->hosted[i]);
-    else if (p->kept[i].h)
-      starpu_data_unregister_submit(p->kept[i].h);
+    else
+      strata__slot_unregister_submit(&p->kept[i]);
   }
   free(p->group_of);
   free(p->groups);

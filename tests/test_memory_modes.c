@@ -544,6 +544,59 @@ static void check_random_chains(int program)
 static double row_index(int64_t i) { return (double)(i / 1000 % 13) - 6; }
 static double column_index(int64_t i) { return (double)(i % 1000) * 0.25; }
 
+/* A long chain of chunked groups: 100 nodes (alternately y * 0.5 and
+ * y + 1) on 10^6 floats make several fused groups, each a result above the
+ * chunking size, each reading the one before. Computed lazily and replayed
+ * twice, every element must equal the eager chain's. */
+static void check_chunked_chain(void)
+{
+  const int64_t n = 1000000;
+  strata_array *x = NULL, *eager = NULL;
+  CHECK_EQ(strata_full(NULL, 1, &n, STRATA_FLOAT32, 3, &x), 0);
+  strata_context *ctx;
+  CHECK_EQ(strata_context_create(&ctx), 0);
+  for (int lazy = 0; lazy < 2; lazy++) {
+    if (lazy)
+      strata_deferred_begin(ctx, 1);
+    strata_context *c = lazy ? ctx : NULL;
+    strata_array *y = x;
+    for (int i = 0; i < 100 && y; i++) {
+      strata_array *next = NULL;
+      CHECK_EQ(i % 2 ? strata_binary_scalar(c, STRATA_FN_ADD, y, strata_float(1), 0, &next)
+                     : strata_binary_scalar(c, STRATA_FN_MUL, y, strata_float(0.5), 0, &next),
+               0);
+      if (y != x)
+        strata_array_destroy(y);
+      y = next;
+    }
+    if (!lazy) {
+      eager = y;
+      continue;
+    }
+    strata_deferred_end(ctx);
+    strata_graph *g = NULL;
+    CHECK_EQ(strata_graph_export(1, &x, NULL, 1, &y, NULL, &g), 0);
+    CHECK(y && same_values(y, eager)); /* computed lazily */
+    strata_array_destroy(y);
+    int kernels = strata_graph_nkernels(g), tasks = 0;
+    for (int run = 0; run < 2; run++) {
+      strata_array *got = NULL;
+      executed_tasks();
+      CHECK_EQ(strata_graph_run(g, &x, &got), 0);
+      CHECK(got && same_values(got, eager));
+      tasks = executed_tasks();
+      strata_array_destroy(got);
+    }
+    printf("chain of 100 nodes on 10^6: %d kernels in %d tasks\n", kernels, tasks);
+    CHECK(kernels > 1);
+    CHECK_EQ(tasks, 2 * kernels); /* intermediates are chunked too */
+    strata_graph_destroy(g);
+  }
+  strata_array_destroy(eager);
+  strata_context_destroy(ctx);
+  strata_array_destroy(x);
+}
+
 /* A chain on a result of 300 x 1000 float32 (above the 1 MiB from which a
  * fused group is cut into one chunk of rows per worker) with leaves
  * broadcast along either dimension: (x * col + row) * x - col, fused, in
@@ -920,6 +973,7 @@ int main(int argc, char **argv)
   check_random_chains(1);
   check_chunked_fusion(0);
   check_chunked_fusion(1);
+  check_chunked_chain();
   check_host_transfers();
   check_kernel_cache(x);
   strata_array_destroy(x);

@@ -44,6 +44,9 @@ void strata__live_destroy_all(strata__registry *r);
  * free takes the size given to the allocation. */
 int strata__host_alloc(void **p, size_t n);
 void strata__host_free(void *p, size_t n);
+/* Without blocking: unregister h, registered at home on the host block p of
+ * n bytes, once every access submitted on it is done, then give p back. */
+void strata__host_unregister_submit(starpu_data_handle_t h, void *p, size_t n);
 /* Give the kept blocks back (strata_finalize). */
 void strata__host_cache_flush(void);
 /* StarPU's allocations of host memory through the same huge-page advice

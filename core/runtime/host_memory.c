@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "codelets.h"
 #include "internal/runtime.h"
 
 enum { CACHE_MIN = 1 << 16, CACHE_SLOTS = 64, HUGE_PAGE = 2 << 20 };
@@ -155,4 +156,33 @@ void strata__host_cache_flush(void)
     drop_oldest();
   cache.configured = 0; /* read the variable again at the next start */
   pthread_mutex_unlock(&cache.lock);
+}
+
+struct host_drop {
+  starpu_data_handle_t h;
+  void *p;
+  size_t n;
+};
+
+/* Every task on the handle has run: nothing reads the block any more. */
+static void drop_when_done(void *arg)
+{
+  struct host_drop *d = arg;
+  starpu_data_release_on_node(d->h, STARPU_ACQUIRE_NO_NODE);
+  starpu_data_unregister_submit(d->h);
+  strata__host_free(d->p, d->n);
+  free(d);
+}
+
+void strata__host_unregister_submit(starpu_data_handle_t h, void *p, size_t n)
+{
+  struct host_drop *d = malloc(sizeof *d);
+  if (d) {
+    *d = (struct host_drop){h, p, n};
+    if (starpu_data_acquire_on_node_cb(h, STARPU_ACQUIRE_NO_NODE, STARPU_W, drop_when_done, d) == 0)
+      return;
+    free(d);
+  }
+  strata__unregister(h); /* out of memory: wait */
+  strata__host_free(p, n);
 }
