@@ -100,7 +100,7 @@ typedef struct strata__slot {
   strata__meta m;
   starpu_data_handle_t h;
   int temp;  /* h registered by the executor: unregistered after its last reader */
-  void *mem; /* a temp's storage from the host cache (NULL: StarPU's own) */
+  void *mem; /* storage from the host cache (NULL: StarPU allocates it) */
   size_t bytes;
 } strata__slot;
 
