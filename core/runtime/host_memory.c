@@ -149,8 +149,15 @@ void strata__host_free(void *p, size_t n)
   starpu_free_flags(p, n, STARPU_MALLOC_PINNED);
 }
 
+/* Blocks of handles whose unregistration is pending (their tasks still
+ * run): the flush waits for them, so that none comes back to the cache
+ * after it. */
+static int drops_pending;
+
 void strata__host_cache_flush(void)
 {
+  while (__atomic_load_n(&drops_pending, __ATOMIC_ACQUIRE) > 0)
+    usleep(100);
   pthread_mutex_lock(&cache.lock);
   while (cache.count > 0)
     drop_oldest();
@@ -172,6 +179,7 @@ static void drop_when_done(void *arg)
   starpu_data_unregister_submit(d->h);
   strata__host_free(d->p, d->n);
   free(d);
+  __atomic_sub_fetch(&drops_pending, 1, __ATOMIC_RELEASE);
 }
 
 void strata__host_unregister_submit(starpu_data_handle_t h, void *p, size_t n)
@@ -179,8 +187,10 @@ void strata__host_unregister_submit(starpu_data_handle_t h, void *p, size_t n)
   struct host_drop *d = malloc(sizeof *d);
   if (d) {
     *d = (struct host_drop){h, p, n};
+    __atomic_add_fetch(&drops_pending, 1, __ATOMIC_RELAXED);
     if (starpu_data_acquire_on_node_cb(h, STARPU_ACQUIRE_NO_NODE, STARPU_W, drop_when_done, d) == 0)
       return;
+    __atomic_sub_fetch(&drops_pending, 1, __ATOMIC_RELAXED);
     free(d);
   }
   strata__unregister(h); /* out of memory: wait */
