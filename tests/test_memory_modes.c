@@ -544,57 +544,79 @@ static void check_random_chains(int program)
 static double row_index(int64_t i) { return (double)(i / 1000 % 13) - 6; }
 static double column_index(int64_t i) { return (double)(i % 1000) * 0.25; }
 
+/* A chain built twice by build(c, in): eagerly (c NULL), its result into
+ * *eager, then recorded in ctx, its (lazy) result into *recorded. */
+static void eager_and_recorded(strata_context *ctx,
+                               strata_array *(*build)(strata_context *, strata_array *const *),
+                               strata_array *const *in, strata_array **eager,
+                               strata_array **recorded)
+{
+  *eager = build(NULL, in);
+  strata_deferred_begin(ctx, 1);
+  *recorded = build(ctx, in);
+  strata_deferred_end(ctx);
+}
+
 /* A long chain of chunked groups: 100 nodes (alternately y * 0.5 and
  * y + 1) on 10^6 floats make several fused groups, each a result above the
  * chunking size, each reading the one before. Computed lazily and replayed
  * twice, every element must equal the eager chain's. */
+static strata_array *halving_chain(strata_context *c, strata_array *const *in)
+{
+  strata_array *y = in[0];
+  for (int i = 0; i < 100 && y; i++) {
+    strata_array *next = NULL;
+    CHECK_EQ(i % 2 ? strata_binary_scalar(c, STRATA_FN_ADD, y, strata_float(1), 0, &next)
+                   : strata_binary_scalar(c, STRATA_FN_MUL, y, strata_float(0.5), 0, &next),
+             0);
+    if (y != in[0])
+      strata_array_destroy(y);
+    y = next;
+  }
+  return y;
+}
+
 static void check_chunked_chain(void)
 {
   const int64_t n = 1000000;
-  strata_array *x = NULL, *eager = NULL;
+  strata_array *x = NULL, *eager = NULL, *y = NULL;
   CHECK_EQ(strata_full(NULL, 1, &n, STRATA_FLOAT32, 3, &x), 0);
   strata_context *ctx;
   CHECK_EQ(strata_context_create(&ctx), 0);
-  for (int lazy = 0; lazy < 2; lazy++) {
-    if (lazy)
-      strata_deferred_begin(ctx, 1);
-    strata_context *c = lazy ? ctx : NULL;
-    strata_array *y = x;
-    for (int i = 0; i < 100 && y; i++) {
-      strata_array *next = NULL;
-      CHECK_EQ(i % 2 ? strata_binary_scalar(c, STRATA_FN_ADD, y, strata_float(1), 0, &next)
-                     : strata_binary_scalar(c, STRATA_FN_MUL, y, strata_float(0.5), 0, &next),
-               0);
-      if (y != x)
-        strata_array_destroy(y);
-      y = next;
-    }
-    if (!lazy) {
-      eager = y;
-      continue;
-    }
-    strata_deferred_end(ctx);
-    strata_graph *g = NULL;
-    CHECK_EQ(strata_graph_export(1, &x, NULL, 1, &y, NULL, &g), 0);
-    CHECK(y && same_values(y, eager)); /* computed lazily */
-    strata_array_destroy(y);
-    int kernels = strata_graph_nkernels(g), tasks = 0;
-    for (int run = 0; run < 2; run++) {
-      strata_array *got = NULL;
-      executed_tasks();
-      CHECK_EQ(strata_graph_run(g, &x, &got), 0);
-      CHECK(got && same_values(got, eager));
-      tasks = executed_tasks();
-      strata_array_destroy(got);
-    }
-    printf("chain of 100 nodes on 10^6: %d kernels in %d tasks\n", kernels, tasks);
-    CHECK(kernels > 1);
-    CHECK_EQ(tasks, 2 * kernels); /* intermediates are chunked too */
-    strata_graph_destroy(g);
+  eager_and_recorded(ctx, halving_chain, &x, &eager, &y);
+  strata_graph *g = NULL;
+  CHECK_EQ(strata_graph_export(1, &x, NULL, 1, &y, NULL, &g), 0);
+  CHECK(y && same_values(y, eager)); /* computed lazily */
+  strata_array_destroy(y);
+  int kernels = strata_graph_nkernels(g), tasks = 0;
+  for (int run = 0; run < 2; run++) {
+    strata_array *got = NULL;
+    executed_tasks();
+    CHECK_EQ(strata_graph_run(g, &x, &got), 0);
+    CHECK(got && same_values(got, eager));
+    tasks = executed_tasks();
+    strata_array_destroy(got);
   }
+  printf("chain of 100 nodes on 10^6: %d kernels in %d tasks\n", kernels, tasks);
+  CHECK(kernels > 1);
+  CHECK_EQ(tasks, 2 * kernels); /* intermediates are chunked too */
+  strata_graph_destroy(g);
   strata_array_destroy(eager);
   strata_context_destroy(ctx);
   strata_array_destroy(x);
+}
+
+/* (x * col + row) * x - col, col and row broadcast along either dimension. */
+static strata_array *broadcast_chain(strata_context *c, strata_array *const *in)
+{
+  strata_array *v[3] = {NULL, NULL, NULL}, *y = NULL;
+  CHECK_EQ(strata_binary(c, STRATA_FN_MUL, in[0], in[1], &v[0]), 0);
+  CHECK_EQ(strata_binary(c, STRATA_FN_ADD, v[0], in[2], &v[1]), 0);
+  CHECK_EQ(strata_binary(c, STRATA_FN_MUL, v[1], in[0], &v[2]), 0);
+  CHECK_EQ(strata_binary(c, STRATA_FN_SUB, v[2], in[1], &y), 0);
+  for (int k = 0; k < 3; k++)
+    strata_array_destroy(v[k]);
+  return y;
 }
 
 /* A chain on a result of 300 x 1000 float32 (above the 1 MiB from which a
@@ -610,41 +632,22 @@ static void check_chunked_fusion(int program)
   strata_array *x = filled(2, shape, STRATA_FLOAT32, ramp),
                *col = filled(2, col_shape, STRATA_FLOAT32, column_index),
                *row = filled(2, row_shape, STRATA_FLOAT32, row_index);
-  strata_array *v[3] = {NULL, NULL, NULL}, *eager = NULL;
+  strata_array *in[3] = {x, col, row}, *eager = NULL, *y = NULL, *got = NULL;
   strata_context *ctx;
   CHECK_EQ(strata_context_create(&ctx), 0);
-  for (int lazy = 0; lazy < 2; lazy++) {
-    if (lazy)
-      strata_deferred_begin(ctx, 1);
-    strata_context *c = lazy ? ctx : NULL;
-    CHECK_EQ(strata_binary(c, STRATA_FN_MUL, x, col, &v[0]), 0);
-    CHECK_EQ(strata_binary(c, STRATA_FN_ADD, v[0], row, &v[1]), 0);
-    CHECK_EQ(strata_binary(c, STRATA_FN_MUL, v[1], x, &v[2]), 0);
-    strata_array *y = NULL;
-    CHECK_EQ(strata_binary(c, STRATA_FN_SUB, v[2], col, &y), 0);
-    for (int k = 0; k < 3; k++) {
-      strata_array_destroy(v[k]);
-      v[k] = NULL;
-    }
-    if (!lazy) {
-      eager = y;
-      continue;
-    }
-    strata_deferred_end(ctx);
-    strata_graph *g = NULL;
-    strata_array *in[3] = {x, col, row}, *got = NULL;
-    CHECK_EQ(strata_graph_export(3, in, NULL, 1, &y, NULL, &g), 0);
-    strata_array_destroy(y);
-    CHECK_EQ(strata_graph_nkernels(g), 1);
-    executed_tasks();
-    CHECK_EQ(strata_graph_run(g, in, &got), 0);
-    int tasks = executed_tasks();
-    printf("fused chain on 300 x 1000%s: %d tasks\n", program ? " (program)" : "", tasks);
-    CHECK_EQ(tasks, 2); /* one chunk per worker */
-    CHECK(got && same_values(got, eager));
-    strata_array_destroy(got);
-    strata_graph_destroy(g);
-  }
+  eager_and_recorded(ctx, broadcast_chain, in, &eager, &y);
+  strata_graph *g = NULL;
+  CHECK_EQ(strata_graph_export(3, in, NULL, 1, &y, NULL, &g), 0);
+  strata_array_destroy(y);
+  CHECK_EQ(strata_graph_nkernels(g), 1);
+  executed_tasks();
+  CHECK_EQ(strata_graph_run(g, in, &got), 0);
+  int tasks = executed_tasks();
+  printf("fused chain on 300 x 1000%s: %d tasks\n", program ? " (program)" : "", tasks);
+  CHECK_EQ(tasks, 2); /* one chunk per worker */
+  CHECK(got && same_values(got, eager));
+  strata_array_destroy(got);
+  strata_graph_destroy(g);
   strata_array_destroy(eager);
   strata_context_destroy(ctx);
   strata_array_destroy(x);
