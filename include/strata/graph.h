@@ -302,7 +302,7 @@ typedef enum strata_memory_kind {
   STRATA_MEM_NEVER_VIRTUAL,        /**< Local, On_device or Hosted */
   STRATA_MEM_LOCAL,                /**< a scratch buffer inside its readers' task */
   STRATA_MEM_DEVICE_ONLY,          /**< Local or On_device */
-  STRATA_MEM_ON_DEVICE,            /**< a handle without host copy, kept across runs */
+  STRATA_MEM_ON_DEVICE,            /**< a handle the application cannot read, kept across runs */
   STRATA_MEM_MATERIALIZED,         /**< On_device or Hosted */
   STRATA_MEM_HOSTED                /**< an array the application can read */
 } strata_memory_kind;
