@@ -606,6 +606,45 @@ static void check_chunked_chain(void)
   strata_array_destroy(x);
 }
 
+/* max(x * 0.5 + 1): a fused group whose intermediate result (4 MB, cut in
+ * chunks) is read by a reduction, not by another group. */
+static strata_array *max_of_group(strata_context *c, strata_array *const *in)
+{
+  strata_array *half = NULL, *y = NULL, *m = NULL;
+  CHECK_EQ(strata_binary_scalar(c, STRATA_FN_MUL, in[0], strata_float(0.5), 0, &half), 0);
+  CHECK_EQ(strata_binary_scalar(c, STRATA_FN_ADD, half, strata_float(1), 0, &y), 0);
+  CHECK_EQ(strata_reduce(c, STRATA_FN_MAX, y, STRATA_ALL_AXES, NULL, 0, &m), 0);
+  strata_array_destroy(half);
+  strata_array_destroy(y);
+  return m;
+}
+
+static void check_chunked_feeds_reduction(void)
+{
+  const int64_t n = 1000000;
+  strata_array *x = NULL, *eager = NULL, *lazy = NULL, *got = NULL;
+  CHECK_EQ(strata_full(NULL, 1, &n, STRATA_FLOAT32, 3, &x), 0);
+  strata_context *ctx;
+  CHECK_EQ(strata_context_create(&ctx), 0);
+  eager_and_recorded(ctx, max_of_group, &x, &eager, &lazy);
+  strata_graph *g = NULL;
+  CHECK_EQ(strata_graph_export(1, &x, NULL, 1, &lazy, NULL, &g), 0);
+  CHECK(lazy && same_values(lazy, eager));
+  CHECK_EQ(strata_graph_run(g, &x, &got), 0);
+  CHECK(got && same_values(got, eager));
+  float *m = NULL;
+  if (eager && strata_array_acquire(eager, STRATA_READ, (void **)&m) == 0) {
+    CHECK_EQ(m[0], 2.5f);
+    strata_array_release(eager);
+  }
+  strata_array_destroy(got);
+  strata_array_destroy(lazy);
+  strata_graph_destroy(g);
+  strata_array_destroy(eager);
+  strata_context_destroy(ctx);
+  strata_array_destroy(x);
+}
+
 /* (x * col + row) * x - col, col and row broadcast along either dimension. */
 static strata_array *broadcast_chain(strata_context *c, strata_array *const *in)
 {
@@ -977,6 +1016,7 @@ int main(int argc, char **argv)
   check_chunked_fusion(0);
   check_chunked_fusion(1);
   check_chunked_chain();
+  check_chunked_feeds_reduction();
   check_host_transfers();
   check_kernel_cache(x);
   strata_array_destroy(x);
