@@ -557,10 +557,8 @@ static void eager_and_recorded(strata_context *ctx,
   strata_deferred_end(ctx);
 }
 
-/* A long chain of chunked groups: 100 nodes (alternately y * 0.5 and
- * y + 1) on 10^6 floats make several fused groups, each a result above the
- * chunking size, each reading the one before. Computed lazily and replayed
- * twice, every element must equal the eager chain's. */
+/* 100 nodes, alternately y * 0.5 and y + 1: on 10^6 floats, several fused
+ * groups, each result above the chunking size and read by the next. */
 static strata_array *halving_chain(strata_context *c, strata_array *const *in)
 {
   strata_array *y = in[0];
@@ -576,36 +574,6 @@ static strata_array *halving_chain(strata_context *c, strata_array *const *in)
   return y;
 }
 
-static void check_chunked_chain(void)
-{
-  const int64_t n = 1000000;
-  strata_array *x = NULL, *eager = NULL, *y = NULL;
-  CHECK_EQ(strata_full(NULL, 1, &n, STRATA_FLOAT32, 3, &x), 0);
-  strata_context *ctx;
-  CHECK_EQ(strata_context_create(&ctx), 0);
-  eager_and_recorded(ctx, halving_chain, &x, &eager, &y);
-  strata_graph *g = NULL;
-  CHECK_EQ(strata_graph_export(1, &x, NULL, 1, &y, NULL, &g), 0);
-  CHECK(y && same_values(y, eager)); /* computed lazily */
-  strata_array_destroy(y);
-  int kernels = strata_graph_nkernels(g), tasks = 0;
-  for (int run = 0; run < 2; run++) {
-    strata_array *got = NULL;
-    executed_tasks();
-    CHECK_EQ(strata_graph_run(g, &x, &got), 0);
-    CHECK(got && same_values(got, eager));
-    tasks = executed_tasks();
-    strata_array_destroy(got);
-  }
-  printf("chain of 100 nodes on 10^6: %d kernels in %d tasks\n", kernels, tasks);
-  CHECK(kernels > 1);
-  CHECK_EQ(tasks, 2 * kernels); /* intermediates are chunked too */
-  strata_graph_destroy(g);
-  strata_array_destroy(eager);
-  strata_context_destroy(ctx);
-  strata_array_destroy(x);
-}
-
 /* max(x * 0.5 + 1): a fused group whose intermediate result (4 MB, cut in
  * chunks) is read by a reduction, not by another group. */
 static strata_array *max_of_group(strata_context *c, strata_array *const *in)
@@ -619,17 +587,47 @@ static strata_array *max_of_group(strata_context *c, strata_array *const *in)
   return m;
 }
 
-static void check_chunked_feeds_reduction(void)
+/* The chain build(x) built eagerly (result into *eager) and recorded in ctx,
+ * its lazy result checked against the eager one; the recording's graph. */
+static strata_graph *export_checked(strata_context *ctx,
+                                    strata_array *(*build)(strata_context *, strata_array *const *),
+                                    strata_array *x, strata_array **eager)
+{
+  strata_array *lazy = NULL;
+  strata_graph *g = NULL;
+  eager_and_recorded(ctx, build, &x, eager, &lazy);
+  CHECK_EQ(strata_graph_export(1, &x, NULL, 1, &lazy, NULL, &g), 0);
+  CHECK(lazy && same_values(lazy, *eager));
+  strata_array_destroy(lazy);
+  return g;
+}
+
+/* Fused intermediates above the chunking size on 2 workers, lazily and
+ * replayed against eager: read by the next group of a long chain, and by a
+ * reduction. */
+static void check_chunked_intermediates(void)
 {
   const int64_t n = 1000000;
-  strata_array *x = NULL, *eager = NULL, *lazy = NULL, *got = NULL;
+  strata_array *x = NULL, *eager = NULL, *got = NULL;
   CHECK_EQ(strata_full(NULL, 1, &n, STRATA_FLOAT32, 3, &x), 0);
   strata_context *ctx;
   CHECK_EQ(strata_context_create(&ctx), 0);
-  eager_and_recorded(ctx, max_of_group, &x, &eager, &lazy);
-  strata_graph *g = NULL;
-  CHECK_EQ(strata_graph_export(1, &x, NULL, 1, &lazy, NULL, &g), 0);
-  CHECK(lazy && same_values(lazy, eager));
+  strata_graph *g = export_checked(ctx, halving_chain, x, &eager);
+  int kernels = strata_graph_nkernels(g), tasks = 0;
+  for (int run = 0; run < 2; run++) {
+    executed_tasks();
+    CHECK_EQ(strata_graph_run(g, &x, &got), 0);
+    CHECK(got && same_values(got, eager));
+    tasks = executed_tasks();
+    strata_array_destroy(got);
+    got = NULL;
+  }
+  printf("chain of 100 nodes on 10^6: %d kernels in %d tasks\n", kernels, tasks);
+  CHECK(kernels > 1);
+  CHECK_EQ(tasks, 2 * kernels); /* intermediates are chunked too */
+  strata_graph_destroy(g);
+  strata_array_destroy(eager);
+  g = export_checked(ctx, max_of_group, x, &eager);
   CHECK_EQ(strata_graph_run(g, &x, &got), 0);
   CHECK(got && same_values(got, eager));
   float *m = NULL;
@@ -638,7 +636,6 @@ static void check_chunked_feeds_reduction(void)
     strata_array_release(eager);
   }
   strata_array_destroy(got);
-  strata_array_destroy(lazy);
   strata_graph_destroy(g);
   strata_array_destroy(eager);
   strata_context_destroy(ctx);
@@ -1015,8 +1012,7 @@ int main(int argc, char **argv)
   check_random_chains(1);
   check_chunked_fusion(0);
   check_chunked_fusion(1);
-  check_chunked_chain();
-  check_chunked_feeds_reduction();
+  check_chunked_intermediates();
   check_host_transfers();
   check_kernel_cache(x);
   strata_array_destroy(x);
