@@ -1,4 +1,5 @@
-/* CPU kernels of the array operations alone, without StarPU: known answers
+/* CPU kernels of the array operations alone, without StarPU: float32 rows
+ * of + - * / bit for bit against double arithmetic, known answers
  * for broadcasting with a leading scalar, a strided copy into an offset
  * destination, a reduction over two axes, take with both modes, triangles,
  * an integer matrix product and flatnonzero. */
@@ -25,6 +26,59 @@ static void check_elementwise(void)
   strata__ew_cpu(&e, out, in);
   const int32_t want[6] = {9, 9, 9, 14, 14, 14};
   CHECK(memcmp(out, want, sizeof want) == 0);
+}
+
+/* The reference result of a op b for float32 operands: computed in double,
+ * rounded once. */
+static float reference(strata_fn fn, double a, double b)
+{
+  switch (fn) {
+  case STRATA_FN_ADD: return (float)(a + b);
+  case STRATA_FN_SUB: return (float)(a - b);
+  case STRATA_FN_MUL: return (float)(a * b);
+  default: return (float)(a / b);
+  }
+}
+
+/* float32 + - * / on rows of 37 (no whole number of SIMD vectors),
+ * contiguous (the vectorised loops) and with a stride of 2, the scalar
+ * first, second or absent, against the reference, bit for bit. The scalar
+ * 0.1 has no float32 value: computing in float would differ. */
+static void check_float32_rows(void)
+{
+  enum { N = 37 };
+  float x[2 * N], y[2 * N], out[N];
+  for (int i = 0; i < 2 * N; i++) {
+    x[i] = (float)(i * 1.37 - 20);
+    y[i] = (float)(3.1 - i * 0.71);
+  }
+  x[4] = 0.0f / 0.0f, y[6] = 1.0f / 0.0f, y[8] = 0;
+  const strata_fn fns[4] = {STRATA_FN_ADD, STRATA_FN_SUB, STRATA_FN_MUL, STRATA_FN_DIV};
+  const double s = 0.1;
+  int float_differs = 0;
+  for (int f = 0; f < 4; f++)
+    for (int scalar_at = -1; scalar_at <= 1; scalar_at++)
+      for (int step = 1; step <= 2; step++) {
+        struct strata__ew_args e = {.fn = fns[f],
+                                    .nops = 2,
+                                    .scalar_at = scalar_at,
+                                    .ndim = 1,
+                                    .out_dtype = STRATA_FLOAT32,
+                                    .in_dtype = {STRATA_FLOAT32, STRATA_FLOAT32},
+                                    .scalar = s,
+                                    .shape = {N},
+                                    .stride = {{step}, {step}}};
+        const void *in[2] = {x, y};
+        strata__ew_cpu(&e, out, in);
+        for (int j = 0; j < N; j++) {
+          double a = x[j * step], b = scalar_at < 0 ? y[j * step] : s;
+          float want = scalar_at == 0 ? reference(fns[f], s, a) : reference(fns[f], a, b);
+          CHECK(memcmp(&out[j], &want, sizeof want) == 0);
+          if (scalar_at == 1 && fns[f] == STRATA_FN_MUL)
+            float_differs |= want != x[j * step] * (float)s;
+        }
+      }
+  CHECK(float_differs);
 }
 
 static void check_view_reduce(void)
@@ -90,6 +144,7 @@ static void check_take_tri_matmul_nonzero(void)
 
 int main(void)
 {
+  check_float32_rows();
   check_elementwise();
   check_view_reduce();
   check_take_tri_matmul_nonzero();

@@ -45,10 +45,54 @@ static int all_float32(const struct strata__ew_args *a)
   return 1;
 }
 
+/* Contiguous rows of + - * / get one loop per operation, which the compiler
+ * vectorises, instead of the switch of strata__apply_d per element (2.5x
+ * the time of NumPy's loop on 10^7 floats). The same bits: each result is
+ * computed in double and rounded once. A and B: the two operands of
+ * element j. */
+#define ARITH_ROW(A, B)                                                                            \
+  switch (fn) {                                                                                    \
+  case STRATA_FN_ADD:                                                                              \
+    for (int64_t j = 0; j < len; j++)                                                              \
+      out[j] = (float)((A) + (B));                                                                 \
+    return 1;                                                                                      \
+  case STRATA_FN_SUB:                                                                              \
+    for (int64_t j = 0; j < len; j++)                                                              \
+      out[j] = (float)((A) - (B));                                                                 \
+    return 1;                                                                                      \
+  case STRATA_FN_MUL:                                                                              \
+    for (int64_t j = 0; j < len; j++)                                                              \
+      out[j] = (float)((A) * (B));                                                                 \
+    return 1;                                                                                      \
+  case STRATA_FN_DIV:                                                                              \
+    for (int64_t j = 0; j < len; j++)                                                              \
+      out[j] = (float)((A) / (B));                                                                 \
+    return 1;                                                                                      \
+  default: return 0;                                                                               \
+  }
+
+/* A contiguous float32 row of + - * / (x and y: the array operands, s the
+ * scalar at scalar_at); 0 when it is another case. */
+static int arith_row_f32(int fn, float *out, const float *x, const float *y, double s,
+                         int scalar_at, int64_t len)
+{
+  if (scalar_at == 0) {
+    ARITH_ROW(s, (double)x[j])
+  } else if (scalar_at == 1) {
+    ARITH_ROW((double)x[j], s)
+  } else {
+    ARITH_ROW((double)x[j], (double)y[j])
+  }
+}
+
 static void ew_row_f32(const struct strata__ew_args *a, float *out, const void *const *in,
                        const int64_t *off, const int64_t *step, int64_t len)
 {
   const float *x = (const float *)in[0] + off[0];
+  const float *y = a->nops == 2 && a->scalar_at < 0 ? (const float *)in[1] + off[1] : NULL;
+  if (a->nops == 2 && step[0] == 1 && (!y || step[1] == 1) &&
+      arith_row_f32(a->fn, out, x, y, a->scalar, a->scalar_at, len))
+    return;
   if (a->nops == 1) {
     for (int64_t j = 0; j < len; j++)
       out[j] = (float)strata__apply_d(a->fn, x[j * step[0]], 0, 0);
@@ -59,7 +103,6 @@ static void ew_row_f32(const struct strata__ew_args *a, float *out, const void *
     for (int64_t j = 0; j < len; j++)
       out[j] = (float)strata__apply_d(a->fn, x[j * step[0]], a->scalar, 0);
   } else {
-    const float *y = (const float *)in[1] + off[1];
     for (int64_t j = 0; j < len; j++)
       out[j] = (float)strata__apply_d(a->fn, x[j * step[0]], y[j * step[1]], 0);
   }
