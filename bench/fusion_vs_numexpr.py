@@ -12,7 +12,10 @@ float32 (checked), and their results are compared.
 
 Prints JSON: per chain and thread count both medians (ms) and `speedup`,
 numexpr's time over Strata's (above 1: Strata is faster), with the page
-faults and load average seen.
+faults and load average seen. Each row also has the chain without fusion:
+bench_fusion's `eager_ms` (Strata's operations one at a time, temporaries
+freed) against the same chain in plain NumPy (single-threaded, temporaries
+freed by reference counting), as `eager_speedup_vs_numpy`.
 
 usage: fusion_vs_numexpr.py BENCH_FUSION [--rounds R] [--quick]
 """
@@ -81,12 +84,30 @@ def time_numexpr(x, nodes, threads, rounds):
     return best, result
 
 
+def time_numpy(x, nodes, rounds):
+    """Median ms of the chain in plain NumPy (one operation at a time, each
+    temporary freed as the next is made), and its result."""
+    steps = [lambda y: y * np.float32(0.5), lambda y: y + np.float32(1), np.sqrt,
+             lambda y: y - np.float32(0.25)]
+    times = []
+    for r in range(rounds + 1):
+        t0 = time.perf_counter()
+        y = x
+        for i in range(nodes):
+            y = steps[i % 4](y)
+        if r:
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times), y
+
+
 def strata_times(bench, threads, rounds, quick):
+    """bench_fusion's fused and eager ms per chain length."""
     env = dict(os.environ, STARPU_NCPU=str(threads), STARPU_SILENT="1")
     args = [bench, "--rounds", str(rounds)] + (["--quick"] if quick else [])
     out = subprocess.run(args, env=env, check=True, capture_output=True, text=True).stdout
     report = json.loads(out)
-    return report["elements"], {r["nodes"]: r["fused_ms"] for r in report["results"]}
+    return report["elements"], {r["nodes"]: (r["fused_ms"], r["eager_ms"])
+                                for r in report["results"]}
 
 
 def main():
@@ -99,15 +120,19 @@ def main():
     for threads in (1, 2):
         n, strata = strata_times(a.bench_fusion, threads, a.rounds, a.quick)
         x = ((np.arange(n, dtype=np.int64) % 1000) * 0.001 + 0.5).astype(np.float32)
-        for nodes, strata_ms in sorted(strata.items()):
+        for nodes, (strata_ms, eager_ms) in sorted(strata.items()):
             ne_ms, y = time_numexpr(x, nodes, threads, a.rounds)
+            np_ms, z = time_numpy(x, nodes, a.rounds)
             want = reference(x[:100000], nodes)
             rows.append({
                 "nodes": nodes, "threads": threads, "strata_ms": strata_ms,
                 "numexpr_ms": ne_ms, "speedup": ne_ms / strata_ms,
                 "numexpr_float32": y.dtype == np.float32,
                 "numexpr_max_rel_diff": float(np.max(np.abs(y[:100000] - want) /
-                                                 np.maximum(np.abs(want), 1e-30)))})
+                                                 np.maximum(np.abs(want), 1e-30))),
+                "strata_eager_ms": eager_ms, "numpy_ms": np_ms,
+                "eager_speedup_vs_numpy": np_ms / eager_ms,
+                "numpy_same_as_reference": bool(np.array_equal(z[:100000], want))})
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(json.dumps({
         "benchmark": "fusion_vs_numexpr", "numexpr": ne.__version__, "results": rows,

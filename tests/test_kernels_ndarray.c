@@ -1,8 +1,9 @@
 /* CPU kernels of the array operations alone, without StarPU: float32 rows
- * of + - * / bit for bit against double arithmetic, known answers
+ * of + - * /, -x, |x| and sqrt bit for bit against double arithmetic, known answers
  * for broadcasting with a leading scalar, a strided copy into an offset
  * destination, a reduction over two axes, take with both modes, triangles,
  * an integer matrix product and flatnonzero. */
+#include <math.h>
 #include <string.h>
 
 #include "check.h"
@@ -79,6 +80,25 @@ static void check_float32_rows(void)
         }
       }
   CHECK(float_differs);
+  /* -x, |x| and sqrt(x) (a NaN below 0), contiguous */
+  const strata_fn unary[3] = {STRATA_FN_NEG, STRATA_FN_ABS, STRATA_FN_SQRT};
+  for (int f = 0; f < 3; f++) {
+    struct strata__ew_args e = {.fn = unary[f],
+                                .nops = 1,
+                                .scalar_at = -1,
+                                .ndim = 1,
+                                .out_dtype = STRATA_FLOAT32,
+                                .in_dtype = {STRATA_FLOAT32},
+                                .shape = {N},
+                                .stride = {{1}}};
+    const void *in[1] = {x};
+    strata__ew_cpu(&e, out, in);
+    for (int j = 0; j < N; j++) {
+      double a = x[j];
+      float want = (float)(f == 0 ? -a : f == 1 ? fabs(a) : sqrt(a));
+      CHECK(memcmp(&out[j], &want, sizeof want) == 0 || (isnan(want) && isnan(out[j])));
+    }
+  }
 }
 
 static void check_view_reduce(void)

@@ -2,6 +2,7 @@
  * loops walk the outer dimensions with a counter and run the innermost one
  * as a plain loop. */
 #include <cblas.h>
+#include <math.h>
 #include <string.h>
 
 #include "../ndarray_kernels.h"
@@ -85,13 +86,37 @@ static int arith_row_f32(int fn, float *out, const float *x, const float *y, dou
   }
 }
 
+/* A contiguous float32 row of negation, absolute value or square root (in
+ * double, rounded once: the bits of strata__apply_d); 0 for other
+ * functions. */
+static int unary_row_f32(int fn, float *out, const float *x, int64_t len)
+{
+  switch (fn) {
+  case STRATA_FN_NEG:
+    for (int64_t j = 0; j < len; j++)
+      out[j] = -x[j];
+    return 1;
+  case STRATA_FN_ABS:
+    for (int64_t j = 0; j < len; j++)
+      out[j] = fabsf(x[j]);
+    return 1;
+  case STRATA_FN_SQRT:
+    for (int64_t j = 0; j < len; j++)
+      out[j] = (float)sqrt((double)x[j]);
+    return 1;
+  default: return 0;
+  }
+}
+
 static void ew_row_f32(const struct strata__ew_args *a, float *out, const void *const *in,
                        const int64_t *off, const int64_t *step, int64_t len)
 {
   const float *x = (const float *)in[0] + off[0];
   const float *y = a->nops == 2 && a->scalar_at < 0 ? (const float *)in[1] + off[1] : NULL;
-  if (a->nops == 2 && step[0] == 1 && (!y || step[1] == 1) &&
-      arith_row_f32(a->fn, out, x, y, a->scalar, a->scalar_at, len))
+  if (step[0] == 1 &&
+      (a->nops == 1 ? unary_row_f32(a->fn, out, x, len)
+                    : a->nops == 2 && (!y || step[1] == 1) &&
+                          arith_row_f32(a->fn, out, x, y, a->scalar, a->scalar_at, len)))
     return;
   if (a->nops == 1) {
     for (int64_t j = 0; j < len; j++)
