@@ -21,13 +21,13 @@ static int count_nonzero(const strata__meta *in, starpu_data_handle_t h, int64_t
   return ret;
 }
 
-int strata__slot_register(strata__slot *s)
+int strata__slot_register(strata__slot *s, int scratch)
 {
   int64_t n = strata__meta_nelems(&s->m);
   uint32_t count = (uint32_t)(n > 0 ? n : 1);
   size_t elem = strata_dtype_size(s->m.dtype);
   s->mem = NULL;
-  if (starpu_cuda_worker_get_count() > 0) {
+  if (scratch || starpu_cuda_worker_get_count() > 0) {
     starpu_vector_data_register(&s->h, -1, 0, count, elem);
     return 0;
   }
@@ -71,7 +71,7 @@ static int place_kept(strata_graph *g, int i, strata__slot *s)
     if ((ret = strata_array_create(s->m.ndim, s->m.shape, s->m.dtype, &g->plan.hosted[i])))
       return ret;
     k->h = g->plan.hosted[i]->handle;
-  } else if ((ret = strata__slot_register(k))) {
+  } else if ((ret = strata__slot_register(k, g->mem[i] == STRATA__MEM_LOCAL))) {
     return ret;
   }
   s->h = k->h;
@@ -84,7 +84,7 @@ static int place(int sink, strata__slot *s, strata_array **target, strata_graph 
   int ret;
   switch (sink) {
   case STRATA__SINK_TEMP:
-    if ((ret = strata__slot_register(s)))
+    if ((ret = strata__slot_register(s, 0)))
       return ret;
     s->temp = 1;
     return 0;

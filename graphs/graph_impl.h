@@ -109,9 +109,9 @@ typedef struct strata__slot {
  * the host cache (no fresh pages) and is registered at home, so that a
  * fused group may cut it in chunks of rows (StarPU's planned partitions of
  * a buffer it allocated itself do not share its memory: the chunks' results
- * would be lost). With GPUs StarPU allocates it where its first writer
- * runs. */
-int strata__slot_register(strata__slot *s);
+ * would be lost). With GPUs, and for the scratch buffer of a sequence's
+ * task (each worker's own, never cut), StarPU allocates it: home node -1. */
+int strata__slot_register(strata__slot *s, int scratch);
 /* Unregister s->h once its submitted tasks have run, without waiting, and
  * give its block back. */
 void strata__slot_unregister_submit(strata__slot *s);
