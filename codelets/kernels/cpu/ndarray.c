@@ -46,66 +46,47 @@ static int all_float32(const struct strata__ew_args *a)
   return 1;
 }
 
-/* Contiguous rows of + - * / get one loop per operation, which the compiler
- * vectorises, instead of the switch of strata__apply_d per element (2.5x
- * the time of NumPy's loop on 10^7 floats). The same bits: each result is
- * computed in double and rounded once. A and B: the two operands of
- * element j. */
-#define ARITH_ROW(A, B)                                                                            \
+/* A contiguous float32 row gets one loop per function, with the function a
+ * constant: the compiler folds strata__apply_d's switch and vectorises the
+ * loop (a switch per element took 2.5x NumPy's time on 10^7 floats). The
+ * same function, so the same bits. A and B: the operands of element j. */
+#define ROW_CASE(FN, A, B)                                                                         \
+  case FN:                                                                                         \
+    for (int64_t j = 0; j < len; j++)                                                              \
+      out[j] = (float)strata__apply_d(FN, A, B, 0);                                                \
+    return 1
+#define ARITH_ROWS(A, B)                                                                           \
   switch (fn) {                                                                                    \
-  case STRATA_FN_ADD:                                                                              \
-    for (int64_t j = 0; j < len; j++)                                                              \
-      out[j] = (float)((A) + (B));                                                                 \
-    return 1;                                                                                      \
-  case STRATA_FN_SUB:                                                                              \
-    for (int64_t j = 0; j < len; j++)                                                              \
-      out[j] = (float)((A) - (B));                                                                 \
-    return 1;                                                                                      \
-  case STRATA_FN_MUL:                                                                              \
-    for (int64_t j = 0; j < len; j++)                                                              \
-      out[j] = (float)((A) * (B));                                                                 \
-    return 1;                                                                                      \
-  case STRATA_FN_DIV:                                                                              \
-    for (int64_t j = 0; j < len; j++)                                                              \
-      out[j] = (float)((A) / (B));                                                                 \
-    return 1;                                                                                      \
+    ROW_CASE(STRATA_FN_ADD, A, B);                                                                 \
+    ROW_CASE(STRATA_FN_SUB, A, B);                                                                 \
+    ROW_CASE(STRATA_FN_MUL, A, B);                                                                 \
+    ROW_CASE(STRATA_FN_DIV, A, B);                                                                 \
   default: return 0;                                                                               \
   }
 
-/* A contiguous float32 row of + - * / (x and y: the array operands, s the
- * scalar at scalar_at); 0 when it is another case. */
-static int arith_row_f32(int fn, float *out, const float *x, const float *y, double s,
-                         int scalar_at, int64_t len)
+/* A contiguous float32 row of -x, |x|, sqrt or + - * / (x and y the array
+ * operands, s the scalar at scalar_at); 0 for other functions. */
+static int contiguous_row_f32(int fn, int nops, float *out, const float *x, const float *y,
+                              double s, int scalar_at, int64_t len)
 {
-  if (scalar_at == 0) {
-    ARITH_ROW(s, (double)x[j])
-  } else if (scalar_at == 1) {
-    ARITH_ROW((double)x[j], s)
-  } else {
-    ARITH_ROW((double)x[j], (double)y[j])
+  if (nops == 1) {
+    switch (fn) {
+      ROW_CASE(STRATA_FN_NEG, x[j], 0);
+      ROW_CASE(STRATA_FN_ABS, x[j], 0);
+    /* sqrtf rounds as sqrt in double then to float does (the bits the
+     * kernel test checks), on 4 floats at once instead of 2 doubles */
+    case STRATA_FN_SQRT:
+      for (int64_t j = 0; j < len; j++)
+        out[j] = sqrtf(x[j]);
+      return 1;
+    default: return 0;
+    }
   }
-}
-
-/* A contiguous float32 row of negation, absolute value or square root (in
- * double, rounded once: the bits of strata__apply_d); 0 for other
- * functions. */
-static int unary_row_f32(int fn, float *out, const float *x, int64_t len)
-{
-  switch (fn) {
-  case STRATA_FN_NEG:
-    for (int64_t j = 0; j < len; j++)
-      out[j] = -x[j];
-    return 1;
-  case STRATA_FN_ABS:
-    for (int64_t j = 0; j < len; j++)
-      out[j] = fabsf(x[j]);
-    return 1;
-  case STRATA_FN_SQRT:
-    for (int64_t j = 0; j < len; j++)
-      out[j] = (float)sqrt((double)x[j]);
-    return 1;
-  default: return 0;
-  }
+  if (scalar_at == 0)
+    ARITH_ROWS(s, x[j])
+  if (scalar_at == 1)
+    ARITH_ROWS(x[j], s)
+  ARITH_ROWS(x[j], y[j])
 }
 
 static void ew_row_f32(const struct strata__ew_args *a, float *out, const void *const *in,
@@ -113,10 +94,9 @@ static void ew_row_f32(const struct strata__ew_args *a, float *out, const void *
 {
   const float *x = (const float *)in[0] + off[0];
   const float *y = a->nops == 2 && a->scalar_at < 0 ? (const float *)in[1] + off[1] : NULL;
-  if (step[0] == 1 &&
-      (a->nops == 1 ? unary_row_f32(a->fn, out, x, len)
-                    : a->nops == 2 && (!y || step[1] == 1) &&
-                          arith_row_f32(a->fn, out, x, y, a->scalar, a->scalar_at, len)))
+  int contiguous = step[0] == 1 && (!y || step[1] == 1);
+  if (contiguous && a->nops <= 2 &&
+      contiguous_row_f32(a->fn, a->nops, out, x, y, a->scalar, a->scalar_at, len))
     return;
   if (a->nops == 1) {
     for (int64_t j = 0; j < len; j++)
