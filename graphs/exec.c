@@ -31,8 +31,7 @@ int strata__slot_register(strata__slot *s, int scratch)
     starpu_vector_data_register(&s->h, -1, 0, count, elem);
     return 0;
   }
-  s->bytes = count * elem;
-  if (strata__host_alloc(&s->mem, s->bytes))
+  if (strata__host_alloc(&s->mem, count * elem))
     return STRATA_ENOMEM;
   starpu_vector_data_register(&s->h, STARPU_MAIN_RAM, (uintptr_t)s->mem, count, elem);
   return 0;
@@ -41,7 +40,8 @@ int strata__slot_register(strata__slot *s, int scratch)
 void strata__slot_unregister_submit(strata__slot *s)
 {
   if (s->mem)
-    strata__host_unregister_submit(s->h, s->mem, s->bytes);
+    strata__host_unregister_submit(s->h, s->mem,
+                                   starpu_vector_get_nx(s->h) * starpu_vector_get_elemsize(s->h));
   else if (s->h)
     starpu_data_unregister_submit(s->h);
   s->h = NULL;

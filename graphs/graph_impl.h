@@ -101,7 +101,6 @@ typedef struct strata__slot {
   starpu_data_handle_t h;
   int temp;  /* h registered by the executor: unregistered after its last reader */
   void *mem; /* storage from the host cache (NULL: StarPU allocates it) */
-  size_t bytes;
 } strata__slot;
 
 /* Register s->h for a value of meta s->m without a user-visible host copy.
