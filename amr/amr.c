@@ -115,8 +115,10 @@ static int submit_fill(strata_amr *amr, struct strata__amr_node *n,
 }
 
 /* Make n a leaf owned by `rank`, its fields registered on every rank and
- * zeroed on the owner. */
-static int make_leaf(strata_amr *amr, struct strata__amr_node *n, int rank)
+ * zeroed on the owner; with a problem, left empty until the leaf has its
+ * final owner (place_new_leaves), so that a change of owner sends nothing. */
+static int make_leaf(strata_amr *amr, struct strata__amr_node *n, int rank,
+                     const strata_amr_problem *problem)
 {
   size_t elem = is_double(amr) ? sizeof(double) : sizeof(float);
   for (int f = 0; f < amr->p.nfields; f++) {
@@ -129,7 +131,8 @@ static int make_leaf(strata_amr *amr, struct strata__amr_node *n, int rank)
   }
   n->is_leaf = 1;
   n->rank = rank;
-  return submit_fill(amr, n, NULL);
+  n->unfilled = problem != NULL;
+  return problem ? 0 : submit_fill(amr, n, NULL);
 }
 
 static void drop_leaf(strata_amr *amr, struct strata__amr_node *n)
@@ -200,13 +203,17 @@ int strata_amr_redistribute(strata_amr *amr)
     free(ranks);
     return ret ? ret : STRATA_ENOMEM;
   }
-  /* Same order on every rank: StarPU-MPI matches the transfers by tag. */
+  /* Same order on every rank: StarPU-MPI matches the transfers by tag. A
+   * leaf that holds no values yet changes owner without a message. */
   for (int64_t i = 0; i < amr->nleaves; i++) {
     struct strata__amr_node *n = amr->leaves[i];
     if (ranks[i] == n->rank)
       continue;
     for (int f = 0; f < amr->p.nfields; f++)
-      starpu_mpi_data_migrate(amr->comm, n->h[f], ranks[i]);
+      if (n->unfilled)
+        starpu_mpi_data_set_rank_comm(n->h[f], ranks[i], amr->comm);
+      else
+        starpu_mpi_data_migrate(amr->comm, n->h[f], ranks[i]);
     n->rank = ranks[i];
   }
   free(ranks);
@@ -282,7 +289,7 @@ int strata_amr_create(const strata_amr_params *p, strata_amr **out)
   if (!local)
     local = ranks ? balance_ranks(amr, ranks) : STRATA_ENOMEM;
   for (int64_t i = 0; !local && i < amr->nleaves; i++)
-    local = make_leaf(amr, amr->leaves[i], ranks[i]);
+    local = make_leaf(amr, amr->leaves[i], ranks[i], NULL);
   free(ranks);
   if ((ret = strata__agree(local, NULL, 0)) != 0) {
     strata_amr_destroy(amr);
@@ -567,9 +574,7 @@ static int refine_leaf(strata_amr *amr, struct strata__amr_node *n,
     struct strata__amr_node *c = kids[o] = strata__amr_add(amr, &cb);
     if (!c)
       return STRATA_ENOMEM;
-    int ret = make_leaf(amr, c, n->rank);
-    if (!ret && problem)
-      ret = submit_fill(amr, c, problem);
+    int ret = make_leaf(amr, c, n->rank, problem);
     if (ret)
       return ret;
   }
@@ -588,10 +593,9 @@ static int coarsen_family(strata_amr *amr, struct strata__amr_node *p,
     strata_amr_child(amr, &p->b, o, &cb);
     kids[o] = strata__amr_find(amr, &cb);
   }
-  int ret = make_leaf(amr, p, kids[0]->rank);
-  if (!ret)
-    ret =
-        problem ? submit_fill(amr, p, problem) : family_fields(amr, STRATA__AMR_RESTRICT, p, kids);
+  int ret = make_leaf(amr, p, kids[0]->rank, problem);
+  if (!ret && !problem)
+    ret = family_fields(amr, STRATA__AMR_RESTRICT, p, kids);
   for (int o = 0; !ret && o < 1 << amr->p.dim; o++) {
     drop_leaf(amr, kids[o]);
     strata__amr_remove(amr, kids[o]);
@@ -643,6 +647,23 @@ static int apply_flags(strata_amr *amr, const strata_amr_problem *problem, int64
   return ret;
 }
 
+/* The owners after an adaptation, then the problem's values on the leaves
+ * it created, each computed where the leaf now lives. */
+static int place_new_leaves(strata_amr *amr, const strata_amr_problem *problem)
+{
+  int ret = strata_amr_redistribute(amr);
+  if (ret || !problem)
+    return ret;
+  int local = 0;
+  for (int64_t i = 0; i < amr->nleaves; i++) {
+    struct strata__amr_node *n = amr->leaves[i];
+    if (n->unfilled && !local)
+      local = submit_fill(amr, n, problem);
+    n->unfilled = 0;
+  }
+  return strata__agree(local, NULL, 0) ? (local ? local : STRATA_ESTARPU) : 0;
+}
+
 int strata_amr_build(strata_amr *amr, const strata_amr_problem *problem,
                      const strata_amr_criterion *criterion)
 {
@@ -678,7 +699,7 @@ int strata_amr_build(strata_amr *amr, const strata_amr_problem *problem,
     local = apply_flags(amr, problem, &changed);
     if ((ret = strata__agree(local, NULL, 0)) != 0)
       return local ? local : ret;
-    if ((ret = strata_amr_redistribute(amr)) != 0)
+    if ((ret = place_new_leaves(amr, problem)) != 0)
       return ret;
   }
   return strata_amr_fill_ghosts(amr);
@@ -713,7 +734,7 @@ static int adapt(strata_amr *amr, const int8_t *flags, const strata_amr_problem 
   local = apply_flags(amr, problem, changed);
   if ((ret = strata__agree(local, NULL, 0)) != 0)
     return local ? local : ret;
-  if ((ret = strata_amr_redistribute(amr)) != 0)
+  if ((ret = place_new_leaves(amr, problem)) != 0)
     return ret;
   return strata_amr_fill_ghosts(amr);
 }
@@ -825,33 +846,21 @@ struct ghost_part {
   struct strata__amr_xfer x;
 };
 
+/* The ghost parts of one leaf owned here, found once per fill. */
 struct ghost_ctx {
   strata_amr *amr;
-  struct exchange *ex;
-  int plan; /* only note which leaves cross ranks, no tasks yet */
   struct strata__amr_node *dst;
   int64_t lo[3], hi[3], shift[3]; /* ghost region, in the domain, cells of dst's level */
-  struct ghost_part *parts;       /* dst's transfers so far, in order */
+  struct ghost_part *parts;       /* dst's transfers, in order */
   int nparts, cap;
   int ret;
 };
 
-/* One transfer from `leaf` into the part of the ghost region it covers:
- * a part of the destination's ghost task on its owner, a send on the
- * source's owner. */
+/* One transfer from `leaf` into the part of the ghost region it covers. */
 static int ghost_from(void *ctx, struct strata__amr_node *leaf)
 {
   struct ghost_ctx *gc = ctx;
   strata_amr *amr = gc->amr;
-  if (gc->plan) {
-    if (gc->dst->rank == amr->rank && leaf->rank != amr->rank)
-      gc->ex->recv[leaf->rank * amr->nleaves + leaf->pos] = 1;
-    else if (gc->dst->rank != amr->rank && leaf->rank == amr->rank)
-      gc->ex->send[gc->dst->rank * amr->nleaves + leaf->pos] = 1;
-    return 0;
-  }
-  if (gc->dst->rank != amr->rank)
-    return 0;
   const int64_t m = amr->p.block_cells, g = amr->p.ghost_depth, side = strata__amr_side(amr);
   const int dl = gc->dst->b.level, sl = leaf->b.level;
   struct strata__amr_xfer x = {
@@ -898,6 +907,24 @@ static int ghost_from(void *ctx, struct strata__amr_node *leaf)
   return 0;
 }
 
+/* The ghost parts of leaf n, direction by direction. */
+static int find_ghost_parts(strata_amr *amr, struct strata__amr_node *n, struct ghost_ctx *gc)
+{
+  *gc = (struct ghost_ctx){.amr = amr, .dst = n};
+  int ndir = amr->p.dim == 3 ? 27 : 9;
+  for (int d = 0; d < ndir && !gc->ret; d++) {
+    int delta[3] = {d % 3 - 1, d / 3 % 3 - 1, d / 9 - 1};
+    if (amr->p.dim == 2)
+      delta[2] = 0;
+    if ((!delta[0] && !delta[1] && !delta[2]) ||
+        !strata__amr_neighbor_region(amr, &n->b, delta, amr->p.ghost_depth, gc->lo, gc->hi,
+                                     gc->shift))
+      continue;
+    strata__amr_visit_box(amr, n->b.level, gc->lo, gc->hi, ghost_from, gc);
+  }
+  return gc->ret;
+}
+
 /* Faces of leaf n on the boundary of a non-periodic domain (bit 2a: low
  * side of axis a, bit 2a + 1: high side). */
 static int boundary_faces(const strata_amr *amr, const struct strata__amr_node *n)
@@ -913,22 +940,21 @@ static int boundary_faces(const strata_amr *amr, const struct strata__amr_node *
 
 /* Field f's source handle of part p: the source leaf's, or the message
  * from its rank (the offset of the leaf's field in it, into *offset). */
-static starpu_data_handle_t part_source(const struct ghost_ctx *gc, const struct ghost_part *p,
-                                        int f, int64_t *offset)
+static starpu_data_handle_t part_source(const strata_amr *amr, const struct exchange *ex,
+                                        const struct ghost_part *p, int f, int64_t *offset)
 {
-  const strata_amr *amr = gc->amr;
   *offset = 0;
   if (p->src->rank == amr->rank)
     return p->src->h[f];
-  *offset = gc->ex->offset[p->src->pos] + f * strata__amr_block_size(amr);
-  return gc->ex->mb.inbox[p->src->rank];
+  *offset = ex->offset[p->src->pos] + f * strata__amr_block_size(amr);
+  return ex->mb.inbox[p->src->rank];
 }
 
 /* Field f of gc->dst: its ghost parts in order, then the extrapolation at
  * the domain faces, as one task. 2:1 balance and ghost_depth <= m / 2 keep
  * the distinct sources to 56 in 3-D (4 a face, 2 an edge, 1 a corner). */
-static int submit_ghosts(struct ghost_ctx *gc, int f, const struct strata__amr_boundary *b,
-                         struct strata__amr_ghosts *g)
+static int submit_ghosts(const struct ghost_ctx *gc, const struct exchange *ex, int f,
+                         const struct strata__amr_boundary *b, struct strata__amr_ghosts *g)
 {
   starpu_data_handle_t dst = gc->dst->h[f], sources[STRATA__AMR_GHOST_SOURCES];
   int nsources = 0;
@@ -936,7 +962,7 @@ static int submit_ghosts(struct ghost_ctx *gc, int f, const struct strata__amr_b
   g->boundary = *b;
   for (int k = 0; k < gc->nparts; k++) {
     int64_t offset;
-    starpu_data_handle_t h = part_source(gc, &gc->parts[k], f, &offset);
+    starpu_data_handle_t h = part_source(gc->amr, ex, &gc->parts[k], f, &offset);
     int src = h == dst ? 0 : -1;
     for (int j = 0; j < nsources && src < 0; j++)
       src = sources[j] == h ? 1 + j : -1;
@@ -952,26 +978,10 @@ static int submit_ghosts(struct ghost_ctx *gc, int f, const struct strata__amr_b
   return g->nxfers || b->faces ? strata__amr_ghosts_submit(dst, sources, nsources, g) : 0;
 }
 
-/* Plan (which leaves cross ranks) or submit the ghost fill of leaf n: one
- * task per field on its owner. */
-static int fill_leaf_ghosts(strata_amr *amr, struct exchange *ex, struct strata__amr_node *n,
-                            int plan)
+/* The ghost fill of an owned leaf from its parts: one task per field. */
+static int fill_leaf_ghosts(strata_amr *amr, const struct exchange *ex, const struct ghost_ctx *gc)
 {
-  struct ghost_ctx gc = {.amr = amr, .ex = ex, .dst = n, .plan = plan};
-  int ndir = amr->p.dim == 3 ? 27 : 9;
-  for (int d = 0; d < ndir && !gc.ret; d++) {
-    int delta[3] = {d % 3 - 1, d / 3 % 3 - 1, d / 9 - 1};
-    if (amr->p.dim == 2)
-      delta[2] = 0;
-    if ((!delta[0] && !delta[1] && !delta[2]) ||
-        !strata__amr_neighbor_region(amr, &n->b, delta, amr->p.ghost_depth, gc.lo, gc.hi, gc.shift))
-      continue;
-    strata__amr_visit_box(amr, n->b.level, gc.lo, gc.hi, ghost_from, &gc);
-  }
-  if (gc.ret || plan || n->rank != amr->rank) {
-    free(gc.parts);
-    return gc.ret;
-  }
+  const struct strata__amr_node *n = gc->dst;
   int64_t side = strata__amr_side(amr);
   struct strata__amr_boundary b = {.dim = amr->p.dim,
                                    .ghost = amr->p.ghost_depth,
@@ -979,13 +989,83 @@ static int fill_leaf_ghosts(strata_amr *amr, struct exchange *ex, struct strata_
                                    .faces = boundary_faces(amr, n),
                                    .dims = {side, side, amr->p.dim == 3 ? side : 1}};
   struct strata__amr_ghosts *g =
-      malloc(sizeof *g + (size_t)(gc.nparts ? gc.nparts : 1) * sizeof g->xfer[0]);
-  gc.ret = g ? 0 : STRATA_ENOMEM;
-  for (int f = 0; f < amr->p.nfields && !gc.ret; f++)
-    gc.ret = submit_ghosts(&gc, f, &b, g);
+      malloc(sizeof *g + (size_t)(gc->nparts ? gc->nparts : 1) * sizeof g->xfer[0]);
+  int ret = g ? 0 : STRATA_ENOMEM;
+  for (int f = 0; f < amr->p.nfields && !ret; f++)
+    ret = submit_ghosts(gc, ex, f, &b, g);
   free(g);
-  free(gc.parts);
-  return gc.ret;
+  return ret;
+}
+
+/* Each rank finds the ghost parts of its own leaves only, and tells the
+ * owners of remote sources what it needs (one exchange of records: the
+ * level, the reader, the source's Morton position); the tree walks are
+ * then a rank's share, not the whole hierarchy's. */
+static int plan_ghosts(strata_amr *amr, struct ghost_ctx *plans, int64_t **wanted, int64_t *nwanted)
+{
+  int64_t n = amr->nleaves, count = 0, cap = 0;
+  int64_t *records = NULL;
+  int *dest = NULL, local = 0;
+  for (int64_t i = 0; i < n && !local; i++) {
+    if (amr->leaves[i]->rank != amr->rank)
+      continue;
+    local = find_ghost_parts(amr, amr->leaves[i], &plans[i]);
+    for (int k = 0; k < plans[i].nparts && !local; k++) {
+      const struct strata__amr_node *src = plans[i].parts[k].src;
+      if (src->rank == amr->rank)
+        continue;
+      if (count == cap) {
+        cap = cap ? 2 * cap : 256;
+        int64_t *r = realloc(records, (size_t)cap * 3 * sizeof *r);
+        int *d = realloc(dest, (size_t)cap * sizeof *d);
+        records = r ? r : records;
+        dest = d ? d : dest;
+        if (!r || !d) {
+          local = STRATA_ENOMEM;
+          break;
+        }
+      }
+      records[3 * count] = amr->leaves[i]->b.level;
+      records[3 * count + 1] = amr->rank;
+      records[3 * count + 2] = src->pos;
+      dest[count++] = src->rank;
+    }
+  }
+  int ret = strata__agree(local, NULL, 0);
+  if (!ret)
+    ret = strata__exchange_records(amr->meta, records, dest, count, 3, wanted, nwanted);
+  free(records);
+  free(dest);
+  return local ? local : ret;
+}
+
+/* One level's exchange: mark what goes where, post, then the ghost tasks
+ * of the level's leaves. */
+static int fill_level_ghosts(strata_amr *amr, int level, struct ghost_ctx *plans,
+                             const int64_t *wanted, int64_t nwanted)
+{
+  struct exchange ex;
+  int64_t n = amr->nleaves;
+  int ret = exchange_open(amr, &ex);
+  for (int64_t k = 0; k < nwanted && !ret; k++)
+    if (wanted[3 * k] == level)
+      ex.send[wanted[3 * k + 1] * n + wanted[3 * k + 2]] = 1;
+  for (int64_t i = 0; i < n && !ret; i++)
+    for (int k = 0; amr->leaves[i]->b.level == level && k < plans[i].nparts; k++) {
+      const struct strata__amr_node *src = plans[i].parts[k].src;
+      if (src->rank != amr->rank)
+        ex.recv[src->rank * n + src->pos] = 1;
+    }
+  /* Post, then the tasks: a pack task then waits only for writes of
+   * earlier levels, never for this level's ghost tasks, which would chain
+   * the ranks' task graphs. */
+  if (!ret)
+    ret = exchange_post(amr, &ex);
+  for (int64_t i = 0; i < n && !ret; i++)
+    if (amr->leaves[i]->b.level == level && plans[i].dst)
+      ret = fill_leaf_ghosts(amr, &ex, &plans[i]);
+  exchange_close(&ex);
+  return ret;
 }
 
 int strata_amr_fill_ghosts(strata_amr *amr)
@@ -993,26 +1073,24 @@ int strata_amr_fill_ghosts(strata_amr *amr)
   strata__clear_error();
   if (!amr)
     return STRATA_EINVAL;
+  struct ghost_ctx *plans = calloc((size_t)(amr->nleaves ? amr->nleaves : 1), sizeof *plans);
+  int64_t *wanted = NULL, nwanted = 0;
+  int local = plans ? 0 : STRATA_ENOMEM;
+  int ret = strata__agree(local, NULL, 0);
+  if (!ret)
+    ret = plan_ghosts(amr, plans, &wanted, &nwanted);
   /* Coarse levels first: prolongation into a finer leaf reads the ghost
    * layer of its coarser neighbour, written in an earlier level, so each
    * level is its own exchange; the same-level and finer sources are read
    * for their interiors only. */
-  int local = 0;
-  for (int level = 0; level <= amr->p.max_level && !local; level++) {
-    struct exchange ex;
-    local = exchange_open(amr, &ex);
-    /* Plan, post the messages, then the tasks: a pack task then waits
-     * only for writes of earlier levels, never for this level's ghost
-     * tasks, which would chain the ranks' task graphs. */
-    for (int64_t i = 0; i < amr->nleaves && !local; i++)
-      if (amr->leaves[i]->b.level == level)
-        local = fill_leaf_ghosts(amr, &ex, amr->leaves[i], 1);
-    if (!local)
-      local = exchange_post(amr, &ex);
-    for (int64_t i = 0; i < amr->nleaves && !local; i++)
-      if (amr->leaves[i]->b.level == level && amr->leaves[i]->rank == amr->rank)
-        local = fill_leaf_ghosts(amr, &ex, amr->leaves[i], 0);
-    exchange_close(&ex);
-  }
+  local = 0;
+  for (int level = 0; level <= amr->p.max_level && !ret && !local; level++)
+    local = fill_level_ghosts(amr, level, plans, wanted, nwanted);
+  for (int64_t i = 0; plans && i < amr->nleaves; i++)
+    free(plans[i].parts);
+  free(plans);
+  free(wanted);
+  if (ret)
+    return ret;
   return strata__agree(local, NULL, 0) ? (local ? local : STRATA_ESTARPU) : 0;
 }

@@ -23,6 +23,7 @@ struct strata__amr_node {
   starpu_data_handle_t h[STRATA_AMR_MAX_FIELDS];
   int64_t pos;                   /* index in the Morton order of the leaves */
   int8_t flag;                   /* adaptation scratch: +1 refine, -1 coarsen, 0 keep */
+  int8_t unfilled;               /* new leaf whose values come from a problem once placed */
   struct strata__amr_node *next; /* hash bucket chain */
 };
 

@@ -216,6 +216,24 @@ int strata__amr_visit_box(const strata_amr *amr, int level, const int64_t lo[3],
     rlo[a] = v.lo[a] / root_span;
     rhi[a] = (v.hi[a] - 1) / root_span;
   }
+  /* A box inside one block of its level (a neighbour region is) starts at
+   * the deepest node holding that block, not at the roots: the same leaves
+   * in the same order, from a lookup or two instead of a walk per level. */
+  strata_amr_block b = {.level = level};
+  int single = 1;
+  for (int a = 0; a < amr->p.dim; a++) {
+    int64_t span = (int64_t)amr->p.block_cells << shift;
+    b.index[a] = v.lo[a] / span;
+    single &= (v.hi[a] - 1) / span == b.index[a];
+  }
+  if (single) {
+    while (b.level > 0 && !strata__amr_find(amr, &b)) {
+      b.level--;
+      for (int a = 0; a < amr->p.dim; a++)
+        b.index[a] /= 2;
+    }
+    return visit_node(&v, &b);
+  }
   strata_amr_block r = {.level = 0};
   for (r.index[2] = rlo[2]; r.index[2] <= rhi[2]; r.index[2]++)
     for (r.index[1] = rlo[1]; r.index[1] <= rhi[1]; r.index[1]++)
