@@ -203,6 +203,23 @@ int strata__mpi_submit_copy_arg(MPI_Comm comm, struct strata__codelet *cl, const
 /* Map a negative errno from StarPU to a STRATA_E* code. */
 int strata__from_starpu(int starpu_ret);
 
+/* How many chunks of consecutive rows a result of `rows` rows, each
+ * `row_elems` elements of its handle, is cut into: one per CPU worker when
+ * it is 1 MiB or more, the node has no GPU, no sequence is being captured
+ * and `out` has a home buffer; else 1. (A planned partition of a buffer
+ * that StarPU allocated itself, home node -1, gets chunks of its own:
+ * their results would not reach the parent.) */
+int strata__row_chunks(starpu_data_handle_t out, int64_t rows, int64_t row_elems);
+
+/* Submits one task per chunk of rows of `out` through `chunk` (rows
+ * [lo, hi), written to the chunk's handle), as children of a planned
+ * partition of `out` that is unpartitioned and cleaned after them: one
+ * task is one core, and one large result would otherwise leave the other
+ * cores idle. `nchunks` from strata__row_chunks. */
+int strata__rows_submit(starpu_data_handle_t out, int64_t rows, int64_t row_elems, int nchunks,
+                        int (*chunk)(void *ctx, int64_t lo, int64_t hi, starpu_data_handle_t part),
+                        void *ctx);
+
 /* Clean the partition plan of `parent` into `n` `children` once the tasks
  * and the unpartition submitted on it are done, without waiting (the
  * children array is copied). StarPU 1.3 keeps 48 bytes for good per handle

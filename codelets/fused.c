@@ -10,11 +10,6 @@
 
 _Static_assert(STARPU_NMAXBUFS - 1 <= STRATA__FUSED_MAXLEAVES, "a fused task's leaves fit");
 
-/* Smallest result cut into chunks: below it a chunk costs less than its
- * task and partition (about 10 µs). At most MAX_CHUNKS chunks. */
-#define SPLIT_BYTES (1 << 20)
-enum { MAX_CHUNKS = 64 };
-
 struct fused_args {
   strata__fused_fn fn; /* NULL: the program */
   uint64_t id;         /* the group's hash, stable across processes */
@@ -65,22 +60,6 @@ STRATA__CODELET(fused_cl, "strata_fused", 0x08519c, fused_cpu, fused_cuda, fused
 STRATA__CODELET(fused_chunk_cl, "strata_fused_chunk", 0x08519c, fused_cpu, NULL, fused_footprint,
                 NULL, .nbuffers = STARPU_VARIABLE_NBUFFERS);
 
-/* How many chunks a result gets: one per CPU worker when it is large, the
- * node has no GPU, no sequence is being captured and the result has a home
- * buffer; else 1. (A planned partition of a buffer that StarPU allocated
- * itself, home node -1, gets chunks of its own: their results would not
- * reach the parent.) */
-static int chunks_for(const struct strata__fused_program *p, starpu_data_handle_t out)
-{
-  unsigned workers = starpu_cpu_worker_get_count();
-  size_t bytes = starpu_vector_get_nx(out) * starpu_vector_get_elemsize(out);
-  if (p->ndim < 1 || workers < 2 || bytes < SPLIT_BYTES || starpu_cuda_worker_get_count() > 0 ||
-      strata__capture_active() || starpu_data_get_home_node(out) < 0)
-    return 1;
-  int64_t most = p->shape[0] < MAX_CHUNKS ? p->shape[0] : MAX_CHUNKS;
-  return most < (int64_t)workers ? (int)most : (int)workers;
-}
-
 static int submit_one(struct strata__codelet *cl, struct fused_args *a,
                       const starpu_data_handle_t *leaves, starpu_data_handle_t out)
 {
@@ -91,6 +70,19 @@ static int submit_one(struct strata__codelet *cl, struct fused_args *a,
     m[k] = STARPU_R;
   }
   return strata__submit_copy_arg(cl, a, sizeof *a, a->nbuffers, h, m);
+}
+
+struct chunk_ctx {
+  struct fused_args *a;
+  const starpu_data_handle_t *leaves;
+};
+
+static int submit_chunk(void *ctx, int64_t lo, int64_t hi, starpu_data_handle_t part)
+{
+  struct chunk_ctx *c = ctx;
+  c->a->lo = lo;
+  c->a->hi = hi;
+  return submit_one(&fused_chunk_cl, c->a, c->leaves, part);
 }
 
 int strata__fused_submit(strata__fused_fn fn, uint64_t id,
@@ -105,29 +97,11 @@ int strata__fused_submit(strata__fused_fn fn, uint64_t id,
   a.row_elems = 1;
   for (int d = 1; d < program->ndim; d++)
     a.row_elems *= program->shape[d];
-  int nchunks = chunks_for(program, out);
+  int nchunks = program->ndim < 1 ? 1 : strata__row_chunks(out, rows, a.row_elems);
   if (nchunks == 1) {
     a.hi = rows;
     return submit_one(&fused_cl, &a, leaves, out);
   }
-  /* Chunks of consecutive rows as children of `out`, planned and cleaned
-   * around the tasks (the output is not always the same handle). */
-  long lengths[MAX_CHUNKS];
-  starpu_data_handle_t children[MAX_CHUNKS];
-  for (int c = 0; c < nchunks; c++)
-    lengths[c] = (long)((rows * (c + 1) / nchunks - rows * c / nchunks) * a.row_elems);
-  struct starpu_data_filter f = {.filter_func = starpu_vector_filter_list_long,
-                                 .nchildren = (unsigned)nchunks,
-                                 .filter_arg_ptr = lengths};
-  starpu_data_partition_plan(out, &f, children);
-  starpu_data_partition_submit(out, (unsigned)nchunks, children);
-  int ret = 0;
-  for (int c = 0; c < nchunks && !ret; c++) {
-    a.lo = rows * c / nchunks;
-    a.hi = rows * (c + 1) / nchunks;
-    ret = submit_one(&fused_chunk_cl, &a, leaves, children[c]);
-  }
-  starpu_data_unpartition_submit(out, (unsigned)nchunks, children, -1);
-  strata__partition_clean_submit(out, (unsigned)nchunks, children);
-  return ret;
+  struct chunk_ctx c = {&a, leaves};
+  return strata__rows_submit(out, rows, a.row_elems, nchunks, submit_chunk, &c);
 }

@@ -55,6 +55,46 @@ void strata__partition_clean_submit(starpu_data_handle_t parent, unsigned n,
   starpu_data_partition_clean(parent, n, children); /* out of memory: may drop ~50 B */
 }
 
+/* Smallest result cut into chunks: below it a chunk costs less than its
+ * task and partition (about 10 µs). */
+#define SPLIT_BYTES (1 << 20)
+enum { MAX_CHUNKS = 64 };
+
+int strata__row_chunks(starpu_data_handle_t out, int64_t rows, int64_t row_elems)
+{
+  unsigned workers = starpu_cpu_worker_get_count();
+  size_t nx = starpu_vector_get_nx(out);
+  if (workers < 2 || rows < 2 || (int64_t)nx != rows * row_elems ||
+      nx * starpu_vector_get_elemsize(out) < SPLIT_BYTES || starpu_cuda_worker_get_count() > 0 ||
+      strata__capture_active() || starpu_data_get_home_node(out) < 0)
+    return 1;
+  int64_t most = rows < MAX_CHUNKS ? rows : MAX_CHUNKS;
+  return most < (int64_t)workers ? (int)most : (int)workers;
+}
+
+int strata__rows_submit(starpu_data_handle_t out, int64_t rows, int64_t row_elems, int nchunks,
+                        int (*chunk)(void *ctx, int64_t lo, int64_t hi, starpu_data_handle_t part),
+                        void *ctx)
+{
+  if (nchunks < 2 || nchunks > MAX_CHUNKS)
+    return chunk(ctx, 0, rows, out);
+  long lengths[MAX_CHUNKS];
+  starpu_data_handle_t children[MAX_CHUNKS];
+  for (int c = 0; c < nchunks; c++)
+    lengths[c] = (long)((rows * (c + 1) / nchunks - rows * c / nchunks) * row_elems);
+  struct starpu_data_filter f = {.filter_func = starpu_vector_filter_list_long,
+                                 .nchildren = (unsigned)nchunks,
+                                 .filter_arg_ptr = lengths};
+  starpu_data_partition_plan(out, &f, children);
+  starpu_data_partition_submit(out, (unsigned)nchunks, children);
+  int ret = 0;
+  for (int c = 0; c < nchunks && !ret; c++)
+    ret = chunk(ctx, rows * c / nchunks, rows * (c + 1) / nchunks, children[c]);
+  starpu_data_unpartition_submit(out, (unsigned)nchunks, children, -1);
+  strata__partition_clean_submit(out, (unsigned)nchunks, children);
+  return ret;
+}
+
 void strata__unregister(starpu_data_handle_t handle)
 {
   /* Behind every earlier access, the plan cleaning included; no data moves.

@@ -695,6 +695,46 @@ static void check_chunked_fusion(int program)
   }
 }
 
+static double quarter_of_column(int64_t j) { return (double)(j % 300) * 0.25; }
+static double centred_row(int64_t i) { return (double)(i % 13) - 6; }
+
+/* Eager operations on results of 1 MiB or more run as one chunk of rows
+ * per worker too (STARPU_NCPU is 2 here): x + row (float32 + float64, row
+ * broadcast down), times col (int32, broadcast across), times 0.5, each
+ * element against its value computed here (exact in doubles). */
+static void check_chunked_eager(void)
+{
+  const int64_t shape[2] = {1000, 300}, row_shape[2] = {1, 300}, col_shape[2] = {1000, 1};
+  strata_array *x = filled(2, shape, STRATA_FLOAT32, ramp),
+               *row = filled(2, row_shape, STRATA_FLOAT64, quarter_of_column),
+               *col = filled(2, col_shape, STRATA_INT32, centred_row), *y = NULL, *z = NULL,
+               *w = NULL;
+  executed_tasks();
+  CHECK_EQ(strata_binary(NULL, STRATA_FN_ADD, x, row, &y), 0);
+  CHECK_EQ(strata_binary(NULL, STRATA_FN_MUL, y, col, &z), 0);
+  CHECK_EQ(strata_binary_scalar(NULL, STRATA_FN_MUL, z, strata_float(0.5), 0, &w), 0);
+  int tasks = executed_tasks();
+  printf("three eager operations on 1000 x 300 float64: %d tasks\n", tasks);
+  CHECK_EQ(tasks, 6);
+  const double *p;
+  int64_t wrong = 0;
+  if (w && strata_array_acquire(w, STRATA_READ, (void **)&p) == 0) {
+    CHECK_EQ(strata_array_dtype(w), STRATA_FLOAT64);
+    for (int64_t i = 0; i < shape[0]; i++)
+      for (int64_t j = 0; j < shape[1]; j++)
+        wrong += p[i * shape[1] + j] !=
+                 (ramp(i * shape[1] + j) + quarter_of_column(j)) * centred_row(i) * 0.5;
+    strata_array_release(w);
+  }
+  CHECK_EQ(wrong, 0);
+  strata_array_destroy(w);
+  strata_array_destroy(z);
+  strata_array_destroy(y);
+  strata_array_destroy(x);
+  strata_array_destroy(row);
+  strata_array_destroy(col);
+}
+
 /* ---- host transfers, Hosted intermediates ---- */
 
 static double twice(int64_t i) { return 2.0 * (double)i; }
@@ -1013,6 +1053,7 @@ int main(int argc, char **argv)
   check_chunked_fusion(0);
   check_chunked_fusion(1);
   check_chunked_intermediates();
+  check_chunked_eager();
   check_host_transfers();
   check_kernel_cache(x);
   strata_array_destroy(x);
