@@ -1042,7 +1042,7 @@ static int plan_ghosts(strata_amr *amr, struct ghost_ctx *plans, int64_t **wante
 /* One level's exchange: mark what goes where, post, then the ghost tasks
  * of the level's leaves. */
 static int fill_level_ghosts(strata_amr *amr, int level, struct ghost_ctx *plans,
-                             const int64_t *wanted, int64_t nwanted)
+                             const int64_t *wanted, int64_t nwanted, const uint8_t *urgent)
 {
   struct exchange ex;
   int64_t n = amr->nleaves;
@@ -1062,8 +1062,11 @@ static int fill_level_ghosts(strata_amr *amr, int level, struct ghost_ctx *plans
   if (!ret)
     ret = exchange_post(amr, &ex);
   for (int64_t i = 0; i < n && !ret; i++)
-    if (amr->leaves[i]->b.level == level && plans[i].dst)
+    if (amr->leaves[i]->b.level == level && plans[i].dst) {
+      int previous = strata__submit_priority(urgent[i] ? STARPU_MAX_PRIO : 0);
       ret = fill_leaf_ghosts(amr, &ex, &plans[i]);
+      strata__submit_priority(previous);
+    }
   exchange_close(&ex);
   return ret;
 }
@@ -1073,19 +1076,27 @@ int strata_amr_fill_ghosts(strata_amr *amr)
   strata__clear_error();
   if (!amr)
     return STRATA_EINVAL;
-  struct ghost_ctx *plans = calloc((size_t)(amr->nleaves ? amr->nleaves : 1), sizeof *plans);
+  size_t n = (size_t)(amr->nleaves ? amr->nleaves : 1);
+  struct ghost_ctx *plans = calloc(n, sizeof *plans);
+  uint8_t *urgent = calloc(n, 1);
   int64_t *wanted = NULL, nwanted = 0;
-  int local = plans ? 0 : STRATA_ENOMEM;
+  int local = plans && urgent ? 0 : STRATA_ENOMEM;
   int ret = strata__agree(local, NULL, 0);
   if (!ret)
     ret = plan_ghosts(amr, plans, &wanted, &nwanted);
+  /* A coarser leaf that a finer remote leaf prolongs from is packed with
+   * its ghost layer at a later level: its ghost tasks go first, as the
+   * packs that wait for them do. */
+  for (int64_t k = 0; !ret && k < nwanted; k++)
+    urgent[wanted[3 * k + 2]] |= amr->leaves[wanted[3 * k + 2]]->b.level < wanted[3 * k];
   /* Coarse levels first: prolongation into a finer leaf reads the ghost
    * layer of its coarser neighbour, written in an earlier level, so each
    * level is its own exchange; the same-level and finer sources are read
    * for their interiors only. */
   local = 0;
   for (int level = 0; level <= amr->p.max_level && !ret && !local; level++)
-    local = fill_level_ghosts(amr, level, plans, wanted, nwanted);
+    local = fill_level_ghosts(amr, level, plans, wanted, nwanted, urgent);
+  free(urgent);
   for (int64_t i = 0; plans && i < amr->nleaves; i++)
     free(plans[i].parts);
   free(plans);
