@@ -1061,12 +1061,13 @@ static int fill_level_ghosts(strata_amr *amr, int level, struct ghost_ctx *plans
    * the ranks' task graphs. */
   if (!ret)
     ret = exchange_post(amr, &ex);
+  int base = strata__submit_priority(0); /* the caller's */
   for (int64_t i = 0; i < n && !ret; i++)
     if (amr->leaves[i]->b.level == level && plans[i].dst) {
-      int previous = strata__submit_priority(urgent[i] ? STARPU_MAX_PRIO : 0);
+      strata__submit_priority(urgent[i] ? STARPU_MAX_PRIO : base);
       ret = fill_leaf_ghosts(amr, &ex, &plans[i]);
-      strata__submit_priority(previous);
     }
+  strata__submit_priority(base);
   exchange_close(&ex);
   return ret;
 }

@@ -221,8 +221,8 @@ int strata__amr_visit_box(const strata_amr *amr, int level, const int64_t lo[3],
    * in the same order, from a lookup or two instead of a walk per level. */
   strata_amr_block b = {.level = level};
   int single = 1;
+  const int64_t span = (int64_t)amr->p.block_cells << shift;
   for (int a = 0; a < amr->p.dim; a++) {
-    int64_t span = (int64_t)amr->p.block_cells << shift;
     b.index[a] = v.lo[a] / span;
     single &= (v.hi[a] - 1) / span == b.index[a];
   }

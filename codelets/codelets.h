@@ -215,7 +215,8 @@ int strata__row_chunks(starpu_data_handle_t out, int64_t rows, int64_t row_elems
  * [lo, hi), written to the chunk's handle), as children of a planned
  * partition of `out` that is unpartitioned and cleaned after them: one
  * task is one core, and one large result would otherwise leave the other
- * cores idle. `nchunks` from strata__row_chunks. */
+ * cores idle. `nchunks` from strata__row_chunks (STRATA_EINVAL outside
+ * 1..64). */
 int strata__rows_submit(starpu_data_handle_t out, int64_t rows, int64_t row_elems, int nchunks,
                         int (*chunk)(void *ctx, int64_t lo, int64_t hi, starpu_data_handle_t part),
                         void *ctx);

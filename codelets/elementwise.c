@@ -6,28 +6,35 @@
 
 static int narrays(const struct strata__ew_args *a) { return a->nops - (a->scalar_at >= 0); }
 
+/* The array operands' data from the task's buffers (after the result),
+ * starting `lo` rows of the result in (none on a broadcast first dimension). */
+static void operands_at(void *buffers[], const struct strata__ew_args *a, int64_t lo,
+                        const void *in[STRATA__EW_MAXOPS])
+{
+  for (int k = 0; k < STRATA__EW_MAXOPS; k++)
+    in[k] = k < narrays(a) ? (const char *)STARPU_VECTOR_GET_PTR(buffers[k + 1]) +
+                                 lo * a->stride[k][0] * (int64_t)strata_dtype_size(a->in_dtype[k])
+                           : NULL;
+}
+
 static void ew_cpu(void *buffers[], void *cl_arg)
 {
-  const struct strata__ew_args *a = cl_arg;
-  const void *in[STRATA__EW_MAXOPS] = {NULL, NULL, NULL};
-  for (int k = 0; k < narrays(a); k++)
-    in[k] = (const void *)STARPU_VECTOR_GET_PTR(buffers[k + 1]);
-  strata__ew_cpu(a, (void *)STARPU_VECTOR_GET_PTR(buffers[0]), in);
+  const void *in[STRATA__EW_MAXOPS];
+  operands_at(buffers, cl_arg, 0, in);
+  strata__ew_cpu(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[0]), in);
 }
 
 #if STRATA__USE_CUDA
 static void ew_cuda(void *buffers[], void *cl_arg)
 {
-  const struct strata__ew_args *a = cl_arg;
-  const void *in[STRATA__EW_MAXOPS] = {NULL, NULL, NULL};
-  for (int k = 0; k < narrays(a); k++)
-    in[k] = (const void *)STARPU_VECTOR_GET_PTR(buffers[k + 1]);
-  strata__ew_cuda(a, (void *)STARPU_VECTOR_GET_PTR(buffers[0]), in, starpu_cuda_get_local_stream());
+  const void *in[STRATA__EW_MAXOPS];
+  operands_at(buffers, cl_arg, 0, in);
+  strata__ew_cuda(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[0]), in,
+                  starpu_cuda_get_local_stream());
 }
 #endif
 
-/* A chunk of rows [lo, lo + shape[0]) of the result: the operands' rows
- * start lo rows in (none on a broadcast first dimension). */
+/* A chunk of rows [lo, lo + shape[0]) of the result. */
 struct ew_chunk_args {
   struct strata__ew_args ew; /* shape[0]: the chunk's rows */
   int64_t lo;
@@ -36,10 +43,8 @@ struct ew_chunk_args {
 static void ew_chunk_cpu(void *buffers[], void *cl_arg)
 {
   const struct ew_chunk_args *c = cl_arg;
-  const void *in[STRATA__EW_MAXOPS] = {NULL, NULL, NULL};
-  for (int k = 0; k < narrays(&c->ew); k++)
-    in[k] = (const char *)STARPU_VECTOR_GET_PTR(buffers[k + 1]) +
-            c->lo * c->ew.stride[k][0] * (int64_t)strata_dtype_size(c->ew.in_dtype[k]);
+  const void *in[STRATA__EW_MAXOPS];
+  operands_at(buffers, &c->ew, c->lo, in);
   strata__ew_cpu(&c->ew, (void *)STARPU_VECTOR_GET_PTR(buffers[0]), in);
 }
 
@@ -85,7 +90,7 @@ int strata__ew_submit(const struct strata__ew_args *a, const starpu_data_handle_
   int64_t rows = a->ndim > 0 ? a->shape[0] : 1, row_elems = 1;
   for (int d = 1; d < a->ndim; d++)
     row_elems *= a->shape[d];
-  int nchunks = a->ndim < 1 ? 1 : strata__row_chunks(out, rows, row_elems);
+  int nchunks = strata__row_chunks(out, rows, row_elems);
   for (int k = 0; k < n; k++) {
     h[k + 1] = operands[k];
     nchunks = operands[k] == out ? 1 : nchunks; /* in place: the rows are read whole */

@@ -97,7 +97,7 @@ int strata__fused_submit(strata__fused_fn fn, uint64_t id,
   a.row_elems = 1;
   for (int d = 1; d < program->ndim; d++)
     a.row_elems *= program->shape[d];
-  int nchunks = program->ndim < 1 ? 1 : strata__row_chunks(out, rows, a.row_elems);
+  int nchunks = strata__row_chunks(out, rows, a.row_elems);
   if (nchunks == 1) {
     a.hi = rows;
     return submit_one(&fused_cl, &a, leaves, out);

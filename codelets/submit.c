@@ -76,8 +76,8 @@ int strata__rows_submit(starpu_data_handle_t out, int64_t rows, int64_t row_elem
                         int (*chunk)(void *ctx, int64_t lo, int64_t hi, starpu_data_handle_t part),
                         void *ctx)
 {
-  if (nchunks < 2 || nchunks > MAX_CHUNKS)
-    return chunk(ctx, 0, rows, out);
+  if (nchunks < 1 || nchunks > MAX_CHUNKS)
+    return STRATA_EINVAL;
   long lengths[MAX_CHUNKS];
   starpu_data_handle_t children[MAX_CHUNKS];
   for (int c = 0; c < nchunks; c++)

@@ -716,9 +716,11 @@ static void check_chunked_eager(void)
   int tasks = executed_tasks();
   printf("three eager operations on 1000 x 300 float64: %d tasks\n", tasks);
   CHECK_EQ(tasks, 6);
-  const double *p;
+  const double *p = NULL;
   int64_t wrong = 0;
-  if (w && strata_array_acquire(w, STRATA_READ, (void **)&p) == 0) {
+  int read = w && strata_array_acquire(w, STRATA_READ, (void **)&p) == 0;
+  CHECK(read);
+  if (read) {
     CHECK_EQ(strata_array_dtype(w), STRATA_FLOAT64);
     for (int64_t i = 0; i < shape[0]; i++)
       for (int64_t j = 0; j < shape[1]; j++)
