@@ -4,16 +4,28 @@
  * the neighbours, then extrapolation at domain boundaries), and the
  * initial-conditions fill. History-based perf models keyed on the shape of
  * the work. */
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "amr.h"
 #include "kernels/amr_kernels.h"
 
+/* CPU time of the transfer tasks on CPU workers, for the inference's
+ * measured work per rank. */
+static int64_t xfer_cpu_ns;
+
 static void xfer_cpu(void *buffers[], void *cl_arg)
 {
+  int64_t start = strata__thread_cpu_ns();
   strata__amr_xfer_cpu(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
                        (const void *)STARPU_VECTOR_GET_PTR(buffers[0]));
+  __atomic_add_fetch(&xfer_cpu_ns, strata__thread_cpu_ns() - start, __ATOMIC_RELAXED);
+}
+
+double strata__amr_xfer_cpu_seconds(void)
+{
+  return (double)__atomic_load_n(&xfer_cpu_ns, __ATOMIC_RELAXED) * 1e-9;
 }
 
 /* A family task's arrays: buffer 0 the parent, 1 + o child o. */
@@ -181,6 +193,13 @@ int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data
                             const struct strata__amr_xfer *x)
 {
   return xfer(comm, src, dst, x, NULL);
+}
+
+double strata__amr_xfer_expected_seconds(const struct strata__amr_xfer *x, int workerid)
+{
+  if (x->kind < STRATA__AMR_COPY || x->kind > STRATA__AMR_PROLONG)
+    return NAN;
+  return strata__expected_seconds(xfer_cl[x->kind], xfer_hash(x), workerid);
 }
 
 int strata__amr_pack_submit(starpu_data_handle_t src, starpu_data_handle_t outbox,

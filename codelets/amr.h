@@ -21,6 +21,16 @@ int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data
 int strata__amr_pack_submit(starpu_data_handle_t src, starpu_data_handle_t outbox,
                             const struct strata__amr_xfer *x);
 
+/* The time StarPU's history of x's transfer codelet expects for one such
+ * transfer on worker `workerid` (seconds; NAN without enough measurements:
+ * strata__expected_seconds). */
+double strata__amr_xfer_expected_seconds(const struct strata__amr_xfer *x, int workerid);
+
+/* The CPU time of every transfer task (copy, restriction, prolongation:
+ * the two functions above) on CPU workers so far in this process
+ * (seconds). */
+double strata__amr_xfer_cpu_seconds(void);
+
 /* The transfers between one parent block and its children as one task:
  * child o restricted into the parent (children R, parent RW) or prolonged
  * from it (parent R, children RW) as x[o] says, for o < nchildren (at most

@@ -144,6 +144,16 @@ int strata__submit(struct strata__codelet *cl, const void *cl_arg, size_t cl_arg
 int strata__submit_priority(int priority);
 enum { STRATA__PRIO_DOWNSTREAM = 1 };
 
+/* The calling thread's CPU time (ns): what a task cost, whatever else ran
+ * on its core. */
+int64_t strata__thread_cpu_ns(void);
+
+/* The time (seconds) StarPU's history-based model of `cl` expects for a
+ * task of footprint `footprint` on worker `workerid`'s architecture; NAN
+ * before the codelet's first task (the history is not loaded) or with too
+ * few measurements of that footprint (STARPU_CALIBRATE_MINIMUM). */
+double strata__expected_seconds(struct strata__codelet *cl, uint32_t footprint, int workerid);
+
 /* Same, with a copy of `arg` (size bytes) that the task owns and frees. */
 int strata__submit_copy_arg(struct strata__codelet *cl, const void *arg, size_t size, int nbuffers,
                             const starpu_data_handle_t *handles,

@@ -4,31 +4,23 @@
 #include "model.h"
 
 #include <math.h>
-#include <time.h>
 
 #if STRATA__USE_CUDA
 #include <starpu_cublas_v2.h>
 #endif
 
-static int64_t thread_cpu_ns(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 static void model_cpu(void *buffers[], void *cl_arg)
 {
   const struct strata__model_call *call = cl_arg;
   /* CPU time, not wall time: what the task cost whatever else ran on the core. */
-  int64_t start = thread_cpu_ns();
+  int64_t start = strata__thread_cpu_ns();
   call->cpu(call->model, (const float *)STARPU_VECTOR_GET_PTR(buffers[0]),
             (const float *)STARPU_VECTOR_GET_PTR(buffers[1]),
             (float *)STARPU_VECTOR_GET_PTR(buffers[2]),
             strata__cube_root(STARPU_VECTOR_GET_NX(buffers[1]) / call->in_channels),
             (void *)STARPU_VECTOR_GET_PTR(buffers[3]));
   if (call->cpu_ns)
-    __atomic_add_fetch(call->cpu_ns, thread_cpu_ns() - start, __ATOMIC_RELAXED);
+    __atomic_add_fetch(call->cpu_ns, strata__thread_cpu_ns() - start, __ATOMIC_RELAXED);
 }
 
 #if STRATA__USE_CUDA
@@ -87,13 +79,6 @@ double strata__model_expected_seconds(const struct strata__model_call *call, int
   enum starpu_worker_archtype type = starpu_worker_get_type(workerid);
   if (type != STARPU_CPU_WORKER && (type != STARPU_CUDA_WORKER || !call->cuda))
     return INFINITY;
-  /* Before the first task of the codelet StarPU has not loaded its history. */
-  if (!model_cl.model.is_loaded)
-    return NAN;
   uint32_t footprint = starpu_hash_crc32c_be((uint32_t)(n * n * n * call->in_channels), call->id);
-  struct starpu_perfmodel_arch *arch =
-      starpu_worker_get_perf_archtype(workerid, STARPU_NMAX_SCHED_CTXS);
-  double us =
-      arch ? starpu_perfmodel_history_based_expected_perf(&model_cl.model, arch, footprint) : NAN;
-  return us > 0 ? us * 1e-6 : NAN;
+  return strata__expected_seconds(&model_cl, footprint, workerid);
 }

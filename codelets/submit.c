@@ -1,8 +1,10 @@
 /* Strata's task insert path: builds the starpu_task directly, without the
  * variadic parsing and argument packing of starpu_task_insert(). */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <starpu_mpi.h>
 
@@ -106,6 +108,24 @@ void strata__unregister(starpu_data_handle_t handle)
 }
 
 static _Thread_local int submit_priority;
+
+int64_t strata__thread_cpu_ns(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+double strata__expected_seconds(struct strata__codelet *cl, uint32_t footprint, int workerid)
+{
+  if (!cl->model.is_loaded)
+    return NAN;
+  struct starpu_perfmodel_arch *arch =
+      starpu_worker_get_perf_archtype(workerid, STARPU_NMAX_SCHED_CTXS);
+  double us =
+      arch ? starpu_perfmodel_history_based_expected_perf(&cl->model, arch, footprint) : NAN;
+  return us > 0 ? us * 1e-6 : NAN;
+}
 
 int strata__submit_priority(int priority)
 {

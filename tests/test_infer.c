@@ -435,11 +435,12 @@ static strata_infer_stats field_change(strata_model *model, strata_infer_placeme
   return st;
 }
 
-/* The measured policy keeps the ranks' shares within 2 % (plus one
- * element) and moves no more kept elements than the curve, fewer on 2 and
- * 3 ranks. On 4 this field, which adds 1.5 times the elements on one side
- * of the curve, leaves no balanced cut that keeps them (both move 29 of
- * 117). The 10 % of the default job: tests/infer_placement.py. */
+/* The measured policy weighs each element's transfers (this cheap model
+ * costs less than they do, so they count), keeps the ranks' shares of the
+ * weights within 2 % (plus a few elements) and moves no more kept elements
+ * than the curve. On 4 ranks this field, which adds 1.5 times the elements
+ * on one side of the curve, leaves no balanced cut that keeps them all.
+ * The 10 % of the default job: tests/infer_placement.py. */
 static void check_measured_placement(strata_model *model)
 {
   strata_infer_stats curve = field_change(model, STRATA_INFER_PLACE_CURVE);
@@ -447,16 +448,22 @@ static void check_measured_placement(strata_model *model)
   double mean = (double)st.elements / num_ranks();
   if (my_rank() == 0)
     printf("measured placement: %lld elements (%lld kept, %lld moved; curve moves %lld), max %lld "
-           "per rank (mean %.1f), predicted max/mean %.3f\n",
+           "per rank (mean %.1f), predicted max/mean %.3f, transfers %.0f %% of the work; "
+           "measured max/mean %.3f (curve %.3f)\n",
            (long long)st.elements, (long long)st.kept, (long long)st.migrated,
            (long long)curve.migrated, (long long)st.elements_max, mean,
-           st.predicted_max / st.predicted_mean);
+           st.predicted_max / st.predicted_mean, 100 * st.transfer_share,
+           st.measured_max / st.measured_mean, curve.measured_max / curve.measured_mean);
   CHECK(st.created > 0 && st.kept > 0);
   CHECK(st.migrated <= curve.migrated);
-  if (num_ranks() == 2 || num_ranks() == 3)
-    CHECK(st.migrated < curve.migrated);
-  CHECK(st.elements_max <= 1.02 * mean + 1);
-  CHECK(st.predicted_max <= (1.02 + 1 / mean) * st.predicted_mean);
+  /* Measured in the first run's cycles: weighed in the second's placement. */
+  CHECK(st.transfer_share > 0.05 && st.transfer_share < 1);
+  CHECK_EQ(curve.transfer_share, 0);
+  CHECK(st.predicted_max <= (1.02 + 3 / mean) * st.predicted_mean);
+  /* The finer side's arrays restrict more cells: fewer of them per rank,
+   * so more than an equal count elsewhere. */
+  if (num_ranks() > 1)
+    CHECK(st.elements_max > 1.02 * mean + 1);
   /* Element handles: all five of each own element, and on several ranks
    * only some of the others' (the neighbours' that links exchange). */
   CHECK(st.handles_local >= 5 * st.elements_local);

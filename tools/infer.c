@@ -40,8 +40,9 @@ static const char usage_text[] =
     "                      the first channel)\n"
     "  --value-outputs A,B the model outputs each bubble carries as values, their\n"
     "                      probability-weighted means (default: every other channel)\n"
-    "  --placement P       curve (default), greedy or measured (by the model's measured\n"
-    "                      speed on each rank, kept elements stay where balance allows)\n"
+    "  --placement P       curve (default), greedy or measured (by the costs StarPU\n"
+    "                      measured for the model and the transfers on each rank, kept\n"
+    "                      elements stay where balance allows)\n"
     "  --bulk-synchronous  global barriers between phases (comparison mode)\n"
     "  --cycles N          cycles to run (3)\n"
     "output:\n"
@@ -377,6 +378,8 @@ static int run(const struct infer_options *o)
            "total", sums[STRATA_INFER_PHASES] / o->cycles, (long long)st.elements,
            (long long)st.elements_max, (long long)st.bubbles, (long long)st.parts,
            (long long)st.leaf_bubbles, st.volume_min, st.volume_max);
+    if (st.transfer_share > 0)
+      printf("placement: transfers weigh %.2f %% of the predicted work\n", 100 * st.transfer_share);
     if (st.parts_lost)
       printf("warning: %lld bubble parts did not fit their array's table and are missing from "
              "the bubbles (raise bubble_capacity)\n",

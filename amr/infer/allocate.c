@@ -238,9 +238,10 @@ static struct worker_times local_times(const strata_infer *inf)
 /* Every rank's speed at the model (models per second) from the measured
  * times averaged per kind of worker over all ranks, so that ranks of the
  * same hardware get the same speed whatever the noise of their own
- * measurements; worker counts while some kind has no measurement.
- * Collective. */
-static int gather_speeds(strata_infer *inf, double *speed)
+ * measurements; worker counts while some kind has no measurement. The
+ * mean model time on a CPU worker into *model_cpu_seconds (NAN until
+ * measured). Collective. */
+static int gather_speeds(strata_infer *inf, double *speed, double *model_cpu_seconds)
 {
   const int size = inf->mesh->size;
   struct worker_times mine = local_times(inf), *all = malloc((size_t)size * sizeof *all);
@@ -250,14 +251,15 @@ static int gather_speeds(strata_infer *inf, double *speed)
     return ret;
   }
   MPI_Allgather(&mine, 2 * KINDS, MPI_DOUBLE, all, 2 * KINDS, MPI_DOUBLE, inf->mesh->meta);
-  double mean[KINDS];
+  double mean[KINDS], count[KINDS];
   int measured = 1;
   for (int k = 0; k < KINDS; k++) {
-    double count = 0, seconds = 0;
+    double seconds = 0;
+    count[k] = 0;
     for (int r = 0; r < size; r++)
       if (all[r].count[k] > 0)
-        count += all[r].count[k], seconds += all[r].seconds[k];
-    mean[k] = count > 0 ? seconds / count : 1;
+        count[k] += all[r].count[k], seconds += all[r].seconds[k];
+    mean[k] = count[k] > 0 ? seconds / count[k] : 1;
     measured = measured && mean[k] > 0; /* NAN compares false */
   }
   for (int r = 0; r < size; r++) {
@@ -266,6 +268,7 @@ static int gather_speeds(strata_infer *inf, double *speed)
       speed[r] += all[r].count[k] / (measured ? mean[k] : 1);
     speed[r] = speed[r] > 0 ? speed[r] : 1;
   }
+  *model_cpu_seconds = measured && count[0] > 0 ? mean[0] : NAN;
   free(all);
   return 0;
 }
@@ -281,15 +284,67 @@ static void kept_before(const strata_infer *inf, int64_t c, int r, int64_t count
       counts[inf->el[i].rank > r]++;
 }
 
-/* The measured policy: the Morton curve cut into shares proportional to
- * the ranks' speeds. Each cut may move by 1 % of the smaller of its two
- * shares, to where it moves the fewest kept elements; then kept elements
- * cut away return while their rank stays within 2 % of its share. Balance
- * first, then no needless migration. */
-static void place_measured(strata_infer *inf, const double *speed, int *ranks)
+/* Each element's weight, in model tasks on a CPU worker: 1 plus the time
+ * its transfers take on a CPU worker over the model's. A transfer's time
+ * is what StarPU's history of its codelet (copy, restriction,
+ * prolongation) expects for its footprint; a footprint without enough
+ * measurements gets its cells times this rank's measured seconds per cell.
+ * Every rank weighs its own leaves' transfers, the sums are agreed; all
+ * weights are 1 until the model and, on every rank with transfers, some
+ * transfer have been measured. Collective. */
+static int transfer_weights(strata_infer *inf, const struct transfer *t, int64_t nt,
+                            double model_cpu_seconds, double *weight)
+{
+  const int64_t n = inf->nel;
+  double *w = calloc((size_t)(n + 1), sizeof *w); /* [n]: ranks without measurements */
+  double *cells = malloc((size_t)(nt + 1) * sizeof *cells);
+  int ret = strata__agree(w && cells ? 0 : STRATA_ENOMEM, NULL, 0);
+  const int cpu = starpu_worker_get_by_type(STARPU_CPU_WORKER, 0);
+  double known_seconds = 0, known_cells = 0;
+  for (int64_t k = 0; !ret && k < nt; k++) {
+    double s = cpu >= 0 ? strata__infer_transfer_seconds(inf, &t[k], cpu, &cells[k]) : NAN;
+    if (s >= 0) { /* NAN compares false */
+      w[t[k].element] += s;
+      known_seconds += s, known_cells += cells[k];
+      cells[k] = 0;
+    }
+  }
+  const double per_cell = known_cells > 0 ? known_seconds / known_cells : NAN;
+  for (int64_t k = 0; !ret && k < nt; k++)
+    w[t[k].element] += cells[k] > 0 ? cells[k] * per_cell : 0;
+  if (!ret)
+    w[n] = nt > 0 && !(known_cells > 0);
+  if (!ret && MPI_Allreduce(MPI_IN_PLACE, w, (int)n + 1, MPI_DOUBLE, MPI_SUM, inf->mesh->meta) !=
+                  MPI_SUCCESS)
+    ret = STRATA_EMPI;
+  const int weighed = !ret && w[n] == 0 && model_cpu_seconds > 0; /* NAN compares false */
+  for (int64_t i = 0; i < n; i++)
+    weight[i] = weighed ? 1 + w[i] / model_cpu_seconds : 1;
+  free(w);
+  free(cells);
+  return ret;
+}
+
+/* The measured policy: the Morton curve cut into shares of the elements'
+ * weights proportional to the ranks' speeds. Each cut may move by 1 % of
+ * the smaller of its two shares, to where it moves the fewest kept
+ * elements; then kept elements cut away return while their rank stays
+ * within 2 % of its share. Balance first, then no needless migration. */
+static int place_measured(strata_infer *inf, const double *speed, const double *weight, int *ranks)
 {
   const int size = inf->mesh->size;
   const int64_t n = inf->nel;
+  double *before = malloc((size_t)(n + 1) * sizeof *before); /* [c]: weight of [0, c) */
+  double *load = calloc((size_t)size, sizeof *load);
+  int ret = strata__agree(before && load ? 0 : STRATA_ENOMEM, NULL, 0);
+  if (ret) {
+    free(before), free(load);
+    return ret;
+  }
+  before[0] = 0;
+  for (int64_t i = 0; i < n; i++)
+    before[i + 1] = before[i] + weight[i];
+  const double weights = before[n];
   double total = 0, cum = 0;
   for (int r = 0; r < size; r++)
     total += speed[r];
@@ -298,18 +353,24 @@ static void place_measured(strata_infer *inf, const double *speed, int *ranks)
     int64_t end = n;
     if (r < size - 1) {
       cum += speed[r];
-      double ideal = (double)n * cum / total;
-      double slack = 0.01 * (double)n * fmin(speed[r], speed[r + 1]) / total;
-      int64_t lo = (int64_t)ceil(ideal - slack), hi = (int64_t)floor(ideal + slack);
-      lo = lo < start ? start : lo > n ? n : lo;
-      hi = hi < lo ? lo : hi > n ? n : hi;
+      double ideal = weights * cum / total;
+      double slack = 0.01 * weights * fmin(speed[r], speed[r + 1]) / total;
+      /* The cuts within the slack, or the two around the ideal. */
+      int64_t lo = start, hi;
+      while (lo < n && before[lo] < ideal - slack)
+        lo++;
+      hi = lo;
+      while (hi < n && before[hi + 1] <= ideal + slack)
+        hi++;
+      if (before[lo] > ideal + slack && lo > start)
+        lo--;
       int64_t at[2], all[2];
       kept_before(inf, lo, r, at);
       kept_before(inf, n, r, all);
       double best = INFINITY;
       for (int64_t c = lo; c <= hi; c++) {
         /* moves, then the distance to the balanced cut */
-        double cost = (double)(all[0] - at[0] + at[1]) + fabs((double)c - ideal) / (double)(n + 1);
+        double cost = (double)(all[0] - at[0] + at[1]) + fabs(before[c] - ideal) / (weights + 1);
         if (cost < best)
           best = cost, end = c;
         if (c < n && inf->el[c].serial >= 0)
@@ -320,22 +381,23 @@ static void place_measured(strata_infer *inf, const double *speed, int *ranks)
       ranks[i] = r;
     start = end;
   }
+  free(before);
   /* Then a kept element cut away from its rank goes back while that rank
    * stays within 2 % of its share. */
-  double *load = calloc((size_t)size, sizeof *load);
-  for (int64_t i = 0; load && i < n; i++)
-    load[ranks[i]] += 1;
-  for (int64_t i = 0; load && i < n; i++) {
+  for (int64_t i = 0; i < n; i++)
+    load[ranks[i]] += weight[i];
+  for (int64_t i = 0; i < n; i++) {
     const struct element *e = &inf->el[i];
     if (e->serial < 0 || e->rank == ranks[i])
       continue;
-    if (load[e->rank] + 1 <= 1.02 * (double)n * speed[e->rank] / total) {
-      load[ranks[i]] -= 1;
-      load[e->rank] += 1;
+    if (load[e->rank] + weight[i] <= 1.02 * weights * speed[e->rank] / total) {
+      load[ranks[i]] -= weight[i];
+      load[e->rank] += weight[i];
       ranks[i] = e->rank;
     }
   }
   free(load);
+  return 0;
 }
 
 /* The curve policy: equal counts along the Morton curve. */
@@ -388,24 +450,34 @@ int strata__infer_place_elements(strata_infer *inf, const struct transfer *t, in
 {
   const int size = inf->mesh->size;
   double *speed = malloc((size_t)size * sizeof *speed);
-  int ret = strata__agree(speed ? 0 : STRATA_ENOMEM, NULL, 0);
+  double *weight = malloc((size_t)(inf->nel + 1) * sizeof *weight), model_cpu_seconds = NAN;
+  int ret = strata__agree(speed && weight ? 0 : STRATA_ENOMEM, NULL, 0);
   if (!ret)
-    ret = gather_speeds(inf, speed);
+    ret = gather_speeds(inf, speed, &model_cpu_seconds);
+  for (int64_t i = 0; !ret && i < inf->nel; i++)
+    weight[i] = 1;
   if (!ret && inf->p.placement == STRATA_INFER_PLACE_MEASURED)
-    place_measured(inf, speed, ranks);
+    ret = transfer_weights(inf, t, nt, model_cpu_seconds, weight);
+  if (!ret && inf->p.placement == STRATA_INFER_PLACE_MEASURED)
+    ret = place_measured(inf, speed, weight, ranks);
   else if (!ret && inf->p.placement == STRATA_INFER_PLACE_CURVE)
     place_curve(inf, ranks);
   else if (!ret)
     ret = place_greedy(inf, t, nt, ranks);
-  /* The work each rank is given: its elements over its speed. */
+  /* The work each rank is given: its elements' weights over its speed. */
   double *work = ret ? NULL : calloc((size_t)size, sizeof *work);
   for (int64_t i = 0; work && i < inf->nel; i++)
-    work[ranks[i]] += 1.0 / speed[ranks[i]];
+    work[ranks[i]] += weight[i] / speed[ranks[i]];
+  double weights = 0;
+  for (int64_t i = 0; work && i < inf->nel; i++)
+    weights += weight[i];
   for (int r = 0; work && r < size; r++) {
     st->predicted_max = fmax(st->predicted_max, work[r]);
     st->predicted_mean += work[r] / size;
   }
+  st->transfer_share = weights > 0 ? 1 - (double)inf->nel / weights : 0;
   free(work);
+  free(weight);
   free(speed);
   return ret;
 }

@@ -1,5 +1,6 @@
 /* One cycle of the inference method: the five phases in order, their
  * completion times, the statistics. */
+#include "amr.h"
 #include "infer_impl.h"
 
 /* ---- phase completion times ---- */
@@ -172,6 +173,7 @@ int strata_infer_submit(strata_infer *inf)
   strata_infer_stats *st = &c->st;
   inf->cycles++;
   c->model_cpu = strata__model_cpu_seconds(inf->p.model);
+  c->xfer_cpu = strata__amr_xfer_cpu_seconds();
   inf->t0 = starpu_timing_now() * 1e-6;
   memset(inf->phase_end, 0, sizeof inf->phase_end);
   strata__infer_drop_masks(inf);
@@ -250,7 +252,8 @@ int strata_infer_wait(strata_infer *inf, strata_infer_stats *stats)
   struct strata__infer_cycle *c = strata__infer_take_cycle(inf);
   strata_infer_stats *st = &c->st;
   /* This rank's, until finish_stats gathers them. */
-  st->measured_max = strata__model_cpu_seconds(inf->p.model) - c->model_cpu;
+  st->measured_max = strata__model_cpu_seconds(inf->p.model) - c->model_cpu +
+                     strata__amr_xfer_cpu_seconds() - c->xfer_cpu;
   ret = strata__infer_join_bubbles(inf, st);
   if (!ret) {
     finish_stats(inf, c->t, c->nt, st);

@@ -77,6 +77,7 @@ struct strata__infer_cycle {
   int64_t nt;
   strata_infer_stats st;
   double model_cpu; /* the model's CPU seconds on this rank before the cycle */
+  double xfer_cpu;  /* and the transfer tasks' */
 };
 
 /* A joined bubble delivered to the local leaf that holds its centre. */
@@ -205,6 +206,12 @@ int strata__infer_share_transfers(strata_infer *inf, struct transfer **t, int64_
 int64_t strata__infer_cells_of(const int64_t lo[3], const int64_t hi[3]);
 /* Values per channel of a transfer's piece in a message. */
 int64_t strata__infer_piece_cells(const strata_infer *inf, const struct transfer *t);
+/* The time StarPU's histories expect for transfer t (a local leaf's, all
+ * channels, as it runs when the element is on the leaf's rank) on worker
+ * `workerid` (seconds; NAN without enough measurements), and the cells it
+ * reads into *work_cells (a restriction reads factor^3 per cell). */
+double strata__infer_transfer_seconds(const strata_infer *inf, const struct transfer *t,
+                                      int workerid, double *work_cells);
 /* The mailbox of this cycle's phase `which` (0: populate, 1: update). */
 int strata__infer_open_mailbox(strata_infer *inf, struct strata__mailbox *mb, size_t elemsize,
                                int which);

@@ -202,6 +202,17 @@ int64_t strata__infer_piece_cells(const strata_infer *inf, const struct transfer
   return box_n[0] * box_n[1] * box_n[2];
 }
 
+double strata__infer_transfer_seconds(const strata_infer *inf, const struct transfer *t,
+                                      int workerid, double *work_cells)
+{
+  struct strata__amr_xfer x;
+  int64_t box_lo[3], box_n[3];
+  leaf_xfer(inf, t, &x, box_lo, box_n);
+  const double f = x.kind == STRATA__AMR_RESTRICT ? (double)x.factor : 1;
+  *work_cells = (double)(inf->p.n_fields * strata__infer_cells_of(t->lo, t->hi)) * f * f * f;
+  return inf->p.n_fields * strata__amr_xfer_expected_seconds(&x, workerid);
+}
+
 /* ---- messages: one mailbox per pair of ranks and phase ---- */
 
 int strata__infer_open_mailbox(strata_infer *inf, struct strata__mailbox *mb, size_t elemsize,

@@ -79,13 +79,19 @@ typedef enum strata_infer_placement {
    *  an element is its inference (N^3 cells) plus the cells its leaves
    *  send it. */
   STRATA_INFER_PLACE_GREEDY,
-  /** By measured speed, aware of migration: each rank's share is its speed
+  /** By measured cost, aware of migration: each rank's share is its speed
    *  at the model (the sum over its workers of 1 / the model task's time
    *  in StarPU's history for that worker's architecture; its worker count
-   *  until every kind of worker has a measurement); the elements in Morton
-   *  order are cut into those shares, each cut moved by up to 1 % to where
-   *  it moves the fewest kept elements, and a kept element stays on its
-   *  rank while that rank stays within 2 % of its share. */
+   *  until every kind of worker has a measurement). Each element weighs
+   *  one model task plus its transfers from the leaves, as StarPU's
+   *  histories of the transfer codelets (copy, restriction, prolongation)
+   *  time them on a CPU worker, over the model's time on one (a transfer
+   *  shape without enough measurements: its cells at the measured seconds
+   *  per cell; all weights equal until transfers are measured). The
+   *  elements in Morton order are cut into the shares of their weights,
+   *  each cut moved by up to 1 % to where it moves the fewest kept
+   *  elements, and a kept element stays on its rank while that rank stays
+   *  within 2 % of its share. */
   STRATA_INFER_PLACE_MEASURED
 } strata_infer_placement;
 
@@ -173,15 +179,19 @@ typedef struct strata_infer_stats {
    *  (slowest rank): the part of the cycle the caller's thread spends; the
    *  tasks submitted by then run while the caller does other work. */
   double submit_seconds;
-  /** Predicted work per rank at this cycle's placement: its elements over
-   *  its speed at the model (seconds with StarPU's measured times, else
-   *  elements per worker; see STRATA_INFER_PLACE_MEASURED), largest and
-   *  mean over the ranks; 0 when the level array was reused unplaced. */
+  /** Predicted work per rank at this cycle's placement: its elements'
+   *  weights over its speed at the model (seconds with StarPU's measured
+   *  times, else elements per worker; weights 1 but with
+   *  STRATA_INFER_PLACE_MEASURED), largest and mean over the ranks; 0 when
+   *  the level array was reused unplaced. */
   double predicted_max, predicted_mean;
+  /** The transfers' share of the predicted work (0 to 1): 0 but with
+   *  STRATA_INFER_PLACE_MEASURED once transfers have been measured. */
+  double transfer_share;
   /** Measured work per rank in this cycle: the CPU time (thread CPU
    *  clock, so other processes on the core do not count) of its model
-   *  tasks on CPU workers, the bulk of an element's cost; largest and mean
-   *  over the ranks (seconds). CUDA model tasks are not counted. */
+   *  tasks and its leaf-to-element transfer tasks on CPU workers; largest
+   *  and mean over the ranks (seconds). CUDA tasks are not counted. */
   double measured_max, measured_mean;
   /** Data handles of elements registered on this rank after the cycle:
    *  its own elements' and, for the links between arrays, its neighbours'
