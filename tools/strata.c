@@ -1,8 +1,13 @@
 /* The `strata` command-line tool. Subcommands are entries of `commands`. */
+#define _GNU_SOURCE /* sched_getaffinity */
+#include <dirent.h>
 #include <errno.h>
+#include <mpi.h>
+#include <sched.h>
 #include <signal.h>
 #include <starpu.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,12 +28,66 @@ int wants_help(int argc, char **argv)
 
 static const char *yes_no(int b) { return b ? "yes" : "no"; }
 
+/* The CPUs in `set` as a list ("0", "0-1", "0,2"), appended to `out`. */
+static void append_cpus(const cpu_set_t *set, char *out, size_t size)
+{
+  const char *sep = "";
+  for (int c = 0; c < CPU_SETSIZE; c++) {
+    if (!CPU_ISSET(c, set))
+      continue;
+    int last = c;
+    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
+      last++;
+    size_t len = strlen(out);
+    snprintf(out + len, size - len, last > c ? "%s%d-%d" : "%s%d", sep, c, last);
+    sep = ",";
+    c = last;
+  }
+}
+
+/* Where this process's threads may run: the main thread, StarPU's workers
+ * ("CPU 0", ...) and StarPU-MPI's progress thread ("MPI"), as Linux has
+ * them (binding by the launcher, by StarPU, or none). */
+static void thread_cpus(char *out, size_t size)
+{
+  snprintf(out, size, "rank %d:", strata_rank());
+  DIR *dir = opendir("/proc/self/task");
+  for (struct dirent *d; dir && (d = readdir(dir));) {
+    char path[300], comm[64] = "";
+    pid_t tid = (pid_t)atoi(d->d_name);
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", d->d_name);
+    FILE *f = tid > 0 ? fopen(path, "r") : NULL;
+    if (f) {
+      if (!fgets(comm, sizeof comm, f))
+        comm[0] = 0;
+      fclose(f);
+    }
+    comm[strcspn(comm, "\n")] = 0;
+    int main_thread = tid == getpid();
+    cpu_set_t set;
+    if (!(main_thread || strncmp(comm, "CPU ", 4) == 0 || strncmp(comm, "CUDA ", 5) == 0 ||
+          strcmp(comm, "MPI") == 0) ||
+        sched_getaffinity(tid, sizeof set, &set) != 0)
+      continue;
+    size_t len = strlen(out);
+    snprintf(out + len, size - len, " %s on ", main_thread ? "main" : comm);
+    append_cpus(&set, out, size);
+    len = strlen(out);
+    snprintf(out + len, size - len, ",");
+  }
+  if (dir)
+    closedir(dir);
+  out[strlen(out) - 1] = out[strlen(out) - 1] == ',' ? 0 : out[strlen(out) - 1];
+}
+
 static int cmd_info(int argc, char **argv)
 {
   if (wants_help(argc, argv)) {
     puts("usage: strata info\n\n"
          "Print the Strata and StarPU versions, the features StarPU was built with\n"
-         "(CUDA, FxT, MPI, OpenCL), the workers, the ranks and the scheduler in use.\n"
+         "(CUDA, FxT, MPI, OpenCL), the workers, the ranks and the scheduler in use,\n"
+         "and on which CPUs each rank's main thread, workers and StarPU-MPI thread\n"
+         "may run (the binding).\n"
          "StarPU's environment variables (STARPU_NCPU, STARPU_SCHED, ...) apply.");
     return 0;
   }
@@ -81,6 +140,19 @@ static int cmd_info(int argc, char **argv)
       printf("  worker %u: %s\n", w, name);
     }
   }
+  enum { LINE = 512 };
+  char mine[LINE], *all = malloc((size_t)strata_size() * LINE);
+  int ok = all != NULL;
+  thread_cpus(mine, sizeof mine);
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, strata_comm());
+  if (ok)
+    MPI_Gather(mine, LINE, MPI_CHAR, all, LINE, MPI_CHAR, 0, strata_comm());
+  if (ok && strata_rank() == 0) {
+    puts("Threads' CPUs (binding):");
+    for (int r = 0; r < strata_size(); r++)
+      printf("  %s\n", all + (size_t)r * LINE);
+  }
+  free(all);
   strata_finalize();
   return 0;
 }
