@@ -9,15 +9,15 @@
 #       PROGRAM of build-simgrid (tools/strata, bench/bench_gindexer, ...) on
 #       RANKS simulated ranks, one per node, each with CPUS workers (1);
 #       SimGrid's own messages go to $STRATA_SIM_LOG (simulate.log)
-#   scripts/simulate.sh validate [-o DIR] [-r RUNS]
+#   scripts/simulate.sh validate [-o DIR] [-r RUNS] [-n 1,2,4]
 #       measured against simulated on 1, 2 and 4 ranks: the inference cycle
 #       and the global indexer's Take and Put; DIR/validation.json (simulate/)
 #   scripts/simulate.sh scaling [-o DIR] [-m MAX_RANKS]
 #       weak and strong scaling on the cluster platform, DIR/scaling.json and
 #       DIR/scaling.png (scripts/simulate_studies.py says what each measures);
 #       `plot -o DIR` draws DIR/scaling.png again from DIR/scaling.json
-# Platforms: `vm` is this machine's kind (Open MPI's shared memory: 0.4 us,
-# 16 GB/s); `cluster` nodes of 2 x 32 cores on a two-level fat tree of
+# Platforms: `vm` is this machine's kind (Open MPI's shared memory: 0.7 us,
+# 8 GB/s, ping-pong of 1 to 16 MiB); `cluster` nodes of 2 x 32 cores on a two-level fat tree of
 # 200 Gb/s links (25 GB/s, 1 us), CPU only: no CUDA performance has been
 # measured for the simulated nodes yet.
 # A simulated task runs for real and lasts, in the simulation, the thread
@@ -47,7 +47,7 @@ cmd_build() {
 platform() {
   local kind=$1 ranks=$2 cpus=$3 net
   case $kind in
-    vm) net="bw=\"16GBps\" lat=\"0.4us\" loopback_bw=\"16GBps\" loopback_lat=\"0.1us\"" ;;
+    vm) net="bw=\"8GBps\" lat=\"0.7us\" loopback_bw=\"8GBps\" loopback_lat=\"0.1us\"" ;;
     cluster)
       local leaf=$((ranks < 32 ? ranks : 32)) spines=$(((ranks + 31) / 32))
       if [ "$spines" -le 1 ]; then

@@ -31,9 +31,12 @@ def log(*words):
 
 def measured(ranks, program, program_args, out):
     """One run under mpiexec from build/ (STRATA_BUILD_DIR), in the
-    environment of scripts/env.sh: its JSON."""
+    environment of scripts/env.sh: its JSON. Where the ranks fit the cores,
+    each is bound to a core of its own (STRATA_BIND_RANKS), as each simulated
+    rank has its own node."""
     build = os.environ.get("STRATA_BUILD_DIR", os.path.join(ROOT, "build"))
-    env = dict(os.environ, STARPU_NCPU="1", STARPU_HOME=os.path.join(out, "starpu-home"))
+    env = dict(os.environ, STARPU_NCPU="1", STARPU_HOME=os.path.join(out, "starpu-home"),
+               STRATA_BIND_RANKS="1" if ranks <= (os.cpu_count() or 1) else "0")
     cmd = ["bash", "-c", 'source "$0" >/dev/null && exec "$@"', os.path.join(ROOT, "scripts", "env.sh"),
            "mpiexec", "-n", str(ranks), os.path.join(build, program)] + program_args
     result = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
@@ -67,7 +70,7 @@ GINDEXER = Job("gindexer", "bench/bench_gindexer", ["--rounds", "3"],
 def validate(opts):
     results = []
     for job in (INFER, GINDEXER):
-        for ranks in (1, 2, 4):
+        for ranks in opts.ranks:
             real, sim = {}, {}
             for _ in range(opts.runs):
                 real_json = measured(ranks, job.program, job.program_args, opts.out)
@@ -159,6 +162,9 @@ def main():
     parser.add_argument("study", choices=["validate", "scaling", "plot"])
     parser.add_argument("-o", "--out", default="simulate")
     parser.add_argument("-r", "--runs", type=int, default=5)
+    parser.add_argument("-n", "--ranks", default="1,2,4",
+                        type=lambda v: [int(r) for r in v.split(",")],
+                        help="validate: the rank counts, comma-separated")
     parser.add_argument("-m", "--max-ranks", type=int, default=64)
     parser.add_argument("--max-ranks-infer", type=int, default=32)
     parser.add_argument("--max-ranks-8x", type=int, default=8)
