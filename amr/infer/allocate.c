@@ -285,41 +285,46 @@ static void kept_before(const strata_infer *inf, int64_t c, int r, int64_t count
 }
 
 /* Each element's weight, in model tasks on a CPU worker: 1 plus the time
- * its transfers take on a CPU worker over the model's. A transfer's time
- * is what StarPU's history of its codelet (copy, restriction,
- * prolongation) expects for its footprint; a footprint without enough
- * measurements gets its cells times this rank's measured seconds per cell.
- * Every rank weighs its own leaves' transfers, the sums are agreed; all
- * weights are 1 until the model and, on every rank with transfers, some
- * transfer have been measured. Collective. */
+ * its transfers take on a CPU worker over the model's. A transfer takes its
+ * cells at the seconds per cell of its kind (copy, restriction,
+ * prolongation): what StarPU's histories of that codelet expect for the
+ * footprints of every rank's transfers that have enough measurements, over
+ * their cells (all kinds pooled for a kind without any). Per-footprint
+ * times would move the cuts whenever a footprint passes StarPU's minimum
+ * of samples. Every rank weighs its own leaves' transfers and the sums are
+ * agreed; all weights are 1 until the model and some transfer have been
+ * measured. Collective. */
 static int transfer_weights(strata_infer *inf, const struct transfer *t, int64_t nt,
                             double model_cpu_seconds, double *weight)
 {
+  enum { KINDS_OF_TRANSFER = 3, ALL = KINDS_OF_TRANSFER };
   const int64_t n = inf->nel;
-  double *w = calloc((size_t)(n + 1), sizeof *w); /* [n]: ranks without measurements */
+  double *w = calloc((size_t)(n + 1), sizeof *w);
   double *cells = malloc((size_t)(nt + 1) * sizeof *cells);
   int ret = strata__agree(w && cells ? 0 : STRATA_ENOMEM, NULL, 0);
   const int cpu = starpu_worker_get_by_type(STARPU_CPU_WORKER, 0);
-  double known_seconds = 0, known_cells = 0;
+  double sums[2][KINDS_OF_TRANSFER + 1] = {{0}}; /* measured seconds, their cells */
   for (int64_t k = 0; !ret && k < nt; k++) {
     double s = cpu >= 0 ? strata__infer_transfer_seconds(inf, &t[k], cpu, &cells[k]) : NAN;
-    if (s >= 0) { /* NAN compares false */
-      w[t[k].element] += s;
-      known_seconds += s, known_cells += cells[k];
-      cells[k] = 0;
-    }
+    if (s >= 0) /* NAN compares false */
+      for (int c = 0; c < 2; c++) {
+        const int kind = c ? ALL : t[k].kind;
+        sums[0][kind] += s, sums[1][kind] += cells[k];
+      }
   }
-  const double per_cell = known_cells > 0 ? known_seconds / known_cells : NAN;
-  for (int64_t k = 0; !ret && k < nt; k++)
-    w[t[k].element] += cells[k] > 0 ? cells[k] * per_cell : 0;
-  if (!ret)
-    w[n] = nt > 0 && !(known_cells > 0);
-  if (!ret && MPI_Allreduce(MPI_IN_PLACE, w, (int)n + 1, MPI_DOUBLE, MPI_SUM, inf->mesh->meta) !=
-                  MPI_SUCCESS)
+  if (!ret && MPI_Allreduce(MPI_IN_PLACE, sums, 2 * (KINDS_OF_TRANSFER + 1), MPI_DOUBLE, MPI_SUM,
+                            inf->mesh->meta) != MPI_SUCCESS)
     ret = STRATA_EMPI;
-  const int weighed = !ret && w[n] == 0 && model_cpu_seconds > 0; /* NAN compares false */
+  const int weighed = !ret && sums[1][ALL] > 0 && model_cpu_seconds > 0; /* NAN compares false */
+  for (int64_t k = 0; weighed && k < nt; k++) {
+    const int kind = sums[1][t[k].kind] > 0 ? t[k].kind : ALL;
+    w[t[k].element] += cells[k] * sums[0][kind] / sums[1][kind];
+  }
+  if (weighed &&
+      MPI_Allreduce(MPI_IN_PLACE, w, (int)n, MPI_DOUBLE, MPI_SUM, inf->mesh->meta) != MPI_SUCCESS)
+    ret = STRATA_EMPI;
   for (int64_t i = 0; i < n; i++)
-    weight[i] = weighed ? 1 + w[i] / model_cpu_seconds : 1;
+    weight[i] = weighed && !ret ? 1 + w[i] / model_cpu_seconds : 1;
   free(w);
   free(cells);
   return ret;

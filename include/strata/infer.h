@@ -83,11 +83,11 @@ typedef enum strata_infer_placement {
    *  at the model (the sum over its workers of 1 / the model task's time
    *  in StarPU's history for that worker's architecture; its worker count
    *  until every kind of worker has a measurement). Each element weighs
-   *  one model task plus its transfers from the leaves, as StarPU's
-   *  histories of the transfer codelets (copy, restriction, prolongation)
-   *  time them on a CPU worker, over the model's time on one (a transfer
-   *  shape without enough measurements: its cells at the measured seconds
-   *  per cell; all weights equal until transfers are measured). The
+   *  one model task plus its transfers from the leaves: their cells at the
+   *  seconds per cell that StarPU's histories of the transfer codelets
+   *  (copy, restriction, prolongation) give on a CPU worker, agreed over
+   *  the ranks, over the model's time on one (all weights equal until
+   *  transfers are measured). The
    *  elements in Morton order are cut into the shares of their weights,
    *  each cut moved by up to 1 % to where it moves the fewest kept
    *  elements, and a kept element stays on its rank while that rank stays
