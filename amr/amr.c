@@ -784,13 +784,51 @@ int strata_amr_adapt_problem(strata_amr *amr, const strata_amr_criterion *criter
  * positions), computed from the replicated tree. */
 struct exchange {
   struct strata__mailbox mb;
-  uint8_t *send, *recv; /* [peer * nleaves + pos]: leaf goes to / comes from peer */
-  int64_t *offset;      /* [pos]: place of a received leaf in its sender's message */
+  struct crossings { /* leaves that go to / come from other ranks, */
+    int64_t *pair;   /* (peer, pos) pairs, sorted and unique once listed */
+    int64_t n, cap;
+  } send, recv;
+  int64_t *offset; /* [pos]: place of a received leaf in its sender's message */
 };
+
+static int crossings_add(struct crossings *c, int64_t peer, int64_t pos)
+{
+  if (c->n == c->cap) {
+    int64_t cap = c->cap ? 2 * c->cap : 64;
+    int64_t *p = realloc(c->pair, (size_t)cap * 2 * sizeof *p);
+    if (!p)
+      return STRATA_ENOMEM;
+    c->pair = p;
+    c->cap = cap;
+  }
+  c->pair[2 * c->n] = peer;
+  c->pair[2 * c->n + 1] = pos;
+  c->n++;
+  return 0;
+}
+
+static int compare_pairs(const void *a, const void *b)
+{
+  const int64_t *x = a, *y = b;
+  return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : x[1] != y[1] ? (x[1] < y[1] ? -1 : 1) : 0;
+}
+
+/* Peer by peer, Morton positions ascending on both sides of a message,
+ * each leaf once however many parts read it. */
+static void crossings_sort(struct crossings *c)
+{
+  if (!c->n)
+    return;
+  qsort(c->pair, (size_t)c->n, 2 * sizeof *c->pair, compare_pairs);
+  int64_t unique = 1;
+  for (int64_t k = 1; k < c->n; k++)
+    if (compare_pairs(c->pair + 2 * k, c->pair + 2 * (unique - 1)))
+      memmove(c->pair + 2 * unique++, c->pair + 2 * k, 2 * sizeof *c->pair);
+  c->n = unique;
+}
 
 static int exchange_open(strata_amr *amr, struct exchange *ex)
 {
-  size_t n = (size_t)(amr->nleaves ? amr->nleaves : 1), size = (size_t)amr->size;
   *ex = (struct exchange){0};
   int64_t tag;
   strata__tags halos;
@@ -799,17 +837,15 @@ static int exchange_open(strata_amr *amr, struct exchange *ex)
   if (!ret)
     ret = strata__mailbox_open(&ex->mb, amr->comm, tag,
                                is_double(amr) ? sizeof(double) : sizeof(float));
-  ex->send = calloc(n * size, 1);
-  ex->recv = calloc(n * size, 1);
-  ex->offset = calloc(n, sizeof *ex->offset);
-  return ret ? ret : ex->send && ex->recv && ex->offset ? 0 : STRATA_ENOMEM;
+  ex->offset = calloc((size_t)(amr->nleaves ? amr->nleaves : 1), sizeof *ex->offset);
+  return ret ? ret : ex->offset ? 0 : STRATA_ENOMEM;
 }
 
 static void exchange_close(struct exchange *ex)
 {
   strata__mailbox_close(&ex->mb);
-  free(ex->send);
-  free(ex->recv);
+  free(ex->send.pair);
+  free(ex->recv.pair);
   free(ex->offset);
 }
 
@@ -817,26 +853,29 @@ static void exchange_close(struct exchange *ex)
  * both sides, pack the outgoing ones and post the messages. */
 static int exchange_post(strata_amr *amr, struct exchange *ex)
 {
-  const int64_t n = amr->nleaves, block = strata__amr_block_size(amr), side = strata__amr_side(amr);
+  const int64_t block = strata__amr_block_size(amr), side = strata__amr_side(amr);
   const int nf = amr->p.nfields;
-  for (int r = 0; r < amr->size; r++)
-    for (int64_t i = 0; i < n && r != amr->rank; i++) {
-      if (ex->recv[r * n + i])
-        ex->offset[i] = strata__mailbox_reserve(&ex->mb, r, amr->rank, nf * block);
-      if (ex->send[r * n + i])
-        strata__mailbox_reserve(&ex->mb, amr->rank, r, nf * block);
-    }
+  crossings_sort(&ex->recv);
+  crossings_sort(&ex->send);
+  for (int64_t k = 0; k < ex->recv.n; k++)
+    ex->offset[ex->recv.pair[2 * k + 1]] =
+        strata__mailbox_reserve(&ex->mb, (int)ex->recv.pair[2 * k], amr->rank, nf * block);
+  for (int64_t k = 0; k < ex->send.n; k++)
+    strata__mailbox_reserve(&ex->mb, amr->rank, (int)ex->send.pair[2 * k], nf * block);
   int ret = strata__mailbox_prepare(&ex->mb);
   struct strata__amr_xfer x = {
       .kind = STRATA__AMR_COPY, .dim = amr->p.dim, .factor = 1, .is_double = is_double(amr)};
   for (int a = 0; a < 3; a++)
     x.count[a] = x.dst_dims[a] = x.src_dims[a] = a < amr->p.dim ? side : 1;
-  for (int r = 0; r < amr->size && !ret; r++)
-    for (int64_t i = 0, k = 0; i < n && r != amr->rank && !ret; i++)
-      for (int f = 0; ex->send[r * n + i] && f < nf && !ret; f++, k++) {
-        x.dst_offset = k * block;
-        ret = strata__amr_pack_submit(amr->leaves[i]->h[f], ex->mb.outbox[r], &x);
-      }
+  for (int64_t k = 0, at = 0; k < ex->send.n && !ret; k++) {
+    int peer = (int)ex->send.pair[2 * k];
+    at = k && peer == ex->send.pair[2 * (k - 1)] ? at : 0; /* fields' place in peer's message */
+    for (int f = 0; f < nf && !ret; f++, at++) {
+      x.dst_offset = at * block;
+      ret = strata__amr_pack_submit(amr->leaves[ex->send.pair[2 * k + 1]]->h[f],
+                                    ex->mb.outbox[peer], &x);
+    }
+  }
   return ret ? ret : strata__mailbox_post(&ex->mb, NULL);
 }
 
@@ -997,10 +1036,21 @@ static int fill_leaf_ghosts(strata_amr *amr, const struct exchange *ex, const st
   return ret;
 }
 
+/* Records (level, reader, source position) in order, for dropping repeats. */
+static int compare_records(const void *a, const void *b)
+{
+  const int64_t *x = a, *y = b;
+  for (int k = 0; k < 3; k++)
+    if (x[k] != y[k])
+      return x[k] < y[k] ? -1 : 1;
+  return 0;
+}
+
 /* Each rank finds the ghost parts of its own leaves only, and tells the
  * owners of remote sources what it needs (one exchange of records: the
- * level, the reader, the source's Morton position); the tree walks are
- * then a rank's share, not the whole hierarchy's. */
+ * level, the reader, the source's Morton position, once each however many
+ * parts read that source); the tree walks are then a rank's share, not the
+ * whole hierarchy's. */
 static int plan_ghosts(strata_amr *amr, struct ghost_ctx *plans, int64_t **wanted, int64_t *nwanted)
 {
   int64_t n = amr->nleaves, count = 0, cap = 0;
@@ -1017,23 +1067,33 @@ static int plan_ghosts(strata_amr *amr, struct ghost_ctx *plans, int64_t **wante
       if (count == cap) {
         cap = cap ? 2 * cap : 256;
         int64_t *r = realloc(records, (size_t)cap * 3 * sizeof *r);
-        int *d = realloc(dest, (size_t)cap * sizeof *d);
-        records = r ? r : records;
-        dest = d ? d : dest;
-        if (!r || !d) {
+        if (!r) {
           local = STRATA_ENOMEM;
           break;
         }
+        records = r;
       }
       records[3 * count] = amr->leaves[i]->b.level;
       records[3 * count + 1] = amr->rank;
       records[3 * count + 2] = src->pos;
-      dest[count++] = src->rank;
+      count++;
     }
+  }
+  int64_t unique = 0;
+  if (!local && count) {
+    qsort(records, (size_t)count, 3 * sizeof *records, compare_records);
+    for (int64_t k = 0; k < count; k++)
+      if (!unique || compare_records(records + 3 * k, records + 3 * (unique - 1)))
+        memmove(records + 3 * unique++, records + 3 * k, 3 * sizeof *records);
+    dest = malloc((size_t)unique * sizeof *dest);
+    if (!dest)
+      local = STRATA_ENOMEM;
+    for (int64_t k = 0; dest && k < unique; k++)
+      dest[k] = amr->leaves[records[3 * k + 2]]->rank;
   }
   int ret = strata__agree(local, NULL, 0);
   if (!ret)
-    ret = strata__exchange_records(amr->meta, records, dest, count, 3, wanted, nwanted);
+    ret = strata__exchange_records(amr->meta, records, dest, unique, 3, wanted, nwanted);
   free(records);
   free(dest);
   return local ? local : ret;
@@ -1049,12 +1109,12 @@ static int fill_level_ghosts(strata_amr *amr, int level, struct ghost_ctx *plans
   int ret = exchange_open(amr, &ex);
   for (int64_t k = 0; k < nwanted && !ret; k++)
     if (wanted[3 * k] == level)
-      ex.send[wanted[3 * k + 1] * n + wanted[3 * k + 2]] = 1;
+      ret = crossings_add(&ex.send, wanted[3 * k + 1], wanted[3 * k + 2]);
   for (int64_t i = 0; i < n && !ret; i++)
-    for (int k = 0; amr->leaves[i]->b.level == level && k < plans[i].nparts; k++) {
+    for (int k = 0; amr->leaves[i]->b.level == level && k < plans[i].nparts && !ret; k++) {
       const struct strata__amr_node *src = plans[i].parts[k].src;
       if (src->rank != amr->rank)
-        ex.recv[src->rank * n + src->pos] = 1;
+        ret = crossings_add(&ex.recv, src->rank, src->pos);
     }
   /* Post, then the tasks: a pack task then waits only for writes of
    * earlier levels, never for this level's ghost tasks, which would chain
