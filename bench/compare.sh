@@ -3,8 +3,10 @@
 # reports as a ratio or speed-up, as the median and range over the runs.
 #   bench/compare.sh [--runs N] [--quick] [--build DIR] [--out DIR]
 # Each benchmark runs as its documented command (bench_infer and
-# bench_gindexer on 2 ranks, bench_amr with one worker); the JSON of every
-# run stays in the output directory (default: DIR/bench-compare).
+# bench_gindexer on 2 ranks of one worker, each rank bound to a core of its
+# own where there are two, as STRATA_BIND_RANKS=1 binds them; bench_amr with
+# one worker); the JSON of every run stays in the output directory
+# (default: DIR/bench-compare).
 # Medians of >= 5 runs are what to quote: these machines are noisy.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,7 +24,17 @@ out=${out:-$build/bench-compare}
 mkdir -p "$out"
 source "$root/scripts/env.sh" >/dev/null
 export STARPU_HOME=${STARPU_HOME:-$out/starpu-home} STRATA_JIT_CACHE=${STRATA_JIT_CACHE:-$out/jit}
-mpi=(mpiexec -n 2)
+# Two ranks of one worker each. Unbound, Linux places the ranks' workers and
+# StarPU-MPI threads two per core with no regard to which is which, at times
+# both workers on one core (docs/tuning.md).
+two_ranks() {
+  if [ "$(nproc)" -ge 2 ]; then
+    (export STARPU_NCPU=1 STRATA_BIND_RANKS=1; source "$root/scripts/env.sh" >/dev/null
+     mpiexec -n 2 "$@")
+  else
+    STARPU_NCPU=1 mpiexec -n 2 "$@"
+  fi
+}
 for ((i = 1; i <= runs; i++)); do
   for b in task_overhead model sharded deferred fusion amr gindexer infer; do
     exe=$build/bench/bench_$b
@@ -34,7 +46,7 @@ for ((i = 1; i <= runs; i++)); do
     fi
     status=0
     case $b in
-      gindexer | infer) STARPU_NCPU=1 "${mpi[@]}" "$exe" "${args[@]}" >"$out/$b-$i.json" || status=$? ;;
+      gindexer | infer) two_ranks "$exe" "${args[@]}" >"$out/$b-$i.json" || status=$? ;;
       amr) STARPU_NCPU=1 "$exe" "${args[@]}" >"$out/$b-$i.json" || status=$? ;;
       *) STARPU_NCPU=2 "$exe" "${args[@]}" >"$out/$b-$i.json" || status=$? ;;
     esac
