@@ -817,14 +817,7 @@ static int compare_pairs(const void *a, const void *b)
  * each leaf once however many parts read it. */
 static void crossings_sort(struct crossings *c)
 {
-  if (!c->n)
-    return;
-  qsort(c->pair, (size_t)c->n, 2 * sizeof *c->pair, compare_pairs);
-  int64_t unique = 1;
-  for (int64_t k = 1; k < c->n; k++)
-    if (compare_pairs(c->pair + 2 * k, c->pair + 2 * (unique - 1)))
-      memmove(c->pair + 2 * unique++, c->pair + 2 * k, 2 * sizeof *c->pair);
-  c->n = unique;
+  c->n = strata__amr_sort_unique(c->pair, c->n, 2 * sizeof *c->pair, compare_pairs);
 }
 
 static int exchange_open(strata_amr *amr, struct exchange *ex)
@@ -1036,16 +1029,6 @@ static int fill_leaf_ghosts(strata_amr *amr, const struct exchange *ex, const st
   return ret;
 }
 
-/* Records (level, reader, source position) in order, for dropping repeats. */
-static int compare_records(const void *a, const void *b)
-{
-  const int64_t *x = a, *y = b;
-  for (int k = 0; k < 3; k++)
-    if (x[k] != y[k])
-      return x[k] < y[k] ? -1 : 1;
-  return 0;
-}
-
 /* Each rank finds the ghost parts of its own leaves only, and tells the
  * owners of remote sources what it needs (one exchange of records: the
  * level, the reader, the source's Morton position, once each however many
@@ -1081,10 +1064,8 @@ static int plan_ghosts(strata_amr *amr, struct ghost_ctx *plans, int64_t **wante
   }
   int64_t unique = 0;
   if (!local && count) {
-    qsort(records, (size_t)count, 3 * sizeof *records, compare_records);
-    for (int64_t k = 0; k < count; k++)
-      if (!unique || compare_records(records + 3 * k, records + 3 * (unique - 1)))
-        memmove(records + 3 * unique++, records + 3 * k, 3 * sizeof *records);
+    unique =
+        strata__amr_sort_unique(records, count, 3 * sizeof *records, strata__amr_compare_triples);
     dest = malloc((size_t)unique * sizeof *dest);
     if (!dest)
       local = STRATA_ENOMEM;

@@ -140,6 +140,14 @@ void strata__amr_remove(strata_amr *amr, struct strata__amr_node *n);
 /* Rebuild amr->leaves in Morton order. */
 int strata__amr_sort_leaves(strata_amr *amr);
 
+/* Sort `n` records of `size` bytes and keep the first of equals; the new
+ * count. */
+int64_t strata__amr_sort_unique(void *base, int64_t n, size_t size,
+                                int (*cmp)(const void *, const void *));
+
+/* Records of three int64 values, compared in lexicographic order. */
+int strata__amr_compare_triples(const void *a, const void *b);
+
 /* Call `fn` on every leaf overlapping the box [lo, hi) given in cells of
  * `level` (inside the domain); stops at the first nonzero return. */
 int strata__amr_visit_box(const strata_amr *amr, int level, const int64_t lo[3],

@@ -161,6 +161,29 @@ int strata__amr_sort_leaves(strata_amr *amr)
   return 0;
 }
 
+int64_t strata__amr_sort_unique(void *base, int64_t n, size_t size,
+                                int (*cmp)(const void *, const void *))
+{
+  if (n == 0) /* base may be NULL */
+    return 0;
+  qsort(base, (size_t)n, size, cmp);
+  char *b = base;
+  int64_t u = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (!u || cmp(b + (u - 1) * size, b + i * size))
+      memmove(b + u++ * size, b + i * size, size);
+  return u;
+}
+
+int strata__amr_compare_triples(const void *a, const void *b)
+{
+  const int64_t *x = a, *y = b;
+  for (int k = 0; k < 3; k++)
+    if (x[k] != y[k])
+      return x[k] < y[k] ? -1 : 1;
+  return 0;
+}
+
 /* Extent of a block in cells of the finest level. */
 static void fine_extent(const strata_amr *amr, const strata_amr_block *b, int64_t lo[3],
                         int64_t hi[3])

@@ -48,15 +48,6 @@ int strata__infer_allgather_values(const strata_mesh *mesh, const void *mine, in
   return ret;
 }
 
-static int index_cmp(const void *x, const void *y)
-{
-  const int64_t *a = x, *b = y;
-  for (int k = 0; k < 3; k++)
-    if (a[k] != b[k])
-      return a[k] < b[k] ? -1 : 1;
-  return 0;
-}
-
 int strata__infer_gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n_out)
 {
   const int la = inf->p.level_array;
@@ -83,7 +74,7 @@ int strata__infer_gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n
     starpu_data_release(m->h);
   }
   if (mine)
-    n = strata__infer_sort_unique(mine, n, 3 * sizeof *mine, index_cmp);
+    n = strata__amr_sort_unique(mine, n, 3 * sizeof *mine, strata__amr_compare_triples);
   int err = strata__agree(ret, NULL, 0);
   void *all = NULL;
   int64_t total = 0;
@@ -185,7 +176,7 @@ int strata__infer_update_level_array(strata_infer *inf, const int64_t *idx, int6
     next[i].key = strata__morton(next[i].idx);
     next[i].serial = -1;
   }
-  n = strata__infer_sort_unique(next, n, sizeof *next, element_cmp);
+  n = strata__amr_sort_unique(next, n, sizeof *next, element_cmp);
   int64_t i = 0, j = 0;
   for (; i < n; i++) {
     while (j < inf->nel && inf->el[j].key < next[i].key)

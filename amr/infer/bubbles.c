@@ -126,8 +126,8 @@ static int append_links(strata_infer *inf, int64_t i, const int32_t *l, int64_t 
         (*nl)++;
     }
   }
-  *nl = first + strata__infer_sort_unique(*links + first * LINK_VALUES, *nl - first,
-                                          LINK_VALUES * sizeof **links, link_cmp);
+  *nl = first + strata__amr_sort_unique(*links + first * LINK_VALUES, *nl - first,
+                                        LINK_VALUES * sizeof **links, link_cmp);
   return 0;
 }
 

@@ -282,20 +282,6 @@ int strata_infer_create_on_mesh(strata_mesh *mesh, const strata_infer_params *pa
   return create(mesh, params, out);
 }
 
-int64_t strata__infer_sort_unique(void *base, int64_t n, size_t size,
-                                  int (*cmp)(const void *, const void *))
-{
-  if (n == 0) /* base may be NULL */
-    return 0;
-  qsort(base, (size_t)n, size, cmp);
-  char *b = base;
-  int64_t u = 0;
-  for (int64_t i = 0; i < n; i++)
-    if (!u || cmp(b + (u - 1) * size, b + i * size))
-      memmove(b + u++ * size, b + i * size, size);
-  return u;
-}
-
 int strata__infer_is_local_leaf(const strata_infer *inf, const strata_amr_block *b)
 {
   return strata__mesh_find(inf->mesh, b) != NULL;

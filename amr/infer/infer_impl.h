@@ -148,10 +148,6 @@ static inline int64_t table_len(const strata_infer *inf)
 struct strata__infer_cycle *strata__infer_take_cycle(strata_infer *inf);
 
 /* infer.c */
-/* Sort `n` records of `size` bytes and keep the first of equals; the new
- * count. */
-int64_t strata__infer_sort_unique(void *base, int64_t n, size_t size,
-                                  int (*cmp)(const void *, const void *));
 /* Is b a leaf of this rank? (the leaf queries' condition) */
 int strata__infer_is_local_leaf(const strata_infer *inf, const strata_amr_block *b);
 /* Unregister e's handles on this rank (those it registered). */

@@ -60,7 +60,7 @@ static int make_lists(strata_infer *inf, const struct transfer *t, int64_t nt)
   for (int64_t k = 0; k < nt; k++)
     if (t[k].local)
       inf->lists[n++] = (struct leaf_list){.b = t[k].leaf, .key = t[k].leaf_key};
-  inf->nlists = strata__infer_sort_unique(inf->lists, n, sizeof *inf->lists, list_cmp);
+  inf->nlists = strata__amr_sort_unique(inf->lists, n, sizeof *inf->lists, list_cmp);
   int ret = 0;
   for (int64_t i = 0; i < inf->nlists && !ret; i++) {
     starpu_vector_data_register(&inf->lists[i].h, -1, 0, (uint32_t)table_len(inf), sizeof(double));
