@@ -7,7 +7,10 @@
 /* Row moves dst row D(k) = src row S(k), k < n. Rows of common sizes (one
  * small value, one to four values of 4 or 8 bytes) get a memcpy of constant
  * size, which the compiler turns into plain loads and stores instead of a
- * call per row: 2.5-3x faster gathers of 10^6 random rows of 4 or 16 bytes. */
+ * call per row: 2.5-3x faster gathers of 10^6 random rows of 4 or 16 bytes.
+ * Both rows of move k + ROWS_AHEAD are prefetched: a random row is a cache
+ * miss that the CPU cannot see coming (D, S and IF are expressions in k). */
+enum { ROWS_AHEAD = 32 };
 #define MOVE_ROWS(D, S) MOVE_ROWS_IF(1, D, S)
 /* The same for the k < n where IF holds. */
 #define MOVE_ROWS_IF(IF, D, S)                                                                     \
@@ -25,9 +28,17 @@
     }                                                                                              \
   } while (0)
 #define MOVE_ROWS_OF(size, IF, D, S)                                                               \
-  for (int64_t k = 0; k < n; k++)                                                                  \
+  for (int64_t move = 0; move < n; move++) {                                                       \
+    if (move + ROWS_AHEAD < n) {                                                                   \
+      const int64_t k = move + ROWS_AHEAD;                                                         \
+      __builtin_prefetch((char *)dst + (size_t)(D) * (size), 1);                                   \
+      __builtin_prefetch((const char *)src + (size_t)(S) * (size));                                \
+    }                                                                                              \
+    const int64_t k = move;                                                                        \
     if (IF)                                                                                        \
-  memcpy((char *)dst + (size_t)(D) * (size), (const char *)src + (size_t)(S) * (size), (size))
+      memcpy((char *)dst + (size_t)(D) * (size), (const char *)src + (size_t)(S) * (size),         \
+             (size));                                                                              \
+  }
 
 void strata__gather_rows_cpu(void *dst, const void *src, const int64_t *map, int64_t n, size_t row)
 {
