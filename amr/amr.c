@@ -866,7 +866,7 @@ static int exchange_post(strata_amr *amr, struct exchange *ex)
     for (int f = 0; f < nf && !ret; f++, at++) {
       x.dst_offset = at * block;
       ret = strata__amr_pack_submit(amr->leaves[ex->send.pair[2 * k + 1]]->h[f],
-                                    ex->mb.outbox[peer], &x);
+                                    ex->mb.outbox[peer], &x, NULL);
     }
   }
   return ret ? ret : strata__mailbox_post(&ex->mb, NULL);

@@ -11,21 +11,21 @@
 #include "amr.h"
 #include "kernels/amr_kernels.h"
 
-/* CPU time of the transfer tasks on CPU workers, for the inference's
- * measured work per rank. */
-static int64_t xfer_cpu_ns;
+/* A transfer task's argument: the transfer first (the footprint and the
+ * CUDA function read it alone), then where its CPU time is added. */
+struct xfer_arg {
+  struct strata__amr_xfer x;
+  int64_t *account;
+};
 
 static void xfer_cpu(void *buffers[], void *cl_arg)
 {
-  int64_t start = strata__thread_cpu_ns();
-  strata__amr_xfer_cpu(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
+  const struct xfer_arg *a = cl_arg;
+  int64_t start = a->account ? strata__thread_cpu_ns() : 0;
+  strata__amr_xfer_cpu(&a->x, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
                        (const void *)STARPU_VECTOR_GET_PTR(buffers[0]));
-  __atomic_add_fetch(&xfer_cpu_ns, strata__thread_cpu_ns() - start, __ATOMIC_RELAXED);
-}
-
-double strata__amr_xfer_cpu_seconds(void)
-{
-  return (double)__atomic_load_n(&xfer_cpu_ns, __ATOMIC_RELAXED) * 1e-9;
+  if (a->account)
+    __atomic_add_fetch(a->account, strata__thread_cpu_ns() - start, __ATOMIC_RELAXED);
 }
 
 /* A family task's arrays: buffer 0 the parent, 1 + o child o. */
@@ -56,7 +56,8 @@ static void ghosts_cpu(void *buffers[], void *cl_arg)
 #if STRATA__USE_CUDA
 static void xfer_cuda(void *buffers[], void *cl_arg)
 {
-  strata__amr_xfer_cuda(cl_arg, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
+  const struct xfer_arg *a = cl_arg;
+  strata__amr_xfer_cuda(&a->x, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
                         (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
                         starpu_cuda_get_local_stream());
 }
@@ -121,7 +122,11 @@ static uint32_t xfer_hash(const struct strata__amr_xfer *x)
   return h;
 }
 
-static uint32_t xfer_footprint(struct starpu_task *task) { return xfer_hash(task->cl_arg); }
+static uint32_t xfer_footprint(struct starpu_task *task)
+{
+  const struct xfer_arg *a = task->cl_arg;
+  return xfer_hash(&a->x);
+}
 
 static uint32_t family_footprint(struct starpu_task *task)
 {
@@ -181,18 +186,20 @@ static int submit(MPI_Comm comm, struct strata__codelet *cl, const void *arg, si
 
 /* One transfer task, with the codelet's modes (NULL) or `modes`. */
 static int xfer(MPI_Comm comm, starpu_data_handle_t src, starpu_data_handle_t dst,
-                const struct strata__amr_xfer *x, const enum starpu_data_access_mode *modes)
+                const struct strata__amr_xfer *x, int64_t *account,
+                const enum starpu_data_access_mode *modes)
 {
   if (x->kind < STRATA__AMR_COPY || x->kind > STRATA__AMR_PROLONG)
     return STRATA_EINVAL;
   starpu_data_handle_t h[2] = {src, dst};
-  return submit(comm, xfer_cl[x->kind], x, sizeof *x, 2, h, modes);
+  const struct xfer_arg arg = {*x, account};
+  return submit(comm, xfer_cl[x->kind], &arg, sizeof arg, 2, h, modes);
 }
 
 int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data_handle_t dst,
-                            const struct strata__amr_xfer *x)
+                            const struct strata__amr_xfer *x, int64_t *account)
 {
-  return xfer(comm, src, dst, x, NULL);
+  return xfer(comm, src, dst, x, account, NULL);
 }
 
 double strata__amr_xfer_expected_seconds(const struct strata__amr_xfer *x, int workerid)
@@ -203,11 +210,11 @@ double strata__amr_xfer_expected_seconds(const struct strata__amr_xfer *x, int w
 }
 
 int strata__amr_pack_submit(starpu_data_handle_t src, starpu_data_handle_t outbox,
-                            const struct strata__amr_xfer *x)
+                            const struct strata__amr_xfer *x, int64_t *account)
 {
   static const enum starpu_data_access_mode modes[2] = {STARPU_R, STARPU_RW | STARPU_COMMUTE};
   int previous = strata__submit_priority(STARPU_MAX_PRIO);
-  int ret = xfer(MPI_COMM_NULL, src, outbox, x, modes);
+  int ret = xfer(MPI_COMM_NULL, src, outbox, x, account, modes);
   strata__submit_priority(previous);
   return ret;
 }

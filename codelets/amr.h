@@ -9,9 +9,11 @@
 
 /* dst (RW, vector) gets a region copied, restricted or prolonged from src
  * (R, vector) as `x` says (kernels/amr_kernels.h); on `comm` when the
- * handles are registered with StarPU-MPI, else (MPI_COMM_NULL) locally. */
+ * handles are registered with StarPU-MPI, else (MPI_COMM_NULL) locally.
+ * The task's CPU time on a CPU worker is added to *account (nanoseconds,
+ * atomically) when account is not NULL: the inference's measured work. */
 int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data_handle_t dst,
-                            const struct strata__amr_xfer *x);
+                            const struct strata__amr_xfer *x, int64_t *account);
 
 /* The same, locally, into a message buffer (`outbox`, handed to the
  * exchange layer): a pack. Packs of one buffer write disjoint regions, so
@@ -19,17 +21,12 @@ int strata__amr_xfer_submit(MPI_Comm comm, starpu_data_handle_t src, starpu_data
  * before it), and they run at top priority, so that the message leaves
  * before computation already queued. */
 int strata__amr_pack_submit(starpu_data_handle_t src, starpu_data_handle_t outbox,
-                            const struct strata__amr_xfer *x);
+                            const struct strata__amr_xfer *x, int64_t *account);
 
 /* The time StarPU's history of x's transfer codelet expects for one such
  * transfer on worker `workerid` (seconds; NAN without enough measurements:
  * strata__expected_seconds). */
 double strata__amr_xfer_expected_seconds(const struct strata__amr_xfer *x, int workerid);
-
-/* The CPU time of every transfer task (copy, restriction, prolongation:
- * the two functions above) on CPU workers so far in this process
- * (seconds). */
-double strata__amr_xfer_cpu_seconds(void);
 
 /* The transfers between one parent block and its children as one task:
  * child o restricted into the parent (children R, parent RW) or prolonged

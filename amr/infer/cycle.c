@@ -149,6 +149,12 @@ struct strata__infer_cycle *strata__infer_take_cycle(strata_infer *inf)
   return c;
 }
 
+/* CPU time of this method's transfer tasks so far (seconds). */
+static double transfer_cpu_seconds(const strata_infer *inf)
+{
+  return (double)__atomic_load_n(&inf->xfer_cpu_ns, __ATOMIC_RELAXED) * 1e-9;
+}
+
 int strata_infer_submit(strata_infer *inf)
 {
   strata__clear_error();
@@ -173,7 +179,7 @@ int strata_infer_submit(strata_infer *inf)
   strata_infer_stats *st = &c->st;
   inf->cycles++;
   c->model_cpu = strata__model_cpu_seconds(inf->p.model);
-  c->xfer_cpu = strata__amr_xfer_cpu_seconds();
+  c->xfer_cpu = transfer_cpu_seconds(inf);
   inf->t0 = starpu_timing_now() * 1e-6;
   memset(inf->phase_end, 0, sizeof inf->phase_end);
   strata__infer_drop_masks(inf);
@@ -253,7 +259,7 @@ int strata_infer_wait(strata_infer *inf, strata_infer_stats *stats)
   strata_infer_stats *st = &c->st;
   /* This rank's, until finish_stats gathers them. */
   st->measured_max = strata__model_cpu_seconds(inf->p.model) - c->model_cpu +
-                     strata__amr_xfer_cpu_seconds() - c->xfer_cpu;
+                     transfer_cpu_seconds(inf) - c->xfer_cpu;
   ret = strata__infer_join_bubbles(inf, st);
   if (!ret) {
     finish_stats(inf, c->t, c->nt, st);

@@ -99,6 +99,7 @@ struct strata_infer {
   strata__tags tags;                              /* StarPU-MPI tags: elements, masks, mailboxes */
   int64_t cycles;
   int64_t next_serial;
+  int64_t xfer_cpu_ns; /* CPU time of this method's transfer tasks (atomic adds) */
   struct element *el;
   int64_t nel;
   struct mask *masks;

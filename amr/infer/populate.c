@@ -268,7 +268,8 @@ int strata__infer_submit_populate(strata_infer *inf, struct transfer *t, int64_t
     const int64_t piece = box_n[0] * box_n[1] * box_n[2];
     for (int c = 0; c < nch && !ret; c++) {
       x.dst_offset = t[k].offset + c * piece;
-      ret = strata__amr_pack_submit(t[k].local->h[inf->p.fields[c]], mb.outbox[e->rank], &x);
+      ret = strata__amr_pack_submit(t[k].local->h[inf->p.fields[c]], mb.outbox[e->rank], &x,
+                                    &inf->xfer_cpu_ns);
     }
   }
   if (!ret)
@@ -302,7 +303,7 @@ int strata__infer_submit_populate(strata_infer *inf, struct transfer *t, int64_t
       x.src_offset = remote ? t[k].offset + c * piece : 0;
       ret = strata__amr_xfer_submit(
           MPI_COMM_NULL, remote ? mb.inbox[t[k].leaf_rank] : t[k].local->h[inf->p.fields[c]], e->in,
-          &x);
+          &x, &inf->xfer_cpu_ns);
     }
   }
   strata__mailbox_close(&mb);

@@ -98,7 +98,7 @@ static int submit_update(strata_infer *inf, struct transfer *t, int64_t nt, stra
     if (e->rank != me || t[k].leaf_rank == me)
       continue;
     copy.dst_offset = t[k].offset;
-    ret = strata__amr_pack_submit(e->table, mb.outbox[t[k].leaf_rank], &copy);
+    ret = strata__amr_pack_submit(e->table, mb.outbox[t[k].leaf_rank], &copy, &inf->xfer_cpu_ns);
   }
   if (!ret)
     ret = strata__mailbox_post(&mb, &st->messages);
