@@ -807,17 +807,11 @@ static int crossings_add(struct crossings *c, int64_t peer, int64_t pos)
   return 0;
 }
 
-static int compare_pairs(const void *a, const void *b)
-{
-  const int64_t *x = a, *y = b;
-  return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : x[1] != y[1] ? (x[1] < y[1] ? -1 : 1) : 0;
-}
-
 /* Peer by peer, Morton positions ascending on both sides of a message,
  * each leaf once however many parts read it. */
 static void crossings_sort(struct crossings *c)
 {
-  c->n = strata__amr_sort_unique(c->pair, c->n, 2 * sizeof *c->pair, compare_pairs);
+  c->n = strata__amr_sort_unique(c->pair, c->n, 2 * sizeof *c->pair, strata__amr_compare_pairs);
 }
 
 static int exchange_open(strata_amr *amr, struct exchange *ex)

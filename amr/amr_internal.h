@@ -145,7 +145,8 @@ int strata__amr_sort_leaves(strata_amr *amr);
 int64_t strata__amr_sort_unique(void *base, int64_t n, size_t size,
                                 int (*cmp)(const void *, const void *));
 
-/* Records of three int64 values, compared in lexicographic order. */
+/* Records of two or three int64 values, compared in lexicographic order. */
+int strata__amr_compare_pairs(const void *a, const void *b);
 int strata__amr_compare_triples(const void *a, const void *b);
 
 /* Call `fn` on every leaf overlapping the box [lo, hi) given in cells of

@@ -175,14 +175,17 @@ int64_t strata__amr_sort_unique(void *base, int64_t n, size_t size,
   return u;
 }
 
-int strata__amr_compare_triples(const void *a, const void *b)
+static int compare_int64s(const int64_t *x, const int64_t *y, int n)
 {
-  const int64_t *x = a, *y = b;
-  for (int k = 0; k < 3; k++)
+  for (int k = 0; k < n; k++)
     if (x[k] != y[k])
       return x[k] < y[k] ? -1 : 1;
   return 0;
 }
+
+int strata__amr_compare_pairs(const void *a, const void *b) { return compare_int64s(a, b, 2); }
+
+int strata__amr_compare_triples(const void *a, const void *b) { return compare_int64s(a, b, 3); }
 
 /* Extent of a block in cells of the finest level. */
 static void fine_extent(const strata_amr *amr, const strata_amr_block *b, int64_t lo[3],

@@ -21,11 +21,10 @@ struct xfer_arg {
 static void xfer_cpu(void *buffers[], void *cl_arg)
 {
   const struct xfer_arg *a = cl_arg;
-  int64_t start = a->account ? strata__thread_cpu_ns() : 0;
+  int64_t start = strata__thread_cpu_ns();
   strata__amr_xfer_cpu(&a->x, (void *)STARPU_VECTOR_GET_PTR(buffers[1]),
                        (const void *)STARPU_VECTOR_GET_PTR(buffers[0]));
-  if (a->account)
-    __atomic_add_fetch(a->account, strata__thread_cpu_ns() - start, __ATOMIC_RELAXED);
+  strata__charge_cpu(a->account, start);
 }
 
 /* A family task's arrays: buffer 0 the parent, 1 + o child o. */

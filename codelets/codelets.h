@@ -148,6 +148,11 @@ enum { STRATA__PRIO_DOWNSTREAM = 1 };
  * on its core. */
 int64_t strata__thread_cpu_ns(void);
 
+/* Add the calling thread's CPU time since `start` (strata__thread_cpu_ns())
+ * to *account, atomically (tasks on several workers share one); nothing
+ * when account is NULL. */
+void strata__charge_cpu(int64_t *account, int64_t start);
+
 /* The time (seconds) StarPU's history-based model of `cl` expects for a
  * task of footprint `footprint` on worker `workerid`'s architecture; NAN
  * before the codelet's first task (the history is not loaded) or with too

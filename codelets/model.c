@@ -19,8 +19,7 @@ static void model_cpu(void *buffers[], void *cl_arg)
             (float *)STARPU_VECTOR_GET_PTR(buffers[2]),
             strata__cube_root(STARPU_VECTOR_GET_NX(buffers[1]) / call->in_channels),
             (void *)STARPU_VECTOR_GET_PTR(buffers[3]));
-  if (call->cpu_ns)
-    __atomic_add_fetch(call->cpu_ns, strata__thread_cpu_ns() - start, __ATOMIC_RELAXED);
+  strata__charge_cpu(call->cpu_ns, start);
 }
 
 #if STRATA__USE_CUDA

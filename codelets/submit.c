@@ -116,6 +116,12 @@ int64_t strata__thread_cpu_ns(void)
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+void strata__charge_cpu(int64_t *account, int64_t start)
+{
+  if (account)
+    __atomic_add_fetch(account, strata__thread_cpu_ns() - start, __ATOMIC_RELAXED);
+}
+
 double strata__expected_seconds(struct strata__codelet *cl, uint32_t footprint, int workerid)
 {
   if (!cl->model.is_loaded)

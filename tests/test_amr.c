@@ -445,6 +445,43 @@ static void test_family_task(void)
   starpu_data_unregister(hp);
 }
 
+/* A transfer task adds its CPU time to the account its submitter gives
+ * (the inference's measured work), to that one only; a pack submitted
+ * without one counts nowhere. The copies themselves are checked too. */
+static void test_transfer_account(void)
+{
+  if (starpu_cuda_worker_get_count() > 0)
+    return; /* a task on a CUDA worker takes no CPU time to account */
+  enum { M = 32, CELLS = M * M * M };
+  static double src[CELLS], dst[3][CELLS];
+  for (int i = 0; i < CELLS; i++)
+    src[i] = i;
+  starpu_data_handle_t hs, hd[3];
+  starpu_vector_data_register(&hs, STARPU_MAIN_RAM, (uintptr_t)src, CELLS, sizeof(double));
+  for (int k = 0; k < 3; k++)
+    starpu_vector_data_register(&hd[k], STARPU_MAIN_RAM, (uintptr_t)dst[k], CELLS, sizeof(double));
+  struct strata__amr_xfer x = {.kind = STRATA__AMR_COPY, .dim = 3, .factor = 1, .is_double = 1};
+  for (int a = 0; a < 3; a++)
+    x.count[a] = x.dst_dims[a] = x.src_dims[a] = M;
+  int64_t first = 0, second = 0;
+  CHECK_EQ(strata__amr_xfer_submit(MPI_COMM_NULL, hs, hd[0], &x, &first), 0);
+  CHECK_EQ(strata_wait_all(), 0);
+  int64_t once = first;
+  CHECK(once > 0);
+  CHECK_EQ(strata__amr_xfer_submit(MPI_COMM_NULL, hs, hd[1], &x, &second), 0);
+  CHECK_EQ(strata__amr_pack_submit(hs, hd[2], &x, NULL), 0);
+  CHECK_EQ(strata_wait_all(), 0);
+  CHECK(second > 0);
+  CHECK(first == once);
+  for (int k = 0; k < 3; k++) {
+    CHECK_EQ(starpu_data_acquire(hd[k], STARPU_R), 0);
+    CHECK(memcmp(dst[k], src, sizeof src) == 0);
+    starpu_data_release(hd[k]);
+    starpu_data_unregister(hd[k]);
+  }
+  starpu_data_unregister(hs);
+}
+
 int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
@@ -457,6 +494,7 @@ int main(int argc, char **argv)
   test_conservation();
   test_adapt_problem();
   test_family_task();
+  test_transfer_account();
   strata_finalize();
   return check_status();
 }

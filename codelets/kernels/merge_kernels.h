@@ -11,6 +11,13 @@
 extern "C" {
 #endif
 
+/* The CPU loops over rows at random places (the scatter merge here, the
+ * global indexer's row moves) prefetch the row this many iterations ahead:
+ * a random row is a cache miss the CPU cannot see coming. 10^6 random rows
+ * of 4 floats merged into 16 MB on warm data: 0.58x the time at 32 (16:
+ * 0.70x, 64: 0.50x); in bench_gindexer, Put with a sum 0.63x at 32. */
+enum { STRATA__SCATTER_AHEAD = 32 };
+
 /* Result type of merging values of type `in` with `op`; -1 when forbidden. */
 int strata__merge_result_dtype(strata_op op, strata_dtype in);
 

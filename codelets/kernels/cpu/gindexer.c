@@ -8,9 +8,8 @@
  * small value, one to four values of 4 or 8 bytes) get a memcpy of constant
  * size, which the compiler turns into plain loads and stores instead of a
  * call per row: 2.5-3x faster gathers of 10^6 random rows of 4 or 16 bytes.
- * Both rows of move k + ROWS_AHEAD are prefetched: a random row is a cache
- * miss that the CPU cannot see coming (D, S and IF are expressions in k). */
-enum { ROWS_AHEAD = 32 };
+ * Both rows of move k + STRATA__SCATTER_AHEAD are prefetched (D, S and IF
+ * are expressions in k). */
 #define MOVE_ROWS(D, S) MOVE_ROWS_IF(1, D, S)
 /* The same for the k < n where IF holds. */
 #define MOVE_ROWS_IF(IF, D, S)                                                                     \
@@ -29,8 +28,8 @@ enum { ROWS_AHEAD = 32 };
   } while (0)
 #define MOVE_ROWS_OF(size, IF, D, S)                                                               \
   for (int64_t move = 0; move < n; move++) {                                                       \
-    if (move + ROWS_AHEAD < n) {                                                                   \
-      const int64_t k = move + ROWS_AHEAD;                                                         \
+    if (move + STRATA__SCATTER_AHEAD < n) {                                                        \
+      const int64_t k = move + STRATA__SCATTER_AHEAD;                                              \
       __builtin_prefetch((char *)dst + (size_t)(D) * (size), 1);                                   \
       __builtin_prefetch((const char *)src + (size_t)(S) * (size));                                \
     }                                                                                              \

@@ -98,14 +98,12 @@ void strata__merge_fill_identity_cpu(strata_op op, strata_dtype result, void *ds
 /* dst row map[k] = dst row map[k] OP src row k for k < nsrc, in that
  * order; rows of n elements, dst of type TD, src of type TS. Single
  * elements (reductions of scattered values) skip the vector loop's set-up.
- * The destination row ROWS_AHEAD merges ahead is prefetched: a random row is
- * a cache miss the CPU cannot see coming. */
-enum { ROWS_AHEAD = 32 };
+ * The destination row STRATA__SCATTER_AHEAD merges ahead is prefetched. */
 #define LOOP(TD, TS, EXPR)                                                                         \
   do {                                                                                             \
     for (int64_t k = 0; k < nsrc; k++) {                                                           \
-      if (k + ROWS_AHEAD < nsrc)                                                                   \
-        __builtin_prefetch((TD *)dst + (size_t)map[k + ROWS_AHEAD] * n, 1);                        \
+      if (k + STRATA__SCATTER_AHEAD < nsrc)                                                        \
+        __builtin_prefetch((TD *)dst + (size_t)map[k + STRATA__SCATTER_AHEAD] * n, 1);             \
       TD *restrict d = (TD *)dst + (size_t)map[k] * n;                                             \
       const TS *restrict s = (const TS *)src + (size_t)k * n;                                      \
       if (n == 1) {                                                                                \
