@@ -31,7 +31,8 @@ struct strata__amr_node {
 struct strata_amr_problem {
   strata_amr_problem_fn fn;
   void *ctx;
-  void *owned; /* freed with the problem */
+  void *owned;                     /* freed with the problem */
+  struct strata_amr_problem *base; /* destroyed with the problem (clumps' background) */
 };
 
 struct strata_amr {

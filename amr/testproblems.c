@@ -11,6 +11,8 @@
 #include "amr_internal.h"
 #include "internal/runtime.h"
 
+static const double pi = 3.14159265358979323846;
+
 void strata_cosmology_params_init(strata_cosmology_params *p)
 {
   if (p)
@@ -33,7 +35,7 @@ static double normal(uint64_t seed, uint64_t i)
   uint64_t a = mix(seed ^ mix(2 * i)), b = mix(seed ^ mix(2 * i + 1));
   double u = ((double)(a >> 11) + 0.5) / 9007199254740992.0;
   double v = (double)(b >> 11) / 9007199254740992.0;
-  return sqrt(-2.0 * log(u)) * cos(2.0 * 3.14159265358979323846 * v);
+  return sqrt(-2.0 * log(u)) * cos(2.0 * pi * v);
 }
 
 struct strata_cosmology_field {
@@ -71,8 +73,7 @@ static int gaussian_field(const strata_cosmology_params *p, struct strata_cosmol
   /* sqrt(P(k)) = k^(index/2) exp(-(k cutoff)^2 / 2) depends on the integer
    * |k|^2 only: one value per |k|^2, not one pow and exp per mode. */
   const int64_t half = n / 2, most = 3 * half * half;
-  double *amp = malloc((size_t)(most + 1) * sizeof *amp),
-         kf = 2.0 * 3.14159265358979323846 / (double)n;
+  double *amp = malloc((size_t)(most + 1) * sizeof *amp), kf = 2.0 * pi / (double)n;
   if (!amp) {
     fftw_free(modes);
     return STRATA_ENOMEM;
@@ -173,7 +174,7 @@ static int make_problem(strata_amr_problem_fn fn, void *ctx, void *owned, strata
     free(owned);
     return STRATA_ENOMEM;
   }
-  *p = (strata_amr_problem){fn, ctx, owned};
+  *p = (strata_amr_problem){fn, ctx, owned, NULL};
   *out = p;
   return 0;
 }
@@ -186,6 +187,7 @@ void strata_amr_problem_destroy(strata_amr_problem *problem)
    * is the natural thing to write. */
   if (!strata__check_ready())
     starpu_task_wait_for_all();
+  strata_amr_problem_destroy(problem->base);
   free(problem->owned);
   free(problem);
 }
@@ -284,6 +286,85 @@ int strata_amr_problem_blobs(int n, const double *centres, const double *sigma,
   memcpy(b->sigma, sigma, (size_t)n * sizeof(double));
   memcpy(b->amplitude, amplitude, (size_t)n * sizeof(double));
   return make_problem(blobs_fn, b, b, out);
+}
+
+struct clumps {
+  const strata_amr_problem *base;
+  int n;
+  double *centre, *sigma, *peak; /* peak: the density at the centre */
+};
+
+/* Periodic signed distance a - b along one axis of the unit domain, in [-1/2, 1/2). */
+static double signed_wrap(double a, double b)
+{
+  double d = a - b;
+  return d - floor(d + 0.5);
+}
+
+/* The mean of exp(-t^2 / (2 s^2)) over the cell [d - h/2, d + h/2]; far
+ * from the centre (6 s beyond the cell) it is below 1e-8 and taken as 0. */
+static double cell_mean_gauss(double d, double h, double s)
+{
+  if (fabs(d) > 6 * s + h)
+    return 0;
+  double r = 1 / (sqrt(2.0) * s);
+  return s * sqrt(pi / 2) / h * (erf((d + h / 2) * r) - erf((d - h / 2) * r));
+}
+
+static void clumps_fn(void *ctx, int field, const double centre[3], double h, int64_t n,
+                      double *out)
+{
+  const struct clumps *c = ctx;
+  c->base->fn(c->base->ctx, field, centre, h, n, out);
+  for (int k = 0; k < c->n; k++) {
+    const double *ck = c->centre + 3 * (size_t)k;
+    double s = c->sigma[k];
+    double across = c->peak[k] * cell_mean_gauss(signed_wrap(centre[1], ck[1]), h, s) *
+                    cell_mean_gauss(signed_wrap(centre[2], ck[2]), h, s);
+    if (across == 0)
+      continue;
+    for (int64_t i = 0; i < n; i++)
+      out[i] += across * cell_mean_gauss(signed_wrap(centre[0] + (double)i * h, ck[0]), h, s);
+  }
+}
+
+int strata_amr_problem_add_clumps(strata_amr_problem *base, int n, const double *centres,
+                                  const double *sigma, const double *mass, strata_amr_problem **out)
+{
+  strata__clear_error();
+  if (out)
+    *out = NULL;
+  int valid = base && out && n >= 0 && n <= 1000000 && (n == 0 || (centres && sigma && mass));
+  for (int k = 0; valid && k < n; k++)
+    valid = sigma[k] > 0 && sigma[k] <= 0.5 && mass[k] >= 0 && isfinite(mass[k]) &&
+            isfinite(centres[3 * k]) && isfinite(centres[3 * k + 1]) &&
+            isfinite(centres[3 * k + 2]);
+  if (!valid) {
+    strata_amr_problem_destroy(base);
+    return STRATA_EINVAL;
+  }
+  /* One allocation: the header, then centres, widths and peak densities. */
+  struct clumps *c = malloc(sizeof *c + (size_t)n * 5 * sizeof(double));
+  if (!c) {
+    strata_amr_problem_destroy(base);
+    return STRATA_ENOMEM;
+  }
+  *c = (struct clumps){.base = base, .n = n};
+  c->centre = (double *)(c + 1);
+  c->sigma = c->centre + 3 * (size_t)n;
+  c->peak = c->sigma + n;
+  for (int k = 0; k < n; k++) {
+    for (int a = 0; a < 3; a++)
+      c->centre[3 * k + a] = centres[3 * k + a] - floor(centres[3 * k + a]);
+    c->sigma[k] = sigma[k];
+    c->peak[k] = mass[k] / (pow(2 * pi, 1.5) * sigma[k] * sigma[k] * sigma[k]);
+  }
+  int ret = make_problem(clumps_fn, c, c, out);
+  if (ret)
+    strata_amr_problem_destroy(base);
+  else
+    (*out)->base = base;
+  return ret;
 }
 
 struct sampled {

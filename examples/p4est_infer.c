@@ -25,8 +25,12 @@
  * the same leaves, holding the same values, and the bubble lists must be
  * equal byte for byte (the check gathers the leaves, which the method
  * itself never does). --bubbles FILE writes the last step's bubbles.
+ * --model FILE names the application's model; without it, Strata's default
+ * (the trained U-Net, which looks for compact collapsed clumps and finds
+ * none in these two broad blobs). The tests pass the analytic blob detector
+ * (models/blob_detector/model.json), which marks them.
  *
- * usage: p4est_infer [--steps N] [--compare] [--bubbles FILE] */
+ * usage: p4est_infer [--steps N] [--compare] [--bubbles FILE] [--model FILE] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -416,7 +420,7 @@ static int compare_with_octree(p8est_t *p, strata_infer *theirs, strata_model *m
 int main(int argc, char **argv)
 {
   int steps = 3, compare = 0;
-  const char *bubbles = NULL;
+  const char *bubbles = NULL, *model_path = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--steps") && i + 1 < argc)
       steps = atoi(argv[++i]);
@@ -424,8 +428,11 @@ int main(int argc, char **argv)
       compare = 1;
     else if (!strcmp(argv[i], "--bubbles") && i + 1 < argc)
       bubbles = argv[++i];
+    else if (!strcmp(argv[i], "--model") && i + 1 < argc)
+      model_path = argv[++i];
     else {
-      fprintf(stderr, "usage: p4est_infer [--steps N] [--compare] [--bubbles FILE]\n");
+      fprintf(stderr,
+              "usage: p4est_infer [--steps N] [--compare] [--bubbles FILE] [--model FILE]\n");
       return 2;
     }
   }
@@ -451,7 +458,8 @@ int main(int argc, char **argv)
   strata_mesh *mesh = NULL;
   strata_model *model = NULL;
   strata_infer *inf = NULL;
-  int failed = strata_mesh_create(&mp, &mesh) || strata_model_load_default(&model);
+  int failed = strata_mesh_create(&mp, &mesh) || (model_path ? strata_model_load(model_path, &model)
+                                                             : strata_model_load_default(&model));
   for (int step = 0; step < steps && !failed; step++) {
     now = step;
     /* Remesh: the application's criteria, balance, partition. */

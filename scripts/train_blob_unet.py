@@ -1,18 +1,26 @@
 #!/usr/bin/env python3
-"""Train Strata's blob U-Net and export it to ONNX.
+"""Train Strata's blob U-Net, the default model of `strata infer`, and export it to ONNX.
 
-The fields are Strata's own test problems: the cosmology-like log-normal
-density of strata_cosmology_density() (called from libstrata through ctypes,
-log-density sigma 0.35, whose peaks stay below the blobs) as a background, plus Gaussian blobs planted as
-strata_amr_problem_blobs() plants them, a exp(-r^2 / (2 s^2)) with
-amplitude a in [6, 15] and width s in [1.2, 2.5] cells. A cell belongs to a
-blob where the blob adds more than twice the mean density. The network
-(log, two 3-D convolution levels, a transposed convolution up, a skip
-concatenation, a sigmoid) learns that mask on 32^3 patches; precision and
-recall are then measured on held-out 64^3 fields by the rule that
-tests/test_model_trained.c applies to the exported model: connected regions
-of probability > 0.5 of at least 4 cells, each matched to the nearest unmatched blob centre
-within 2.5 cells.
+The fields are the ones `strata infer` analyses, made by Strata's own test
+problems through libstrata (ctypes): the cosmology-like log-normal density
+(strata_amr_problem_cosmology_field, a 128^3 generation grid, log-density
+sigma 1.0-2.2 around the job's 1.5-1.65) plus collapsed clumps
+(strata_amr_problem_add_clumps: Gaussians of width 1.0-2.5 cells holding
+4-32 root cells' mean mass, added as cell means), sampled on 32^3 windows
+of the level-5 grid (1024^3 cells) aligned as the job's inference arrays
+are. A cell belongs to a clump's core where the clump is denser there than
+the background and than e^-2 of its own peak (within about two widths of
+its centre): a clump's far tail still dominates a void's background, so
+the first condition alone would make a void's clump a bubble of hundreds
+of cells. Half the windows hold 1 to 4 clumps; the others sit on
+the background's densest peaks with none, so the network learns the
+compact clumps and not dense structure. The network (log, two 3-D
+convolution levels, a transposed convolution up, a skip concatenation, a
+sigmoid) learns that mask; precision and recall are then measured on
+held-out 64^3 windows (other seeds, 8 clumps) by the rule that `strata
+infer` applies to the planted clumps: each connected region of probability
+> 0.5 counts, and finds the nearest unfound clump whose centre lies within
+2.5 cells of its probability-weighted centre.
 
 usage: train_blob_unet.py LIBSTRATA.so OUT.onnx [--steps N] [--seed S]
 Takes a few minutes on 2 CPU cores (Debian's python3-torch).
@@ -27,46 +35,123 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+ROOT_CELLS, LEVEL = 32, 5  # the job's root grid and level_infer
+CELLS = ROOT_CELLS << LEVEL  # cells per axis at level_infer
+H = 1.0 / CELLS
+
 
 class CosmologyParams(ctypes.Structure):
     _fields_ = [("seed", ctypes.c_uint64), ("spectral_index", ctypes.c_double),
                 ("sigma", ctypes.c_double), ("cutoff", ctypes.c_double)]
 
 
-def background(lib, n, seed):
-    """strata_cosmology_density at sigma 0.35: [n, n, n], z slowest."""
-    p = CosmologyParams()
-    lib.strata_cosmology_params_init(ctypes.byref(p))
-    p.seed, p.sigma = seed, 0.35
-    rho = np.zeros(n * n * n, dtype=np.float64)
-    ret = lib.strata_cosmology_density(ctypes.c_int64(n), ctypes.byref(p),
-                                       rho.ctypes.data_as(ctypes.POINTER(ctypes.c_double)))
-    if ret:
-        raise RuntimeError(f"strata_cosmology_density: {ret}")
-    return rho.reshape(n, n, n)
+def doubles(values):
+    a = np.ascontiguousarray(values, dtype=np.float64)
+    return a, a.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
 
 
-def plant(rng, n, count, margin):
-    """Blob centres (x, y, z) at least 10 cells apart, widths, amplitudes."""
-    blobs = []
-    while len(blobs) < count:
+class Job:
+    """The job's Gaussian field of one seed, and problems made from it."""
+
+    def __init__(self, lib, seed, grid=128):
+        self.lib = lib
+        p = CosmologyParams()
+        lib.strata_cosmology_params_init(ctypes.byref(p))
+        p.seed = seed
+        self.field = ctypes.c_void_p()
+        self.check(lib.strata_cosmology_field_create(ctypes.c_int64(grid), ctypes.byref(p),
+                                                     ctypes.byref(self.field)))
+
+    def check(self, ret):
+        if ret:
+            raise RuntimeError(f"libstrata returned {ret}")
+
+    def problem(self, sigma, clumps=()):
+        """The background at sigma (None: zero), plus clumps ((x, y, z), width, mass) in
+        domain units."""
+        prob = ctypes.c_void_p()
+        if sigma is None:
+            zero = (ctypes.c_double * 4)()
+            self.check(self.lib.strata_amr_problem_linear(zero, ctypes.byref(prob)))
+        else:
+            self.check(self.lib.strata_amr_problem_cosmology_field(
+                self.field, ctypes.c_double(sigma), ctypes.byref(prob)))
+        if clumps:
+            c, cp = doubles([x for k in clumps for x in k[0]])
+            w, wp = doubles([k[1] for k in clumps])
+            m, mp = doubles([k[2] for k in clumps])
+            out = ctypes.c_void_p()
+            self.check(self.lib.strata_amr_problem_add_clumps(prob, len(clumps), cp, wp, mp,
+                                                              ctypes.byref(out)))
+            prob = out
+        return prob
+
+    def sample(self, prob, origin, n):
+        """The problem at the centres of an n^3 window of level-5 cells from cell `origin`."""
+        out = np.zeros((n, n, n))
+        row = (ctypes.c_double * n)()
+        for z in range(n):
+            for y in range(n):
+                centre = (ctypes.c_double * 3)((origin[0] + 0.5) * H, (origin[1] + y + 0.5) * H,
+                                               (origin[2] + z + 0.5) * H)
+                self.check(self.lib.strata_amr_problem_eval(prob, 0, centre, ctypes.c_double(H),
+                                                            ctypes.c_int64(n), row))
+                out[z, y] = row[:]
+        return out
+
+    def destroy(self, prob):
+        self.lib.strata_amr_problem_destroy(prob)
+
+
+def densest_window(job, sigma, n, rng, tries=64):
+    """The window (aligned on n cells) around the densest of a few random samples."""
+    prob = job.problem(sigma)
+    best, origin = -1.0, None
+    centre = (ctypes.c_double * 3)()
+    value = ctypes.c_double()
+    for _ in range(tries):
+        cell = rng.integers(0, CELLS, 3)
+        centre[:] = [(c + 0.5) * H for c in cell]
+        job.lib.strata_amr_problem_eval(prob, 0, centre, ctypes.c_double(H), ctypes.c_int64(1),
+                                        ctypes.byref(value))
+        if value.value > best:
+            best, origin = value.value, [int(c) // n * n for c in cell]
+    job.destroy(prob)
+    return origin
+
+
+def field(lib, n, seed, count, rng_seed=None, margin=-2):
+    """A window of the job's field, its clump mask and the clumps (centres in
+    cells) that lie in it; clump centres keep `margin` cells from its faces."""
+    rng = np.random.default_rng(seed if rng_seed is None else rng_seed)
+    job = Job(lib, seed)
+    sigma = rng.uniform(1.0, 2.2)
+    if count:
+        origin = [int(c) * n for c in rng.integers(0, CELLS // n, 3)]
+    else:
+        origin = densest_window(job, sigma, n, rng)
+    clumps, cells = [], []
+    while len(clumps) < count:  # centres 10 cells apart
         c = rng.uniform(margin, n - margin, 3)
-        if all(np.linalg.norm(c - b[0]) >= 10 for b in blobs):
-            blobs.append((c, rng.uniform(1.2, 2.5), rng.uniform(6, 15)))
-    return blobs
-
-
-def field(lib, n, seed, count):
-    """A field and its blob mask (cells where a blob adds > 2x the mean)."""
-    rng = np.random.default_rng(seed)
-    rho = background(lib, n, seed)
-    z, y, x = np.meshgrid(*(np.arange(n) + 0.5,) * 3, indexing="ij")
-    added = np.zeros_like(rho)
-    blobs = plant(rng, n, count, 4 if n <= 32 else 6)
-    for c, s, a in blobs:
-        r2 = (x - c[0]) ** 2 + (y - c[1]) ** 2 + (z - c[2]) ** 2
-        added += a * np.exp(-r2 / (2 * s * s))
-    return (rho + added).astype(np.float32), (added > 2.0).astype(np.float32), blobs
+        if all(np.linalg.norm(c - b) >= 10 for b in cells):
+            cells.append(c)
+            width = rng.uniform(1.0, 2.5) * H
+            mass = rng.uniform(4, 32) / ROOT_CELLS ** 3
+            clumps.append(([(origin[a] + c[a]) * H for a in range(3)], width, mass))
+    background = job.problem(sigma)
+    bg = job.sample(background, origin, n)
+    job.destroy(background)
+    rho, core = bg.copy(), np.zeros(bg.shape, dtype=bool)
+    for clump in clumps:
+        alone = job.problem(None, [clump])
+        own = job.sample(alone, origin, n)
+        job.destroy(alone)
+        peak = clump[2] / ((2 * math.pi) ** 1.5 * clump[1] ** 3)
+        rho += own
+        core |= (own > bg) & (own > math.exp(-2) * peak)
+    lib.strata_cosmology_field_destroy(job.field)
+    blobs = [(c, None, None) for c in cells if (c >= 0).all() and (c < n).all()]
+    return rho.astype(np.float32), core.astype(np.float32), blobs
 
 
 class BlobUNet(nn.Module):
@@ -100,7 +185,7 @@ def components(mask):
         labels = grown
 
 
-def precision_recall(prob, blobs, radius=2.5, min_cells=4):
+def precision_recall(prob, blobs, radius=2.5, min_cells=1):
     labels = components(prob > 0.5)
     z, y, x = np.meshgrid(*(np.arange(prob.shape[0]) + 0.5,) * 3, indexing="ij")
     unmatched = list(range(len(blobs)))
@@ -132,8 +217,10 @@ def main():
     model = BlobUNet()
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, args.steps)
-    # 64 training patches, re-used: fields are cheap but FFTs are not free.
-    patches = [field(lib, 32, 1000 + i, 1 + i % 4) for i in range(128)]
+    # Training windows, re-used: the FFTs of a field are not free. Even ones
+    # hold 1 to 4 clumps, odd ones sit on dense background with none.
+    patches = [field(lib, 32, 1000 + i // 2, (1 + i // 2 % 4) * (1 - i % 2), 1000 + i)
+               for i in range(128)]
     start = time.time()
     for step in range(args.steps):
         batch = [patches[(step * 8 + j) % len(patches)] for j in range(8)]
@@ -151,7 +238,7 @@ def main():
     hits = found = planted = 0
     with torch.no_grad():
         for i in range(4):  # held out: other seeds, 64^3, 8 blobs each
-            rho, _, blobs = field(lib, 64, 5000 + i, 8)
+            rho, _, blobs = field(lib, 64, 5000 + i, 8, margin=4)
             prob = model(torch.from_numpy(rho)[None, None])[0, 0].numpy()
             h, f, b = precision_recall(prob, blobs)
             hits, found, planted = hits + h, found + f, planted + b

@@ -31,9 +31,10 @@ static inline void blob_field(float *p, int64_t n, const double *bg, double base
 }
 
 /* The bubbles of model `m` on the float32 cube `in` [1, n, n, n]
- * (probability > 0.5, at least 4 cells, the first 256): a malloc'd list of
- * *count bubbles. */
-static inline strata_bubble *model_bubbles(strata_model *m, strata_array *in, int64_t *count)
+ * (probability > 0.5, at least `min_cells` cells, the first 256): a
+ * malloc'd list of *count bubbles. */
+static inline strata_bubble *model_bubbles(strata_model *m, strata_array *in, int64_t min_cells,
+                                           int64_t *count)
 {
   int64_t shape[4], tshape[2] = {257, STRATA_BUBBLE_TABLE_COLUMNS};
   strata_array_shape(in, shape);
@@ -43,7 +44,7 @@ static inline strata_bubble *model_bubbles(strata_model *m, strata_array *in, in
   CHECK_EQ(strata_model_apply(m, in, prob), 0);
   strata_bubble_params bp;
   strata_bubble_params_init(&bp);
-  bp.min_cells = 4;
+  bp.min_cells = min_cells;
   CHECK_EQ(strata_bubbles_submit(prob, &bp, table), 0);
   strata_bubble *list = NULL;
   *count = 0;

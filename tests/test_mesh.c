@@ -537,8 +537,9 @@ static void check_bad_input(void)
 int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
-  strata_model *model = NULL;
-  CHECK_EQ(strata_model_load_default(&model), 0);
+  strata_model *model = NULL; /* the analytic blob detector: it marks every dense region */
+  CHECK(argc == 2);
+  CHECK_EQ(argc == 2 ? strata_model_load(argv[1], &model) : STRATA_EINVAL, 0);
   check_same_as_octree(model);
   check_box(model);
   check_next_step(model);

@@ -1,5 +1,6 @@
-/* Models as tasks: the default blob detector finds each isolated Gaussian
- * blob once and nothing in a uniform field; a U-Net JSON model (every layer
+/* Models as tasks: the default model is the trained U-Net; the analytic
+ * blob detector finds each isolated Gaussian blob once and nothing in a
+ * uniform field; a U-Net JSON model (every layer
  * type) equals the naive reference; plug-in models; every kind of bad model
  * description gives its error code and a message naming the file. */
 #include <math.h>
@@ -25,7 +26,7 @@ static strata_bubble *detect(strata_model *m, const struct blob *blobs, int nblo
   strata_array_acquire(rho, STRATA_WRITE, (void **)&p);
   blob_field(p, 64, NULL, base, blobs, nblobs);
   strata_array_release(rho);
-  strata_bubble *list = model_bubbles(m, rho, count);
+  strata_bubble *list = model_bubbles(m, rho, 4, count);
   strata_array_destroy(rho);
   return list;
 }
@@ -97,12 +98,27 @@ static void check_cosmology(strata_model *m)
   strata_array_destroy(in);
 }
 
+/* The default: the trained U-Net of one density channel to a probability
+ * (its detections: test_model_trained). */
 static void check_default_model(void)
 {
-  strata_model *m;
+  strata_model *m = NULL;
   CHECK_EQ(strata_model_load_default(&m), 0);
+  int cin, cout;
+  strata_model_output kind;
+  CHECK_EQ(strata_model_describe(m, &cin, &cout, &kind), 0);
+  CHECK(cin == 1 && cout == 1 && kind == STRATA_MODEL_PROBABILITY);
+  CHECK(m && strcmp(strata_model_name(m), "blob_unet") == 0);
+  CHECK(strata_model_input_field(m, 0) && strcmp(strata_model_input_field(m, 0), "density") == 0);
+  CHECK_EQ(strata_model_destroy(m), 0);
+}
+
+static void check_blob_detector(const char *path)
+{
+  strata_model *m = NULL;
+  CHECK_EQ(strata_model_load(path, &m), 0);
   if (!m) {
-    fprintf(stderr, "default model: %s\n", strata_error_message());
+    fprintf(stderr, "%s: %s\n", path, strata_error_message());
     return;
   }
   int cin, cout;
@@ -377,7 +393,10 @@ int main(int argc, char **argv)
 {
   check_init(&argc, &argv);
   check_scratch_open("strata_model");
+  CHECK(argc == 2); /* the blob detector's model.json */
   check_default_model();
+  if (argc == 2)
+    check_blob_detector(argv[1]);
   check_unet_file();
   check_bad_models();
   check_plugin();

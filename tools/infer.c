@@ -30,12 +30,14 @@ static const char usage_text[] =
     "  --growth X          its relative growth per cycle (0.05)\n"
     "  --period P          restart the evolution every P cycles (0: never): a long\n"
     "                      run then repeats refinement and coarsening, for soak tests\n"
+    "  --clumps N          collapsed clumps planted in the field, the bubbles to find\n"
+    "                      (32); the run reports how many the model found\n"
     "  --input FILE        instead, one cycle on the hierarchy of FILE, an HDF5 file\n"
     "                      that strata infer wrote (--hdf5): re-analyse a snapshot\n"
     "method:\n"
     "  --levels B/A/I      level_base / level_array / level_infer (2/4/5)\n"
     "  --threshold X       a cell fires above X times its block's mean density (32)\n"
-    "  --model FILE        model, JSON or ONNX (default: the blob detector)\n"
+    "  --model FILE        model, JSON or ONNX (default: the trained blob U-Net)\n"
     "  --probability-output NAME  the model output that is the probability (default:\n"
     "                      the first channel)\n"
     "  --value-outputs A,B the model outputs each bubble carries as values, their\n"
@@ -335,6 +337,8 @@ static int run(const struct infer_options *o)
     return ret;
   }
   double sums[STRATA_INFER_PHASES + 1] = {0}, start = starpu_timing_now() * 1e-6;
+  double recall = 1, precision = 1; /* the worst cycle's, on the planted clumps */
+  int64_t bubbles = 0, found = 0;
   strata_infer_stats st = {0};
   if (strata_rank() == 0)
     printf("cycle  leaves  elements created removed migrated  bubbles  transfers  messages  "
@@ -348,8 +352,14 @@ static int run(const struct infer_options *o)
     if (!ret)
       ret = strata_infer_run(inf, &st);
     starpu_iteration_pop();
+    if (!ret && job.clump)
+      ret = infer_job_score(&job, inf, &bubbles, &found);
     if (ret)
       break;
+    if (job.clump) {
+      recall = fmin(recall, (double)found / o->job.clumps);
+      precision = fmin(precision, bubbles ? (double)found / (double)bubbles : 1.0);
+    }
     for (int k = 0; k < STRATA_INFER_PHASES; k++)
       sums[k] += st.seconds[k];
     sums[STRATA_INFER_PHASES] += st.total;
@@ -378,6 +388,10 @@ static int run(const struct infer_options *o)
            "total", sums[STRATA_INFER_PHASES] / o->cycles, (long long)st.elements,
            (long long)st.elements_max, (long long)st.bubbles, (long long)st.parts,
            (long long)st.leaf_bubbles, st.volume_min, st.volume_max);
+    if (job.clump)
+      printf("planted clumps: the last cycle's %lld bubbles found %lld of %d; worst cycle: "
+             "recall %.3f, precision %.3f\n",
+             (long long)bubbles, (long long)found, o->job.clumps, recall, precision);
     if (st.transfer_share > 0)
       printf("placement: transfers weigh %.2f %% of the predicted work\n", 100 * st.transfer_share);
     if (st.parts_lost)

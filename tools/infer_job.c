@@ -1,6 +1,9 @@
 /* The inference main job (see infer_job.h). */
 #include "infer_job.h"
 
+#include <math.h>
+#include <stdlib.h>
+
 void infer_job_defaults(struct infer_job *job)
 {
   strata_infer_params ip; /* the levels and the criterion: the library's defaults */
@@ -15,15 +18,125 @@ void infer_job_defaults(struct infer_job *job)
                             .seed = 2026,
                             .sigma = 1.5,
                             .growth = 0.05,
+                            .clumps = 32,
                             .threshold = ip.overdensity_threshold,
                             .placement = STRATA_INFER_PLACE_CURVE};
 }
 
+/* Cells per axis of the whole domain at `level`. */
+static double cells_at(const struct infer_job *job, int level)
+{
+  return (double)job->root_blocks * job->block_cells * ldexp(1, level);
+}
+
+/* Uniform in [0, 1) from the n-th draw of a splitmix64 stream: the same
+ * clumps on every rank. */
+static double uniform(uint64_t seed, uint64_t n)
+{
+  uint64_t x = seed + (n + 1) * 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return (double)(x >> 11) / 9007199254740992.0;
+}
+
+/* Periodic distance between two points of the unit domain. */
+static double periodic_distance(const double *a, const double *b)
+{
+  double d2 = 0;
+  for (int k = 0; k < 3; k++) {
+    double d = fabs(a[k] - b[k]);
+    d = fmin(d, 1 - d);
+    d2 += d * d;
+  }
+  return sqrt(d2);
+}
+
+/* The clumps: uniform centres at least 10 cells of level_infer apart,
+ * widths and masses uniform in their ranges (infer_job.h). */
+static int plant_clumps(const struct infer_job *job, double **out)
+{
+  *out = NULL;
+  if (job->clumps == 0)
+    return 0;
+  double *c = malloc((size_t)job->clumps * 5 * sizeof *c);
+  if (!c)
+    return STRATA_ENOMEM;
+  const double h = 1 / cells_at(job, job->level_infer), root = 1 / cells_at(job, 0);
+  uint64_t draw = 0, seed = job->seed ^ 0x636c756d70ull; /* "clump" */
+  for (int k = 0; k < job->clumps; k++) {
+    double *ck = c + 5 * k;
+    int apart = 0;
+    for (int tries = 0; !apart && tries < 1000; tries++) {
+      for (int a = 0; a < 3; a++)
+        ck[a] = uniform(seed, draw++);
+      apart = 1;
+      for (int j = 0; apart && j < k; j++)
+        apart = periodic_distance(ck, c + 5 * j) >= 10 * h;
+    }
+    double w = uniform(seed, draw++), m = uniform(seed, draw++);
+    ck[3] = h * (INFER_CLUMP_WIDTH_MIN + w * (INFER_CLUMP_WIDTH_MAX - INFER_CLUMP_WIDTH_MIN));
+    ck[4] = root * root * root *
+            (INFER_CLUMP_MASS_MIN + m * (INFER_CLUMP_MASS_MAX - INFER_CLUMP_MASS_MIN));
+  }
+  *out = c;
+  return 0;
+}
+
 int infer_job_problem(const struct infer_run *run, int cycle, strata_amr_problem **problem)
 {
-  int step = run->job->period > 0 ? cycle % run->job->period : cycle;
-  return strata_amr_problem_cosmology_field(
-      run->field, run->job->sigma * (1 + run->job->growth * step), problem);
+  const struct infer_job *job = run->job;
+  int step = job->period > 0 ? cycle % job->period : cycle;
+  strata_amr_problem *background = NULL;
+  int ret = strata_amr_problem_cosmology_field(run->field, job->sigma * (1 + job->growth * step),
+                                               &background);
+  if (ret || job->clumps == 0) {
+    *problem = background;
+    return ret;
+  }
+  double *centre = malloc((size_t)job->clumps * 5 * sizeof *centre);
+  if (!centre) {
+    strata_amr_problem_destroy(background);
+    return STRATA_ENOMEM;
+  }
+  double *width = centre + 3 * job->clumps, *mass = width + job->clumps;
+  for (int k = 0; k < job->clumps; k++) {
+    for (int a = 0; a < 3; a++)
+      centre[3 * k + a] = run->clump[5 * k + a];
+    width[k] = run->clump[5 * k + 3];
+    mass[k] = run->clump[5 * k + 4];
+  }
+  ret = strata_amr_problem_add_clumps(background, job->clumps, centre, width, mass, problem);
+  free(centre);
+  return ret;
+}
+
+int infer_job_score(const struct infer_run *run, strata_infer *inf, int64_t *bubbles,
+                    int64_t *found)
+{
+  strata_bubble *b = NULL;
+  int64_t n = 0;
+  *bubbles = *found = 0;
+  int ret = strata_infer_bubbles(inf, &b, NULL, &n);
+  char *taken = ret ? NULL : calloc((size_t)run->job->clumps + 1, 1);
+  if (!ret && !taken)
+    ret = STRATA_ENOMEM;
+  const double radius = 2.5 / cells_at(run->job, run->job->level_infer);
+  for (int64_t i = 0; !ret && i < n; i++) {
+    int nearest = -1;
+    double best = radius;
+    for (int k = 0; k < run->job->clumps; k++) {
+      double d = periodic_distance(b[i].center, run->clump + 5 * k);
+      if (!taken[k] && d <= best)
+        best = d, nearest = k;
+    }
+    if (nearest >= 0)
+      taken[nearest] = 1, ++*found;
+  }
+  *bubbles = n;
+  free(taken);
+  free(b);
+  return ret;
 }
 
 static void amr_params(const struct infer_job *job, strata_amr_params *p)
@@ -78,6 +191,8 @@ int infer_job_setup(const struct infer_job *job, struct infer_run *run)
   if (!ret)
     ret = strata_cosmology_field_create(job->grid, &cp, &run->field);
   if (!ret)
+    ret = plant_clumps(job, &run->clump);
+  if (!ret)
     ret = strata_amr_create(&p, &run->amr);
   if (!ret)
     ret = infer_job_problem(run, 0, &problem);
@@ -120,5 +235,6 @@ void infer_job_teardown(struct infer_run *run)
   strata_amr_destroy(run->amr);
   strata_model_destroy(run->model);
   strata_cosmology_field_destroy(run->field);
+  free(run->clump);
   *run = (struct infer_run){0};
 }

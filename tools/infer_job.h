@@ -16,6 +16,7 @@ struct infer_job {
   double sigma;           /* log-density standard deviation at cycle 0 */
   double growth;          /* relative growth of sigma per cycle */
   int period;             /* > 0: the evolution restarts every `period` cycles */
+  int clumps;             /* collapsed clumps planted in the field (fixed over cycles) */
   double threshold;       /* criterion: density > threshold * block mean */
   const char *model_path; /* NULL: the default model */
   const char *probability_output, *value_outputs; /* strata_infer_params' (NULL: defaults) */
@@ -32,8 +33,18 @@ struct infer_run {
   strata_model *model;
   strata_amr_criterion refine;
   strata_cosmology_field *field; /* the job's Gaussian field (NULL with an input file) */
+  double *clump; /* job->clumps planted clumps: x, y, z, width, mass each (NULL: none) */
   const struct infer_job *job;
 };
+
+/* The widths of the planted clumps, in cells of level_infer, and their
+ * masses, in root cells' mean masses: compact enough to be bubbles of a
+ * few dozen cells in an array, massive enough that mass refinement takes
+ * them to level_infer and that they fire the method's criterion. */
+#define INFER_CLUMP_WIDTH_MIN 1.2
+#define INFER_CLUMP_WIDTH_MAX 2.0
+#define INFER_CLUMP_MASS_MIN  8.0
+#define INFER_CLUMP_MASS_MAX  24.0
 
 /* Field indices of the hierarchy. */
 enum { INFER_DENSITY, INFER_STARS };
@@ -59,5 +70,12 @@ void infer_job_params(const struct infer_run *run, int bulk_synchronous, strata_
 int infer_job_method(struct infer_run *run, int bulk_synchronous, strata_infer **inf);
 
 void infer_job_teardown(struct infer_run *run);
+
+/* Planted clumps found by the cycle's bubbles: a bubble finds the nearest
+ * unfound clump whose centre lies within 2.5 cells of level_infer of its
+ * own (periodic distance); `bubbles` counts the bubbles, `found` the
+ * clumps found. Collective (strata_infer_bubbles). */
+int infer_job_score(const struct infer_run *run, strata_infer *inf, int64_t *bubbles,
+                    int64_t *found);
 
 #endif

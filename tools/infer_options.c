@@ -82,6 +82,7 @@ static const struct int_option int_options[] = {
     WIDE_OPT("--seed", 0, LLONG_MAX, job.seed),
     INT_OPT("--cycles", 1, 100000, cycles),
     INT_OPT("--period", 0, 100000, job.period),
+    INT_OPT("--clumps", 0, 10000, job.clumps),
 };
 
 struct real_option {
@@ -226,9 +227,10 @@ void infer_options_describe(const struct infer_options *o, struct infer_params_t
   add_param(t, "sigma", "%.17g", j->sigma);
   add_param(t, "growth", "%.17g", j->growth);
   add_param(t, "period", "%d", j->period);
+  add_param(t, "clumps", "%d", j->clumps);
   add_param(t, "levels", "%d/%d/%d", j->level_base, j->level_array, j->level_infer);
   add_param(t, "threshold", "%.17g", j->threshold);
-  add_param(t, "model", "%s", j->model_path ? j->model_path : "(default: the blob detector)");
+  add_param(t, "model", "%s", j->model_path ? j->model_path : "(default: the trained blob U-Net)");
   add_param(t, "probability_output", "%s",
             j->probability_output ? j->probability_output : "(the first channel)");
   add_param(t, "value_outputs", "%s",

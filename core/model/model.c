@@ -585,14 +585,14 @@ int strata_model_load_default(strata_model **out)
   for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
     if (!dirs[i])
       continue;
-    snprintf(path, sizeof path, "%s/blob_detector/model.json", dirs[i]);
+    snprintf(path, sizeof path, "%s/blob_unet/model.onnx", dirs[i]);
     FILE *f = fopen(path, "r");
     if (f) {
       fclose(f);
       return strata_model_load(path, out);
     }
   }
-  return strata__fail(STRATA_EIO, "blob_detector/model.json not found (set STRATA_MODEL_DIR)");
+  return strata__fail(STRATA_EIO, "blob_unet/model.onnx not found (set STRATA_MODEL_DIR)");
 }
 
 int strata_model_destroy(strata_model *m)

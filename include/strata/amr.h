@@ -124,6 +124,22 @@ typedef struct strata_cosmology_field strata_cosmology_field;
 int strata_amr_problem_cosmology_field(const strata_cosmology_field *f, double sigma,
                                        strata_amr_problem **out);
 
+/** @brief @p base plus @p n compact clumps, 3-D Gaussians exp(-r^2 / (2 s^2))
+ *  (periodic distance) of width @p sigma[k] (domain units, at most 1/2)
+ *  centred at @p centres[3k..3k+2], each holding the mass @p mass[k] in
+ *  units of the whole domain's at a mean density of 1: a clump of the mass
+ *  of one root cell of a 32^3 root grid has mass 32^-3. A clump adds its
+ *  mean over each cell, not its value at the centre, so a cell of any size
+ *  holds its share of the clump's mass, and mass refinement
+ *  (STRATA_AMR_MASS) finds a clump smaller than a coarse cell: collapsed
+ *  objects in a smooth background, as in a cosmology run. The new problem
+ *  owns @p base, which is destroyed with it, and on failure too.
+ *  @return 0; STRATA_EINVAL (a NULL, a width outside (0, 1/2], a negative
+ *  or non-finite mass or centre); STRATA_ENOMEM. */
+int strata_amr_problem_add_clumps(strata_amr_problem *base, int n, const double *centres,
+                                  const double *sigma, const double *mass,
+                                  strata_amr_problem **out);
+
 /** @brief Evaluate a problem as the fill tasks do: field @p field at the
  *  centres of @p n cells along x, the first at @p centre, the next @p h
  *  apart, into @p out. For applications that fill their own mesh

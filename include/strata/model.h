@@ -102,9 +102,12 @@ int strata_model_load(const char *json_path, strata_model **out);
  *          STRATA_ESTATE before strata_init(). */
 int strata_model_load_onnx(const char *onnx_path, strata_model **out);
 
-/** @brief Load Strata's default model, the analytic blob detector
- *  `blob_detector/model.json`, from $STRATA_MODEL_DIR, else the installed
- *  models, else the source tree's `models/`. Errors as strata_model_load(). */
+/** @brief Load Strata's default model, the trained blob U-Net
+ *  `blob_unet/model.onnx` (it finds the collapsed clumps of `strata infer`'s
+ *  field; scripts/train_blob_unet.py), from $STRATA_MODEL_DIR, else the
+ *  installed models, else the source tree's `models/`. The analytic blob
+ *  detector is `blob_detector/model.json` beside it. Errors as
+ *  strata_model_load(). */
 int strata_model_load_default(strata_model **out);
 
 /** An application's own model: CPU function (required), CUDA function
