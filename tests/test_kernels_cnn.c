@@ -1,8 +1,10 @@
 /* The CPU network kernels against naive direct references: conv3d for
  * kernel sizes 1-5 (odd and even), dilations 1-2, 1-3 channels, with and
- * without bias, with im2col space for one plane or the whole volume; and
- * the U-Net of cnn_reference.h, which uses every layer type. Tolerance:
- * 1e-4 relative (float32 sums of up to a few hundred terms). */
+ * without bias, with im2col space for one plane or the whole volume; the
+ * U-Net of cnn_reference.h, which uses every layer type; and 2x2x2 max
+ * pooling (its own row loop) on even and odd extents with NaNs, which win.
+ * Tolerance: 1e-4 relative (float32 sums of up to a few hundred terms);
+ * pooling exact. */
 #include "check.h"
 #include "cnn_reference.h"
 
@@ -27,8 +29,45 @@ static void check_conv(int cin, int cout, int k, int d, int64_t n, int with_bias
   free(in), free(w), free(b), free(got), free(want), free(scratch);
 }
 
+/* A network of one 2x2x2 stride-2 max pooling of 2 channels on n^3, with
+ * a NaN in one window, against the largest of each window's 8 inputs. */
+static void check_halving(int64_t n)
+{
+  struct strata__layer L = ref_layer(STRATA__LAYER_MAXPOOL, -1, -1, 2, 0, 0, 0, -1, 0);
+  strata__pool_halving(&L);
+  const struct strata__network net = {&L, 1, 2, NULL};
+  const int64_t m = n / 2, v = n * n * n;
+  float *in = malloc((size_t)(2 * v) * 4), *got = malloc((size_t)(2 * m * m * m) * 4);
+  float *scratch = malloc(strata__cnn_scratch_floats(&net, n) * 4 + 4);
+  ref_random(in, 2 * v, 5);
+  in[v + (2 * n + 3) * n + 2] = NAN; /* channel 1, cell (x 2, y 3, z 2): output (1, 1, 1) */
+  strata__cnn_forward_cpu(&net, NULL, in, n, got, scratch);
+  int64_t wrong = 0;
+  for (int64_t c = 0; c < 2; c++)
+    for (int64_t z = 0; z < m; z++)
+      for (int64_t y = 0; y < m; y++)
+        for (int64_t x = 0; x < m; x++) {
+          float want = -INFINITY;
+          int nan = 0;
+          for (int k = 0; k < 8; k++) {
+            float a = in[c * v + ((2 * z + k / 4) * n + 2 * y + k / 2 % 2) * n + 2 * x + k % 2];
+            nan |= a != a;
+            want = a > want ? a : want;
+          }
+          float g = got[((c * m + z) * m + y) * m + x];
+          wrong += nan ? g == g : g != want;
+        }
+  if (wrong)
+    fprintf(stderr, "2x2x2 max pooling on %lld^3: %lld wrong cells\n", (long long)n,
+            (long long)wrong);
+  CHECK_EQ(wrong, 0);
+  free(in), free(got), free(scratch);
+}
+
 int main(void)
 {
+  check_halving(8);
+  check_halving(7);
   for (int k = 1; k <= 5; k++)
     for (int d = 1; d <= 2; d++)
       for (int cin = 1; cin <= 3; cin += 2)
