@@ -55,15 +55,18 @@ for ((i = 1; i <= runs; i++)); do
       exit 1
     fi
   done
-  # Against PyTorch (skipped without it): the exported U-Net, the default model.
+  # Against PyTorch (skipped without it): the exported U-Net, the default
+  # model (the trained U-Net) and the analytic detector.
   if /usr/bin/python3 -c "import torch" 2>/dev/null; then
     size=(--extent 64 --rounds 5)
     [ ${#quick[@]} -gt 0 ] && size=(--extent 16 --rounds 1)
     vs_torch=(/usr/bin/python3 "$root/bench/model_vs_torch.py" "$build/bench/bench_model_throughput"
               "${size[@]}")
     "${vs_torch[@]}" >"$out/model_vs_torch-$i.json"
-    "${vs_torch[@]}" --model "$root/models/blob_detector/model.json" \
+    "${vs_torch[@]}" --model "$root/models/blob_unet/model.onnx" \
       >"$out/model_vs_torch_default-$i.json"
+    "${vs_torch[@]}" --model "$root/models/blob_detector/model.json" \
+      >"$out/model_vs_torch_detector-$i.json"
   fi
   # Fused chains against numexpr at 1 and 2 threads (skipped without it).
   if /usr/bin/python3 -c "import numexpr" 2>/dev/null; then

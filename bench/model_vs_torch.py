@@ -16,9 +16,11 @@ does. Prints JSON: per configuration the seconds per array (median, min,
 max of the rounds) and Strata's throughput over PyTorch's best form at that
 thread count, with the page faults and load average seen.
 
-With --model FILE.json the model is instead one of Strata's JSON models
-(the default blob detector, models/blob_detector/model.json), rebuilt in
-PyTorch from its description and weights for the comparison.
+With --model FILE the model is instead one of Strata's shipped models,
+rebuilt in PyTorch for the comparison: a JSON model (the analytic blob
+detector, models/blob_detector/model.json) from its description and
+weights, or the default trained U-Net (models/blob_unet/model.onnx) as the
+module of scripts/train_blob_unet.py with the file's weights.
 
 With --device cuda both run on the GPU instead: PyTorch with
 cudnn.benchmark, as PyTorch's defaults have it (TF32 convolutions) and in
@@ -29,7 +31,7 @@ STRATA_CUDNN_TF32=1) and by im2col + cuBLAS (STRATA_CUDNN=0), 1 and
 --arrays arrays in flight, on one StarPU worker (one stream) or one per
 array in flight (STARPU_NWORKER_PER_CUDA).
 
-usage: model_vs_torch.py BENCH_MODEL_THROUGHPUT [--model FILE.json] [--extent N]
+usage: model_vs_torch.py BENCH_MODEL_THROUGHPUT [--model FILE] [--extent N]
                          [--rounds R] [--mpiexec PATH] [--device cpu|cuda] [--arrays A]
 """
 import argparse
@@ -132,6 +134,21 @@ class JsonNet(nn.Module):
                 y = torch.cat(ins, 1)
             out[layer["name"]] = last = y
         return last
+
+
+def trained_unet(path):
+    """The ONNX file of scripts/train_blob_unet.py as its PyTorch module: the
+    initializers carry the module's parameter names."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+    import train_blob_unet
+    net = train_blob_unet.BlobUNet()
+    weights = {t.name: torch.from_numpy(np.array(numpy_helper.to_array(t)))
+               for t in onnx.load(path).graph.initializer}
+    net.load_state_dict(weights)
+    return net
 
 
 def export_onnx(model, example, path):
@@ -244,7 +261,8 @@ def cpu_rows(args, model, path, example, tmp):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
-    ap.add_argument("--model", help="a Strata JSON model instead of the exported U-Net")
+    ap.add_argument("--model", help="a shipped model instead of the exported U-Net: Strata JSON, "
+                    "or the trained U-Net's .onnx")
     ap.add_argument("--extent", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--mpiexec", default="mpiexec")
@@ -255,7 +273,11 @@ def main():
         print(json.dumps({"benchmark": "model_vs_torch", "skipped": "no CUDA device"}))
         sys.exit(77)
     torch.manual_seed(1)
-    model = (JsonNet(args.model) if args.model else UNet3D()).eval()
+    if args.model:
+        model = trained_unet(args.model) if args.model.endswith(".onnx") else JsonNet(args.model)
+    else:
+        model = UNet3D()
+    model.eval()
     example = torch.rand(1, 1, 16, 16, 16) + 0.5
     with tempfile.TemporaryDirectory() as tmp:
         path = args.model or f"{tmp}/unet3d.onnx"
