@@ -60,7 +60,7 @@ int infer_job_setup(const struct infer_job *job, struct infer_run *run);
  * not for a loaded hierarchy). */
 int infer_job_evolve(struct infer_run *run, int cycle);
 
-/* The cosmology field of `cycle` (destroy it after use). */
+/* The cosmology field of `cycle` with the planted clumps (destroy it after use). */
 int infer_job_problem(const struct infer_run *run, int cycle, strata_amr_problem **problem);
 
 /* The job's method parameters, with its model. */
@@ -74,7 +74,7 @@ void infer_job_teardown(struct infer_run *run);
 /* Planted clumps found by the cycle's bubbles: a bubble finds the nearest
  * unfound clump whose centre lies within 2.5 cells of level_infer of its
  * own (periodic distance); `bubbles` counts the bubbles, `found` the
- * clumps found. Collective (strata_infer_bubbles). */
+ * clumps found. Not collective: every rank holds the bubbles. */
 int infer_job_score(const struct infer_run *run, strata_infer *inf, int64_t *bubbles,
                     int64_t *found);
 
