@@ -10,7 +10,7 @@
 #       RANKS simulated ranks, one per node, each with CPUS workers (1);
 #       SimGrid's own messages go to $STRATA_SIM_LOG (simulate.log)
 #   scripts/simulate.sh validate [-o DIR] [-r RUNS] [-n 1,2,4]
-#       measured against simulated on 1, 2 and 4 ranks: the inference cycle
+#       (after `build`, as scaling) measured against simulated on 1, 2 and 4 ranks: the inference cycle
 #       and the global indexer's Take and Put; DIR/validation.json (simulate/)
 #   scripts/simulate.sh scaling [-o DIR] [-m MAX_RANKS]
 #       weak and strong scaling on the cluster platform, DIR/scaling.json and
@@ -125,7 +125,10 @@ usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
 case ${1:-} in
   build) shift; cmd_build "$@" ;;
   run) shift; starpu_env; cmd_run "$@" ;;
-  validate | scaling | plot) starpu_env; python3 "$root/scripts/simulate_studies.py" "$@" ;;
+  # The studies run build-simgrid's programs: bring them up to date first (a
+  # stale build simulated the job of an older commit without a word).
+  validate | scaling) cmd_build; python3 "$root/scripts/simulate_studies.py" "$@" ;;
+  plot) starpu_env; python3 "$root/scripts/simulate_studies.py" "$@" ;;
   -h | --help) usage ;;
   *) usage >&2; exit 2 ;;
 esac
