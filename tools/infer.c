@@ -352,11 +352,11 @@ static int run(const struct infer_options *o)
     if (!ret)
       ret = strata_infer_run(inf, &st);
     starpu_iteration_pop();
-    if (!ret && job.clump)
+    if (!ret && job.clump_centre)
       ret = infer_job_score(&job, inf, &bubbles, &found);
     if (ret)
       break;
-    if (job.clump) {
+    if (job.clump_centre) {
       recall = fmin(recall, (double)found / o->job.clumps);
       precision = fmin(precision, bubbles ? (double)found / (double)bubbles : 1.0);
     }
@@ -388,7 +388,7 @@ static int run(const struct infer_options *o)
            "total", sums[STRATA_INFER_PHASES] / o->cycles, (long long)st.elements,
            (long long)st.elements_max, (long long)st.bubbles, (long long)st.parts,
            (long long)st.leaf_bubbles, st.volume_min, st.volume_max);
-    if (job.clump)
+    if (job.clump_centre)
       printf("planted clumps: the last cycle's %lld bubbles found %lld of %d; worst cycle: "
              "recall %.3f, precision %.3f\n",
              (long long)bubbles, (long long)found, o->job.clumps, recall, precision);

@@ -54,32 +54,35 @@ static double periodic_distance(const double *a, const double *b)
 
 /* The clumps: uniform centres at least 10 cells of level_infer apart,
  * widths and masses uniform in their ranges (infer_job.h). */
-static int plant_clumps(const struct infer_job *job, double **out)
+static int plant_clumps(const struct infer_job *job, struct infer_run *run)
 {
-  *out = NULL;
-  if (job->clumps == 0)
+  const int n = job->clumps;
+  if (n == 0)
     return 0;
-  double *c = malloc((size_t)job->clumps * 5 * sizeof *c);
+  double *c = malloc((size_t)n * 5 * sizeof *c);
   if (!c)
     return STRATA_ENOMEM;
+  run->clump_centre = c;
+  run->clump_width = c + 3 * n;
+  run->clump_mass = run->clump_width + n;
   const double h = 1 / cells_at(job, job->level_infer), root = 1 / cells_at(job, 0);
   uint64_t draw = 0, seed = job->seed ^ 0x636c756d70ull; /* "clump" */
-  for (int k = 0; k < job->clumps; k++) {
-    double *ck = c + 5 * k;
+  for (int k = 0; k < n; k++) {
+    double *ck = c + 3 * k;
     int apart = 0;
     for (int tries = 0; !apart && tries < 1000; tries++) {
       for (int a = 0; a < 3; a++)
         ck[a] = uniform(seed, draw++);
       apart = 1;
       for (int j = 0; apart && j < k; j++)
-        apart = periodic_distance(ck, c + 5 * j) >= 10 * h;
+        apart = periodic_distance(ck, c + 3 * j) >= 10 * h;
     }
     double w = uniform(seed, draw++), m = uniform(seed, draw++);
-    ck[3] = h * (INFER_CLUMP_WIDTH_MIN + w * (INFER_CLUMP_WIDTH_MAX - INFER_CLUMP_WIDTH_MIN));
-    ck[4] = root * root * root *
-            (INFER_CLUMP_MASS_MIN + m * (INFER_CLUMP_MASS_MAX - INFER_CLUMP_MASS_MIN));
+    run->clump_width[k] =
+        h * (INFER_CLUMP_WIDTH_MIN + w * (INFER_CLUMP_WIDTH_MAX - INFER_CLUMP_WIDTH_MIN));
+    run->clump_mass[k] = root * root * root *
+                         (INFER_CLUMP_MASS_MIN + m * (INFER_CLUMP_MASS_MAX - INFER_CLUMP_MASS_MIN));
   }
-  *out = c;
   return 0;
 }
 
@@ -90,25 +93,12 @@ int infer_job_problem(const struct infer_run *run, int cycle, strata_amr_problem
   strata_amr_problem *background = NULL;
   int ret = strata_amr_problem_cosmology_field(run->field, job->sigma * (1 + job->growth * step),
                                                &background);
-  if (ret || job->clumps == 0) {
+  if (ret || !run->clump_centre) {
     *problem = background;
     return ret;
   }
-  double *centre = malloc((size_t)job->clumps * 5 * sizeof *centre);
-  if (!centre) {
-    strata_amr_problem_destroy(background);
-    return STRATA_ENOMEM;
-  }
-  double *width = centre + 3 * job->clumps, *mass = width + job->clumps;
-  for (int k = 0; k < job->clumps; k++) {
-    for (int a = 0; a < 3; a++)
-      centre[3 * k + a] = run->clump[5 * k + a];
-    width[k] = run->clump[5 * k + 3];
-    mass[k] = run->clump[5 * k + 4];
-  }
-  ret = strata_amr_problem_add_clumps(background, job->clumps, centre, width, mass, problem);
-  free(centre);
-  return ret;
+  return strata_amr_problem_add_clumps(background, job->clumps, run->clump_centre, run->clump_width,
+                                       run->clump_mass, problem);
 }
 
 int infer_job_score(const struct infer_run *run, strata_infer *inf, int64_t *bubbles,
@@ -126,7 +116,7 @@ int infer_job_score(const struct infer_run *run, strata_infer *inf, int64_t *bub
     int nearest = -1;
     double best = radius;
     for (int k = 0; k < run->job->clumps; k++) {
-      double d = periodic_distance(b[i].center, run->clump + 5 * k);
+      double d = periodic_distance(b[i].center, run->clump_centre + 3 * k);
       if (!taken[k] && d <= best)
         best = d, nearest = k;
     }
@@ -191,7 +181,7 @@ int infer_job_setup(const struct infer_job *job, struct infer_run *run)
   if (!ret)
     ret = strata_cosmology_field_create(job->grid, &cp, &run->field);
   if (!ret)
-    ret = plant_clumps(job, &run->clump);
+    ret = plant_clumps(job, run);
   if (!ret)
     ret = strata_amr_create(&p, &run->amr);
   if (!ret)
@@ -235,6 +225,6 @@ void infer_job_teardown(struct infer_run *run)
   strata_amr_destroy(run->amr);
   strata_model_destroy(run->model);
   strata_cosmology_field_destroy(run->field);
-  free(run->clump);
+  free(run->clump_centre);
   *run = (struct infer_run){0};
 }

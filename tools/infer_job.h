@@ -33,7 +33,9 @@ struct infer_run {
   strata_model *model;
   strata_amr_criterion refine;
   strata_cosmology_field *field; /* the job's Gaussian field (NULL with an input file) */
-  double *clump; /* job->clumps planted clumps: x, y, z, width, mass each (NULL: none) */
+  /* The job->clumps planted clumps as strata_amr_problem_add_clumps takes
+   * them, in one allocation from clump_centre (NULL: none). */
+  double *clump_centre, *clump_width, *clump_mass;
   const struct infer_job *job;
 };
 

@@ -146,6 +146,12 @@ static inline void strata__pool_halving(struct strata__layer *L)
   strata__layer_window(L, 2, 1, 2, 0, 0);
 }
 
+/* The larger of a and b, NaN when either is: max pooling's order. */
+static inline STRATA__HOST_DEVICE float strata__max_or_nan(float a, float b)
+{
+  return a > b || a != a ? a : b;
+}
+
 /* One output cell of a pooling layer: the maximum (mean == 0) or the
  * mean of the window at output cell (x, y, z) of channel `in` (extents n). */
 static inline STRATA__HOST_DEVICE float strata__pool_cell(const float *in, struct strata__extent n,
@@ -164,7 +170,7 @@ static inline STRATA__HOST_DEVICE float strata__pool_cell(const float *in, struc
         if (ix < 0 || ix >= n.e[2])
           continue;
         const float v = in[(iz * n.e[1] + iy) * n.e[2] + ix];
-        best = v > best || v != v ? v : best;
+        best = strata__max_or_nan(v, best);
         sum += v;
         count++;
       }

@@ -369,9 +369,6 @@ static void conv_transpose(const float *in, int cin, struct strata__extent n,
   activate(L, out, cout * vol);
 }
 
-/* The larger of a and b, NaN when either is (strata__pool_cell's order). */
-static inline float max_or_nan(float a, float b) { return a > b || a != a ? a : b; }
-
 /* The U-Nets' 2x2x2 max pooling of stride 2, without padding, a row of
  * outputs from four input rows: the general window walk spends most of its
  * time on indices. 0 when the layer is not that pooling. */
@@ -393,9 +390,11 @@ static int pool_halving(const float *in, int channels, struct strata__extent n,
         float *o = out + ((c * m.e[0] + z) * m.e[1] + y) * m.e[2];
         for (int64_t x = 0; x < m.e[2]; x++) {
           const int64_t i = 2 * x;
-          float near = max_or_nan(max_or_nan(r0[i], r0[i + 1]), max_or_nan(r1[i], r1[i + 1]));
-          float far = max_or_nan(max_or_nan(r2[i], r2[i + 1]), max_or_nan(r3[i], r3[i + 1]));
-          o[x] = max_or_nan(near, far);
+          float near = strata__max_or_nan(strata__max_or_nan(r0[i], r0[i + 1]),
+                                          strata__max_or_nan(r1[i], r1[i + 1]));
+          float far = strata__max_or_nan(strata__max_or_nan(r2[i], r2[i + 1]),
+                                         strata__max_or_nan(r3[i], r3[i + 1]));
+          o[x] = strata__max_or_nan(near, far);
         }
       }
   return 1;
