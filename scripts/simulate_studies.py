@@ -10,8 +10,9 @@ validate: the same benchmark measured here (mpiexec, build/) and simulated
 scaling: on the `cluster` platform, one worker per rank: the global
     indexer's Take and Put with 10^4 items per rank (weak scaling), and the
     inference cycle of Enzo-E's inference test (strong scaling) and of the
-    8x larger problem, with the messages per cycle (summed over the ranks);
-    plots with gnuplot.
+    8x larger problem (8x the clumps), with the messages per cycle (summed
+    over the ranks); plots with gnuplot. Each study has its own largest rank
+    count (--max-ranks, --max-ranks-infer, --max-ranks-8x).
 """
 import argparse
 import json
@@ -104,8 +105,9 @@ def infer_cycle(text):
 
 def scaling(opts):
     series = {}
-    ranks_list = [r for r in (1, 2, 4, 8, 16, 32, 64, 128) if r <= opts.max_ranks]
-    for ranks in ranks_list:
+    def ranks_upto(limit):
+        return [r for r in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if r <= limit]
+    for ranks in ranks_upto(opts.max_ranks):
         out, wall = simulated("cluster", ranks, GINDEXER.program, ["--quick", "--rounds", "1"],
                               opts.log)
         row = dict(GINDEXER.figures(json.loads(out)), ranks=ranks, host_s=wall)
@@ -113,9 +115,11 @@ def scaling(opts):
         log(f"gindexer {ranks} ranks: {row}")
     for name, root_blocks, limit in (("infer_strong", 2, opts.max_ranks_infer),
                                      ("infer_strong_8x", 4, opts.max_ranks_8x)):
-        for ranks in (r for r in ranks_list if r <= limit):
+        for ranks in ranks_upto(limit):
+            # the job's 32 clumps at the Enzo-E size, as many per volume when larger
             args = ["infer", "--quiet", "--cycles", "2", "--png", "none", "--hdf5", "none",
-                    "--root-blocks", str(root_blocks), "--grid", str(64 * root_blocks)]
+                    "--root-blocks", str(root_blocks), "--grid", str(64 * root_blocks),
+                    "--clumps", str(32 * (root_blocks // 2) ** 3)]
             out, wall = simulated("cluster", ranks, "tools/strata", args, opts.log)
             row = dict(infer_cycle(out), ranks=ranks, host_s=wall)
             series.setdefault(name, []).append(row)
@@ -167,9 +171,12 @@ def main():
     parser.add_argument("-n", "--ranks", default="1,2,4",
                         type=lambda v: [int(r) for r in v.split(",")],
                         help="validate: the rank counts, comma-separated")
-    parser.add_argument("-m", "--max-ranks", type=int, default=64)
-    parser.add_argument("--max-ranks-infer", type=int, default=32)
-    parser.add_argument("--max-ranks-8x", type=int, default=8)
+    parser.add_argument("-m", "--max-ranks", type=int, default=64,
+                        help="scaling: the global indexer's largest rank count")
+    parser.add_argument("--max-ranks-infer", type=int, default=32,
+                        help="scaling: the inference cycle's, at the Enzo-E size")
+    parser.add_argument("--max-ranks-8x", type=int, default=8,
+                        help="scaling: the inference cycle's, 8x larger")
     opts = parser.parse_args()
     os.makedirs(opts.out, exist_ok=True)
     opts.out = os.path.abspath(opts.out)
