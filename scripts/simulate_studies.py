@@ -103,6 +103,16 @@ def infer_cycle(text):
             "elements": int(last[2]), "rss_mib": float(last[-2])}
 
 
+def keep(series, name, row, out):
+    """Adds row to its study and writes DIR/scaling.json again, so that a
+    study stopped part-way (a run that would not fit in memory) keeps the rows
+    it has."""
+    series.setdefault(name, []).append(row)
+    log(f"{name} {row['ranks']} ranks: {row}")
+    with open(os.path.join(out, "scaling.json"), "w") as f:
+        json.dump(series, f, indent=1)
+
+
 def scaling(opts):
     series = {}
     def ranks_upto(limit):
@@ -111,8 +121,7 @@ def scaling(opts):
         out, wall = simulated("cluster", ranks, GINDEXER.program, ["--quick", "--rounds", "1"],
                               opts.log)
         row = dict(GINDEXER.figures(json.loads(out)), ranks=ranks, host_s=wall)
-        series.setdefault("gindexer_weak", []).append(row)
-        log(f"gindexer {ranks} ranks: {row}")
+        keep(series, "gindexer_weak", row, opts.out)
     for name, root_blocks, limit in (("infer_strong", 2, opts.max_ranks_infer),
                                      ("infer_strong_8x", 4, opts.max_ranks_8x)):
         for ranks in ranks_upto(limit):
@@ -122,10 +131,7 @@ def scaling(opts):
                     "--clumps", str(32 * (root_blocks // 2) ** 3)]
             out, wall = simulated("cluster", ranks, "tools/strata", args, opts.log)
             row = dict(infer_cycle(out), ranks=ranks, host_s=wall)
-            series.setdefault(name, []).append(row)
-            log(f"{name} {ranks} ranks: {row}")
-    with open(os.path.join(opts.out, "scaling.json"), "w") as f:
-        json.dump(series, f, indent=1)
+            keep(series, name, row, opts.out)
     plot(series, opts.out)
 
 
