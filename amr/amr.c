@@ -114,34 +114,60 @@ static int submit_fill(strata_amr *amr, struct strata__amr_node *n,
   return 0;
 }
 
-/* Make n a leaf owned by `rank`, its fields registered on every rank and
- * zeroed on the owner; with a problem, left empty until the leaf has its
- * final owner (place_new_leaves), so that a change of owner sends nothing. */
-static int make_leaf(strata_amr *amr, struct strata__amr_node *n, int rank,
-                     const strata_amr_problem *problem)
+/* Leaf n's field handles on this rank, owner n->rank, registered unless
+ * they are. The owner registers them when the leaf is made; another rank
+ * only when something involves it: a family across ranks, a migration to
+ * it, strata_amr_field_handle(). So a rank holds the handles of its own
+ * leaves and of those it exchanges with, not of the whole hierarchy (at
+ * 4-17 KiB a handle, the largest per-rank cost that grew with all leaves). */
+static int hold_leaf(const strata_amr *amr, struct strata__amr_node *n)
 {
   size_t elem = is_double(amr) ? sizeof(double) : sizeof(float);
   for (int f = 0; f < amr->p.nfields; f++) {
     int64_t tag;
-    int ret = tag_of(amr, n, f, &tag);
+    int ret = n->h[f] ? 0 : tag_of(amr, n, f, &tag);
     if (ret)
       return ret;
+    if (n->h[f])
+      continue;
     starpu_vector_data_register(&n->h[f], -1, 0, (uint32_t)strata__amr_block_size(amr), elem);
-    starpu_mpi_data_register_comm(n->h[f], tag, rank, amr->comm);
+    starpu_mpi_data_register_comm(n->h[f], tag, n->rank, amr->comm);
   }
+  return 0;
+}
+
+/* Unregisters leaf n's handles here once their pending work is done:
+ * `wait` for it where the leaf stays and this rank may need its handles
+ * again soon (StarPU-MPI refuses a tag whose handle is still registered). */
+static void release_leaf(const strata_amr *amr, struct strata__amr_node *n, int wait)
+{
+  for (int f = 0; f < amr->p.nfields; f++)
+    if (n->h[f]) {
+      starpu_mpi_cache_flush(amr->comm, n->h[f]);
+      if (wait)
+        starpu_data_unregister(n->h[f]);
+      else
+        starpu_data_unregister_submit(n->h[f]);
+      n->h[f] = NULL;
+    }
+}
+
+/* Make n a leaf owned by `rank`, its fields registered and zeroed on the
+ * owner; with a problem, left empty until the leaf has its final owner
+ * (place_new_leaves), so that a change of owner sends nothing. */
+static int make_leaf(strata_amr *amr, struct strata__amr_node *n, int rank,
+                     const strata_amr_problem *problem)
+{
   n->is_leaf = 1;
   n->rank = rank;
   n->unfilled = problem != NULL;
-  return problem ? 0 : submit_fill(amr, n, NULL);
+  int ret = rank == amr->rank ? hold_leaf(amr, n) : 0;
+  return ret || problem ? ret : submit_fill(amr, n, NULL);
 }
 
 static void drop_leaf(strata_amr *amr, struct strata__amr_node *n)
 {
-  for (int f = 0; f < amr->p.nfields; f++) {
-    starpu_mpi_cache_flush(amr->comm, n->h[f]);
-    starpu_data_unregister_submit(n->h[f]);
-    n->h[f] = NULL;
-  }
+  release_leaf(amr, n, 0);
   n->is_leaf = 0;
   n->rank = -1;
 }
@@ -151,8 +177,10 @@ starpu_data_handle_t strata_amr_field_handle(const strata_amr *amr, const strata
 {
   if (!amr || !b || field < 0 || field >= amr->p.nfields || !strata__amr_valid(amr, b))
     return NULL;
-  const struct strata__amr_node *n = strata__amr_find(amr, b);
-  return n && n->is_leaf ? n->h[field] : NULL;
+  /* the node is the hierarchy's own: registering its handles changes no
+   * state that callers of a const hierarchy can see */
+  struct strata__amr_node *n = (struct strata__amr_node *)strata__amr_find(amr, b);
+  return n && n->is_leaf && hold_leaf(amr, n) == 0 ? n->h[field] : NULL;
 }
 
 /* ---- distribution ---- */
@@ -203,21 +231,29 @@ int strata_amr_redistribute(strata_amr *amr)
     free(ranks);
     return ret ? ret : STRATA_ENOMEM;
   }
-  /* Same order on every rank: StarPU-MPI matches the transfers by tag. A
-   * leaf that holds no values yet changes owner without a message. */
-  for (int64_t i = 0; i < amr->nleaves; i++) {
+  /* Same order on every rank: StarPU-MPI matches the transfers by tag.
+   * Every rank that holds a moving leaf's handles takes part (the new owner
+   * registers them first); the old owner lets go of them. A leaf that
+   * holds no values yet changes owner without a message. */
+  int local = 0;
+  for (int64_t i = 0; i < amr->nleaves && !local; i++) {
     struct strata__amr_node *n = amr->leaves[i];
-    if (ranks[i] == n->rank)
+    const int from = n->rank, to = ranks[i];
+    if (to == from)
       continue;
-    for (int f = 0; f < amr->p.nfields; f++)
+    if (to == amr->rank)
+      local = hold_leaf(amr, n);
+    for (int f = 0; f < amr->p.nfields && n->h[f]; f++)
       if (n->unfilled)
-        starpu_mpi_data_set_rank_comm(n->h[f], ranks[i], amr->comm);
+        starpu_mpi_data_set_rank_comm(n->h[f], to, amr->comm);
       else
-        starpu_mpi_data_migrate(amr->comm, n->h[f], ranks[i]);
-    n->rank = ranks[i];
+        starpu_mpi_data_migrate(amr->comm, n->h[f], to);
+    n->rank = to;
+    if (from == amr->rank) /* after its values have left */
+      release_leaf(amr, n, 1);
   }
   free(ranks);
-  return 0;
+  return strata__agree(local, NULL, 0) ? (local ? local : STRATA_ENOMEM) : 0;
 }
 
 /* ---- creation ---- */
@@ -547,14 +583,22 @@ static int can_coarsen(strata_amr *amr, const strata_amr_block *p)
 
 /* Every field of parent p from its children (restriction) or of the
  * children from p (prolongation): one task per field and family. */
-static int family_fields(strata_amr *amr, int kind, const struct strata__amr_node *p,
+static int family_fields(strata_amr *amr, int kind, struct strata__amr_node *p,
                          struct strata__amr_node *const *kids)
 {
   struct strata__amr_family fam = {.nchildren = 1 << amr->p.dim};
   for (int o = 0; o < fam.nchildren; o++)
     fam.x[o] = strata__amr_family_xfer(kind, amr->p.dim, amr->p.block_cells, amr->p.ghost_depth, o,
                                        is_double(amr));
-  int ret = 0;
+  /* Only the ranks of the family's leaves take part, with all its handles. */
+  int involved = p->rank == amr->rank, ret = 0;
+  for (int o = 0; o < fam.nchildren; o++)
+    involved |= kids[o]->rank == amr->rank;
+  if (!involved)
+    return 0;
+  ret = hold_leaf(amr, p);
+  for (int o = 0; !ret && o < fam.nchildren; o++)
+    ret = hold_leaf(amr, kids[o]);
   for (int f = 0; !ret && f < amr->p.nfields; f++) {
     starpu_data_handle_t h[8];
     for (int o = 0; o < fam.nchildren; o++)
@@ -600,6 +644,8 @@ static int coarsen_family(strata_amr *amr, struct strata__amr_node *p,
     drop_leaf(amr, kids[o]);
     strata__amr_remove(amr, kids[o]);
   }
+  if (!ret && p->rank != amr->rank) /* a child's rank that sent its values */
+    release_leaf(amr, p, 1);
   return ret;
 }
 
