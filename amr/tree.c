@@ -327,8 +327,10 @@ int strata_amr_block_query(const strata_amr *amr, const strata_amr_block *b,
   if (!strata__amr_valid(amr, b))
     return STRATA_ERANGE;
   const struct strata__amr_node *n = strata__amr_find(amr, b);
-  *info = (strata_amr_block_info){
-      .exists = n != NULL, .is_leaf = n && n->is_leaf, .rank = n && n->is_leaf ? n->rank : -1};
+  *info = (strata_amr_block_info){.exists = n != NULL,
+                                  .is_leaf = n && n->is_leaf,
+                                  .rank = n && n->is_leaf ? n->rank : -1,
+                                  .handles_here = n && n->is_leaf && n->h[0] != NULL};
   double w = 1.0 / (double)strata__amr_blocks_at(amr, b->level);
   for (int a = 0; a < 3; a++) {
     info->lower[a] = a < amr->p.dim ? (double)b->index[a] * w : 0;

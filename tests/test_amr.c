@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <strata/amr.h>
+#include <strata/starpu.h>
 
 #include "amr.h"
 #include "amr_check.h"
@@ -381,6 +382,66 @@ static void test_distribution(void)
   CHECK_EQ(strata_amr_destroy(amr), 0);
 }
 
+/* Leaves of amr whose handles this rank holds without owning them; every
+ * owned leaf must hold its own. */
+static int64_t held_elsewhere(strata_amr *amr)
+{
+  int64_t n = strata_amr_num_leaves(amr), held = 0;
+  strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
+  strata_amr_leaves(amr, leaves, n, &n);
+  for (int64_t i = 0; i < n; i++) {
+    strata_amr_block_info info;
+    CHECK_EQ(strata_amr_block_query(amr, &leaves[i], &info), 0);
+    if (info.rank == strata_rank())
+      CHECK_EQ(info.handles_here, 1);
+    else
+      held += info.handles_here;
+  }
+  free(leaves);
+  return held;
+}
+
+/* A rank registers the handles of its own leaves, not every leaf's: none
+ * of another rank's after a build from a problem (its new leaves move
+ * without values), those of a leaf asked for with strata_amr_field_handle
+ * from then on, and after adaptations with families across ranks (the
+ * blobs moved) no more than the leaves it exchanged with. */
+static void test_handle_locality(void)
+{
+  strata_amr_params p;
+  strata_amr_criterion c;
+  blob_setup(&p, &c, 1);
+  const double before[6] = {0.3, 0.3, 0.3, 0.7, 0.6, 0.5},
+               after[6] = {0.55, 0.3, 0.3, 0.2, 0.7, 0.6}, sigma[2] = {0.05, 0.08},
+               amp[2] = {50, 20};
+  strata_amr_problem *old, *now;
+  CHECK_EQ(strata_amr_problem_blobs(2, before, sigma, amp, &old), 0);
+  CHECK_EQ(strata_amr_problem_blobs(2, after, sigma, amp, &now), 0);
+  strata_amr *amr;
+  CHECK_EQ(strata_amr_create(&p, &amr), 0);
+  CHECK_EQ(strata_amr_build(amr, old, &c), 0);
+  int64_t n = strata_amr_num_leaves(amr);
+  CHECK_EQ(held_elsewhere(amr), 0);
+  strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
+  strata_amr_leaves(amr, leaves, n, &n);
+  strata_amr_block_info info;
+  CHECK_EQ(strata_amr_block_query(amr, &leaves[n - 1], &info), 0);
+  CHECK(strata_amr_field_handle(amr, &leaves[n - 1], 0) != NULL);
+  CHECK_EQ(held_elsewhere(amr), info.rank != strata_rank());
+  CHECK_EQ(strata_amr_fill(amr, now), 0);
+  int64_t changed = 0;
+  CHECK_EQ(strata_amr_adapt(amr, &c, &changed), 0);
+  CHECK(changed > 0);
+  int size;
+  MPI_Comm_size(strata_comm(), &size);
+  n = strata_amr_num_leaves(amr);
+  CHECK(size == 1 || held_elsewhere(amr) < n - n / size - 1);
+  free(leaves);
+  CHECK_EQ(strata_amr_destroy(amr), 0);
+  strata_amr_problem_destroy(old);
+  strata_amr_problem_destroy(now);
+}
+
 /* One family task on local handles (9 of them: past STARPU_NMAXBUFS), on
  * 4^3 blocks with one ghost layer: eight constant children (child o holds
  * o + 1) restricted into the octants of a parent whose ghosts hold 8 (its
@@ -493,6 +554,7 @@ int main(int argc, char **argv)
   test_linear(3, STRATA_FLOAT32);
   test_conservation();
   test_adapt_problem();
+  test_handle_locality();
   test_family_task();
   test_transfer_account();
   strata_finalize();

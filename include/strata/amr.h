@@ -244,6 +244,9 @@ typedef struct strata_amr_block_info {
   int rank;        /**< owner of a leaf, -1 otherwise */
   double lower[3]; /**< physical lower corner */
   double upper[3]; /**< physical upper corner */
+  /** This rank holds the leaf's StarPU handles: its own leaves, and those
+   *  it exchanges with (a family across ranks, strata_amr_field_handle()). */
+  int handles_here;
 } strata_amr_block_info;
 
 /** @brief Look a block up (not collective). STRATA_ERANGE when the block
