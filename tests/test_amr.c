@@ -313,6 +313,16 @@ static void take_leaf(void *ctx, const strata_amr_block *b, const strata_amr_blo
   s->blocks++;
 }
 
+/* Two blobs before and after they moved (refinement and coarsening). */
+static void moving_blobs(strata_amr_problem **old, strata_amr_problem **now)
+{
+  const double before[6] = {0.3, 0.3, 0.3, 0.7, 0.6, 0.5},
+               after[6] = {0.55, 0.3, 0.3, 0.2, 0.7, 0.6}, sigma[2] = {0.05, 0.08},
+               amp[2] = {50, 20};
+  CHECK_EQ(strata_amr_problem_blobs(2, before, sigma, amp, old), 0);
+  CHECK_EQ(strata_amr_problem_blobs(2, after, sigma, amp, now), 0);
+}
+
 /* strata_amr_adapt_problem gives what adapt, fill and fill_ghosts give: the
  * same leaves, owners and bitwise-equal fields, ghosts included, after
  * blobs that moved (refinement and coarsening). */
@@ -321,12 +331,8 @@ static void test_adapt_problem(void)
   strata_amr_params p;
   strata_amr_criterion c;
   blob_setup(&p, &c, 1);
-  const double before[6] = {0.3, 0.3, 0.3, 0.7, 0.6, 0.5},
-               after[6] = {0.55, 0.3, 0.3, 0.2, 0.7, 0.6}, sigma[2] = {0.05, 0.08},
-               amp[2] = {50, 20};
   strata_amr_problem *old, *now;
-  CHECK_EQ(strata_amr_problem_blobs(2, before, sigma, amp, &old), 0);
-  CHECK_EQ(strata_amr_problem_blobs(2, after, sigma, amp, &now), 0);
+  moving_blobs(&old, &now);
   struct snapshot shots[2] = {{0}};
   for (int k = 0; k < 2; k++) {
     strata_amr *amr;
@@ -411,12 +417,8 @@ static void test_handle_locality(void)
   strata_amr_params p;
   strata_amr_criterion c;
   blob_setup(&p, &c, 1);
-  const double before[6] = {0.3, 0.3, 0.3, 0.7, 0.6, 0.5},
-               after[6] = {0.55, 0.3, 0.3, 0.2, 0.7, 0.6}, sigma[2] = {0.05, 0.08},
-               amp[2] = {50, 20};
   strata_amr_problem *old, *now;
-  CHECK_EQ(strata_amr_problem_blobs(2, before, sigma, amp, &old), 0);
-  CHECK_EQ(strata_amr_problem_blobs(2, after, sigma, amp, &now), 0);
+  moving_blobs(&old, &now);
   strata_amr *amr;
   CHECK_EQ(strata_amr_create(&p, &amr), 0);
   CHECK_EQ(strata_amr_build(amr, old, &c), 0);
