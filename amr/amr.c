@@ -124,12 +124,12 @@ static int hold_leaf(const strata_amr *amr, struct strata__amr_node *n)
 {
   size_t elem = is_double(amr) ? sizeof(double) : sizeof(float);
   for (int f = 0; f < amr->p.nfields; f++) {
-    int64_t tag;
-    int ret = n->h[f] ? 0 : tag_of(amr, n, f, &tag);
-    if (ret)
-      return ret;
     if (n->h[f])
       continue;
+    int64_t tag;
+    int ret = tag_of(amr, n, f, &tag);
+    if (ret)
+      return ret;
     starpu_vector_data_register(&n->h[f], -1, 0, (uint32_t)strata__amr_block_size(amr), elem);
     starpu_mpi_data_register_comm(n->h[f], tag, n->rank, amr->comm);
   }
@@ -233,25 +233,30 @@ int strata_amr_redistribute(strata_amr *amr)
   }
   /* Same order on every rank: StarPU-MPI matches the transfers by tag.
    * Every rank that holds a moving leaf's handles takes part (the new owner
-   * registers them first); the old owner lets go of them. A leaf that
-   * holds no values yet changes owner without a message. */
+   * registers them first: the owner's tag, so this cannot fail where the
+   * owner's did not). A leaf that holds no values yet changes owner without
+   * a message. ranks[i] keeps the old owner for the second pass. */
   int local = 0;
-  for (int64_t i = 0; i < amr->nleaves && !local; i++) {
+  for (int64_t i = 0; i < amr->nleaves; i++) {
     struct strata__amr_node *n = amr->leaves[i];
-    const int from = n->rank, to = ranks[i];
-    if (to == from)
+    const int to = ranks[i];
+    ranks[i] = n->rank;
+    if (to == n->rank)
       continue;
-    if (to == amr->rank)
-      local = hold_leaf(amr, n);
+    int held = to == amr->rank ? hold_leaf(amr, n) : 0;
+    local = local ? local : held;
     for (int f = 0; f < amr->p.nfields && n->h[f]; f++)
       if (n->unfilled)
         starpu_mpi_data_set_rank_comm(n->h[f], to, amr->comm);
       else
         starpu_mpi_data_migrate(amr->comm, n->h[f], to);
     n->rank = to;
-    if (from == amr->rank) /* after its values have left */
-      release_leaf(amr, n, 1);
   }
+  /* The old owners let go once the values have left, all sends posted
+   * first so that they travel together. */
+  for (int64_t i = 0; i < amr->nleaves; i++)
+    if (ranks[i] == amr->rank && amr->leaves[i]->rank != amr->rank)
+      release_leaf(amr, amr->leaves[i], 1);
   free(ranks);
   return strata__agree(local, NULL, 0) ? (local ? local : STRATA_ENOMEM) : 0;
 }

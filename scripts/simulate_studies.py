@@ -113,10 +113,12 @@ def keep(series, name, row, out):
         json.dump(series, f, indent=1)
 
 
+def ranks_upto(limit):
+    return [r for r in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if r <= limit]
+
+
 def scaling(opts):
     series = {}
-    def ranks_upto(limit):
-        return [r for r in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if r <= limit]
     for ranks in ranks_upto(opts.max_ranks):
         out, wall = simulated("cluster", ranks, GINDEXER.program, ["--quick", "--rounds", "1"],
                               opts.log)

@@ -31,9 +31,8 @@ windows, 4 held-out fields).
 import argparse
 import ctypes
 import math
-import time
-
 import sys
+import time
 
 import numpy as np
 
