@@ -12,11 +12,13 @@
  * Strata. Run with STARPU_NCPU=1 to compare the tasks like for like.
  * Targets: kernel >= 0.6 x memcpy, tasks >= 0.8 x kernel. The pair is
  * also timed from memory, after writing twice the last-level cache
- * (kernel_vs_memcpy_cold): with a cache as large as this VM's 300 MiB L3,
- * the warm pair only measures the cache. Also the tasks
- * against the same family kernels called directly on blocks like theirs
- * (tasks_vs_direct: what StarPU costs). Prints JSON with medians over the
- * rounds; the ratios are medians of paired per-round ratios.
+ * (kernel_vs_memcpy_cold): where every buffer fits in the cache, the warm
+ * pair only measures the cache. Also the tasks against the same family
+ * kernels called directly on blocks like theirs (tasks_vs_direct: what
+ * StarPU costs), and plain loops touching every fine cell of the blocks
+ * against the same over the cube, from memory (blocks_vs_cube_touch: what
+ * the blocks' layout allows tasks_vs_kernel). Prints JSON with medians
+ * over the rounds; the ratios are medians of paired per-round ratios.
  *
  *   bench_amr [--rounds R] [--quick]   (--quick: n = 64 only, to check it runs)
  */
@@ -34,8 +36,10 @@
 /* On a cache line, like the buffers StarPU allocates under Strata. */
 static void *aligned(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
 
-/* Writing twice the last-level cache's size evicts the buffers timed next
- * (sysfs's size of cpu0's highest cache; 64 MiB when unknown). */
+/* Writing twice the last-level cache's size, and at least 256 MiB, evicts
+ * the buffers timed next (sysfs's size of cpu0's highest cache). A VM's
+ * sysfs may show less L3 than the host has: on an AMD EPYC VM reporting
+ * 32 MiB, a 1.2 MB memcpy kept getting slower up to 256 MiB written. */
 static size_t evict_bytes(void)
 {
   size_t largest = 0;
@@ -52,10 +56,25 @@ static size_t evict_bytes(void)
     }
     fclose(f);
   }
-  return 2 * (largest ? largest : (size_t)32 << 20);
+  const size_t floor_bytes = (size_t)256 << 20;
+  return 2 * largest > floor_bytes ? 2 * largest : floor_bytes;
 }
 
-static void evict(char *buffer, size_t bytes, int round) { memset(buffer, round & 0xff, bytes); }
+/* One ordinary store per cache line of a buffer allocated once (freed at
+ * exit): glibc's memset of this size streams past the caches with
+ * non-temporal stores and evicts nothing (measured: a memcpy after a
+ * 64 MiB memset ran as fast as with no eviction). */
+static void evict(int round)
+{
+  static char *buffer;
+  static size_t bytes;
+  if (!buffer) {
+    bytes = evict_bytes();
+    buffer = aligned(bytes);
+  }
+  for (size_t i = 0; buffer && i < bytes; i += 64)
+    ((volatile char *)buffer)[i] = (char)round;
+}
 
 static double *filled(int64_t count)
 {
@@ -80,8 +99,6 @@ static struct plain time_plain(int kind, int64_t n, int rounds)
   memset(b, 2, half);
   double *t = malloc((size_t)(4 * rounds) * sizeof *t), *tk = t, *tc = t + rounds,
          *ratio = t + 2 * rounds, *cold = t + 3 * rounds;
-  const size_t flush_bytes = evict_bytes();
-  char *flush = aligned(flush_bytes);
   strata__amr_xfer_cpu(&x, dst, src); /* first touch */
   for (int r = 0; r < rounds; r++) {
     double t0 = bench_now();
@@ -93,13 +110,16 @@ static struct plain time_plain(int kind, int64_t n, int rounds)
     tk[r] = t1 - t0;
     tc[r] = t2 - t1;
     ratio[r] = tc[r] / tk[r];
-    /* The same pair, each from memory rather than from the caches. */
-    evict(flush, flush_bytes, r);
-    t0 = bench_now();
+  }
+  /* The same pairs, each from memory rather than from the caches; after
+   * the warm ones, which the evictions would leave cold. */
+  for (int r = 0; r < rounds; r++) {
+    evict(r);
+    double t0 = bench_now();
     strata__amr_xfer_cpu(&x, dst, src);
-    t1 = bench_now();
-    evict(flush, flush_bytes, r + 1);
-    t2 = bench_now();
+    double t1 = bench_now();
+    evict(r + 1);
+    double t2 = bench_now();
     memcpy(b, a, half);
     cold[r] = (bench_now() - t2) / (t1 - t0);
   }
@@ -107,13 +127,96 @@ static struct plain time_plain(int kind, int64_t n, int rounds)
   p.copy = bench_median(tc, rounds);
   p.ratio = bench_median(ratio, rounds);
   p.cold_ratio = bench_median(cold, rounds);
-  free(flush);
   free(src);
   free(dst);
   free(a);
   free(b);
   free(t);
   return p;
+}
+
+/* What the data's layout alone costs: every fine cell the transfer moves
+ * touched once (written when prolonging, read when restricting), in the
+ * cube's rows or in the blocks' interiors, the children of a pair row by
+ * row as the family kernel goes. Each touch asks for the row TOUCH_AHEAD
+ * rows on (stride cells further), as the kernels ask for theirs: on an AMD
+ * EPYC VM that took plain stores into the blocks from 0.62-0.65x to
+ * 0.67-0.75x the cube's rate. Reads fold the bits with XOR, which
+ * vectorises (a floating-point sum would wait on each add). Returns the
+ * fold, to keep the reads. */
+enum { TOUCH_AHEAD = 8 };
+
+static uint64_t touch_row(int kind, double *row, int64_t len, int64_t stride, double value)
+{
+  const int prolong = kind == STRATA__AMR_PROLONG;
+  const char *ahead = (const char *)(row + TOUCH_AHEAD * stride);
+  for (int64_t k = 0; k < len * (int64_t)sizeof *row; k += 64)
+    if (prolong)
+      __builtin_prefetch(ahead + k, 1, 3);
+    else
+      __builtin_prefetch(ahead + k, 0, 3);
+  uint64_t fold = 0;
+  if (prolong)
+    for (int64_t i = 0; i < len; i++)
+      row[i] = value;
+  else
+    for (int64_t i = 0; i < len; i++) {
+      uint64_t bits;
+      memcpy(&bits, &row[i], sizeof bits);
+      fold ^= bits;
+    }
+  return fold;
+}
+
+static uint64_t touch_cube(int kind, double *fine, int64_t n, double value)
+{
+  uint64_t fold = 0;
+  for (int64_t row = 0; row < n * n; row++)
+    fold ^= touch_row(kind, fine + row * n, n, n, value);
+  return fold;
+}
+
+static uint64_t touch_families(int kind, double **bufs, int64_t nfam, double value)
+{
+  const int64_t side = BLOCK + 2 * GHOST;
+  uint64_t fold = 0;
+  for (int64_t f = 0; f < nfam; f++)
+    for (int pair = 0; pair < FAMILY / 2; pair++) {
+      double *lo = bufs[f * (1 + FAMILY) + 1 + 2 * pair],
+             *hi = bufs[f * (1 + FAMILY) + 2 + 2 * pair];
+      for (int64_t z = GHOST; z < GHOST + BLOCK; z++)
+        for (int64_t y = GHOST; y < GHOST + BLOCK; y++) {
+          const int64_t at = (z * side + y) * side + GHOST;
+          fold ^= touch_row(kind, lo + at, BLOCK, side, value) ^
+                  touch_row(kind, hi + at, BLOCK, side, value);
+        }
+    }
+  return fold;
+}
+
+/* The median over rounds of the time to touch the cube's fine cells over
+ * the time to touch the blocks', each from memory: the most the tasks can
+ * reach against the kernel if both moved data as fast as plain loops. */
+static double layout_floor(int kind, double *cube_fine, int64_t n, double **bufs, int64_t nfam,
+                           int rounds)
+{
+  double *ratio = malloc((size_t)rounds * sizeof *ratio);
+  uint64_t fold = 0;
+  for (int r = 0; ratio && r < rounds; r++) {
+    evict(r);
+    double t0 = bench_now();
+    fold ^= touch_cube(kind, cube_fine, n, r);
+    double t1 = bench_now();
+    evict(r + 1);
+    double t2 = bench_now();
+    fold ^= touch_families(kind, bufs, nfam, r);
+    ratio[r] = (t1 - t0) / (bench_now() - t2);
+  }
+  if (fold == 1) /* keeps the reads */
+    fprintf(stderr, "bench_amr: %llu\n", (unsigned long long)fold);
+  double median = ratio ? bench_median(ratio, rounds) : NAN;
+  free(ratio);
+  return median;
 }
 
 /* One task per family over the cube, alternating round by round with the
@@ -156,6 +259,8 @@ static struct tasks time_tasks(int kind, int64_t n, int rounds)
       task_rounds_record(&times, r, t0, t1, t2, t3);
   }
   struct tasks m = task_rounds_medians(&times, nfam);
+  m.layout_floor = layout_floor(kind, kind == STRATA__AMR_PROLONG ? cube_dst : cube_src, n, direct,
+                                nfam, rounds);
   for (int64_t i = 0; i < nbufs; i++) {
     starpu_data_unregister(h[i]);
     free(bufs[i]);

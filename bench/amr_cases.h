@@ -89,6 +89,10 @@ struct plain {
 struct tasks {
   double seconds, kernel, direct, vs_kernel, vs_direct;
   int64_t count;
+  /* The time to touch the cube's fine cells over the time to touch the
+   * same number in the blocks' interiors, family by family: the most
+   * tasks_vs_kernel the block layout allows; NAN: not measured */
+  double layout_floor;
 };
 
 /* The rounds of time_tasks: per round, the times of the tasks, of the
@@ -122,9 +126,13 @@ static inline struct tasks task_rounds_medians(struct task_rounds *w, int64_t co
 {
   double *t = w->t;
   const int n = w->n;
-  struct tasks m = {bench_median(t, n),         bench_median(t + n, n),
-                    bench_median(t + 2 * n, n), bench_median(t + 3 * n, n),
-                    bench_median(t + 4 * n, n), count};
+  struct tasks m = {bench_median(t, n),
+                    bench_median(t + n, n),
+                    bench_median(t + 2 * n, n),
+                    bench_median(t + 3 * n, n),
+                    bench_median(t + 4 * n, n),
+                    count,
+                    NAN};
   free(t);
   return m;
 }
@@ -147,6 +155,8 @@ static inline cJSON *amr_case_json(const struct plain *c, const struct tasks *tt
     cJSON_AddNumberToObject(row, "kernel_vs_memcpy_cold", c->cold_ratio);
   cJSON_AddNumberToObject(row, "tasks_vs_kernel", tt->vs_kernel);
   cJSON_AddNumberToObject(row, "tasks_vs_direct", tt->vs_direct);
+  if (tt->layout_floor == tt->layout_floor)
+    cJSON_AddNumberToObject(row, "blocks_vs_cube_touch", tt->layout_floor);
   return row;
 }
 
