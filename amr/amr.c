@@ -367,10 +367,46 @@ int strata_amr_destroy(strata_amr *amr)
 
 /* ---- filling and reading ---- */
 
+/* The unit-domain box of leaf n's cells, ghosts included, as its fill
+ * samples them (the axes beyond the hierarchy's dimension at 0). */
+static void leaf_box(const strata_amr *amr, const struct strata__amr_node *n, double box[6])
+{
+  const int64_t cells = amr->p.block_cells, ghost = amr->p.ghost_depth;
+  const double h = 1.0 / (double)(strata__amr_blocks_at(amr, n->b.level) * cells);
+  for (int a = 0; a < 3; a++) {
+    const int used = a < amr->p.dim;
+    box[a] = used ? (double)(n->b.index[a] * cells - ghost) * h : 0;
+    box[3 + a] = used ? (double)((n->b.index[a] + 1) * cells + ghost) * h : 0;
+  }
+}
+
+/* The problem fetches what this rank's leaves about to be filled need
+ * (every leaf, or the unfilled ones). Collective. */
+static int prepare_fill(strata_amr *amr, const strata_amr_problem *problem, int unfilled_only)
+{
+  double *box = malloc((size_t)(6 * amr->nleaves + 1) * sizeof *box);
+  int64_t nbox = 0;
+  for (int64_t i = 0; box && i < amr->nleaves; i++) {
+    const struct strata__amr_node *n = amr->leaves[i];
+    if (n->rank == amr->rank && (!unfilled_only || n->unfilled))
+      leaf_box(amr, n, box + 6 * nbox++);
+  }
+  int ret = strata__agree(box ? 0 : STRATA_ENOMEM, NULL, 0);
+  if (!ret)
+    ret = strata__amr_problem_prepare(problem, amr->meta, box, nbox);
+  free(box);
+  return ret;
+}
+
 int strata_amr_fill(strata_amr *amr, const strata_amr_problem *problem)
 {
   strata__clear_error();
   int local = amr && problem ? 0 : STRATA_EINVAL;
+  int ret = strata__agree(local, NULL, 0);
+  if (ret)
+    return local ? local : ret;
+  if ((ret = prepare_fill(amr, problem, 0)) != 0)
+    return ret;
   for (int64_t i = 0; !local && i < amr->nleaves; i++)
     local = submit_fill(amr, amr->leaves[i], problem);
   return strata__agree(local, NULL, 0) ? (local ? local : STRATA_EINVAL) : 0;
@@ -703,7 +739,7 @@ static int apply_flags(strata_amr *amr, const strata_amr_problem *problem, int64
 static int place_new_leaves(strata_amr *amr, const strata_amr_problem *problem)
 {
   int ret = strata_amr_redistribute(amr);
-  if (ret || !problem)
+  if (ret || !problem || (ret = prepare_fill(amr, problem, 1)) != 0)
     return ret;
   int local = 0;
   for (int64_t i = 0; i < amr->nleaves; i++) {

@@ -33,7 +33,16 @@ struct strata_amr_problem {
   void *ctx;
   void *owned;                     /* freed with the problem */
   struct strata_amr_problem *base; /* destroyed with the problem (clumps' background) */
+  /* Collective over comm before this rank evaluates the problem in the
+   * boxes [box[6i], box[6i + 3]) x ... (unit domain; NULL: nothing to
+   * fetch), and what frees `owned` (NULL: free()). */
+  int (*prepare)(void *ctx, MPI_Comm comm, const double *box, int64_t nboxes);
+  void (*release)(void *owned);
 };
+
+/* Every prepare() of the problem and its bases, in turn. Collective. */
+int strata__amr_problem_prepare(const strata_amr_problem *problem, MPI_Comm comm, const double *box,
+                                int64_t nboxes);
 
 struct strata_amr {
   strata_amr_params p;

@@ -179,6 +179,35 @@ static void fill_quadrant(void *ctx, p8est_quadrant_t *q, const strata_amr_block
       }
 }
 
+/* The unit-domain boxes of the local quadrants' cells, ghosts included:
+ * what the fill samples, for strata_amr_problem_prepare(). */
+struct quadrant_boxes {
+  const strata_amr_params *ap;
+  double *box;
+  int64_t n, cap;
+};
+
+static void box_quadrant(void *ctx, p8est_quadrant_t *q, const strata_amr_block *b)
+{
+  (void)q;
+  struct quadrant_boxes *qb = ctx;
+  if (qb->n == qb->cap) {
+    int64_t cap = 2 * qb->cap + 64;
+    double *more = realloc(qb->box, (size_t)(6 * cap) * sizeof *more);
+    if (!more)
+      return; /* counted short: forest_make fails */
+    qb->box = more, qb->cap = cap;
+  }
+  const strata_amr_params *ap = qb->ap;
+  const int64_t m = ap->block_cells, g = ap->ghost_depth;
+  const double h = 1.0 / (double)((int64_t)ap->root_blocks << b->level) / (double)m;
+  double *box = qb->box + 6 * qb->n++;
+  for (int a = 0; a < 3; a++) {
+    box[a] = (double)(b->index[a] * m - g) * h;
+    box[3 + a] = (double)((b->index[a] + 1) * m + g) * h;
+  }
+}
+
 static int forest_make(struct infer_run *run, struct forest *fo)
 {
   const strata_amr_params *ap = strata_amr_get_params(run->amr);
@@ -194,6 +223,14 @@ static int forest_make(struct infer_run *run, struct forest *fo)
   p8est_partition(fo->p, 0, NULL);
   strata_amr_problem *problem = NULL;
   int ret = infer_job_problem(run, 0, &problem);
+  /* A distributed field's problem fetches what the local quadrants need
+   * (a rank short of memory passes -1 boxes: every rank gets the error). */
+  struct quadrant_boxes qb = {ap, NULL, 0, 0};
+  p4est_mesh_each(fo->p, box_quadrant, &qb);
+  int local = qb.n == (int64_t)fo->p->local_num_quadrants ? 0 : STRATA_ENOMEM;
+  if (!ret)
+    ret = strata_amr_problem_prepare(problem, local ? NULL : qb.box, local ? -1 : qb.n);
+  free(qb.box);
   struct forest_fill ff = {ap, problem, malloc((size_t)side * sizeof *ff.row)};
   if (!ret && ff.row)
     p4est_mesh_each(fo->p, fill_quadrant, &ff);

@@ -172,14 +172,20 @@ int infer_job_setup(const struct infer_job *job, struct infer_run *run)
   strata_amr_problem *problem = NULL;
   int ret = job->model_path ? strata_model_load(job->model_path, &run->model)
                             : strata_model_load_default(&run->model);
+  /* Each rank reads the model itself; what follows is collective, so a
+   * rank that could not read it stops every rank (errors are negative). */
+  int worst = ret;
+  MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MIN, strata_comm());
+  ret = ret ? ret : worst;
   if (!ret && job->input)
     return strata_amr_read_hdf5(job->input, &run->amr);
-  /* One Gaussian field for every cycle: only its sigma changes. */
+  /* One Gaussian field for every cycle: only its sigma changes. Spread
+   * over the ranks: each holds a slab and fetches what its leaves need. */
   strata_cosmology_params cp;
   strata_cosmology_params_init(&cp);
   cp.seed = job->seed;
   if (!ret)
-    ret = strata_cosmology_field_create(job->grid, &cp, &run->field);
+    ret = strata_cosmology_field_create_distributed(job->grid, &cp, &run->field);
   if (!ret)
     ret = plant_clumps(job, run);
   if (!ret)

@@ -120,7 +120,12 @@ typedef struct strata_cosmology_field strata_cosmology_field;
  *  between cycles (the same seed, a larger sigma) pays for the noise and
  *  the FFTs once, not every cycle. The values are bit for bit those of
  *  strata_amr_problem_cosmology() with the field's parameters and @p sigma.
- *  @p f may be destroyed after the call. */
+ *  @p f may be destroyed after the call. With a distributed field
+ *  (strata_cosmology_field_create_distributed()) the call is collective and
+ *  the problem holds this rank's slab of the density and the parts its
+ *  leaves were filled from: strata_amr_fill(), strata_amr_build() and
+ *  strata_amr_adapt_problem() fetch those parts first, and
+ *  strata_amr_problem_eval() gives NAN where none was fetched. */
 int strata_amr_problem_cosmology_field(const strata_cosmology_field *f, double sigma,
                                        strata_amr_problem **out);
 
@@ -148,6 +153,18 @@ int strata_amr_problem_add_clumps(strata_amr_problem *base, int n, const double 
  *  strata_init(). */
 int strata_amr_problem_eval(const strata_amr_problem *problem, int field, const double centre[3],
                             double h, int64_t n, double *out);
+
+/** @brief Before strata_amr_problem_eval() in @p nboxes boxes of the unit
+ *  domain (box k: lower corner @p boxes[6k..6k+2], upper corner
+ *  @p boxes[6k+3..6k+5]), fetch what the problem needs there from the
+ *  ranks that hold it: a problem made from a distributed field
+ *  (strata_cosmology_field_create_distributed()) fetches those parts of the
+ *  density; for any other problem it does nothing. For applications that
+ *  fill their own mesh: each rank gives the boxes of its own blocks. The
+ *  hierarchy's fills do this themselves. Collective over strata_comm().
+ *  @return 0; STRATA_EINVAL (the same on every rank); STRATA_ENOMEM. */
+int strata_amr_problem_prepare(const strata_amr_problem *problem, const double *boxes,
+                               int64_t nboxes);
 
 /** @brief Free a problem (NULL is a no-op), after the submitted tasks,
  *  which may still evaluate it. */
@@ -359,6 +376,26 @@ int strata_cosmology_density(int64_t n, const strata_cosmology_params *p, double
  *  @return 0; STRATA_EINVAL; STRATA_ENOMEM. Needs no strata_init(). */
 int strata_cosmology_field_create(int64_t n, const strata_cosmology_params *p,
                                   strata_cosmology_field **out);
+
+/** @brief strata_cosmology_field_create() spread over the ranks: each
+ *  rank holds a slab of whole z planes (about n^3 / ranks doubles, in
+ *  layers of 8 to 16 planes: ranks beyond the layers hold none), made by FFTs plane by plane and
+ * line by line with rows moved between the ranks, so that no rank holds the whole grid. The values
+ * are bit for bit those of strata_cosmology_field_create() on any number of ranks. A problem made
+ * from it (strata_amr_problem_cosmology_field()) fetches, before each fill, the parts of the
+ * density that this rank's leaves need from the ranks that hold them. Collective over
+ * strata_comm().
+ *  @param n cells per axis (2 to 1024).
+ *  @param p parameters (NULL: defaults).
+ *  @return 0; STRATA_EINVAL (the same on every rank); STRATA_ENOMEM;
+ *  STRATA_ESTATE before strata_init(). */
+int strata_cosmology_field_create_distributed(int64_t n, const strata_cosmology_params *p,
+                                              strata_cosmology_field **out);
+
+/** @brief The z planes [@p z0, @p z1) of the field held on this rank: all
+ *  of them for strata_cosmology_field_create(), this rank's slab for
+ *  strata_cosmology_field_create_distributed(). */
+int strata_cosmology_field_planes(const strata_cosmology_field *f, int64_t *z0, int64_t *z1);
 
 /** @brief Free a field (NULL is a no-op). */
 void strata_cosmology_field_destroy(strata_cosmology_field *f);
