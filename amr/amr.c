@@ -381,9 +381,12 @@ static void leaf_box(const strata_amr *amr, const struct strata__amr_node *n, do
 }
 
 /* The problem fetches what this rank's leaves about to be filled need
- * (every leaf, or the unfilled ones). Collective. */
+ * (every leaf, or the unfilled ones). Collective; nothing for problems that
+ * fetch nothing. */
 static int prepare_fill(strata_amr *amr, const strata_amr_problem *problem, int unfilled_only)
 {
+  if (!strata__amr_problem_fetches(problem))
+    return 0;
   double *box = malloc((size_t)(6 * amr->nleaves + 1) * sizeof *box);
   int64_t nbox = 0;
   for (int64_t i = 0; box && i < amr->nleaves; i++) {

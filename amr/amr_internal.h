@@ -40,6 +40,10 @@ struct strata_amr_problem {
   void (*release)(void *owned);
 };
 
+/* Whether the problem or one of its bases fetches before it is evaluated
+ * (the same on every rank: problems are made alike on all of them). */
+int strata__amr_problem_fetches(const strata_amr_problem *problem);
+
 /* Every prepare() of the problem and its bases, in turn. Collective. */
 int strata__amr_problem_prepare(const strata_amr_problem *problem, MPI_Comm comm, const double *box,
                                 int64_t nboxes);

@@ -95,6 +95,15 @@ static int64_t layers(const struct strata_cosmology_field *f)
   return (f->n + f->brick - 1) / f->brick;
 }
 
+/* Rank r's planes [*z0, *z1) of a grid of n planes in layers of `brick`
+ * over `size` ranks: whole layers, the last one cut at n. */
+static void slab_of(int64_t n, int64_t brick, int size, int r, int64_t *z0, int64_t *z1)
+{
+  share_of((n + brick - 1) / brick, size, r, z0, z1);
+  *z0 = *z0 * brick < n ? *z0 * brick : n;
+  *z1 = *z1 * brick < n ? *z1 * brick : n;
+}
+
 /* An error of this rank's, the same on every rank of comm (MPI_COMM_NULL:
  * a whole field's, as it is). */
 static int agreed(MPI_Comm comm, int local)
@@ -130,9 +139,7 @@ static int gather_plane_sums(const struct strata_cosmology_field *f, MPI_Comm co
   int ret = strata__agree_on(comm, counts && displs ? 0 : STRATA_ENOMEM, NULL, 0);
   for (int r = 0; !ret && r < size; r++) {
     int64_t lo, hi;
-    share_of(layers(f), size, r, &lo, &hi);
-    lo = lo * f->brick < n ? lo * f->brick : n;
-    hi = hi * f->brick < n ? hi * f->brick : n;
+    slab_of(n, f->brick, size, r, &lo, &hi);
     displs[r] = (int)lo;
     counts[r] = (int)(hi - lo);
   }
@@ -363,9 +370,7 @@ static int field_create(int64_t n, const strata_cosmology_params *p, MPI_Comm co
     /* Bricks of 8 cells or more, at most about 64 along an axis. */
     for (brick = 8; (n + brick - 1) / brick > 64;)
       brick *= 2;
-    share_of((n + brick - 1) / brick, size, rank, &z0, &z1);
-    z0 = z0 * brick < n ? z0 * brick : n;
-    z1 = z1 * brick < n ? z1 * brick : n;
+    slab_of(n, brick, size, rank, &z0, &z1);
   }
   strata_cosmology_field *f = malloc(sizeof *f + (size_t)((z1 - z0) * n * n + 1) * sizeof(double));
   int ret = agreed(comm, f ? 0 : STRATA_ENOMEM);
@@ -903,6 +908,14 @@ static int prepare_bricks(void *ctx, MPI_Comm comm, const double *box, int64_t n
   }
   free(got);
   return ret ? ret : strata__agree_on(comm, local, NULL, 0);
+}
+
+int strata__amr_problem_fetches(const strata_amr_problem *problem)
+{
+  for (const strata_amr_problem *p = problem; p; p = p->base)
+    if (p->prepare)
+      return 1;
+  return 0;
 }
 
 int strata__amr_problem_prepare(const strata_amr_problem *problem, MPI_Comm comm, const double *box,
