@@ -110,7 +110,8 @@ cmd_run() {
   stack=$(ulimit -s)
   [ "$stack" != unlimited ] || stack=8192
   local ret=0
-  STARPU_NCPU=$cpus STARPU_NCUDA=0 STARPU_NOPENCL=0 STARPU_SILENT=1 STARPU_HOME=$dir \
+  # (StarPU 1.4 reads its models and bus files under $XDG_CACHE_HOME first.)
+  env -u XDG_CACHE_HOME STARPU_NCPU=$cpus STARPU_NCUDA=0 STARPU_NOPENCL=0 STARPU_SILENT=1 STARPU_HOME=$dir \
     STARPU_HOSTNAME=simulated OPENBLAS_NUM_THREADS=1 \
     smpirun -platform "$dir/platform.xml" -hostfile "$dir/hosts" -np "$ranks" "$prog" "$@" \
     --cfg=smpi/privatization:yes --cfg=smpi/simulate-computation:no \

@@ -11,8 +11,11 @@ scaling: on the `cluster` platform, one worker per rank: the global
     indexer's Take and Put with 10^4 items per rank (weak scaling), and the
     inference cycle of Enzo-E's inference test (strong scaling) and of the
     8x larger problem (8x the clumps), with the messages per cycle (summed
-    over the ranks); plots with gnuplot. Each study has its own largest rank
-    count (--max-ranks, --max-ranks-infer, --max-ranks-8x).
+    over the ranks); the inference cycle's weak scaling, the domain's root
+    blocks doubled per axis for each 8 times the ranks (1 root block per axis
+    on 1 rank, 33 arrays; 2 on 8, 301; 4 on 64, 2004); plots with gnuplot.
+    Each study has its own largest rank count (--max-ranks, --max-ranks-infer,
+    --max-ranks-8x, --max-ranks-weak); --only runs some of them.
 """
 import argparse
 import json
@@ -40,6 +43,7 @@ def measured(ranks, program, program_args, out):
     build = os.environ.get("STRATA_BUILD_DIR", os.path.join(ROOT, "build"))
     env = dict(os.environ, STARPU_NCPU="1", STARPU_HOME=os.path.join(out, "starpu-home"),
                STRATA_BIND_RANKS="1" if ranks == (os.cpu_count() or 1) else "0")
+    env.pop("XDG_CACHE_HOME", None)  # StarPU 1.4 would read its models there
     cmd = ["bash", "-c", 'source "$0" >/dev/null && exec "$@"', os.path.join(ROOT, "scripts", "env.sh"),
            "mpiexec", "-n", str(ranks), os.path.join(build, program)] + program_args
     result = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
@@ -117,23 +121,37 @@ def ranks_upto(limit):
     return [r for r in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if r <= limit]
 
 
+def infer_row(ranks, root_blocks, opts):
+    """`strata infer` on `ranks` simulated ranks, the domain `root_blocks`
+    blocks per axis: the job's 32 clumps at the Enzo-E size (2), as many per
+    volume at the others."""
+    args = ["infer", "--quiet", "--cycles", "2", "--png", "none", "--hdf5", "none",
+            "--root-blocks", str(root_blocks), "--grid", str(64 * root_blocks),
+            "--clumps", str(4 * root_blocks ** 3)]
+    out, wall = simulated("cluster", ranks, "tools/strata", args, opts.log)
+    return dict(infer_cycle(out), ranks=ranks, root_blocks=root_blocks, host_s=wall)
+
+
 def scaling(opts):
-    series = {}
-    for ranks in ranks_upto(opts.max_ranks):
-        out, wall = simulated("cluster", ranks, GINDEXER.program, ["--quick", "--rounds", "1"],
-                              opts.log)
-        row = dict(GINDEXER.figures(json.loads(out)), ranks=ranks, host_s=wall)
-        keep(series, "gindexer_weak", row, opts.out)
+    path = os.path.join(opts.out, "scaling.json")
+    # a partial study (--only) keeps the other studies' rows
+    series = json.load(open(path)) if opts.only != STUDIES and os.path.exists(path) else {}
+    for name in opts.only:
+        series.pop(name, None)
+    if "gindexer_weak" in opts.only:
+        for ranks in ranks_upto(opts.max_ranks):
+            out, wall = simulated("cluster", ranks, GINDEXER.program, ["--quick", "--rounds", "1"],
+                                  opts.log)
+            row = dict(GINDEXER.figures(json.loads(out)), ranks=ranks, host_s=wall)
+            keep(series, "gindexer_weak", row, opts.out)
     for name, root_blocks, limit in (("infer_strong", 2, opts.max_ranks_infer),
                                      ("infer_strong_8x", 4, opts.max_ranks_8x)):
-        for ranks in ranks_upto(limit):
-            # the job's 32 clumps at the Enzo-E size, as many per volume when larger
-            args = ["infer", "--quiet", "--cycles", "2", "--png", "none", "--hdf5", "none",
-                    "--root-blocks", str(root_blocks), "--grid", str(64 * root_blocks),
-                    "--clumps", str(32 * (root_blocks // 2) ** 3)]
-            out, wall = simulated("cluster", ranks, "tools/strata", args, opts.log)
-            row = dict(infer_cycle(out), ranks=ranks, host_s=wall)
-            keep(series, name, row, opts.out)
+        for ranks in ranks_upto(limit) if name in opts.only else []:
+            keep(series, name, infer_row(ranks, root_blocks, opts), opts.out)
+    if "infer_weak" in opts.only:
+        for ranks, root_blocks in ((1, 1), (8, 2), (64, 4), (512, 8)):
+            if ranks <= opts.max_ranks_weak:
+                keep(series, "infer_weak", infer_row(ranks, root_blocks, opts), opts.out)
     plot(series, opts.out)
 
 
@@ -141,16 +159,17 @@ def plot(series, out):
     dat = os.path.join(out, "scaling.dat")
     with open(dat, "w") as f:
         for name, key in (("gindexer_weak", "take_s"), ("gindexer_weak", "put_s"),
-                          ("infer_strong", "cycle_s"), ("infer_strong_8x", "cycle_s")):
+                          ("infer_strong", "cycle_s"), ("infer_strong_8x", "cycle_s"),
+                          ("infer_weak", "cycle_s")):
             f.write(f"# {name} {key}\n")
             for row in series.get(name, []):
                 f.write(f"{row['ranks']} {row[key]}\n")
             f.write("\n\n")
     png = os.path.join(out, "scaling.png")
     script = f"""
-set terminal pngcairo size 1100,450 font ',10'
+set terminal pngcairo size 1500,450 font ',10'
 set output '{png}'
-set multiplot layout 1,2
+set multiplot layout 1,3
 set logscale x 2
 set logscale y 10
 set format y '%g'
@@ -164,10 +183,17 @@ set title 'Inference cycle (strong)'
 set ylabel 'simulated seconds per cycle'
 plot '{dat}' index 2 using 1:2 with linespoints title 'Enzo-E test size', \\
      '' index 3 using 1:2 with linespoints title '8x larger'
+set title 'Inference cycle (weak: about 33 arrays per rank)'
+set logscale y 10
+set yrange [0.01:10]
+plot '{dat}' index 4 using 1:2 with linespoints title 'root blocks 1, 2, 4 per axis'
 unset multiplot
 """
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
     log("wrote", png)
+
+
+STUDIES = ["gindexer_weak", "infer_strong", "infer_strong_8x", "infer_weak"]
 
 
 def main():
@@ -185,7 +211,16 @@ def main():
                         help="scaling: the inference cycle's, at the Enzo-E size")
     parser.add_argument("--max-ranks-8x", type=int, default=8,
                         help="scaling: the inference cycle's, 8x larger")
+    parser.add_argument("--max-ranks-weak", type=int, default=64,
+                        help="scaling: the inference cycle's weak scaling (1, 8, 64, 512)")
+    parser.add_argument("--only", default=",".join(STUDIES),
+                        type=lambda v: [s for s in v.split(",") if s],
+                        help="scaling: the studies to run (" + ",".join(STUDIES) + "); the "
+                        "others' rows are kept from DIR/scaling.json")
     opts = parser.parse_args()
+    unknown = set(opts.only) - set(STUDIES)
+    if unknown:
+        parser.error(f"--only: no study {', '.join(sorted(unknown))}")
     os.makedirs(opts.out, exist_ok=True)
     opts.out = os.path.abspath(opts.out)
     opts.log = os.path.join(opts.out, "simulate.log")

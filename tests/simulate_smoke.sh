@@ -16,7 +16,7 @@ export STRATA_SIM_BUILD_DIR=$work/build STRATA_SIM_LOG=$work/simulate.log
 bash "$src/scripts/simulate.sh" build
 
 job=(infer --quiet --cycles 1 --png none --hdf5 none)
-STARPU_HOME=$work/starpu-home STARPU_NCPU=1 STARPU_SILENT=1 STARPU_WORKERS_NOBIND=1 \
+env -u XDG_CACHE_HOME STARPU_HOME=$work/starpu-home STARPU_NCPU=1 STARPU_SILENT=1 STARPU_WORKERS_NOBIND=1 \
   "$real/tools/strata" "${job[@]}" >"$work/real.txt"
 bash "$src/scripts/simulate.sh" run -p cluster -n 16 tools/strata "${job[@]}" >"$work/sim.txt"
 # Cycle 0: leaves, elements and bubbles (columns 2, 3 and 7 of the table).
