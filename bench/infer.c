@@ -22,7 +22,10 @@
  *
  * What a rank holds and sends per cycle, which must grow with its share
  * of the level array and not with the whole (docs/scaling.md):
- * `element_handles_max_per_rank` and `messages_per_rank` (task graph).
+ * `element_handles_max_per_rank` and `messages_per_rank` (task graph) do;
+ * `elements_known_max_per_rank` (the agreed level array) and
+ * `join_bytes_max_per_rank` (the bubble join's gathered parts and links) do
+ * not yet.
  *
  *   bench_infer [--rounds R] [--quick]   (--quick: fewer arrays)
  */
@@ -376,8 +379,8 @@ int main(int argc, char **argv)
   }
   /* What a rank holds and sends in a cycle, which must not grow with the
    * whole level array: element handles (most on a rank), messages. */
-  int64_t handles_max = graph.handles_local;
-  MPI_Allreduce(MPI_IN_PLACE, &handles_max, 1, MPI_INT64_T, MPI_MAX, strata_comm());
+  int64_t held_max[3] = {graph.handles_local, graph.elements_known, graph.join_bytes_local};
+  MPI_Allreduce(MPI_IN_PLACE, held_max, 3, MPI_INT64_T, MPI_MAX, strata_comm());
   if (!ret && strata_rank() == 0) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "benchmark", "infer");
@@ -387,7 +390,10 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(root, "elements", (double)st.elements);
     cJSON_AddNumberToObject(root, "elements_max_per_rank", (double)st.elements_max);
     cJSON_AddNumberToObject(root, "bubbles", (double)st.bubbles);
-    cJSON_AddNumberToObject(root, "element_handles_max_per_rank", (double)handles_max);
+    cJSON_AddNumberToObject(root, "element_handles_max_per_rank", (double)held_max[0]);
+    /* These two grow with the whole problem (docs/scaling.md). */
+    cJSON_AddNumberToObject(root, "elements_known_max_per_rank", (double)held_max[1]);
+    cJSON_AddNumberToObject(root, "join_bytes_max_per_rank", (double)held_max[2]);
     cJSON_AddNumberToObject(root, "messages_per_rank",
                             (double)graph.messages / (double)strata_size());
     for (int k = 0; k < METHODS; k++)

@@ -20,6 +20,7 @@ scaling: on the `cluster` platform, one worker per rank: the global
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -103,8 +104,14 @@ def infer_cycle(text):
     rows = [line.split() for line in text.splitlines()]
     header = next(i for i, r in enumerate(rows) if r[:2] == ["cycle", "leaves"])
     last = [r for r in rows[header + 1:] if r and r[0].isdigit()][-1]
-    return {"cycle_s": float(last[-3]), "messages": int(last[8]), "leaves": int(last[1]),
-            "elements": int(last[2]), "rss_mib": float(last[-2])}
+    row = {"cycle_s": float(last[-3]), "messages": int(last[8]), "leaves": int(last[1]),
+           "elements": int(last[2]), "rss_mib": float(last[-2])}
+    # the per-rank lines: the most any rank holds or receives
+    per_rank = re.findall(r"rank \d+: .*?(\d+) element handles, (\d+) elements known, "
+                          r"(\d+) join bytes", text)
+    for k, name in enumerate(("handles_max", "elements_known_max", "join_bytes_max")):
+        row[name] = max(int(v[k]) for v in per_rank)
+    return row
 
 
 def keep(series, name, row, out):

@@ -34,6 +34,14 @@ static void check_blobs(strata_model *model, int nblobs, const double *centres, 
   CHECK_EQ(st.bubbles, nblobs);
   CHECK_EQ(st.parts, np);
   CHECK_EQ(st.parts_lost, 0);
+  /* The level array and the join's parts are gathered on every rank: each
+   * holds every element, and receives the others' parts (8 bytes a value,
+   * at least 8 values a part) and links. */
+  CHECK_EQ(st.elements_known, st.elements);
+  if (num_ranks() == 1)
+    CHECK_EQ(st.join_bytes_local, 0);
+  else
+    CHECK(st.join_bytes_local >= 8 * 8 * (st.parts - st.parts_local));
   int want_parts = 0;
   for (int k = 0; k < nblobs; k++)
     want_parts += parts[k];

@@ -103,21 +103,26 @@ static double heap_mib(void)
 }
 
 /* Per-rank elements, bubble parts, particles and element handles of the
- * last cycle, printed by rank 0. */
+ * last cycle, and what the rank holds or receives of the whole problem (the
+ * level array's entries, the bubble join's bytes), printed by rank 0. */
 static void per_rank(const strata_infer_stats *st)
 {
+  enum { N = 6 };
   int size = strata_size();
-  int64_t mine[4] = {st->elements_local, st->parts_local, st->particles_local, st->handles_local};
-  int64_t *all = malloc((size_t)(4 * size) * sizeof *all);
+  int64_t mine[N] = {st->elements_local, st->parts_local,    st->particles_local,
+                     st->handles_local,  st->elements_known, st->join_bytes_local};
+  int64_t *all = malloc((size_t)(N * size) * sizeof *all);
   if (!all)
     return;
-  MPI_Gather(mine, 4, MPI_INT64_T, all, 4, MPI_INT64_T, 0, strata_comm());
+  MPI_Gather(mine, N, MPI_INT64_T, all, N, MPI_INT64_T, 0, strata_comm());
   if (strata_rank() == 0)
-    for (int r = 0; r < size; r++)
+    for (int r = 0; r < size; r++) {
+      const int64_t *v = &all[N * r];
       printf("  rank %d: %lld elements, %lld bubble parts, %lld particles, %lld element "
-             "handles\n",
-             r, (long long)all[4 * r], (long long)all[4 * r + 1], (long long)all[4 * r + 2],
-             (long long)all[4 * r + 3]);
+             "handles, %lld elements known, %lld join bytes received\n",
+             r, (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3], (long long)v[4],
+             (long long)v[5]);
+    }
   free(all);
 }
 

@@ -380,6 +380,9 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
   if (!ret)
     ret = strata__infer_allgather_values(mesh, mine_links, nl * LINK_VALUES, MPI_INT64_T,
                                          &all_links, &total_links);
+  if (!ret) /* what came from the other ranks */
+    st->join_bytes_local =
+        (total_parts - np * part_width(inf) + total_links - nl * LINK_VALUES) * 8;
   free(mine);
   free(mine_links);
   double *parts = all_parts;

@@ -63,7 +63,7 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
                          strata_infer_stats *st)
 {
   const strata_mesh *mesh = inf->mesh;
-  st->elements = inf->nel;
+  st->elements = st->elements_known = inf->nel;
   st->handles_local = strata__infer_count_handles(inf);
   /* The volume of each local element, from the transfers into it. */
   double *volume = calloc((size_t)(inf->nel ? inf->nel : 1), sizeof *volume);

@@ -198,6 +198,14 @@ typedef struct strata_infer_stats {
    *  faces and links. It grows with the rank's share of the level array
    *  and its border, not with the whole array. */
   int64_t handles_local;
+  /** Entries of the level array this rank keeps (index, rank, handles):
+   *  every element, on every rank, as the level array is agreed by an
+   *  all-gather; it grows with the whole array (docs/scaling.md). */
+  int64_t elements_known;
+  /** Bytes this rank received from the others to join the bubbles: every
+   *  array's parts and the links between them, gathered on every rank; it
+   *  grows with the whole problem's objects (docs/scaling.md). */
+  int64_t join_bytes_local;
 } strata_infer_stats;
 
 /** @brief Check the levels of @p p against a hierarchy made with @p a,
