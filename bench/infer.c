@@ -377,8 +377,9 @@ int main(int argc, char **argv)
     mesh_ratio[r] = t[MESH][r][STRATA_INFER_PHASES] / octree;
     p4est_ratio[r] = t[P4EST][r][STRATA_INFER_PHASES] / octree;
   }
-  /* What a rank holds and sends in a cycle, which must not grow with the
-   * whole level array: element handles (most on a rank), messages. */
+  /* What a rank holds and receives in a cycle, most on a rank: element
+   * handles, which do not grow with the whole level array, and its entries
+   * and the bubble join's bytes, which still do. */
   int64_t held_max[3] = {graph.handles_local, graph.elements_known, graph.join_bytes_local};
   MPI_Allreduce(MPI_IN_PLACE, held_max, 3, MPI_INT64_T, MPI_MAX, strata_comm());
   if (!ret && strata_rank() == 0) {

@@ -13,6 +13,7 @@
 #       (after `build`, as scaling) measured against simulated on 1, 2 and 4 ranks: the inference cycle
 #       and the global indexer's Take and Put; DIR/validation.json (simulate/)
 #   scripts/simulate.sh scaling [-o DIR] [-m MAX_RANKS] [--max-ranks-infer N] [--max-ranks-8x N]
+#                               [--max-ranks-weak N] [--only STUDY,...]
 #       weak and strong scaling on the cluster platform, DIR/scaling.json and
 #       DIR/scaling.png (scripts/simulate_studies.py says what each measures);
 #       `plot -o DIR` draws DIR/scaling.png again from DIR/scaling.json

@@ -170,7 +170,8 @@ def plot(series, out):
                           ("infer_weak", "cycle_s")):
             f.write(f"# {name} {key}\n")
             for row in series.get(name, []):
-                f.write(f"{row['ranks']} {row[key]}\n")
+                runs = row.get(key + "_runs", [row[key]])  # several runs: their range
+                f.write(f"{row['ranks']} {row[key]} {min(runs)} {max(runs)}\n")
             f.write("\n\n")
     png = os.path.join(out, "scaling.png")
     script = f"""
@@ -193,7 +194,7 @@ plot '{dat}' index 2 using 1:2 with linespoints title 'Enzo-E test size', \\
 set title 'Inference cycle (weak: about 33 arrays per rank)'
 set logscale y 10
 set yrange [0.01:10]
-plot '{dat}' index 4 using 1:2 with linespoints title 'root blocks 1, 2, 4 per axis'
+plot '{dat}' index 4 using 1:2:3:4 with yerrorlines title 'root blocks 1, 2, 4 per axis (median, range)'
 unset multiplot
 """
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
