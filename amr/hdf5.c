@@ -305,10 +305,7 @@ struct part {
  * that all of them take the same next HDF5 call: one that failed on a rank
  * (its part of a field beyond a full disk) must not leave the others in a
  * collective call it never makes. */
-static int step(const struct part *w, int ret)
-{
-  return w->comm == MPI_COMM_NULL ? ret : strata__agree_on(w->comm, ret, NULL, 0);
-}
+static int step(const struct part *w, int ret) { return strata__agree_on(w->comm, ret, NULL, 0); }
 
 /* One field's dataset of `n` blocks of `cells`: the blocks of `part` picked
  * out of its buffer (every nfields-th block) into their rows. */

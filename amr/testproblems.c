@@ -104,13 +104,6 @@ static void slab_of(int64_t n, int64_t brick, int size, int r, int64_t *z0, int6
   *z1 = *z1 * brick < n ? *z1 * brick : n;
 }
 
-/* An error of this rank's, the same on every rank of comm (MPI_COMM_NULL:
- * a whole field's, as it is). */
-static int agreed(MPI_Comm comm, int local)
-{
-  return comm == MPI_COMM_NULL ? local : strata__agree_on(comm, local, NULL, 0);
-}
-
 /* Records to their ranks (MPI_COMM_NULL: to this one, as they are). */
 static int move_records(MPI_Comm comm, int64_t *records, const int *dest, int64_t n, int width,
                         int64_t **recv, int64_t *nrecv)
@@ -235,7 +228,7 @@ static int planes_to_rows(struct strata_cosmology_field *f, MPI_Comm comm, int s
   *rec = malloc((size_t)(nrows * width + 1) * sizeof **rec);
   *dest = malloc((size_t)(nrows + 1) * sizeof **dest);
   int local = *rec && *dest ? 0 : STRATA_ENOMEM;
-  int ret = agreed(comm, local);
+  int ret = strata__agree_on(comm, local, NULL, 0);
   for (int64_t z = f->z0; !ret && z < f->z1; z++) {
     memcpy(rs, f->g + (z - f->z0) * n * n, (size_t)(n * n) * sizeof *rs);
     fftw_execute(plane_fwd);
@@ -271,7 +264,7 @@ static int gaussian_field(const strata_cosmology_params *p, MPI_Comm comm,
   fftw_complex *cs = fftw_malloc((size_t)(n * nk) * sizeof *cs);
   fftw_complex *line = malloc((size_t)((y1 - y0) * nk * n + 1) * sizeof *line);
   int local = amp && rs && cs && line ? 0 : STRATA_ENOMEM;
-  int ret = agreed(comm, local);
+  int ret = strata__agree_on(comm, local, NULL, 0);
   fftw_plan plane_fwd = NULL, plane_inv = NULL;
   if (!ret) {
     plane_fwd = fftw_plan_dft_r2c_2d((int)n, (int)n, rs, cs, FFTW_ESTIMATE);
@@ -295,14 +288,14 @@ static int gaussian_field(const strata_cosmology_params *p, MPI_Comm comm,
   }
   if (!ret) {
     local = shape_lines(line, y0, y1, n, amp);
-    ret = agreed(comm, local);
+    ret = strata__agree_on(comm, local, NULL, 0);
   }
   /* The rows back to the ranks of their planes, in the same records. */
   free(dest);
   dest = ret ? NULL : malloc((size_t)(ngot + 1) * sizeof *dest);
   if (!ret) {
     local = dest ? 0 : STRATA_ENOMEM;
-    ret = agreed(comm, local);
+    ret = strata__agree_on(comm, local, NULL, 0);
   }
   for (int64_t k = 0; !ret && k < ngot; k++) {
     int64_t *r = got + k * width;
@@ -335,7 +328,7 @@ static int gaussian_field(const strata_cosmology_params *p, MPI_Comm comm,
     fftw_destroy_plan(plane_inv);
   free(at), free(rec), free(dest), free(amp), free(line);
   fftw_free(rs), fftw_free(cs);
-  return agreed(comm, ret);
+  return strata__agree_on(comm, ret, NULL, 0);
 }
 
 /* The field's mean and standard deviation over the whole grid. */
@@ -344,7 +337,7 @@ static int field_moments(struct strata_cosmology_field *f, MPI_Comm comm)
   const int64_t n = f->n;
   const double vol = (double)(n * n * n);
   double *sums = malloc((size_t)n * sizeof *sums);
-  int ret = agreed(comm, sums ? 0 : STRATA_ENOMEM);
+  int ret = strata__agree_on(comm, sums ? 0 : STRATA_ENOMEM, NULL, 0);
   if (!ret)
     ret = plane_sums(f, comm, 0, sums);
   if (!ret) {
@@ -373,7 +366,7 @@ static int field_create(int64_t n, const strata_cosmology_params *p, MPI_Comm co
     slab_of(n, brick, size, rank, &z0, &z1);
   }
   strata_cosmology_field *f = malloc(sizeof *f + (size_t)((z1 - z0) * n * n + 1) * sizeof(double));
-  int ret = agreed(comm, f ? 0 : STRATA_ENOMEM);
+  int ret = strata__agree_on(comm, f ? 0 : STRATA_ENOMEM, NULL, 0);
   if (ret) {
     free(f);
     return ret;
@@ -448,7 +441,7 @@ static int lognormal_into(const strata_cosmology_field *f, MPI_Comm comm, double
   const int64_t held = bricks ? nbricks * b * b * b : (f->z1 - f->z0) * area;
   const double scale = sigma / f->deviation, offset = 0.5 * sigma * sigma;
   double *sums = malloc((size_t)n * sizeof *sums);
-  int ret = agreed(comm, sums ? 0 : STRATA_ENOMEM);
+  int ret = strata__agree_on(comm, sums ? 0 : STRATA_ENOMEM, NULL, 0);
   if (ret) {
     free(sums);
     return ret;
@@ -958,7 +951,7 @@ static int sampled_create(const strata_cosmology_field *f, double sigma, struct 
   double *rho = malloc((size_t)(held + 1) * sizeof *rho);
   double **bricks = calloc((size_t)(nb * nb * nb), sizeof *bricks);
   int local = s && rho && bricks ? 0 : STRATA_ENOMEM;
-  int ret = agreed(comm, local);
+  int ret = strata__agree_on(comm, local, NULL, 0);
   if (!ret)
     ret = lognormal_into(f, comm, sigma, rho, f->distributed ? bricks : NULL);
   if (ret) {

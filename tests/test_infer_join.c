@@ -35,9 +35,14 @@ static void check_blobs(strata_model *model, int nblobs, const double *centres, 
   CHECK_EQ(st.parts, np);
   CHECK_EQ(st.parts_lost, 0);
   /* The level array and the join's parts are gathered on every rank: each
-   * holds every element, and receives the others' parts (8 bytes a value,
+   * holds the list that strata_infer_elements() gives, the union of every
+   * rank's own elements, and receives the others' parts (8 bytes a value,
    * at least 8 values a part) and links. */
-  CHECK_EQ(st.elements_known, st.elements);
+  int64_t listed = 0, owned = st.elements_local;
+  CHECK_EQ(strata_infer_elements(inf, NULL, NULL, 0, &listed), 0);
+  CHECK_EQ(st.elements_known, listed);
+  MPI_Allreduce(MPI_IN_PLACE, &owned, 1, MPI_INT64_T, MPI_SUM, strata_comm());
+  CHECK_EQ(st.elements_known, owned);
   if (num_ranks() == 1)
     CHECK_EQ(st.join_bytes_local, 0);
   else

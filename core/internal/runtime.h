@@ -113,7 +113,8 @@ int64_t strata__next_collective(void);
  * (more: STRATA_EINVAL everywhere, with a message). */
 int strata__agree(int local_err, const int64_t *values, int n);
 
-/* The same on another communicator (collective over `comm`). */
+/* The same on another communicator (collective over `comm`); on
+ * MPI_COMM_NULL, work done by this rank alone, the local error as it is. */
 int strata__agree_on(MPI_Comm comm, int local_err, const int64_t *values, int n);
 
 /* Give a's handle the StarPU reduction methods of `op` (STARPU_REDUX

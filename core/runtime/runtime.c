@@ -489,6 +489,8 @@ int strata__agree_on(MPI_Comm comm, int local_err, const int64_t *values, int n)
   int64_t buf[1 + 2 * 16];
   if (n > 16) /* the same on every rank: a call site's mistake, not an input's */
     return strata__fail(STRATA_EINVAL, "internal: %d values to agree on, at most 16", n);
+  if (comm == MPI_COMM_NULL)
+    return local_err;
   buf[0] = local_err;
   for (int i = 0; i < n; i++) {
     buf[1 + i] = values[i];
