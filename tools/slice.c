@@ -57,7 +57,8 @@ static int paint_leaves(strata_amr *amr, int field, double z, int64_t P, float *
 
 /* Rank 0: colour map, outlines of leaves and arrays, bubble circles. */
 static int draw(strata_amr *amr, strata_infer *inf, const float *img, int64_t P, double z,
-                const strata_bubble *bubbles, int64_t nb, const char *path)
+                const int64_t (*idx)[3], int64_t ne, const strata_bubble *bubbles, int64_t nb,
+                const char *path)
 {
   float lo = INFINITY, hi = -INFINITY;
   for (int64_t i = 0; i < P * P; i++)
@@ -100,21 +101,15 @@ static int draw(strata_amr *amr, strata_infer *inf, const float *img, int64_t P,
   cairo_stroke(cr);
   free(leaves);
   /* Inference arrays cut by the plane. */
-  int64_t ne = 0;
-  strata_infer_elements(inf, NULL, NULL, 0, &ne);
-  int64_t(*idx)[3] = malloc((size_t)(ne + 1) * sizeof *idx);
   const strata_amr_params *p = strata_amr_get_params(amr);
   const double edge =
       1.0 / (double)((int64_t)p->root_blocks << strata_infer_get_params(inf)->level_array);
-  if (idx)
-    strata_infer_elements(inf, idx, NULL, ne, &ne);
   cairo_set_source_rgba(cr, 0.2, 0.9, 1.0, 0.9);
   cairo_set_line_width(cr, 2 * unit);
   for (int64_t e = 0; idx && e < ne; e++)
     if (z >= (double)idx[e][2] * edge && z < (double)(idx[e][2] + 1) * edge)
       cairo_rectangle(cr, (double)idx[e][0] * edge, (double)idx[e][1] * edge, edge, edge);
   cairo_stroke(cr);
-  free(idx);
   /* Bubbles cut by the plane. */
   cairo_set_source_rgba(cr, 1.0, 1.0, 0.2, 0.95);
   for (int64_t b = 0; b < nb; b++) {
@@ -165,8 +160,18 @@ int infer_slice_png(strata_amr *amr, int field, strata_infer *inf, double z, con
     MPI_Reduce(MPI_IN_PLACE, img, (int)(P * P), MPI_FLOAT, MPI_MAX, 0, strata_comm());
   else if (!ret)
     MPI_Reduce(img, NULL, (int)(P * P), MPI_FLOAT, MPI_MAX, 0, strata_comm());
+  /* The level array, gathered (collective) for rank 0 to draw. */
+  int64_t ne = 0, (*idx)[3] = NULL;
+  if (!ret)
+    ret = strata_infer_elements(inf, NULL, NULL, 0, &ne);
+  if (!ret) {
+    idx = malloc((size_t)(ne + 1) * sizeof *idx);
+    ret = strata_infer_elements(inf, idx, NULL, idx ? ne : 0, &ne);
+  }
   if (!ret && strata_rank() == 0)
-    local = draw(amr, inf, img, P, z, bubbles, nb, path);
+    local = idx ? draw(amr, inf, img, P, z, (const int64_t(*)[3])idx, ne, bubbles, nb, path)
+                : STRATA_ENOMEM;
+  free(idx);
   free(bubbles);
   free(img);
   MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MIN, strata_comm());

@@ -1,9 +1,18 @@
-/* Phase 2, allocate: the level array's elements, created once, and their
- * placement on the ranks. */
+/* Phase 2, allocate: the level array's element set and what each rank knows
+ * of it.
+ *
+ * No rank holds the whole array. A directory spread over the ranks, each
+ * with an equal range of Morton keys, agrees on the element set: every rank
+ * sends it the elements its leaves overlap, marked or not, and the
+ * directory keeps the marked ones, places them (placement.c), numbers
+ * their handles and answers. Each rank then knows the elements its leaves
+ * overlap (its transfers), its own, and every element within two of its
+ * own (the links between arrays: a links task involves an element, its
+ * forward neighbours and their owners). Its share of the directory grows
+ * with the key range, what it knows with its leaves and elements: neither
+ * with the whole array. */
 #include "amr.h"
 #include "infer_impl.h"
-
-/* ---- phase 2: allocate ---- */
 
 static int element_cmp(const void *x, const void *y)
 {
@@ -17,6 +26,20 @@ struct element *strata__infer_find_element(const strata_infer *inf, const int64_
   if (!inf->nel) /* el is NULL before the first cycle */
     return NULL;
   return bsearch(&key, inf->el, (size_t)inf->nel, sizeof *inf->el, element_cmp);
+}
+
+static int pos_cmp(const void *x, const void *y)
+{
+  const struct element *a = x, *b = y;
+  return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+struct element *strata__infer_element_at(const strata_infer *inf, int64_t pos)
+{
+  struct element key = {.pos = pos};
+  if (!inf->nel)
+    return NULL;
+  return bsearch(&key, inf->el, (size_t)inf->nel, sizeof *inf->el, pos_cmp);
 }
 
 int strata__infer_allgather_values(const strata_mesh *mesh, const void *mine, int64_t n,
@@ -48,45 +71,7 @@ int strata__infer_allgather_values(const strata_mesh *mesh, const void *mine, in
   return ret;
 }
 
-int strata__infer_gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n_out)
-{
-  const int la = inf->p.level_array;
-  int64_t cap = 0, n = 0;
-  for (int64_t i = 0; i < inf->nmasks; i++)
-    cap += inf->masks[i].cells * inf->masks[i].cells * inf->masks[i].cells;
-  int64_t *mine = malloc((size_t)(3 * cap + 1) * sizeof *mine);
-  int ret = mine ? 0 : STRATA_ENOMEM;
-  for (int64_t i = 0; i < inf->nmasks && !ret; i++) {
-    struct mask *m = &inf->masks[i];
-    if (strata__acquire(m->h, STARPU_R) != 0) {
-      ret = STRATA_ESTARPU;
-      break;
-    }
-    const uint8_t *bits = (const void *)starpu_vector_get_local_ptr(m->h);
-    const int finer = m->b.level > la ? m->b.level - la : 0;
-    for (int64_t c = 0; c < m->cells * m->cells * m->cells; c++)
-      if (bits[c]) {
-        int64_t cell[3] = {c % m->cells, c / m->cells % m->cells, c / (m->cells * m->cells)};
-        for (int a = 0; a < 3; a++) /* the element holding this part of the leaf */
-          mine[3 * n + a] = (m->b.index[a] >> finer) * m->cells + cell[a];
-        n++;
-      }
-    starpu_data_release(m->h);
-  }
-  if (mine)
-    n = strata__amr_sort_unique(mine, n, 3 * sizeof *mine, strata__amr_compare_triples);
-  int err = strata__agree(ret, NULL, 0);
-  void *all = NULL;
-  int64_t total = 0;
-  if (!err)
-    err = strata__infer_allgather_values(inf->mesh, mine, 3 * n, MPI_INT64_T, &all, &total);
-  free(mine);
-  if (err)
-    return ret ? ret : err;
-  *idx_out = all;
-  *n_out = total / 3;
-  return 0;
-}
+/* ---- element handles ---- */
 
 /* An element's handles, in the order of their StarPU-MPI tags: its input,
  * output, bubble table, border faces and links. */
@@ -165,340 +150,460 @@ static int register_element(strata_infer *inf, struct element *e)
   return strata__amr_fill_submit(MPI_COMM_NULL, e->in, &zero);
 }
 
-int strata__infer_update_level_array(strata_infer *inf, const int64_t *idx, int64_t n,
-                                     strata_infer_stats *st)
+void strata__infer_drop_elements(strata_infer *inf)
 {
-  struct element *next = calloc((size_t)(n ? n : 1), sizeof *next);
+  for (int64_t i = 0; i < inf->nel; i++)
+    strata__infer_drop_element(&inf->el[i]);
+  free(inf->el);
+  free(inf->dir);
+  inf->el = NULL;
+  inf->dir = NULL;
+  inf->nel = inf->ndir = inf->elements = 0;
+}
+
+/* ---- requests to the directory and its answers ---- */
+
+/* A request: an element's index, whether one of the sender's masks marks
+ * it, the sender. */
+enum { Q_IDX, Q_MARKED = 3, Q_RANK, Q_WIDTH };
+/* An answer: an element's index, position, rank and serial (-1: not placed
+ * yet). */
+enum { A_IDX, A_POS = 3, A_RANK, A_SERIAL, A_WIDTH };
+
+/* The directory: the key range of the level array in equal parts. */
+int strata__infer_directory_rank(const strata_infer *inf, uint64_t key)
+{
+  int64_t last[3];
+  for (int a = 0; a < 3; a++)
+    last[a] = array_blocks(inf, a) - 1;
+  const uint64_t keys = strata__morton(last) + 1, size = (uint64_t)inf->mesh->size;
+  return (int)(key / ((keys + size - 1) / size));
+}
+
+/* A growable list of records of one width, with a destination each. */
+struct records {
+  int64_t *v;
+  int *dest;
+  int64_t n, cap;
+  int width;
+};
+
+static int64_t *add_record(struct records *r, int dest)
+{
+  if (r->n == r->cap) {
+    int64_t cap = 2 * r->cap + 256;
+    int64_t *v = realloc(r->v, (size_t)(cap * r->width) * sizeof *v);
+    if (v)
+      r->v = v;
+    int *d = v ? realloc(r->dest, (size_t)cap * sizeof *d) : NULL;
+    if (!d)
+      return NULL;
+    r->dest = d, r->cap = cap;
+  }
+  r->dest[r->n] = dest;
+  return r->v + r->width * r->n++;
+}
+
+static void free_records(struct records *r)
+{
+  free(r->v);
+  free(r->dest);
+}
+
+/* Send the records (to their destinations); *got, *ngot: what this rank
+ * receives. Collective; errors agreed (`local`: this rank's so far). */
+static int send_records(strata_infer *inf, int local, struct records *r, int64_t **got,
+                        int64_t *ngot)
+{
+  *got = NULL;
+  *ngot = 0;
+  int ret = strata__agree(local, NULL, 0);
+  if (!ret)
+    ret = strata__exchange_records(inf->mesh->meta, r->v, r->dest, r->n, r->width, got, ngot);
+  free_records(r);
+  r->v = NULL, r->dest = NULL, r->n = r->cap = 0;
+  return local ? local : ret;
+}
+
+/* A growable list of element indices (triples). */
+struct triples {
+  int64_t *v;
+  int64_t n, cap;
+};
+
+static int add_triple(struct triples *l, const int64_t idx[3])
+{
+  if (l->n == l->cap) {
+    int64_t cap = 2 * l->cap + 256, *v = realloc(l->v, (size_t)(3 * cap) * sizeof *v);
+    if (!v)
+      return STRATA_ENOMEM;
+    l->v = v, l->cap = cap;
+  }
+  memcpy(l->v + 3 * l->n++, idx, 3 * sizeof *idx);
+  return 0;
+}
+
+static void sort_triples(struct triples *l)
+{
+  if (l->n)
+    l->n = strata__amr_sort_unique(l->v, l->n, 3 * sizeof *l->v, strata__amr_compare_triples);
+}
+
+static int has_triple(const struct triples *l, const int64_t idx[3])
+{
+  return l->n && bsearch(idx, l->v, (size_t)l->n, 3 * sizeof *l->v, strata__amr_compare_triples);
+}
+
+/* Requests for the triples of `l` to their directory ranks, marked where
+ * `marked` (sorted, or NULL) holds them. */
+static int request(const strata_infer *inf, struct records *r, const struct triples *l,
+                   const struct triples *marked)
+{
+  for (int64_t i = 0; i < l->n; i++) {
+    const int64_t *idx = l->v + 3 * i;
+    int64_t *q = add_record(r, strata__infer_directory_rank(inf, strata__morton(idx)));
+    if (!q)
+      return STRATA_ENOMEM;
+    memcpy(q + Q_IDX, idx, 3 * sizeof *q);
+    q[Q_MARKED] = marked && has_triple(marked, idx);
+    q[Q_RANK] = inf->mesh->rank;
+  }
+  return 0;
+}
+
+/* The requests of this rank's leaves: each element a leaf overlaps, marked
+ * when its level_base mask marks it. */
+static int leaf_requests(strata_infer *inf, struct records *r)
+{
+  const int la = inf->p.level_array;
+  struct triples marked = {0}, overlapped = {0};
+  int ret = 0;
+  for (int64_t i = 0; i < inf->nmasks && !ret; i++) {
+    struct mask *m = &inf->masks[i];
+    if (strata__acquire(m->h, STARPU_R) != 0) {
+      ret = STRATA_ESTARPU;
+      break;
+    }
+    const uint8_t *bits = (const void *)starpu_vector_get_local_ptr(m->h);
+    const int finer = m->b.level > la ? m->b.level - la : 0;
+    for (int64_t c = 0; c < m->cells * m->cells * m->cells && !ret; c++)
+      if (bits[c]) {
+        int64_t cell[3] = {c % m->cells, c / m->cells % m->cells, c / (m->cells * m->cells)},
+                idx[3];
+        for (int a = 0; a < 3; a++) /* the element holding this part of the leaf */
+          idx[a] = (m->b.index[a] >> finer) * m->cells + cell[a];
+        ret = add_triple(&marked, idx);
+      }
+    starpu_data_release(m->h);
+  }
+  /* A mask marks elements its leaf overlaps: the marked are among these. */
+  const strata_mesh *mesh = inf->mesh;
+  for (int64_t i = 0; i < mesh->nleaves && !ret; i++) {
+    const strata_amr_block *b = &mesh->leaves[i].b;
+    const int64_t span = b->level < la ? (int64_t)1 << (la - b->level) : 1;
+    for (int64_t c = 0; c < span * span * span && !ret; c++) {
+      int64_t idx[3] = {c % span, c / span % span, c / (span * span)};
+      for (int a = 0; a < 3; a++)
+        idx[a] += b->level < la ? b->index[a] << (la - b->level) : b->index[a] >> (b->level - la);
+      ret = add_triple(&overlapped, idx);
+    }
+  }
+  sort_triples(&marked);
+  sort_triples(&overlapped);
+  if (!ret)
+    ret = request(inf, r, &overlapped, &marked);
+  free(marked.v);
+  free(overlapped.v);
+  return ret;
+}
+
+static int entry_cmp(const void *x, const void *y)
+{
+  const struct directory_entry *a = x, *b = y;
+  return (a->key > b->key) - (a->key < b->key);
+}
+
+static struct directory_entry *find_entry(const strata_infer *inf, const int64_t idx[3])
+{
+  struct directory_entry key = {.key = strata__morton(idx)};
+  return inf->ndir ? bsearch(&key, inf->dir, (size_t)inf->ndir, sizeof *inf->dir, entry_cmp) : NULL;
+}
+
+/* The directory's range made of the marked elements among the requests:
+ * kept entries keep their rank and serial, new ones are to be placed. */
+static int update_directory(strata_infer *inf, const int64_t *q, int64_t nq, int64_t counts[2])
+{
+  struct directory_entry *next = malloc((size_t)(nq + 1) * sizeof *next);
   if (!next)
     return STRATA_ENOMEM;
+  int64_t n = 0;
+  for (int64_t k = 0; k < nq; k++)
+    if (q[k * Q_WIDTH + Q_MARKED]) {
+      struct directory_entry *e = &next[n++];
+      *e = (struct directory_entry){.rank = -1, .serial = -1};
+      memcpy(e->idx, q + k * Q_WIDTH + Q_IDX, sizeof e->idx);
+      e->key = strata__morton(e->idx);
+    }
+  n = strata__amr_sort_unique(next, n, sizeof *next, entry_cmp);
   for (int64_t i = 0; i < n; i++) {
-    memcpy(next[i].idx, idx + 3 * i, sizeof next[i].idx);
-    next[i].key = strata__morton(next[i].idx);
-    next[i].serial = -1;
-  }
-  n = strata__amr_sort_unique(next, n, sizeof *next, element_cmp);
-  int64_t i = 0, j = 0;
-  for (; i < n; i++) {
-    while (j < inf->nel && inf->el[j].key < next[i].key)
-      strata__infer_drop_element(&inf->el[j++]), st->removed++;
-    if (j < inf->nel && inf->el[j].key == next[i].key)
-      next[i] = inf->el[j++];
+    const struct directory_entry *old = find_entry(inf, next[i].idx);
+    if (old)
+      next[i].rank = old->rank, next[i].serial = old->serial;
     else
-      st->created++;
+      counts[0]++; /* created */
+  }
+  counts[1] += inf->ndir - (n - counts[0]); /* removed */
+  free(inf->dir);
+  inf->dir = next;
+  inf->ndir = n;
+  return 0;
+}
+
+/* Answer to `to` about entry e. */
+static int answer(const strata_infer *inf, struct records *r, const struct directory_entry *e,
+                  int to)
+{
+  int64_t *a = add_record(r, to);
+  if (!a)
+    return STRATA_ENOMEM;
+  memcpy(a + A_IDX, e->idx, 3 * sizeof *a);
+  a[A_POS] = inf->dir_first + (e - inf->dir);
+  a[A_RANK] = e->rank;
+  a[A_SERIAL] = e->serial;
+  return 0;
+}
+
+/* Answers to the requests for elements that exist. */
+static int answer_requests(const strata_infer *inf, const int64_t *q, int64_t nq, struct records *r)
+{
+  int ret = 0;
+  for (int64_t k = 0; k < nq && !ret; k++) {
+    const struct directory_entry *e = find_entry(inf, q + k * Q_WIDTH + Q_IDX);
+    if (e)
+      ret = answer(inf, r, e, (int)q[k * Q_WIDTH + Q_RANK]);
+  }
+  return ret;
+}
+
+/* Elements from answers, in Morton order, one of each. */
+static int elements_of(const int64_t *a, int64_t na, struct element **out, int64_t *n)
+{
+  struct element *el = calloc((size_t)(na + 1), sizeof *el);
+  if (!el)
+    return STRATA_ENOMEM;
+  for (int64_t k = 0; k < na; k++) {
+    const int64_t *x = a + k * A_WIDTH;
+    struct element *e = &el[k];
+    memcpy(e->idx, x + A_IDX, sizeof e->idx);
+    e->key = strata__morton(e->idx);
+    e->pos = x[A_POS];
+    e->rank = (int)x[A_RANK];
+    e->serial = x[A_SERIAL];
+  }
+  *n = strata__amr_sort_unique(el, na, sizeof *el, element_cmp);
+  *out = el;
+  return 0;
+}
+
+/* Requests for every element within two of this rank's own ones among the
+ * answers `a` (periodic domains wrap). */
+static int neighbourhood_requests(strata_infer *inf, const int64_t *a, int64_t na,
+                                  struct records *r)
+{
+  const int periodic = inf->mesh->p.boundary == STRATA_AMR_PERIODIC;
+  struct triples near = {0};
+  int ret = 0;
+  for (int64_t i = 0; i < na && !ret; i++) {
+    const int64_t *x = a + i * A_WIDTH;
+    if (x[A_RANK] != inf->mesh->rank)
+      continue;
+    for (int d = 0; d < 125 && !ret; d++) {
+      int64_t idx[3];
+      int inside = 1;
+      for (int k = 0, rest = d; k < 3; k++, rest /= 5) {
+        const int64_t blocks = array_blocks(inf, k);
+        idx[k] = x[A_IDX + k] + rest % 5 - 2;
+        if (idx[k] < 0 || idx[k] >= blocks)
+          idx[k] = periodic ? (idx[k] + 2 * blocks) % blocks : (inside = 0);
+      }
+      if (inside)
+        ret = add_triple(&near, idx);
+    }
+  }
+  sort_triples(&near);
+  if (!ret)
+    ret = request(inf, r, &near, NULL);
+  free(near.v);
+  return ret;
+}
+
+/* Placed entries get serials of this directory rank (kept ones moved to
+ * another rank too: populate overwrites all of an element's data, so
+ * nothing moves, and its handles are registered anew there). */
+static void apply_placement(strata_infer *inf, const int *ranks, strata_infer_stats *st)
+{
+  for (int64_t i = 0; i < inf->ndir; i++) {
+    struct directory_entry *e = &inf->dir[i];
+    if (e->serial >= 0) {
+      st->kept++;
+      if (e->rank == ranks[i])
+        continue;
+      st->migrated++;
+    }
+    e->rank = ranks[i];
+    e->serial = inf->next_serial++ * inf->mesh->size + inf->mesh->rank;
+  }
+}
+
+/* The new known list replaces the old: an element that keeps its serial
+ * keeps its handles, the others' are dropped; this rank's new elements are
+ * registered. */
+static int adopt(strata_infer *inf, struct element *next, int64_t n)
+{
+  int64_t j = 0;
+  for (int64_t i = 0; i < n; i++) {
+    while (j < inf->nel && inf->el[j].key < next[i].key)
+      strata__infer_drop_element(&inf->el[j++]);
+    if (j < inf->nel && inf->el[j].key == next[i].key) {
+      struct element *old = &inf->el[j++];
+      if (old->serial == next[i].serial)
+        for (int k = 0; k < ELEMENT_HANDLES; k++)
+          *element_slot(&next[i], k) = *element_slot(old, k);
+      else
+        strata__infer_drop_element(old);
+    }
   }
   for (; j < inf->nel; j++)
-    strata__infer_drop_element(&inf->el[j]), st->removed++;
+    strata__infer_drop_element(&inf->el[j]);
   free(inf->el);
   inf->el = next;
   inf->nel = n;
-  return 0;
-}
-
-/* ---- placement ---- */
-
-static int cost_cmp(const void *x, const void *y)
-{
-  const struct element *const *a = x, *const *b = y;
-  if ((*a)->cost != (*b)->cost)
-    return (*a)->cost < (*b)->cost ? 1 : -1;
-  return ((*a)->key > (*b)->key) - ((*a)->key < (*b)->key);
-}
-
-/* What one rank knows of its workers that can run the model, per kind
- * (CPU, CUDA): how many, and the sum of their measured times (NAN when one
- * has none). */
-enum { KINDS = 2 };
-struct worker_times {
-  double count[KINDS], seconds[KINDS];
-};
-
-static struct worker_times local_times(const strata_infer *inf)
-{
-  struct worker_times t = {{0, 0}, {0, 0}};
-  for (int w = 0; w < (int)starpu_worker_get_count(); w++) {
-    double seconds = strata__model_expected(inf->p.model, inf->n, w);
-    if (isinf(seconds)) /* a worker the model cannot use */
-      continue;
-    int kind = starpu_worker_get_type(w) == STARPU_CUDA_WORKER;
-    t.count[kind] += 1;
-    t.seconds[kind] += seconds;
-  }
-  return t;
-}
-
-/* Every rank's speed at the model (models per second) from the measured
- * times averaged per kind of worker over all ranks, so that ranks of the
- * same hardware get the same speed whatever the noise of their own
- * measurements; worker counts while some kind has no measurement. The
- * mean model time on a CPU worker into *model_cpu_seconds (NAN until
- * measured). Collective. */
-static int gather_speeds(strata_infer *inf, double *speed, double *model_cpu_seconds)
-{
-  const int size = inf->mesh->size;
-  struct worker_times mine = local_times(inf), *all = malloc((size_t)size * sizeof *all);
-  int ret = strata__agree(all ? 0 : STRATA_ENOMEM, NULL, 0);
-  if (ret) {
-    free(all);
-    return ret;
-  }
-  MPI_Allgather(&mine, 2 * KINDS, MPI_DOUBLE, all, 2 * KINDS, MPI_DOUBLE, inf->mesh->meta);
-  double mean[KINDS], count[KINDS];
-  int measured = 1;
-  for (int k = 0; k < KINDS; k++) {
-    double seconds = 0;
-    count[k] = 0;
-    for (int r = 0; r < size; r++)
-      if (all[r].count[k] > 0)
-        count[k] += all[r].count[k], seconds += all[r].seconds[k];
-    mean[k] = count[k] > 0 ? seconds / count[k] : 1;
-    measured = measured && mean[k] > 0; /* NAN compares false */
-  }
-  for (int r = 0; r < size; r++) {
-    speed[r] = 0;
-    for (int k = 0; k < KINDS; k++)
-      speed[r] += all[r].count[k] / (measured ? mean[k] : 1);
-    speed[r] = speed[r] > 0 ? speed[r] : 1;
-  }
-  *model_cpu_seconds = measured && count[0] > 0 ? mean[0] : NAN;
-  free(all);
-  return 0;
-}
-
-/* Kept elements of [0, c) whose rank is <= r and > r: the migrations a cut
- * of the curve at c between ranks r and r + 1 causes are the first kind
- * beyond c plus the second before it. */
-static void kept_before(const strata_infer *inf, int64_t c, int r, int64_t counts[2])
-{
-  counts[0] = counts[1] = 0;
-  for (int64_t i = 0; i < c; i++)
-    if (inf->el[i].serial >= 0)
-      counts[inf->el[i].rank > r]++;
-}
-
-/* Each element's weight, in model tasks on a CPU worker: 1 plus the time
- * its transfers take on a CPU worker over the model's. A transfer takes its
- * cells at the seconds per cell of its kind (copy, restriction,
- * prolongation): what StarPU's histories of that codelet expect for the
- * footprints of every rank's transfers that have enough measurements, over
- * their cells (all kinds pooled for a kind without any). Per-footprint
- * times would move the cuts whenever a footprint passes StarPU's minimum
- * of samples. Every rank weighs its own leaves' transfers and the sums are
- * agreed; all weights are 1 until the model and some transfer have been
- * measured. Collective. */
-static int transfer_weights(strata_infer *inf, const struct transfer *t, int64_t nt,
-                            double model_cpu_seconds, double *weight)
-{
-  enum { KINDS_OF_TRANSFER = 3, ALL = KINDS_OF_TRANSFER };
-  const int64_t n = inf->nel;
-  double *w = calloc((size_t)(n + 1), sizeof *w);
-  double *cells = malloc((size_t)(nt + 1) * sizeof *cells);
-  int ret = strata__agree(w && cells ? 0 : STRATA_ENOMEM, NULL, 0);
-  const int cpu = starpu_worker_get_by_type(STARPU_CPU_WORKER, 0);
-  double sums[2][KINDS_OF_TRANSFER + 1] = {{0}}; /* measured seconds, their cells */
-  for (int64_t k = 0; !ret && k < nt; k++) {
-    double s = cpu >= 0 ? strata__infer_transfer_seconds(inf, &t[k], cpu, &cells[k]) : NAN;
-    if (s >= 0) /* NAN compares false */
-      for (int c = 0; c < 2; c++) {
-        const int kind = c ? ALL : t[k].kind;
-        sums[0][kind] += s, sums[1][kind] += cells[k];
-      }
-  }
-  if (!ret && MPI_Allreduce(MPI_IN_PLACE, sums, 2 * (KINDS_OF_TRANSFER + 1), MPI_DOUBLE, MPI_SUM,
-                            inf->mesh->meta) != MPI_SUCCESS)
-    ret = STRATA_EMPI;
-  const int weighed = !ret && sums[1][ALL] > 0 && model_cpu_seconds > 0; /* NAN compares false */
-  for (int64_t k = 0; weighed && k < nt; k++) {
-    const int kind = sums[1][t[k].kind] > 0 ? t[k].kind : ALL;
-    w[t[k].element] += cells[k] * sums[0][kind] / sums[1][kind];
-  }
-  if (weighed &&
-      MPI_Allreduce(MPI_IN_PLACE, w, (int)n, MPI_DOUBLE, MPI_SUM, inf->mesh->meta) != MPI_SUCCESS)
-    ret = STRATA_EMPI;
-  for (int64_t i = 0; i < n; i++)
-    weight[i] = weighed && !ret ? 1 + w[i] / model_cpu_seconds : 1;
-  free(w);
-  free(cells);
+  int ret = 0;
+  for (int64_t i = 0; i < n && !ret; i++)
+    if (!inf->el[i].in)
+      ret = register_element(inf, &inf->el[i]);
   return ret;
 }
 
-/* The measured policy: the Morton curve cut into shares of the elements'
- * weights proportional to the ranks' speeds. Each cut may move by 1 % of
- * the smaller of its two shares, to where it moves the fewest kept
- * elements; then kept elements cut away return while their rank stays
- * within 2 % of its share. Balance first, then no needless migration. */
-static int place_measured(strata_infer *inf, const double *speed, const double *weight, int *ranks)
+/* Point the transfers at `next`'s elements instead of `from`'s. */
+static void repoint(struct transfer *t, int64_t nt, const struct element *from,
+                    const struct element *next, int64_t n)
 {
-  const int size = inf->mesh->size;
-  const int64_t n = inf->nel;
-  double *before = malloc((size_t)(n + 1) * sizeof *before); /* [c]: weight of [0, c) */
-  double *load = calloc((size_t)size, sizeof *load);
-  int ret = strata__agree(before && load ? 0 : STRATA_ENOMEM, NULL, 0);
-  if (ret) {
-    free(before), free(load);
-    return ret;
+  for (int64_t k = 0; k < nt; k++) {
+    const struct element *e =
+        bsearch(&from[t[k].element], next, (size_t)n, sizeof *next, element_cmp);
+    t[k].element = e - next; /* the leaves' elements are known */
   }
-  before[0] = 0;
-  for (int64_t i = 0; i < n; i++)
-    before[i + 1] = before[i] + weight[i];
-  const double weights = before[n];
-  double total = 0, cum = 0;
-  for (int r = 0; r < size; r++)
-    total += speed[r];
-  int64_t start = 0;
-  for (int r = 0; r < size; r++) {
-    int64_t end = n;
-    if (r < size - 1) {
-      cum += speed[r];
-      double ideal = weights * cum / total;
-      double slack = 0.01 * weights * fmin(speed[r], speed[r + 1]) / total;
-      /* The cuts within the slack, or the two around the ideal. */
-      int64_t lo = start, hi;
-      while (lo < n && before[lo] < ideal - slack)
-        lo++;
-      hi = lo;
-      while (hi < n && before[hi + 1] <= ideal + slack)
-        hi++;
-      if (before[lo] > ideal + slack && lo > start)
-        lo--;
-      int64_t at[2], all[2];
-      kept_before(inf, lo, r, at);
-      kept_before(inf, n, r, all);
-      double best = INFINITY;
-      for (int64_t c = lo; c <= hi; c++) {
-        /* moves, then the distance to the balanced cut */
-        double cost = (double)(all[0] - at[0] + at[1]) + fabs(before[c] - ideal) / (weights + 1);
-        if (cost < best)
-          best = cost, end = c;
-        if (c < n && inf->el[c].serial >= 0)
-          at[inf->el[c].rank > r]++;
-      }
-    }
-    for (int64_t i = start; i < end; i++)
-      ranks[i] = r;
-    start = end;
-  }
-  free(before);
-  /* Then a kept element cut away from its rank goes back while that rank
-   * stays within 2 % of its share. */
-  for (int64_t i = 0; i < n; i++)
-    load[ranks[i]] += weight[i];
-  for (int64_t i = 0; i < n; i++) {
-    const struct element *e = &inf->el[i];
-    if (e->serial < 0 || e->rank == ranks[i])
-      continue;
-    if (load[e->rank] + weight[i] <= 1.02 * weights * speed[e->rank] / total) {
-      load[ranks[i]] -= weight[i];
-      load[e->rank] += weight[i];
-      ranks[i] = e->rank;
-    }
-  }
-  free(load);
+}
+
+/* Append na answers to *all (*nall of them). */
+static int append_answers(int64_t **all, int64_t *nall, const int64_t *a, int64_t na)
+{
+  int64_t *more = realloc(*all, (size_t)((*nall + na) * A_WIDTH + 1) * sizeof *more);
+  if (!more)
+    return STRATA_ENOMEM;
+  if (na)
+    memcpy(more + *nall * A_WIDTH, a, (size_t)(na * A_WIDTH) * sizeof *more);
+  *all = more;
+  *nall += na;
   return 0;
 }
 
-/* The curve policy: equal counts along the Morton curve. */
-static void place_curve(strata_infer *inf, int *ranks)
-{
-  for (int64_t i = 0; i < inf->nel; i++)
-    ranks[i] = (int)(i * inf->mesh->size / inf->nel);
-}
-
-/* The greedy policy: largest estimated cost onto the least loaded rank. */
-static int place_greedy(strata_infer *inf, const struct transfer *t, int64_t nt, int *ranks)
-{
-  const int size = inf->mesh->size;
-  /* The cells each element receives, from the transfers of every rank's
-   * leaves. */
-  double *cost = calloc((size_t)(inf->nel + 1), sizeof *cost);
-  struct element **order = malloc((size_t)(inf->nel + 1) * sizeof *order);
-  double *load = calloc((size_t)size, sizeof *load);
-  int ret = strata__agree(cost && order && load ? 0 : STRATA_ENOMEM, NULL, 0);
-  for (int64_t k = 0; !ret && k < nt; k++)
-    cost[t[k].element] += (double)strata__infer_piece_cells(inf, &t[k]);
-  if (!ret && MPI_Allreduce(MPI_IN_PLACE, cost, (int)inf->nel, MPI_DOUBLE, MPI_SUM,
-                            inf->mesh->meta) != MPI_SUCCESS)
-    ret = STRATA_EMPI;
-  if (ret) {
-    free(cost), free(order), free(load);
-    return ret;
-  }
-  for (int64_t i = 0; i < inf->nel; i++)
-    inf->el[i].cost = (double)(inf->n * inf->n * inf->n) + cost[i];
-  free(cost);
-  for (int64_t i = 0; i < inf->nel; i++)
-    order[i] = &inf->el[i];
-  qsort(order, (size_t)inf->nel, sizeof *order, cost_cmp);
-  for (int64_t i = 0; i < inf->nel; i++) {
-    int best = 0;
-    for (int q = 1; q < size; q++)
-      if (load[q] < load[best])
-        best = q;
-    load[best] += order[i]->cost;
-    ranks[order[i] - inf->el] = best;
-  }
-  free(order);
-  free(load);
-  return 0;
-}
-
-int strata__infer_place_elements(strata_infer *inf, const struct transfer *t, int64_t nt,
-                                 int *ranks, strata_infer_stats *st)
-{
-  const int size = inf->mesh->size;
-  double *speed = malloc((size_t)size * sizeof *speed);
-  double *weight = malloc((size_t)(inf->nel + 1) * sizeof *weight), model_cpu_seconds = NAN;
-  int ret = strata__agree(speed && weight ? 0 : STRATA_ENOMEM, NULL, 0);
-  if (!ret)
-    ret = gather_speeds(inf, speed, &model_cpu_seconds);
-  for (int64_t i = 0; !ret && i < inf->nel; i++)
-    weight[i] = 1;
-  if (!ret && inf->p.placement == STRATA_INFER_PLACE_MEASURED)
-    ret = transfer_weights(inf, t, nt, model_cpu_seconds, weight);
-  if (!ret && inf->p.placement == STRATA_INFER_PLACE_MEASURED)
-    ret = place_measured(inf, speed, weight, ranks);
-  else if (!ret && inf->p.placement == STRATA_INFER_PLACE_CURVE)
-    place_curve(inf, ranks);
-  else if (!ret)
-    ret = place_greedy(inf, t, nt, ranks);
-  /* The work each rank is given: its elements' weights over its speed. */
-  double *work = ret ? NULL : calloc((size_t)size, sizeof *work);
-  for (int64_t i = 0; work && i < inf->nel; i++)
-    work[ranks[i]] += weight[i] / speed[ranks[i]];
-  double weights = 0;
-  for (int64_t i = 0; work && i < inf->nel; i++)
-    weights += weight[i];
-  for (int r = 0; work && r < size; r++) {
-    st->predicted_max = fmax(st->predicted_max, work[r]);
-    st->predicted_mean += work[r] / size;
-  }
-  st->transfer_share = weights > 0 ? 1 - (double)inf->nel / weights : 0;
-  free(work);
-  free(weight);
-  free(speed);
-  return ret;
-}
-
-int strata__infer_apply_placement(strata_infer *inf, const int *ranks, strata_infer_stats *st)
+/* This rank's own elements as answers: the level array is unchanged. */
+static int own_answers(const strata_infer *inf, int64_t **all, int64_t *nall)
 {
   int ret = 0;
   for (int64_t i = 0; i < inf->nel && !ret; i++) {
-    struct element *e = &inf->el[i];
-    if (e->serial < 0) {
-      e->serial = inf->next_serial++;
-      e->rank = ranks[i];
-      ret = register_element(inf, e);
+    const struct element *e = &inf->el[i];
+    if (e->rank != inf->mesh->rank)
       continue;
-    }
-    st->kept++;
-    if (e->rank == ranks[i])
-      continue;
-    /* Populate overwrites all of an element's data: nothing to move, new
-     * handles on the new rank instead. */
-    strata__infer_drop_element(e);
-    e->serial = inf->next_serial++;
-    e->rank = ranks[i];
-    st->migrated++;
-    ret = register_element(inf, e);
+    const int64_t a[A_WIDTH] = {e->idx[0], e->idx[1], e->idx[2], e->pos, e->rank, e->serial};
+    ret = append_answers(all, nall, a, 1);
   }
+  return ret;
+}
+
+int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
+                           strata_infer_stats *st)
+{
+  struct records r = {.width = Q_WIDTH};
+  int64_t *q = NULL, nq = 0, *a = NULL, na = 0, *known = NULL, nknown = 0;
+  int ret = send_records(inf, leaf_requests(inf, &r), &r, &q, &nq);
+  /* The directory: the new set, its counts and positions. */
+  int64_t counts[3] = {0, 0, 0}; /* created, removed, elements */
+  if (!ret)
+    ret = strata__agree(update_directory(inf, q, nq, counts), NULL, 0);
+  counts[2] = inf->ndir;
+  if (!ret && (MPI_Allreduce(MPI_IN_PLACE, counts, 3, MPI_INT64_T, MPI_SUM, inf->mesh->meta) ||
+               MPI_Exscan(&inf->ndir, &inf->dir_first, 1, MPI_INT64_T, MPI_SUM, inf->mesh->meta)))
+    ret = STRATA_EMPI;
+  if (inf->mesh->rank == 0) /* Exscan leaves rank 0's undefined */
+    inf->dir_first = 0;
+  st->created = counts[0];
+  st->removed = counts[1];
+  inf->elements = counts[2];
+  st->reused = !ret && !counts[0] && !counts[1] && counts[2] > 0;
+  /* What this rank's leaves overlap, and their transfers. */
+  r.width = A_WIDTH;
+  if (!ret)
+    ret = send_records(inf, answer_requests(inf, q, nq, &r), &r, &a, &na);
+  struct element *seen = NULL, *old = inf->el;
+  int64_t nseen = 0, nold = inf->nel;
+  if (!ret)
+    ret = strata__agree(elements_of(a, na, &seen, &nseen), NULL, 0);
+  /* Planning and placement read `seen` as the known elements (no handles). */
+  if (!ret) {
+    inf->el = seen, inf->nel = nseen;
+    ret = strata__agree(strata__infer_plan_transfers(inf, t, nt), NULL, 0);
+  }
+  /* Placement, then the answers again, and to the owners; or, when the
+   * level array is the same, this rank's own elements as they were. */
+  if (!ret && !st->reused) {
+    int *ranks = malloc((size_t)(inf->ndir + 1) * sizeof *ranks);
+    ret = strata__agree(ranks ? 0 : STRATA_ENOMEM, NULL, 0);
+    if (!ret)
+      ret = strata__infer_place(inf, seen, *t, *nt, ranks, st);
+    if (!ret) {
+      apply_placement(inf, ranks, st);
+      int64_t moved[2] = {st->kept, st->migrated};
+      if (MPI_Allreduce(MPI_IN_PLACE, moved, 2, MPI_INT64_T, MPI_SUM, inf->mesh->meta))
+        ret = STRATA_EMPI;
+      st->kept = moved[0], st->migrated = moved[1];
+    }
+    if (!ret) {
+      int local = answer_requests(inf, q, nq, &r);
+      for (int64_t i = 0; i < inf->ndir && !local; i++)
+        local = answer(inf, &r, &inf->dir[i], inf->dir[i].rank);
+      ret = send_records(inf, local, &r, &known, &nknown);
+    }
+    free(ranks);
+  }
+  inf->el = old, inf->nel = nold;
+  if (!ret && st->reused) {
+    int local = append_answers(&known, &nknown, a, na);
+    ret = strata__agree(local ? local : own_answers(inf, &known, &nknown), NULL, 0);
+  }
+  free(q), free(a);
+  q = a = NULL;
+  /* The elements within two of this rank's own. */
+  r.width = Q_WIDTH;
+  if (!ret)
+    ret = send_records(inf, neighbourhood_requests(inf, known, nknown, &r), &r, &q, &nq);
+  r.width = A_WIDTH;
+  if (!ret)
+    ret = send_records(inf, answer_requests(inf, q, nq, &r), &r, &a, &na);
+  struct element *next = NULL;
+  int64_t nnext = 0;
+  if (!ret) {
+    int local = append_answers(&known, &nknown, a, na);
+    ret = strata__agree(local ? local : elements_of(known, nknown, &next, &nnext), NULL, 0);
+  }
+  if (!ret) {
+    repoint(*t, *nt, seen, next, nnext);
+    ret = strata__agree(adopt(inf, next, nnext), NULL, 0);
+  } else
+    free(next);
+  free_records(&r);
+  free(q), free(a), free(known), free(seen);
   return ret;
 }

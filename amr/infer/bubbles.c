@@ -5,10 +5,11 @@
  *
  * Link tasks compare each element's border faces with those of its 13
  * forward neighbours (StarPU-MPI brings a remote neighbour's faces). After
- * the cycle, every rank gathers the parts (a few numbers each) and the
- * distinct links, and runs the same union-find over them in the same
- * order, so the bubbles are bitwise the same on any rank count and under
- * any scheduler. */
+ * the cycle, every rank gathers the parts (a few numbers each, named by
+ * their elements' positions in the level array) and the distinct links,
+ * and runs the same union-find over them in the same order, so the
+ * bubbles are bitwise the same on any rank count and under any scheduler.
+ * This gather grows with the whole problem's bubbles (docs/scaling.md). */
 #include "bubbles.h"
 #include "infer_impl.h"
 
@@ -71,12 +72,13 @@ int strata__infer_submit_links(strata_infer *inf)
 
 /* ---- joining ---- */
 
-/* A part as gathered: its element, its first cell, then its figures and
- * its value channels' means (part_width() doubles in all). */
-enum { P_ELEMENT, P_FIRST, P_X, P_Y, P_Z, P_MASS, P_PEAK, P_CELLS, P_VALUES };
+/* A part as gathered: its element's position in the level array, its
+ * first cell in the array and over the whole level_infer grid, then its
+ * figures and its value channels' means (part_width() doubles in all). */
+enum { P_ELEMENT, P_FIRST, P_CELL, P_X, P_Y, P_Z, P_MASS, P_PEAK, P_CELLS, P_VALUES };
 
 static int64_t part_width(const strata_infer *inf) { return P_VALUES + inf->bubble.values; }
-/* A link as gathered: element and first cell of each side. */
+/* A link as gathered: element position and first cell of each side. */
 enum { LINK_VALUES = 4 };
 
 static int part_cmp(const void *x, const void *y)
@@ -97,12 +99,11 @@ static int link_cmp(const void *x, const void *y)
   return 0;
 }
 
-/* Append element i's distinct links (from its link array `l`) to *links
+/* Append element e's distinct links (from its link array `l`) to *links
  * (*nl of *capacity records, grown as needed). */
-static int append_links(strata_infer *inf, int64_t i, const int32_t *l, int64_t **links,
-                        int64_t *nl, int64_t *capacity)
+static int append_links(strata_infer *inf, const struct element *e, const int32_t *l,
+                        int64_t **links, int64_t *nl, int64_t *capacity)
 {
-  const struct element *e = &inf->el[i];
   int64_t first = *nl;
   for (int k = 0; k < STRATA__BUBBLE_DIRECTIONS; k++) {
     int d[3];
@@ -120,7 +121,7 @@ static int append_links(strata_infer *inf, int64_t i, const int32_t *l, int64_t 
         *links = more, *capacity = grown;
       }
       int64_t *q = *links + *nl * LINK_VALUES;
-      q[0] = i, q[1] = l[2 * s], q[2] = nb - inf->el, q[3] = l[2 * s + 1];
+      q[0] = e->pos, q[1] = l[2 * s], q[2] = nb->pos, q[3] = l[2 * s + 1];
       /* Neighbouring slots mostly repeat a pair: skip it at once. */
       if (*nl == first || link_cmp(q - LINK_VALUES, q))
         (*nl)++;
@@ -129,6 +130,16 @@ static int append_links(strata_infer *inf, int64_t i, const int32_t *l, int64_t 
   *nl = first + strata__amr_sort_unique(*links + first * LINK_VALUES, *nl - first,
                                         LINK_VALUES * sizeof **links, link_cmp);
   return 0;
+}
+
+/* Index of cell f of element e in the scan order of the whole level_infer grid. */
+static int64_t global_cell(const strata_infer *inf, const struct element *e, int64_t f)
+{
+  const int64_t n = inf->n, side[3] = {array_blocks(inf, 0) * n, array_blocks(inf, 1) * n};
+  int64_t local[3] = {f % n, f / n % n, f / (n * n)}, g[3];
+  for (int a = 0; a < 3; a++)
+    g[a] = e->idx[a] * n + local[a];
+  return (g[2] * side[1] + g[1]) * side[0] + g[0];
 }
 
 /* This rank's stored parts (from its tables) and distinct links (from its
@@ -161,8 +172,9 @@ static int local_parts(strata_infer *inf, double **parts, int64_t *np, int64_t *
     for (int64_t r = 0; r < stored; r++) {
       const double *row = t + (1 + r) * columns;
       double *p = *parts + *np * width;
-      p[P_ELEMENT] = (double)i;
+      p[P_ELEMENT] = (double)e->pos;
       p[P_FIRST] = row[STRATA__BUBBLE_FIRST];
+      p[P_CELL] = (double)global_cell(inf, e, (int64_t)row[STRATA__BUBBLE_FIRST]);
       p[P_X] = row[STRATA__BUBBLE_X];
       p[P_Y] = row[STRATA__BUBBLE_Y];
       p[P_Z] = row[STRATA__BUBBLE_Z];
@@ -176,7 +188,7 @@ static int local_parts(strata_infer *inf, double **parts, int64_t *np, int64_t *
     starpu_data_release(e->table);
     if (strata__acquire(e->links, STARPU_R) != 0)
       return STRATA_ESTARPU;
-    ret = append_links(inf, i, (const void *)starpu_vector_get_local_ptr(e->links), links, nl,
+    ret = append_links(inf, e, (const void *)starpu_vector_get_local_ptr(e->links), links, nl,
                        &link_capacity);
     starpu_data_release(e->links);
   }
@@ -198,17 +210,6 @@ static int64_t find_part(const double *parts, int64_t width, int64_t np, int64_t
   double key[P_FIRST + 1] = {(double)element, (double)first}; /* what part_cmp reads */
   const double *hit = bsearch(key, parts, (size_t)np, (size_t)width * sizeof *parts, part_cmp);
   return hit ? (hit - parts) / width : -1;
-}
-
-/* Index of a part's first cell in the scan order of the whole level_infer grid. */
-static int64_t global_cell(const strata_infer *inf, const double *part)
-{
-  const int64_t n = inf->n, side[3] = {array_blocks(inf, 0) * n, array_blocks(inf, 1) * n};
-  const struct element *e = &inf->el[(int64_t)part[P_ELEMENT]];
-  int64_t f = (int64_t)part[P_FIRST], local[3] = {f % n, f / n % n, f / (n * n)}, g[3];
-  for (int a = 0; a < 3; a++)
-    g[a] = e->idx[a] * n + local[a];
-  return (g[2] * side[1] + g[1]) * side[0] + g[0];
 }
 
 struct ranked {
@@ -260,7 +261,7 @@ static int build_bubbles(strata_infer *inf, const double *parts, int64_t np, int
     x->peak = fmax(x->peak, p[P_PEAK]);
     x->cells += (int64_t)p[P_CELLS];
     x->parts++;
-    int64_t id = global_cell(inf, p);
+    int64_t id = (int64_t)p[P_CELL];
     if (id < x->id) {
       x->id = id;
       element[slot[root]] = (int64_t)p[P_ELEMENT];

@@ -63,7 +63,8 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
                          strata_infer_stats *st)
 {
   const strata_mesh *mesh = inf->mesh;
-  st->elements = st->elements_known = inf->nel;
+  st->elements = inf->elements;
+  st->elements_known = inf->nel;
   st->handles_local = strata__infer_count_handles(inf);
   /* The volume of each local element, from the transfers into it. */
   double *volume = calloc((size_t)(inf->nel ? inf->nel : 1), sizeof *volume);
@@ -80,8 +81,8 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
   }
   free(volume);
   MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_DOUBLE, MPI_MIN, mesh->meta);
-  st->volume_min = inf->nel ? range[0] : 0;
-  st->volume_max = inf->nel ? -range[1] : 0;
+  st->volume_min = inf->elements ? range[0] : 0;
+  st->volume_max = inf->elements ? -range[1] : 0;
   int64_t leaf_bubbles = 0;
   for (int64_t i = 0; i < inf->nlists; i++)
     leaf_bubbles += table_found(inf->lists[i].h);
@@ -189,37 +190,19 @@ int strata_infer_submit(strata_infer *inf)
   if (!local)
     local = strata__infer_submit_evaluate(inf);
   phase_barrier(inf);
-  int64_t *needed = NULL, nneeded = 0;
-  if (!local)
-    local = strata__infer_gather_needed(inf, &needed, &nneeded);
-  else
-    strata__agree(local, NULL, 0); /* strata__infer_gather_needed's agreement */
+  for (int64_t i = 0; !local && i < inf->nmasks; i++) /* the masks decide the elements */
+    if (strata__acquire(inf->masks[i].h, STARPU_R) == 0)
+      starpu_data_release(inf->masks[i].h);
   note_now(inf, STRATA_INFER_EVALUATE);
-
+  local = strata__agree(local, NULL, 0); /* the allocation is collective */
   if (!local)
-    local = strata__infer_update_level_array(inf, needed, nneeded, st);
-  if (!local)
-    local = strata__infer_plan_transfers(inf, &c->t, &c->nt);
-  local = strata__agree(local, NULL, 0); /* placement and sharing are collective */
-  if (!local) {
-    st->reused = !st->created && !st->removed && inf->nel > 0;
-    int *ranks = local ? NULL : malloc((size_t)(inf->nel ? inf->nel : 1) * sizeof *ranks);
-    if (!local && !ranks)
-      local = STRATA_ENOMEM;
-    if (!local && !st->reused)
-      local = strata__infer_place_elements(inf, c->t, c->nt, ranks, st);
-    if (!local && !st->reused)
-      local = strata__infer_apply_placement(inf, ranks, st);
-    free(ranks);
-    local = strata__agree(local, NULL, 0);
-  }
+    local = strata__infer_allocate(inf, &c->t, &c->nt, st);
   if (!local)
     local = strata__infer_share_transfers(inf, &c->t, &c->nt);
-  free(needed);
   note_now(inf, STRATA_INFER_ALLOCATE);
   phase_barrier(inf);
 
-  if (!local && inf->nel > 0) {
+  if (!local && inf->elements > 0) {
     local = strata__infer_submit_populate(inf, c->t, c->nt, st);
     phase_barrier(inf);
     if (!local)

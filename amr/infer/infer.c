@@ -319,9 +319,7 @@ int strata_infer_destroy(strata_infer *inf)
     free(c->t);
   free(c);
   /* The handles go once their last tasks are done; this waits for none. */
-  for (int64_t i = 0; i < inf->nel; i++)
-    strata__infer_drop_element(&inf->el[i]);
-  free(inf->el);
+  strata__infer_drop_elements(inf);
   strata__infer_drop_masks(inf);
   strata__infer_drop_lists(inf);
   strata__infer_drop_bubbles(inf);
@@ -355,16 +353,38 @@ int strata_infer_elements(const strata_infer *inf, int64_t (*idx)[3], int *ranks
                           int64_t *n)
 {
   strata__clear_error();
-  if (!inf || !n || cap < 0 || (cap && !idx && !ranks))
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!inf)
     return STRATA_EINVAL;
-  for (int64_t i = 0; i < inf->nel && i < cap; i++) {
-    if (idx)
-      memcpy(idx[i], inf->el[i].idx, sizeof idx[i]);
-    if (ranks)
-      ranks[i] = inf->el[i].rank;
+  ret = strata__agree(!n || cap < 0 || (cap && !idx && !ranks) ? STRATA_EINVAL : 0, NULL, 0);
+  /* Each directory rank's range, in rank order: the Morton order. */
+  enum { WIDTH = 4 };
+  int64_t *mine = ret ? NULL : malloc((size_t)(WIDTH * inf->ndir + 1) * sizeof *mine);
+  if (!ret)
+    ret = strata__agree(mine ? 0 : STRATA_ENOMEM, NULL, 0);
+  for (int64_t i = 0; !ret && i < inf->ndir; i++) {
+    memcpy(mine + WIDTH * i, inf->dir[i].idx, 3 * sizeof *mine);
+    mine[WIDTH * i + 3] = inf->dir[i].rank;
   }
-  *n = inf->nel;
-  return 0;
+  void *all = NULL;
+  int64_t total = 0;
+  if (!ret)
+    ret = strata__infer_allgather_values(inf->mesh, mine, WIDTH * inf->ndir, MPI_INT64_T, &all,
+                                         &total);
+  free(mine);
+  const int64_t *v = all;
+  for (int64_t i = 0; !ret && i < total / WIDTH && i < cap; i++) {
+    if (idx)
+      memcpy(idx[i], v + WIDTH * i, sizeof idx[i]);
+    if (ranks)
+      ranks[i] = (int)v[WIDTH * i + 3];
+  }
+  if (!ret)
+    *n = total / WIDTH;
+  free(all);
+  return ret;
 }
 
 /* Channel `channel` of element idx's input, or its model output. */
@@ -375,10 +395,11 @@ static int read_element(strata_infer *inf, const int64_t idx[3], int output, int
   if (!inf || !idx || !out || channel < 0 ||
       channel >= (output ? inf->bubble.channels : inf->p.n_fields))
     return STRATA_EINVAL;
+  for (int a = 0; a < 3; a++)
+    if (idx[a] < 0 || idx[a] >= array_blocks(inf, a))
+      return STRATA_ERANGE;
   struct element *e = strata__infer_find_element(inf, idx);
-  if (!e)
-    return STRATA_ERANGE;
-  if (e->rank != inf->mesh->rank)
+  if (!e || e->rank != inf->mesh->rank) /* another rank's, or none */
     return STRATA_EINVAL;
   starpu_data_handle_t h = output ? e->out : e->in;
   if (strata__acquire(h, STARPU_R) != 0)
@@ -493,7 +514,7 @@ int strata_infer_bubble_parts(strata_infer *inf, strata_bubble **list, int64_t *
                                       inf->p.bubble_capacity, inf->bubble.values, rows, NULL);
     starpu_data_release(inf->el[i].table);
     for (int64_t b = 0; b < got; b++, k++) {
-      mine[k * ROW] = (double)i;
+      mine[k * ROW] = (double)inf->el[i].pos;
       memcpy(mine + k * ROW + 1, &rows[b], sizeof rows[b]);
     }
   }

@@ -5,8 +5,11 @@
  * queries.
  *
  * The method reads a mesh (strata/mesh.h): each rank knows only its own
- * leaves. Every rank knows every element (the level array is agreed on,
- * O(elements)); each rank plans the transfers of its own leaves, and one
+ * leaves. No rank holds the whole level array: a directory spread over the
+ * ranks by ranges of Morton keys agrees on the element set and places it
+ * (allocate.c, placement.c), and each rank knows only the elements its
+ * leaves overlap, its own, and theirs within two elements (for the links
+ * between arrays). Each rank plans the transfers of its own leaves, and one
  * exchange of their descriptions tells each element's rank what it
  * receives, so both sides of a pair of ranks hold the same list of
  * transfers between them, in the same order, and agree on the offsets of
@@ -33,15 +36,26 @@
 #include "kernels/bubble_kernels.h"
 #include "kernels/infer_kernels.h"
 
-/* One element of the level array. */
+/* One element of the level array, as a rank that knows it holds it. */
 struct element {
   int64_t idx[3];
   uint64_t key; /* Morton key of idx: the order of the level array */
+  int64_t pos;  /* its position in the whole level array, in that order */
   int rank;
   int64_t serial;                      /* StarPU-MPI tags of its handles */
   starpu_data_handle_t in, out, table; /* [C N^3] f32, [N^3] f32, bubble table */
   starpu_data_handle_t faces, links;   /* border faces, links with the neighbours */
-  double cost;                         /* placement estimate */
+};
+
+/* An entry of the directory: the elements whose keys fall in this rank's
+ * range of Morton keys, with what placing them needs. */
+struct directory_entry {
+  uint64_t key;
+  int64_t idx[3];
+  int rank;       /* -1 until placed */
+  int64_t serial; /* -1 until placed */
+  double weight;  /* in model tasks on a CPU worker (placement.c) */
+  double cells;   /* that the leaves send it */
 };
 
 /* The mask of one local leaf at level >= level_base. */
@@ -98,10 +112,14 @@ struct strata_infer {
   char value_names[STRATA_BUBBLE_MAX_VALUES][64]; /* their particle table columns */
   strata__tags tags;                              /* StarPU-MPI tags: elements, masks, mailboxes */
   int64_t cycles;
-  int64_t next_serial;
+  int64_t next_serial; /* of the elements this rank's directory places */
   int64_t xfer_cpu_ns; /* CPU time of this method's transfer tasks (atomic adds) */
-  struct element *el;
+  struct element *el;  /* the elements this rank knows, in Morton order */
   int64_t nel;
+  struct directory_entry *dir; /* this rank's range of the directory, in Morton order */
+  int64_t ndir;
+  int64_t dir_first; /* the position of dir[0] in the level array */
+  int64_t elements;  /* in the whole level array */
   struct mask *masks;
   int64_t nmasks;
   struct leaf_list *lists;
@@ -171,24 +189,31 @@ int strata__infer_submit_evaluate(strata_infer *inf);
 
 /* allocate.c */
 struct element *strata__infer_find_element(const strata_infer *inf, const int64_t idx[3]);
+/* The known element at position `pos` of the level array (NULL: unknown here). */
+struct element *strata__infer_element_at(const strata_infer *inf, int64_t pos);
+/* The directory rank of Morton key `key`. */
+int strata__infer_directory_rank(const strata_infer *inf, uint64_t key);
 /* Every rank's `n` 8-byte values of `type` concatenated in rank order, on
  * every rank: *all (malloc'd) and *total. Collective; errors agreed. */
 int strata__infer_allgather_values(const strata_mesh *mesh, const void *mine, int64_t n,
                                    MPI_Datatype type, void **all, int64_t *total);
-/* The elements marked in this rank's level_base masks, gathered on every
- * rank, sorted and unique. */
-int strata__infer_gather_needed(strata_infer *inf, int64_t **idx_out, int64_t *n_out);
-/* Merge the needed elements into the level array: kept elements keep their
- * handles, new ones are marked (serial -1) for placement, gone ones are
- * unregistered. */
-int strata__infer_update_level_array(strata_infer *inf, const int64_t *idx, int64_t n,
-                                     strata_infer_stats *st);
-/* New owner ranks into `ranks` (one per element). */
-int strata__infer_place_elements(strata_infer *inf, const struct transfer *t, int64_t nt,
-                                 int *ranks, strata_infer_stats *st);
-/* New elements are registered on their rank; kept ones that change rank
- * are re-registered there (populate overwrites their data). */
-int strata__infer_apply_placement(strata_infer *inf, const int *ranks, strata_infer_stats *st);
+/* Phase 2: the elements that every rank's level_base masks mark, agreed
+ * through the directory and placed (unless the same as before: st->reused);
+ * this rank's known elements and their handles brought up to date (kept
+ * ones keep their handles, new ones of this rank are registered, others
+ * dropped); the transfers of this rank's leaves planned into *t.
+ * Collective. */
+int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
+                           strata_infer_stats *st);
+/* Every known element's handles unregistered, the lists freed. */
+void strata__infer_drop_elements(strata_infer *inf);
+
+/* placement.c */
+/* Owner ranks of this rank's directory entries into `ranks`, by the
+ * policy, from every rank's transfers `t` (of its own leaves, into the
+ * elements of `seen`). Collective. */
+int strata__infer_place(strata_infer *inf, const struct element *seen, const struct transfer *t,
+                        int64_t nt, int *ranks, strata_infer_stats *st);
 
 /* populate.c */
 int64_t strata__infer_element_lo(const strata_infer *inf, const struct element *e, int a);

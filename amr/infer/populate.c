@@ -88,8 +88,8 @@ int strata__infer_plan_transfers(strata_infer *inf, struct transfer **out, int64
 
 /* A transfer's description between ranks. */
 enum {
-  D_ELEMENT,
-  D_RANK, /* the leaf's */
+  D_ELEMENT, /* its position in the level array */
+  D_RANK,    /* the leaf's */
   D_LEVEL,
   D_INDEX,
   D_KIND = D_INDEX + 3,
@@ -111,7 +111,8 @@ int strata__infer_share_transfers(strata_infer *inf, struct transfer **t, int64_
     if (to == me) /* this rank's own elements need no description */
       continue;
     int64_t *d = send + nsend * D_WIDTH;
-    d[D_ELEMENT] = x->element, d[D_RANK] = me, d[D_LEVEL] = x->leaf.level, d[D_KIND] = x->kind;
+    d[D_ELEMENT] = inf->el[x->element].pos, d[D_RANK] = me, d[D_LEVEL] = x->leaf.level,
+    d[D_KIND] = x->kind;
     for (int a = 0; a < 3; a++)
       d[D_INDEX + a] = x->leaf.index[a], d[D_LO + a] = x->lo[a], d[D_HI + a] = x->hi[a];
     dest[nsend++] = to;
@@ -134,7 +135,8 @@ int strata__infer_share_transfers(strata_infer *inf, struct transfer **t, int64_
   int64_t n = *nt;
   for (int64_t k = 0; k < ngot; k++) {
     const int64_t *d = got + k * D_WIDTH;
-    struct transfer x = {.element = d[D_ELEMENT],
+    const struct element *e = strata__infer_element_at(inf, d[D_ELEMENT]); /* its own */
+    struct transfer x = {.element = e - inf->el,
                          .leaf = {.level = (int)d[D_LEVEL]},
                          .kind = (int)d[D_KIND],
                          .leaf_rank = (int)d[D_RANK]};

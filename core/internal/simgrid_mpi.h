@@ -29,6 +29,8 @@ int strata__sim_reduce(const void *send, void *recv, int count, MPI_Datatype typ
                        int root, MPI_Comm comm);
 int strata__sim_allreduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op,
                           MPI_Comm comm);
+int strata__sim_exscan(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op,
+                       MPI_Comm comm);
 int strata__sim_gather(const void *send, int scount, MPI_Datatype stype, void *recv, int rcount,
                        MPI_Datatype rtype, int root, MPI_Comm comm);
 int strata__sim_gatherv(const void *send, int scount, MPI_Datatype stype, void *recv,
@@ -58,6 +60,7 @@ double strata__sim_wtime(void);
 #define MPI_Bcast           strata__sim_bcast
 #define MPI_Reduce          strata__sim_reduce
 #define MPI_Allreduce       strata__sim_allreduce
+#define MPI_Exscan          strata__sim_exscan
 #define MPI_Gather          strata__sim_gather
 #define MPI_Gatherv         strata__sim_gatherv
 #define MPI_Allgather       strata__sim_allgather

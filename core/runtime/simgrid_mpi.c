@@ -382,6 +382,43 @@ int strata__sim_allreduce(const void *send, void *recv, int count, MPI_Datatype 
   return ret == MPI_SUCCESS ? strata__sim_bcast(recv, count, type, 0, comm) : ret;
 }
 
+/* Recursive doubling: after the round of distance d, each rank holds the
+ * combination of the 2d ranks up to itself (fewer near rank 0), and has
+ * combined into its result all those before it. */
+int strata__sim_exscan(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op,
+                       MPI_Comm comm)
+{
+  size_t bytes = (size_t)count * type_size(type);
+  int rank, size;
+  members(comm, &rank, &size);
+  char *incl = malloc(bytes ? bytes : 1), *part = malloc(bytes ? bytes : 1);
+  if (!incl || !part) {
+    free(incl), free(part);
+    return MPI_ERR_NO_MEM;
+  }
+  memcpy(incl, send == MPI_IN_PLACE ? recv : send, bytes);
+  int ret = MPI_SUCCESS, have = 0;
+  for (int d = 1; d < size && ret == MPI_SUCCESS; d <<= 1) {
+    int64_t tag = next_tag(comm);
+    struct messages m = {0};
+    if (rank + d < size)
+      ret = post(&m, 1, incl, bytes, rank + d, tag);
+    if (ret == MPI_SUCCESS && rank >= d)
+      ret = post(&m, 0, part, bytes, rank - d, tag);
+    ret = wait_all(&m, ret);
+    if (ret != MPI_SUCCESS || rank < d)
+      continue;
+    if (have)
+      ret = combine(recv, part, count, type, op);
+    else
+      memcpy(recv, part, bytes), have = 1;
+    if (ret == MPI_SUCCESS)
+      ret = combine(incl, part, count, type, op);
+  }
+  free(incl), free(part);
+  return ret;
+}
+
 int strata__sim_barrier(MPI_Comm comm)
 {
   int token = 0;

@@ -15,7 +15,9 @@
  *     level-array element it covers), a task on its rank; each rank reads
  *     its own leaves' masks and the elements they mark are agreed on by all
  *     ranks (the union of the marks, what Enzo-E's merge up the tree to
- *     level_base computes).
+ *     level_base computes) through a directory spread over the ranks by
+ *     ranges of Morton keys; each rank then knows only the elements its
+ *     leaves overlap, its own, and those near its own.
  *  2. Allocate: the elements marked in the level_base masks, each created
  *     once, placed on ranks by the placement policy; an element kept from
  *     the previous cycle whose rank changes is registered anew there
@@ -77,7 +79,9 @@ typedef enum strata_infer_placement {
   STRATA_INFER_PLACE_CURVE = 0,
   /** Largest estimated cost first onto the least loaded rank; the cost of
    *  an element is its inference (N^3 cells) plus the cells its leaves
-   *  send it. */
+   *  send it. It orders every element, so every rank gathers every
+   *  element's cost: O(elements) per rank, where the other policies need
+   *  only sums over the ranks. */
   STRATA_INFER_PLACE_GREEDY,
   /** By measured cost, aware of migration: each rank's share is its speed
    *  at the model (the sum over its workers of 1 / the model task's time
@@ -89,9 +93,10 @@ typedef enum strata_infer_placement {
    *  the ranks, over the model's time on one (all weights equal until
    *  transfers are measured). The
    *  elements in Morton order are cut into the shares of their weights,
-   *  each cut moved by up to 1 % to where it moves the fewest kept
+   *  each cut moved by up to 1 % (within the directory rank's range that
+   *  holds its balanced point) to where it moves the fewest kept
    *  elements, and a kept element stays on its rank while that rank stays
-   *  within 2 % of its share. */
+   *  within 2 % of its share (the directory ranks before asking first). */
   STRATA_INFER_PLACE_MEASURED
 } strata_infer_placement;
 
@@ -198,9 +203,10 @@ typedef struct strata_infer_stats {
    *  faces and links. It grows with the rank's share of the level array
    *  and its border, not with the whole array. */
   int64_t handles_local;
-  /** Entries of the level array this rank keeps (index, rank, handles):
-   *  every element, on every rank, as the level array is agreed by an
-   *  all-gather; it grows with the whole array (docs/scaling.md). */
+  /** Elements of the level array this rank knows (index, rank, handles):
+   *  those its leaves overlap, its own, and every element within two of
+   *  its own (the links between arrays). It grows with the rank's leaves
+   *  and share, not with the whole array (docs/scaling.md). */
   int64_t elements_known;
   /** Bytes this rank received from the others to join the bubbles: every
    *  array's parts and the links between them, gathered on every rank; it
@@ -255,9 +261,10 @@ int strata_infer_run(strata_infer *inf, strata_infer_stats *stats);
  *
  *  The calling thread waits only where the plan needs a result: for the
  *  evaluate tasks (the masks decide which elements exist), then for the
- *  agreement on the element set and its placement (collectives of size
- *  O(elements)). The populate, apply and update tasks are submitted and
- *  left to run beside the application's own tasks, ordered against them by
+ *  agreement on the element set and its placement (exchanges with the
+ *  directory of the elements this rank's leaves overlap and of those near
+ *  its own; the greedy policy also gathers every element's cost). The populate, apply and update
+ * tasks are submitted and left to run beside the application's own tasks, ordered against them by
  *  their data: the application may submit its next time step at once.
  *  Until strata_infer_wait(), the hierarchy must not be adapted or
  *  destroyed (STRATA_ESTATE); the element set is already this cycle's,
@@ -295,15 +302,20 @@ int strata_infer_values(const strata_infer *inf);
  *  when @p k is out of range. Not collective. */
 const char *strata_infer_value_name(const strata_infer *inf, int k);
 
-/** @brief The level array's elements after the last cycle, in Morton order
- *  (not collective): up to @p cap indices (3 each) into @p idx and owner
- *  ranks into @p ranks (either may be NULL); @p n gets the count. */
+/** @brief The level array's elements after the last cycle, in Morton order:
+ *  up to @p cap indices (3 each) into @p idx and owner ranks into @p ranks
+ *  (either may be NULL); @p n gets the count. Collective: no rank keeps
+ *  the whole array (a directory spread over the ranks does), so this
+ *  gathers it on every rank, O(elements) each; for pictures and checks,
+ *  not for every cycle. */
 int strata_infer_elements(const strata_infer *inf, int64_t (*idx)[3], int *ranks, int64_t cap,
                           int64_t *n);
 
 /** @brief Channel @p channel of element @p idx (N^3 floats, x fastest) as
- *  populated by the last cycle. Only on the element's owner (else
- *  STRATA_EINVAL); STRATA_ERANGE when there is no such element. */
+ *  populated by the last cycle. Only on the element's owner: STRATA_EINVAL
+ *  on every other rank, and on every rank when the level array has no
+ *  element at @p idx; STRATA_ERANGE when @p idx lies outside the level
+ *  array. Not collective. */
 int strata_infer_read_array(strata_infer *inf, const int64_t idx[3], int channel, float *out);
 
 /** @brief The model's probability map of element @p idx (N^3 floats, x
