@@ -496,12 +496,12 @@ int main(int argc, char **argv)
     if (compare)
       failed = compare_with_octree(p, inf, model);
   }
-  if (!failed && bubbles && strata_rank() == 0) { /* every rank has them */
+  if (!failed && bubbles) { /* gathered on every rank (collective), written by rank 0 */
     char *text = NULL;
     size_t n = 0;
     bubble_text(inf, &text, &n);
-    FILE *f = fopen(bubbles, "w");
-    failed = !f || fwrite(text, 1, n, f) != n;
+    FILE *f = strata_rank() == 0 ? fopen(bubbles, "w") : NULL;
+    failed = strata_rank() == 0 && (!f || fwrite(text, 1, n, f) != n);
     if (f)
       fclose(f);
     free(text);

@@ -156,9 +156,13 @@ void strata__infer_drop_elements(strata_infer *inf)
     strata__infer_drop_element(&inf->el[i]);
   free(inf->el);
   free(inf->dir);
+  free(inf->dir_firsts);
+  free(inf->overlaps);
   inf->el = NULL;
   inf->dir = NULL;
-  inf->nel = inf->ndir = inf->elements = 0;
+  inf->dir_firsts = NULL;
+  inf->overlaps = NULL;
+  inf->nel = inf->ndir = inf->elements = inf->noverlaps = 0;
 }
 
 /* ---- requests to the directory and its answers ---- */
@@ -315,6 +319,52 @@ static int leaf_requests(strata_infer *inf, struct records *r)
   free(marked.v);
   free(overlapped.v);
   return ret;
+}
+
+int strata__infer_position_rank(const strata_infer *inf, int64_t pos)
+{
+  int lo = 0, hi = inf->mesh->size - 1; /* the last rank whose range starts at or before pos */
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (inf->dir_firsts[mid] <= pos)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+void strata__infer_finest_cell(const strata_mesh *mesh, const double x[3], int64_t cell[3])
+{
+  const int top = mesh->p.max_level;
+  for (int a = 0; a < 3; a++) {
+    const int64_t cells = strata__mesh_blocks(mesh, a, top) * mesh->p.block_cells;
+    const double scale = (double)cells / (mesh->p.upper[a] - mesh->p.lower[a]);
+    cell[a] = (int64_t)floor((x[a] - mesh->p.lower[a]) * scale);
+    cell[a] = cell[a] < 0 ? 0 : cell[a] >= cells ? cells - 1 : cell[a];
+  }
+}
+
+static int overlap_cmp(const void *x, const void *y)
+{
+  const struct overlap *a = x, *b = y;
+  if (a->key != b->key)
+    return a->key < b->key ? -1 : 1;
+  return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+/* Who overlaps each key of this directory range, from the requests. */
+static int note_overlaps(strata_infer *inf, const int64_t *q, int64_t nq)
+{
+  struct overlap *o = malloc((size_t)(nq + 1) * sizeof *o);
+  if (!o)
+    return STRATA_ENOMEM;
+  for (int64_t k = 0; k < nq; k++)
+    o[k] = (struct overlap){strata__morton(q + k * Q_WIDTH + Q_IDX), (int)q[k * Q_WIDTH + Q_RANK]};
+  free(inf->overlaps);
+  inf->overlaps = o;
+  inf->noverlaps = strata__amr_sort_unique(o, nq, sizeof *o, overlap_cmp);
+  return 0;
 }
 
 static int entry_cmp(const void *x, const void *y)
@@ -531,14 +581,25 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
   int ret = send_records(inf, leaf_requests(inf, &r), &r, &q, &nq);
   /* The directory: the new set, its counts and positions. */
   int64_t counts[3] = {0, 0, 0}; /* created, removed, elements */
-  if (!ret)
-    ret = strata__agree(update_directory(inf, q, nq, counts), NULL, 0);
+  if (!ret) {
+    int local = update_directory(inf, q, nq, counts);
+    ret = strata__agree(local ? local : note_overlaps(inf, q, nq), NULL, 0);
+  }
   counts[2] = inf->ndir;
+  if (!ret && !inf->dir_firsts) {
+    inf->dir_firsts = malloc(((size_t)inf->mesh->size + 1) * sizeof *inf->dir_firsts);
+    ret = strata__agree(inf->dir_firsts ? 0 : STRATA_ENOMEM, NULL, 0);
+  }
   if (!ret && (MPI_Allreduce(MPI_IN_PLACE, counts, 3, MPI_INT64_T, MPI_SUM, inf->mesh->meta) ||
                MPI_Exscan(&inf->ndir, &inf->dir_first, 1, MPI_INT64_T, MPI_SUM, inf->mesh->meta)))
     ret = STRATA_EMPI;
   if (inf->mesh->rank == 0) /* Exscan leaves rank 0's undefined */
     inf->dir_first = 0;
+  if (!ret && MPI_Allgather(&inf->dir_first, 1, MPI_INT64_T, inf->dir_firsts, 1, MPI_INT64_T,
+                            inf->mesh->meta))
+    ret = STRATA_EMPI;
+  if (!ret)
+    inf->dir_firsts[inf->mesh->size] = counts[2];
   st->created = counts[0];
   st->removed = counts[1];
   inf->elements = counts[2];

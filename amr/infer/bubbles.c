@@ -5,11 +5,11 @@
  *
  * Link tasks compare each element's border faces with those of its 13
  * forward neighbours (StarPU-MPI brings a remote neighbour's faces). After
- * the cycle, every rank gathers the parts (a few numbers each, named by
- * their elements' positions in the level array) and the distinct links,
- * and runs the same union-find over them in the same order, so the
- * bubbles are bitwise the same on any rank count and under any scheduler.
- * This gather grows with the whole problem's bubbles (docs/scaling.md). */
+ * the cycle, no rank gathers every part: components are labelled by their
+ * smallest part (element position, first cell) across the links between
+ * ranks, and each is joined by the directory rank of that part, summing
+ * its parts in the order a single rank would, so the bubbles are bitwise
+ * the same on any rank count and under any scheduler. */
 #include "bubbles.h"
 #include "infer_impl.h"
 
@@ -78,8 +78,9 @@ int strata__infer_submit_links(strata_infer *inf)
 enum { P_ELEMENT, P_FIRST, P_CELL, P_X, P_Y, P_Z, P_MASS, P_PEAK, P_CELLS, P_VALUES };
 
 static int64_t part_width(const strata_infer *inf) { return P_VALUES + inf->bubble.values; }
-/* A link as gathered: element position and first cell of each side. */
-enum { LINK_VALUES = 4 };
+/* A link: element position and first cell of each side, then the ranks of
+ * the two elements. */
+enum { L_POS, L_FIRST, L_NB_POS, L_NB_FIRST, L_RANK, L_NB_RANK, LINK_VALUES };
 
 static int part_cmp(const void *x, const void *y)
 {
@@ -121,7 +122,8 @@ static int append_links(strata_infer *inf, const struct element *e, const int32_
         *links = more, *capacity = grown;
       }
       int64_t *q = *links + *nl * LINK_VALUES;
-      q[0] = e->pos, q[1] = l[2 * s], q[2] = nb->pos, q[3] = l[2 * s + 1];
+      q[L_POS] = e->pos, q[L_FIRST] = l[2 * s], q[L_NB_POS] = nb->pos, q[L_NB_FIRST] = l[2 * s + 1];
+      q[L_RANK] = e->rank, q[L_NB_RANK] = nb->rank;
       /* Neighbouring slots mostly repeat a pair: skip it at once. */
       if (*nl == first || link_cmp(q - LINK_VALUES, q))
         (*nl)++;
@@ -322,12 +324,7 @@ static const struct strata__mesh_leaf *local_leaf_at(const strata_mesh *mesh, co
 {
   const int top = mesh->p.max_level;
   int64_t cell[3];
-  for (int a = 0; a < 3; a++) {
-    const int64_t cells = strata__mesh_blocks(mesh, a, top) * mesh->p.block_cells;
-    const double scale = (double)cells / (mesh->p.upper[a] - mesh->p.lower[a]);
-    cell[a] = (int64_t)floor((x[a] - mesh->p.lower[a]) * scale);
-    cell[a] = cell[a] < 0 ? 0 : cell[a] >= cells ? cells - 1 : cell[a];
-  }
+  strata__infer_finest_cell(mesh, x, cell);
   for (int level = 0; level <= top; level++) {
     strata_amr_block b = {.level = level};
     for (int a = 0; a < 3; a++)
@@ -339,17 +336,29 @@ static const struct strata__mesh_leaf *local_leaf_at(const strata_mesh *mesh, co
   return NULL;
 }
 
-/* Each bubble to the leaf holding its centre, kept where that leaf is local. */
-static int deliver_particles(strata_infer *inf)
+static int bubble_id_cmp(const void *x, const void *y)
 {
-  inf->particles = malloc((size_t)(inf->nbubbles + 1) * sizeof *inf->particles);
+  const strata_bubble *a = x, *b = y;
+  return (a->id > b->id) - (a->id < b->id);
+}
+
+/* Of the bubbles `b` sent here, those whose centre a local leaf holds, as
+ * its particles. */
+static int deliver_particles(strata_infer *inf, strata_bubble *b, int64_t n)
+{
+  inf->particles = malloc((size_t)(n + 1) * sizeof *inf->particles);
   if (!inf->particles)
     return STRATA_ENOMEM;
-  for (int64_t k = 0; k < inf->nbubbles; k++) {
-    const struct strata__mesh_leaf *leaf = local_leaf_at(inf->mesh, inf->bubbles[k].center);
-    if (leaf)
-      inf->particles[inf->nparticles++] = (struct particle){leaf->b, leaf->key, k};
+  if (n)
+    qsort(b, (size_t)n, sizeof *b, bubble_id_cmp); /* particles in id order */
+  for (int64_t k = 0; k < n; k++) {
+    const struct strata__mesh_leaf *leaf = local_leaf_at(inf->mesh, b[k].center);
+    if (leaf) {
+      b[inf->ndelivered] = b[k];
+      inf->particles[inf->nparticles++] = (struct particle){leaf->b, leaf->key, inf->ndelivered++};
+    }
   }
+  inf->delivered = b;
   qsort(inf->particles, (size_t)inf->nparticles, sizeof *inf->particles, particle_cmp);
   return 0;
 }
@@ -358,96 +367,356 @@ void strata__infer_drop_bubbles(strata_infer *inf)
 {
   free(inf->bubbles);
   free(inf->bubble_element);
+  free(inf->delivered);
   free(inf->particles);
-  inf->bubbles = NULL;
+  inf->bubbles = inf->delivered = NULL;
   inf->bubble_element = NULL;
   inf->particles = NULL;
-  inf->nbubbles = inf->nparticles = 0;
+  inf->nbubbles = inf->ndelivered = inf->nparticles = 0;
+}
+
+/* ---- the join, across ranks ---- */
+
+/* Records between ranks in the join, and the bytes received from others. */
+struct join {
+  strata_infer *inf;
+  int64_t bytes;
+};
+
+/* Send n records of `width` 8-byte values to dest[i]; count what came from
+ * other ranks. Collective; errors agreed (`local`: this rank's so far). */
+static int join_exchange(struct join *j, int local, const void *records, const int *dest, int64_t n,
+                         int width, int64_t **got, int64_t *ngot)
+{
+  *got = NULL;
+  *ngot = 0;
+  int ret = strata__agree(local, NULL, 0);
+  if (!ret)
+    ret = strata__exchange_records(j->inf->mesh->meta, records, dest, n, width, got, ngot);
+  int64_t to_self = 0;
+  for (int64_t i = 0; !ret && i < n; i++)
+    to_self += dest[i] == j->inf->mesh->rank;
+  if (!ret)
+    j->bytes += (*ngot - to_self) * width * 8;
+  return local ? local : ret;
+}
+
+/* A part's component label: the smallest (element position, first cell)
+ * of the parts it is linked to, which is the union-find root of the
+ * single-rank join. */
+struct label {
+  int64_t pos, first;
+};
+
+static int label_less(struct label a, struct label b)
+{
+  return a.pos != b.pos ? a.pos < b.pos : a.first < b.first;
+}
+
+/* A link between a local part and another rank's. */
+struct edge {
+  int64_t part; /* local */
+  int rank;
+  struct label remote, sent; /* the other side; the label last sent to it */
+};
+
+/* Labels of this rank's parts (sorted, np of them) over their components:
+ * the local links join parts at once, and each round sends the label of
+ * a part's component across every link to another rank whose label
+ * changed, until no rank sends any. */
+static int label_parts(struct join *j, const double *parts, int64_t np, const int64_t *links,
+                       int64_t nl, struct label *label, int local)
+{
+  strata_infer *inf = j->inf;
+  const int me = inf->mesh->rank, width = (int)part_width(inf);
+  int64_t *parent = malloc((size_t)(np + 1) * sizeof *parent);
+  struct edge *edges = malloc((size_t)(nl + 1) * sizeof *edges);
+  int64_t *send = malloc((size_t)(4 * nl + 1) * sizeof *send), nedges = 0;
+  int *dest = malloc((size_t)(nl + 1) * sizeof *dest);
+  int ret = local ? local : parent && edges && send && dest ? 0 : STRATA_ENOMEM;
+  for (int64_t i = 0; !ret && i < np; i++) {
+    parent[i] = i;
+    label[i] =
+        (struct label){(int64_t)parts[i * width + P_ELEMENT], (int64_t)parts[i * width + P_FIRST]};
+  }
+  for (int64_t k = 0; !ret && k < nl; k++) {
+    const int64_t *l = links + k * LINK_VALUES;
+    int64_t a = l[L_RANK] == me ? find_part(parts, width, np, l[L_POS], l[L_FIRST]) : -1,
+            b = l[L_NB_RANK] == me ? find_part(parts, width, np, l[L_NB_POS], l[L_NB_FIRST]) : -1;
+    if (a >= 0 && b >= 0) { /* the smaller index stays the root */
+      a = find_root(parent, a), b = find_root(parent, b);
+      if (a != b)
+        parent[a > b ? a : b] = a < b ? a : b;
+    } else if (a >= 0 || b >= 0) /* a part beyond its table's capacity joins nothing */
+      edges[nedges++] = (struct edge){.part = a >= 0 ? a : b,
+                                      .rank = (int)(a >= 0 ? l[L_NB_RANK] : l[L_RANK]),
+                                      .remote = a >= 0 ? (struct label){l[L_NB_POS], l[L_NB_FIRST]}
+                                                       : (struct label){l[L_POS], l[L_FIRST]},
+                                      .sent = {INT64_MAX, INT64_MAX}};
+  }
+  for (int64_t i = 0; !ret && i < np; i++) /* roots are their components' smallest parts */
+    label[i] = label[find_root(parent, i)];
+  for (int64_t sent = 1; sent > 0;) {
+    int64_t n = 0, *got = NULL, ngot = 0;
+    for (int64_t e = 0; !ret && e < nedges; e++) {
+      struct edge *x = &edges[e];
+      const struct label mine = label[find_root(parent, x->part)];
+      if (!label_less(mine, x->sent))
+        continue;
+      x->sent = mine;
+      int64_t *r = send + 4 * n;
+      r[0] = x->remote.pos, r[1] = x->remote.first, r[2] = mine.pos, r[3] = mine.first;
+      dest[n++] = x->rank;
+    }
+    ret = join_exchange(j, ret, send, dest, n, 4, &got, &ngot);
+    for (int64_t k = 0; !ret && k < ngot; k++) {
+      const int64_t *r = got + 4 * k;
+      int64_t i = find_part(parts, width, np, r[0], r[1]);
+      const struct label theirs = {r[2], r[3]};
+      if (i >= 0 && label_less(theirs, label[(i = find_root(parent, i))]))
+        label[i] = theirs;
+    }
+    free(got);
+    sent = n;
+    if (!ret && MPI_Allreduce(MPI_IN_PLACE, &sent, 1, MPI_INT64_T, MPI_SUM, inf->mesh->meta))
+      ret = STRATA_EMPI;
+    for (int64_t i = 0; !ret && i < np; i++)
+      label[i] = label[find_root(parent, i)];
+    sent = ret ? 0 : sent;
+  }
+  free(parent), free(edges), free(send), free(dest);
+  return ret;
+}
+
+/* Every part to the directory rank of its component's smallest part, which
+ * joins the components rooted in its range as the single-rank join does:
+ * parts in sorted order, each added to its root's bubble. */
+static int collect_bubbles(struct join *j, const double *parts, int64_t np,
+                           const struct label *label)
+{
+  strata_infer *inf = j->inf;
+  const int width = (int)part_width(inf), wide = width + 2;
+  double *send = malloc((size_t)(np * wide + 1) * sizeof *send);
+  int *dest = malloc((size_t)(np + 1) * sizeof *dest);
+  int ret = send && dest ? 0 : STRATA_ENOMEM;
+  for (int64_t i = 0; !ret && i < np; i++) {
+    memcpy(send + i * wide, parts + i * width, (size_t)width * sizeof *send);
+    send[i * wide + width] = (double)label[i].pos;
+    send[i * wide + width + 1] = (double)label[i].first;
+    dest[i] = strata__infer_position_rank(inf, label[i].pos);
+  }
+  int64_t *got = NULL, ngot = 0;
+  ret = join_exchange(j, ret, send, dest, np, wide, &got, &ngot);
+  free(send), free(dest);
+  double *mine = ret ? NULL : malloc((size_t)(ngot * width + 1) * sizeof *mine);
+  int64_t *parent = ret ? NULL : malloc((size_t)(ngot + 1) * sizeof *parent);
+  if (!ret && (!mine || !parent))
+    ret = STRATA_ENOMEM;
+  if (!ret) {
+    /* Sorted by part: a part's label columns follow it. */
+    qsort(got, (size_t)ngot, (size_t)wide * sizeof *got, part_cmp);
+    const double *g = (const double *)(const void *)got;
+    for (int64_t i = 0; i < ngot; i++)
+      memcpy(mine + i * width, g + i * wide, (size_t)width * sizeof *mine);
+    for (int64_t i = 0; i < ngot; i++) { /* the root is among them: its own label */
+      parent[i] = find_part(mine, width, ngot, (int64_t)g[i * wide + width],
+                            (int64_t)g[i * wide + width + 1]);
+      parent[i] = parent[i] < 0 ? i : parent[i];
+    }
+    ret = build_bubbles(inf, mine, ngot, parent);
+  }
+  free(got), free(mine), free(parent);
+  return ret;
+}
+
+/* The order of overlaps: by key, then rank. */
+static int overlap_before(const struct overlap *a, const struct overlap *b)
+{
+  return a->key != b->key ? a->key < b->key : a->rank < b->rank;
+}
+
+/* Each collected bubble to the directory rank of the element holding its
+ * centre, which sends it on to every rank whose leaves overlap that
+ * element: the leaf holding the centre is one of theirs. */
+static int send_to_leaves(struct join *j)
+{
+  strata_infer *inf = j->inf;
+  const int width = sizeof(strata_bubble) / 8, la = inf->p.level_array;
+  const int top = inf->mesh->p.max_level;
+  int *dest = malloc((size_t)(inf->nbubbles + 1) * sizeof *dest);
+  int ret = dest ? 0 : STRATA_ENOMEM;
+  for (int64_t k = 0; !ret && k < inf->nbubbles; k++) {
+    int64_t cell[3], idx[3];
+    strata__infer_finest_cell(inf->mesh, inf->bubbles[k].center, cell);
+    for (int a = 0; a < 3; a++)
+      idx[a] = (cell[a] / inf->mesh->p.block_cells) >> (top - la);
+    dest[k] = strata__infer_directory_rank(inf, strata__morton(idx));
+  }
+  int64_t *got = NULL, ngot = 0;
+  ret = join_exchange(j, ret, inf->bubbles, dest, inf->nbubbles, width, &got, &ngot);
+  free(dest);
+  /* The directory: on to the ranks that overlap the element. */
+  int64_t n = 0, cap = 0;
+  strata_bubble *on = NULL;
+  int *to = NULL;
+  for (int64_t k = 0; !ret && k < ngot; k++) {
+    const strata_bubble *b = (const strata_bubble *)(const void *)(got + k * width);
+    int64_t cell[3], idx[3];
+    strata__infer_finest_cell(inf->mesh, b->center, cell);
+    for (int a = 0; a < 3; a++)
+      idx[a] = (cell[a] / inf->mesh->p.block_cells) >> (top - la);
+    struct overlap key = {strata__morton(idx), -1};
+    int64_t lo = 0, hi = inf->noverlaps; /* the first overlap of this key */
+    while (lo < hi) {
+      int64_t mid = (lo + hi) / 2;
+      if (overlap_before(&inf->overlaps[mid], &key))
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    for (; !ret && lo < inf->noverlaps && inf->overlaps[lo].key == key.key; lo++) {
+      if (n == cap) {
+        cap = 2 * cap + 64;
+        strata_bubble *more = realloc(on, (size_t)cap * sizeof *more);
+        int *more_to = more ? realloc(to, (size_t)cap * sizeof *more_to) : NULL;
+        on = more ? more : on;
+        to = more_to ? more_to : to;
+        if (!more || !more_to) {
+          ret = STRATA_ENOMEM;
+          break;
+        }
+      }
+      on[n] = *b;
+      to[n++] = inf->overlaps[lo].rank;
+    }
+  }
+  free(got);
+  got = NULL;
+  ret = join_exchange(j, ret, on, to, n, width, &got, &ngot);
+  free(on), free(to);
+  if (!ret) /* got holds bubbles now: theirs to keep */
+    ret = deliver_particles(inf, (strata_bubble *)(void *)got, ngot);
+  else
+    free(got);
+  return ret;
 }
 
 int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
 {
-  const strata_mesh *mesh = inf->mesh;
   strata__infer_drop_bubbles(inf);
-  double *mine = NULL;
-  int64_t *mine_links = NULL, np = 0, nl = 0, counts[2] = {0, 0};
-  int ret = strata__agree(local_parts(inf, &mine, &np, &mine_links, &nl, counts), NULL, 0);
+  struct join j = {inf, 0};
+  double *parts = NULL;
+  int64_t *links = NULL, np = 0, nl = 0, counts[3] = {0, 0, 0};
+  int ret = strata__agree(local_parts(inf, &parts, &np, &links, &nl, counts), NULL, 0);
   st->parts_local = counts[0];
-  void *all_parts = NULL, *all_links = NULL;
-  int64_t total_parts = 0, total_links = 0;
-  if (!ret)
-    ret = strata__infer_allgather_values(mesh, mine, np * part_width(inf), MPI_DOUBLE, &all_parts,
-                                         &total_parts);
-  if (!ret)
-    ret = strata__infer_allgather_values(mesh, mine_links, nl * LINK_VALUES, MPI_INT64_T,
-                                         &all_links, &total_links);
-  if (!ret) /* what came from the other ranks */
-    st->join_bytes_local =
-        (total_parts - np * part_width(inf) + total_links - nl * LINK_VALUES) * 8;
-  free(mine);
-  free(mine_links);
-  double *parts = all_parts;
-  int64_t *links = all_links, *parent = NULL;
-  np = total_parts / part_width(inf);
-  nl = total_links / LINK_VALUES;
-  if (!ret) {
-    parent = malloc((size_t)(np + 1) * sizeof *parent);
-    ret = strata__agree(parent ? 0 : STRATA_ENOMEM, NULL, 0);
-  }
-  if (!ret) {
-    /* The same order on every rank whatever the ranks' shares. */
-    qsort(parts, (size_t)np, (size_t)part_width(inf) * sizeof *parts, part_cmp);
-    for (int64_t i = 0; i < np; i++)
-      parent[i] = i;
-    for (int64_t k = 0; k < nl; k++) {
-      const int64_t *l = links + k * LINK_VALUES;
-      int64_t a = find_part(parts, part_width(inf), np, l[0], l[1]),
-              b = find_part(parts, part_width(inf), np, l[2], l[3]);
-      if (a < 0 || b < 0) /* a part beyond its table's capacity */
-        continue;
-      a = find_root(parent, a);
-      b = find_root(parent, b);
-      if (a != b) /* the smaller index stays the root */
-        parent[a > b ? a : b] = a < b ? a : b;
+  /* Each link to another rank's element goes to that rank too. */
+  int *dest = ret ? NULL : malloc((size_t)(nl + 1) * sizeof *dest);
+  int64_t nsend = 0, *sent = ret ? NULL : malloc((size_t)(nl * LINK_VALUES + 1) * sizeof *sent);
+  int local = ret || (dest && sent) ? 0 : STRATA_ENOMEM;
+  for (int64_t k = 0; !ret && !local && k < nl; k++)
+    if (links[k * LINK_VALUES + L_NB_RANK] != inf->mesh->rank) {
+      memcpy(sent + nsend * LINK_VALUES, links + k * LINK_VALUES, LINK_VALUES * sizeof *sent);
+      dest[nsend++] = (int)links[k * LINK_VALUES + L_NB_RANK];
     }
-    ret = strata__agree(build_bubbles(inf, parts, np, parent), NULL, 0);
-  }
+  int64_t *theirs = NULL, ntheirs = 0;
   if (!ret)
-    ret = strata__agree(deliver_particles(inf), NULL, 0);
+    ret = join_exchange(&j, local, sent, dest, nsend, LINK_VALUES, &theirs, &ntheirs);
+  free(dest), free(sent);
+  int64_t *all = ret ? NULL : realloc(links, (size_t)((nl + ntheirs) * LINK_VALUES + 1) * 8);
+  if (all) {
+    links = all;
+    if (ntheirs)
+      memcpy(links + nl * LINK_VALUES, theirs, (size_t)(ntheirs * LINK_VALUES) * 8);
+    nl += ntheirs;
+  }
+  free(theirs);
+  struct label *label = NULL;
   if (!ret) {
-    MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT64_T, MPI_SUM, mesh->meta);
-    st->bubbles = inf->nbubbles;
+    if (np) /* the order of the single-rank join */
+      qsort(parts, (size_t)np, (size_t)part_width(inf) * sizeof *parts, part_cmp);
+    label = malloc((size_t)(np + 1) * sizeof *label);
+    ret = label_parts(&j, parts, np, links, nl, label, all && label ? 0 : STRATA_ENOMEM);
+  }
+  free(links);
+  if (!ret)
+    ret = collect_bubbles(&j, parts, np, label);
+  free(parts), free(label);
+  if (!ret)
+    ret = send_to_leaves(&j);
+  counts[2] = inf->nbubbles;
+  if (!ret && MPI_Allreduce(MPI_IN_PLACE, counts, 3, MPI_INT64_T, MPI_SUM, inf->mesh->meta))
+    ret = STRATA_EMPI;
+  if (!ret) {
+    st->bubbles = counts[2];
     st->parts = counts[0];
     st->parts_lost = counts[1];
     st->particles_local = inf->nparticles;
+    st->join_bytes_local = j.bytes;
   }
-  free(parent);
-  free(all_parts);
-  free(all_links);
   return ret;
 }
 
 /* ---- queries ---- */
 
+/* Every rank's collected bubbles, each with its element's position after
+ * it, in id order, on every rank: *all (malloc'd, ROW values a bubble)
+ * and *n. Collective. */
+enum { BUBBLE_VALUES = sizeof(strata_bubble) / 8, ROW = BUBBLE_VALUES + 1 };
+_Static_assert(sizeof(strata_bubble) % 8 == 0, "a bubble is a row of 8-byte fields");
+
+static int row_id_cmp(const void *x, const void *y) { return bubble_id_cmp(x, y); }
+
+static int gather_bubbles(strata_infer *inf, int64_t **all, int64_t *n)
+{
+  int64_t *mine = malloc((size_t)(inf->nbubbles * ROW + 1) * sizeof *mine);
+  int ret = strata__agree(mine ? 0 : STRATA_ENOMEM, NULL, 0);
+  for (int64_t k = 0; !ret && k < inf->nbubbles; k++) {
+    memcpy(mine + k * ROW, &inf->bubbles[k], sizeof inf->bubbles[k]);
+    mine[k * ROW + BUBBLE_VALUES] = inf->bubble_element[k];
+  }
+  void *gathered = NULL;
+  int64_t total = 0;
+  if (!ret)
+    ret = strata__infer_allgather_values(inf->mesh, mine, inf->nbubbles * ROW, MPI_INT64_T,
+                                         &gathered, &total);
+  free(mine);
+  *all = gathered;
+  *n = total / ROW;
+  if (!ret && *n) /* the id leads each row */
+    qsort(*all, (size_t)*n, ROW * sizeof **all, row_id_cmp);
+  return ret;
+}
+
 int strata_infer_bubbles(strata_infer *inf, strata_bubble **list, int64_t **element, int64_t *n)
 {
   strata__clear_error();
-  if (!inf || !list || !n)
+  int ret = strata__check_ready();
+  if (ret)
+    return ret;
+  if (!inf)
     return STRATA_EINVAL;
-  *list = malloc((size_t)(inf->nbubbles + 1) * sizeof **list);
-  int64_t *pos = element ? malloc((size_t)(inf->nbubbles + 1) * sizeof *pos) : NULL;
-  if (!*list || (element && !pos)) {
-    free(*list);
-    free(pos);
-    *list = NULL;
-    return STRATA_ENOMEM;
+  ret = strata__agree(list && n ? 0 : STRATA_EINVAL, NULL, 0);
+  int64_t *all = NULL, count = 0;
+  if (!ret)
+    ret = gather_bubbles(inf, &all, &count);
+  strata_bubble *b = ret ? NULL : malloc((size_t)(count + 1) * sizeof *b);
+  int64_t *pos = ret || !element ? NULL : malloc((size_t)(count + 1) * sizeof *pos);
+  if (!ret && (!b || (element && !pos)))
+    ret = STRATA_ENOMEM;
+  for (int64_t k = 0; !ret && k < count; k++) {
+    memcpy(&b[k], all + k * ROW, sizeof b[k]);
+    if (pos)
+      pos[k] = all[k * ROW + BUBBLE_VALUES];
   }
-  memcpy(*list, inf->bubbles, (size_t)inf->nbubbles * sizeof **list);
-  if (pos)
-    memcpy(pos, inf->bubble_element, (size_t)inf->nbubbles * sizeof *pos);
+  free(all);
+  if (ret) {
+    free(b), free(pos);
+    return ret;
+  }
+  *list = b;
   if (element)
     *element = pos;
-  *n = inf->nbubbles;
+  *n = count;
   return 0;
 }
 
@@ -474,7 +743,7 @@ int strata_infer_leaf_particles(strata_infer *inf, const strata_amr_block *b, st
   if (!*list)
     return STRATA_ENOMEM;
   for (int64_t k = lo; k < end; k++)
-    (*list)[k - lo] = inf->bubbles[inf->particles[k].bubble];
+    (*list)[k - lo] = inf->delivered[inf->particles[k].bubble];
   *n = end - lo;
   return 0;
 }
@@ -489,23 +758,32 @@ int strata_infer_write_hdf5(strata_infer *inf, const char *path, const char *con
   if (ret)
     return strata__fail(ret, "strata_infer_write_hdf5 needs Strata's own hierarchy: an "
                              "application's mesh is written by the application");
-  /* The leaf of each bubble from its rank's particles (4 numbers each). */
-  int64_t *where = malloc((size_t)(4 * inf->nbubbles + 1) * sizeof *where);
-  strata_amr_block *leaves = malloc((size_t)(inf->nbubbles + 1) * sizeof *leaves);
-  if ((ret = strata__agree(where && leaves ? 0 : STRATA_ENOMEM, NULL, 0))) {
-    free(where), free(leaves);
+  /* Every bubble, and its leaf from the particles of that leaf's rank (4
+   * numbers each). */
+  int64_t *all = NULL, nb = 0;
+  ret = gather_bubbles(inf, &all, &nb);
+  int64_t *where = ret ? NULL : malloc((size_t)(4 * nb + 1) * sizeof *where);
+  strata_amr_block *leaves = ret ? NULL : malloc((size_t)(nb + 1) * sizeof *leaves);
+  strata_bubble *bubbles = ret ? NULL : malloc((size_t)(nb + 1) * sizeof *bubbles);
+  if (ret || (ret = strata__agree(where && leaves && bubbles ? 0 : STRATA_ENOMEM, NULL, 0))) {
+    free(all), free(where), free(leaves), free(bubbles);
     return ret;
   }
-  for (int64_t k = 0; k < 4 * inf->nbubbles; k++)
+  for (int64_t k = 0; k < nb; k++)
+    memcpy(&bubbles[k], all + k * ROW, sizeof bubbles[k]);
+  free(all);
+  for (int64_t k = 0; k < 4 * nb; k++)
     where[k] = -1;
   for (int64_t k = 0; k < inf->nparticles; k++) {
     const struct particle *p = &inf->particles[k];
-    where[4 * p->bubble] = p->leaf.level;
-    memcpy(where + 4 * p->bubble + 1, p->leaf.index, 3 * sizeof *where);
+    const strata_bubble *b =
+        bsearch(&inf->delivered[p->bubble], bubbles, (size_t)nb, sizeof *bubbles, bubble_id_cmp);
+    const int64_t at = b - bubbles; /* every delivered bubble is one of them */
+    where[4 * at] = p->leaf.level;
+    memcpy(where + 4 * at + 1, p->leaf.index, 3 * sizeof *where);
   }
-  MPI_Allreduce(MPI_IN_PLACE, where, (int)(4 * inf->nbubbles), MPI_INT64_T, MPI_MAX,
-                inf->mesh->meta);
-  for (int64_t k = 0; k < inf->nbubbles; k++) {
+  MPI_Allreduce(MPI_IN_PLACE, where, (int)(4 * nb), MPI_INT64_T, MPI_MAX, inf->mesh->meta);
+  for (int64_t k = 0; k < nb; k++) {
     leaves[k] = (strata_amr_block){.level = (int)where[4 * k]};
     memcpy(leaves[k].index, where + 4 * k + 1, sizeof leaves[k].index);
   }
@@ -513,9 +791,9 @@ int strata_infer_write_hdf5(strata_infer *inf, const char *path, const char *con
   const char *names[STRATA_BUBBLE_MAX_VALUES];
   for (int k = 0; k < inf->bubble.values; k++)
     names[k] = inf->value_names[k];
-  struct strata__amr_particles particles = {inf->nbubbles, inf->bubbles, leaves, inf->bubble.values,
-                                            names};
+  struct strata__amr_particles particles = {nb, bubbles, leaves, inf->bubble.values, names};
   ret = strata__amr_write_hdf5(inf->mesh->amr, path, keys, values, n, &particles);
   free(leaves);
+  free(bubbles);
   return ret;
 }

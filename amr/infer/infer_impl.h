@@ -98,7 +98,14 @@ struct strata__infer_cycle {
 struct particle {
   strata_amr_block leaf;
   uint64_t key;
-  int64_t bubble; /* index in strata_infer::bubbles */
+  int64_t bubble; /* index in strata_infer::delivered */
+};
+
+/* A rank whose leaves overlap the element of Morton key `key` (existing or
+ * not), as the directory of that key heard. */
+struct overlap {
+  uint64_t key;
+  int rank;
 };
 
 struct strata_infer {
@@ -125,9 +132,14 @@ struct strata_infer {
   struct leaf_list *lists;
   int64_t nlists;
   starpu_data_handle_t bubble_scratch;
-  strata_bubble *bubbles;  /* joined bubbles of the last cycle, by id, on every rank */
-  int64_t *bubble_element; /* per bubble, the element of its first cell */
-  int64_t nbubbles;
+  int64_t *dir_firsts;      /* every directory rank's first position, then the count */
+  struct overlap *overlaps; /* this rank's directory range: who overlaps each key */
+  int64_t noverlaps;        /* (each is asked about every key its leaves overlap) */
+  strata_bubble *bubbles;   /* the joined bubbles this rank collected, by id */
+  int64_t *bubble_element;  /* per bubble, the position of the element of its first cell */
+  int64_t nbubbles;         /* (the bubbles rooted in its directory range) */
+  strata_bubble *delivered; /* the joined bubbles whose centre lies in a local leaf */
+  int64_t ndelivered;
   struct particle *particles; /* on local leaves, in leaf order */
   int64_t nparticles;
   double phase_end[STRATA_INFER_PHASES]; /* seconds after the cycle's start, this rank */
@@ -193,6 +205,11 @@ struct element *strata__infer_find_element(const strata_infer *inf, const int64_
 struct element *strata__infer_element_at(const strata_infer *inf, int64_t pos);
 /* The directory rank of Morton key `key`. */
 int strata__infer_directory_rank(const strata_infer *inf, uint64_t key);
+/* The directory rank whose range holds position `pos` of the level array. */
+int strata__infer_position_rank(const strata_infer *inf, int64_t pos);
+/* The cell of the finest level holding point x of the domain (clamped
+ * inside): what the leaf and the element holding x are found from. */
+void strata__infer_finest_cell(const strata_mesh *mesh, const double x[3], int64_t cell[3]);
 /* Every rank's `n` 8-byte values of `type` concatenated in rank order, on
  * every rank: *all (malloc'd) and *total. Collective; errors agreed. */
 int strata__infer_allgather_values(const strata_mesh *mesh, const void *mine, int64_t n,

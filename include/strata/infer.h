@@ -208,9 +208,12 @@ typedef struct strata_infer_stats {
    *  its own (the links between arrays). It grows with the rank's leaves
    *  and share, not with the whole array (docs/scaling.md). */
   int64_t elements_known;
-  /** Bytes this rank received from the others to join the bubbles: every
-   *  array's parts and the links between them, gathered on every rank; it
-   *  grows with the whole problem's objects (docs/scaling.md). */
+  /** Bytes this rank received from the others to join the bubbles: the
+   *  links that cross to its elements, the labels of the components that
+   *  reach across ranks, the parts of the components rooted in its
+   *  directory range, and the bubbles to deliver to its leaves. It grows
+   *  with the bubbles near the rank's elements and leaves, not with the
+   *  whole problem's (docs/scaling.md). */
   int64_t join_bytes_local;
 } strata_infer_stats;
 
@@ -335,7 +338,8 @@ int strata_infer_read_output(strata_infer *inf, const int64_t idx[3], int channe
  *  Not collective. */
 int strata_infer_read_mask(strata_infer *inf, const strata_amr_block *b, uint8_t *out, int64_t *m);
 
-/** @brief The bubbles of the last cycle, on every rank (not collective):
+/** @brief The bubbles of the last cycle, gathered on every rank
+ *  (collective: each rank holds only those it joined, O(bubbles) each):
  *  one per region above bubble_threshold, joined across arrays and ranks,
  *  of at least bubble_min_cells cells, in the order of their id (the first
  *  cell in scan order z, y, x over the level_infer grid); malloc'd (free()).
