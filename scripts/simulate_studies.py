@@ -164,16 +164,41 @@ def scaling(opts):
 
 def plot(series, out):
     dat = os.path.join(out, "scaling.dat")
+    index = {}  # gnuplot's index of each curve with data (it skips empty blocks)
     with open(dat, "w") as f:
         for name, key in (("gindexer_weak", "take_s"), ("gindexer_weak", "put_s"),
                           ("infer_strong", "cycle_s"), ("infer_strong_8x", "cycle_s"),
-                          ("infer_weak", "cycle_s")):
+                          ("infer_weak", "cycle_s"), ("infer_weak_gathered", "cycle_s")):
+            if not series.get(name):
+                continue
+            index[name, key] = len(index)
             f.write(f"# {name} {key}\n")
-            for row in series.get(name, []):
+            for row in series[name]:
                 runs = row.get(key + "_runs", [row[key]])  # several runs: their range
                 f.write(f"{row['ranks']} {row[key]} {min(runs)} {max(runs)}\n")
             f.write("\n\n")
     png = os.path.join(out, "scaling.png")
+    def at(name, key="cycle_s"):
+        return index.get((name, key), -1)
+    # A study that has not run leaves its panel empty (gnuplot fails on no data).
+    panels = [(at("gindexer_weak", "take_s") >= 0, f"""set title 'Global indexer, 10^4 items per rank (weak)'
+set ylabel 'simulated seconds per call'
+plot '{dat}' index {at("gindexer_weak", "take_s")} using 1:2 with linespoints title 'Take', \\
+     '' index {at("gindexer_weak", "put_s")} using 1:2 with linespoints title 'Put'
+"""), (at("infer_strong") >= 0 and at("infer_strong_8x") >= 0, f"""set title 'Inference cycle (strong)'
+set ylabel 'simulated seconds per cycle'
+plot '{dat}' index {at("infer_strong")} using 1:2 with linespoints title 'Enzo-E test size', \\
+     '' index {at("infer_strong_8x")} using 1:2 with linespoints title '8x larger'
+"""), (at("infer_weak") >= 0, f"""set title 'Inference cycle (weak: about 33 arrays per rank)'
+set ylabel 'simulated seconds per cycle'
+unset logscale y
+set yrange [0:0.3]
+set key bottom right
+plot '{dat}' index {at("infer_weak")} using 1:2:3:4 with yerrorlines title 'root blocks 1, 2, 4 per axis'""" +
+        (f""", \\
+     '' index {at("infer_weak_gathered")} using 1:2:3:4 with yerrorlines title 'before: element set, join on every rank'"""
+         if at("infer_weak_gathered") >= 0 else "") + """
+""")]
     script = f"""
 set terminal pngcairo size 1500,450 font ',10'
 set output '{png}'
@@ -183,20 +208,7 @@ set logscale y 10
 set format y '%g'
 set xlabel 'simulated ranks (cluster: 1 worker per rank)'
 set key top left
-set title 'Global indexer, 10^4 items per rank (weak)'
-set ylabel 'simulated seconds per call'
-plot '{dat}' index 0 using 1:2 with linespoints title 'Take', \\
-     '' index 1 using 1:2 with linespoints title 'Put'
-set title 'Inference cycle (strong)'
-set ylabel 'simulated seconds per cycle'
-plot '{dat}' index 2 using 1:2 with linespoints title 'Enzo-E test size', \\
-     '' index 3 using 1:2 with linespoints title '8x larger'
-set title 'Inference cycle (weak: about 33 arrays per rank)'
-set logscale y 10
-set yrange [0.01:10]
-plot '{dat}' index 4 using 1:2:3:4 with yerrorlines title 'root blocks 1, 2, 4 per axis (median, range)'
-unset multiplot
-"""
+""" + "".join(text if ok else "set multiplot next\n" for ok, text in panels) + "unset multiplot\n"
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
     log("wrote", png)
 
