@@ -378,8 +378,8 @@ int main(int argc, char **argv)
     p4est_ratio[r] = t[P4EST][r][STRATA_INFER_PHASES] / octree;
   }
   /* What a rank holds and receives in a cycle, most on a rank: element
-   * handles, which do not grow with the whole level array, and its entries
-   * and the bubble join's bytes, which still do. */
+   * handles, level-array entries and the bubble join's bytes, none of
+   * which grows with the whole level array. */
   int64_t held_max[3] = {graph.handles_local, graph.elements_known, graph.join_bytes_local};
   MPI_Allreduce(MPI_IN_PLACE, held_max, 3, MPI_INT64_T, MPI_MAX, strata_comm());
   if (!ret && strata_rank() == 0) {

@@ -158,11 +158,6 @@ void strata__infer_drop_elements(strata_infer *inf)
   free(inf->dir);
   free(inf->dir_firsts);
   free(inf->overlaps);
-  inf->el = NULL;
-  inf->dir = NULL;
-  inf->dir_firsts = NULL;
-  inf->overlaps = NULL;
-  inf->nel = inf->ndir = inf->elements = inf->noverlaps = 0;
 }
 
 /* ---- requests to the directory and its answers ---- */
@@ -174,25 +169,12 @@ enum { Q_IDX, Q_MARKED = 3, Q_RANK, Q_WIDTH };
  * yet). */
 enum { A_IDX, A_POS = 3, A_RANK, A_SERIAL, A_WIDTH };
 
-/* The directory: the key range of the level array in equal parts. */
 int strata__infer_directory_rank(const strata_infer *inf, uint64_t key)
 {
-  int64_t last[3];
-  for (int a = 0; a < 3; a++)
-    last[a] = array_blocks(inf, a) - 1;
-  const uint64_t keys = strata__morton(last) + 1, size = (uint64_t)inf->mesh->size;
-  return (int)(key / ((keys + size - 1) / size));
+  return (int)(key / inf->dir_keys);
 }
 
-/* A growable list of records of one width, with a destination each. */
-struct records {
-  int64_t *v;
-  int *dest;
-  int64_t n, cap;
-  int width;
-};
-
-static int64_t *add_record(struct records *r, int dest)
+int64_t *strata__infer_add_record(struct strata__infer_records *r, int dest)
 {
   if (r->n == r->cap) {
     int64_t cap = 2 * r->cap + 256;
@@ -208,24 +190,27 @@ static int64_t *add_record(struct records *r, int dest)
   return r->v + r->width * r->n++;
 }
 
-static void free_records(struct records *r)
+void strata__infer_free_records(struct strata__infer_records *r)
 {
   free(r->v);
   free(r->dest);
+  r->v = NULL, r->dest = NULL, r->n = r->cap = 0;
 }
 
-/* Send the records (to their destinations); *got, *ngot: what this rank
- * receives. Collective; errors agreed (`local`: this rank's so far). */
-static int send_records(strata_infer *inf, int local, struct records *r, int64_t **got,
-                        int64_t *ngot)
+int strata__infer_send_records(strata_infer *inf, int local, struct strata__infer_records *r,
+                               int64_t **got, int64_t *ngot, int64_t *bytes)
 {
   *got = NULL;
   *ngot = 0;
   int ret = strata__agree(local, NULL, 0);
   if (!ret)
     ret = strata__exchange_records(inf->mesh->meta, r->v, r->dest, r->n, r->width, got, ngot);
-  free_records(r);
-  r->v = NULL, r->dest = NULL, r->n = r->cap = 0;
+  int64_t to_self = 0;
+  for (int64_t i = 0; bytes && !ret && i < r->n; i++)
+    to_self += r->dest[i] == inf->mesh->rank;
+  if (bytes && !ret)
+    *bytes += (*ngot - to_self) * r->width * 8;
+  strata__infer_free_records(r);
   return local ? local : ret;
 }
 
@@ -260,12 +245,13 @@ static int has_triple(const struct triples *l, const int64_t idx[3])
 
 /* Requests for the triples of `l` to their directory ranks, marked where
  * `marked` (sorted, or NULL) holds them. */
-static int request(const strata_infer *inf, struct records *r, const struct triples *l,
-                   const struct triples *marked)
+static int request(const strata_infer *inf, struct strata__infer_records *r,
+                   const struct triples *l, const struct triples *marked)
 {
   for (int64_t i = 0; i < l->n; i++) {
     const int64_t *idx = l->v + 3 * i;
-    int64_t *q = add_record(r, strata__infer_directory_rank(inf, strata__morton(idx)));
+    int64_t *q =
+        strata__infer_add_record(r, strata__infer_directory_rank(inf, strata__morton(idx)));
     if (!q)
       return STRATA_ENOMEM;
     memcpy(q + Q_IDX, idx, 3 * sizeof *q);
@@ -277,7 +263,7 @@ static int request(const strata_infer *inf, struct records *r, const struct trip
 
 /* The requests of this rank's leaves: each element a leaf overlaps, marked
  * when its level_base mask marks it. */
-static int leaf_requests(strata_infer *inf, struct records *r)
+static int leaf_requests(strata_infer *inf, struct strata__infer_records *r)
 {
   const int la = inf->p.level_array;
   struct triples marked = {0}, overlapped = {0};
@@ -319,19 +305,6 @@ static int leaf_requests(strata_infer *inf, struct records *r)
   free(marked.v);
   free(overlapped.v);
   return ret;
-}
-
-int strata__infer_position_rank(const strata_infer *inf, int64_t pos)
-{
-  int lo = 0, hi = inf->mesh->size - 1; /* the last rank whose range starts at or before pos */
-  while (lo < hi) {
-    int mid = (lo + hi + 1) / 2;
-    if (inf->dir_firsts[mid] <= pos)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
 }
 
 void strata__infer_finest_cell(const strata_mesh *mesh, const double x[3], int64_t cell[3])
@@ -410,10 +383,10 @@ static int update_directory(strata_infer *inf, const int64_t *q, int64_t nq, int
 }
 
 /* Answer to `to` about entry e. */
-static int answer(const strata_infer *inf, struct records *r, const struct directory_entry *e,
-                  int to)
+static int answer(const strata_infer *inf, struct strata__infer_records *r,
+                  const struct directory_entry *e, int to)
 {
-  int64_t *a = add_record(r, to);
+  int64_t *a = strata__infer_add_record(r, to);
   if (!a)
     return STRATA_ENOMEM;
   memcpy(a + A_IDX, e->idx, 3 * sizeof *a);
@@ -424,7 +397,8 @@ static int answer(const strata_infer *inf, struct records *r, const struct direc
 }
 
 /* Answers to the requests for elements that exist. */
-static int answer_requests(const strata_infer *inf, const int64_t *q, int64_t nq, struct records *r)
+static int answer_requests(const strata_infer *inf, const int64_t *q, int64_t nq,
+                           struct strata__infer_records *r)
 {
   int ret = 0;
   for (int64_t k = 0; k < nq && !ret; k++) {
@@ -458,7 +432,7 @@ static int elements_of(const int64_t *a, int64_t na, struct element **out, int64
 /* Requests for every element within two of this rank's own ones among the
  * answers `a` (periodic domains wrap). */
 static int neighbourhood_requests(strata_infer *inf, const int64_t *a, int64_t na,
-                                  struct records *r)
+                                  struct strata__infer_records *r)
 {
   const int periodic = inf->mesh->p.boundary == STRATA_AMR_PERIODIC;
   struct triples near = {0};
@@ -576,9 +550,15 @@ static int own_answers(const strata_infer *inf, int64_t **all, int64_t *nall)
 int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
                            strata_infer_stats *st)
 {
-  struct records r = {.width = Q_WIDTH};
+  /* The directory: the key range of the level array in equal parts. */
+  int64_t last[3];
+  for (int a = 0; a < 3; a++)
+    last[a] = array_blocks(inf, a) - 1;
+  const uint64_t keys = strata__morton(last) + 1, size = (uint64_t)inf->mesh->size;
+  inf->dir_keys = (keys + size - 1) / size;
+  struct strata__infer_records r = {.width = Q_WIDTH};
   int64_t *q = NULL, nq = 0, *a = NULL, na = 0, *known = NULL, nknown = 0;
-  int ret = send_records(inf, leaf_requests(inf, &r), &r, &q, &nq);
+  int ret = strata__infer_send_records(inf, leaf_requests(inf, &r), &r, &q, &nq, NULL);
   /* The directory: the new set, its counts and positions. */
   int64_t counts[3] = {0, 0, 0}; /* created, removed, elements */
   if (!ret) {
@@ -587,19 +567,21 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
   }
   counts[2] = inf->ndir;
   if (!ret && !inf->dir_firsts) {
-    inf->dir_firsts = malloc(((size_t)inf->mesh->size + 1) * sizeof *inf->dir_firsts);
+    inf->dir_firsts = malloc((size_t)inf->mesh->size * sizeof *inf->dir_firsts);
     ret = strata__agree(inf->dir_firsts ? 0 : STRATA_ENOMEM, NULL, 0);
   }
-  if (!ret && (MPI_Allreduce(MPI_IN_PLACE, counts, 3, MPI_INT64_T, MPI_SUM, inf->mesh->meta) ||
-               MPI_Exscan(&inf->ndir, &inf->dir_first, 1, MPI_INT64_T, MPI_SUM, inf->mesh->meta)))
+  /* Every range's count, then where each starts. */
+  if (!ret &&
+      (MPI_Allreduce(MPI_IN_PLACE, counts, 3, MPI_INT64_T, MPI_SUM, inf->mesh->meta) ||
+       MPI_Allgather(&inf->ndir, 1, MPI_INT64_T, inf->dir_firsts, 1, MPI_INT64_T, inf->mesh->meta)))
     ret = STRATA_EMPI;
-  if (inf->mesh->rank == 0) /* Exscan leaves rank 0's undefined */
-    inf->dir_first = 0;
-  if (!ret && MPI_Allgather(&inf->dir_first, 1, MPI_INT64_T, inf->dir_firsts, 1, MPI_INT64_T,
-                            inf->mesh->meta))
-    ret = STRATA_EMPI;
-  if (!ret)
-    inf->dir_firsts[inf->mesh->size] = counts[2];
+  int64_t first = 0;
+  for (int r = 0; !ret && r < inf->mesh->size; r++) {
+    const int64_t count = inf->dir_firsts[r];
+    inf->dir_firsts[r] = first;
+    first += count;
+  }
+  inf->dir_first = ret ? 0 : inf->dir_firsts[inf->mesh->rank];
   st->created = counts[0];
   st->removed = counts[1];
   inf->elements = counts[2];
@@ -607,7 +589,7 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
   /* What this rank's leaves overlap, and their transfers. */
   r.width = A_WIDTH;
   if (!ret)
-    ret = send_records(inf, answer_requests(inf, q, nq, &r), &r, &a, &na);
+    ret = strata__infer_send_records(inf, answer_requests(inf, q, nq, &r), &r, &a, &na, NULL);
   struct element *seen = NULL, *old = inf->el;
   int64_t nseen = 0, nold = inf->nel;
   if (!ret)
@@ -635,7 +617,7 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
       int local = answer_requests(inf, q, nq, &r);
       for (int64_t i = 0; i < inf->ndir && !local; i++)
         local = answer(inf, &r, &inf->dir[i], inf->dir[i].rank);
-      ret = send_records(inf, local, &r, &known, &nknown);
+      ret = strata__infer_send_records(inf, local, &r, &known, &nknown, NULL);
     }
     free(ranks);
   }
@@ -649,10 +631,11 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
   /* The elements within two of this rank's own. */
   r.width = Q_WIDTH;
   if (!ret)
-    ret = send_records(inf, neighbourhood_requests(inf, known, nknown, &r), &r, &q, &nq);
+    ret = strata__infer_send_records(inf, neighbourhood_requests(inf, known, nknown, &r), &r, &q,
+                                     &nq, NULL);
   r.width = A_WIDTH;
   if (!ret)
-    ret = send_records(inf, answer_requests(inf, q, nq, &r), &r, &a, &na);
+    ret = strata__infer_send_records(inf, answer_requests(inf, q, nq, &r), &r, &a, &na, NULL);
   struct element *next = NULL;
   int64_t nnext = 0;
   if (!ret) {
@@ -664,7 +647,7 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
     ret = strata__agree(adopt(inf, next, nnext), NULL, 0);
   } else
     free(next);
-  free_records(&r);
+  strata__infer_free_records(&r);
   free(q), free(a), free(known), free(seen);
   return ret;
 }

@@ -377,30 +377,6 @@ void strata__infer_drop_bubbles(strata_infer *inf)
 
 /* ---- the join, across ranks ---- */
 
-/* Records between ranks in the join, and the bytes received from others. */
-struct join {
-  strata_infer *inf;
-  int64_t bytes;
-};
-
-/* Send n records of `width` 8-byte values to dest[i]; count what came from
- * other ranks. Collective; errors agreed (`local`: this rank's so far). */
-static int join_exchange(struct join *j, int local, const void *records, const int *dest, int64_t n,
-                         int width, int64_t **got, int64_t *ngot)
-{
-  *got = NULL;
-  *ngot = 0;
-  int ret = strata__agree(local, NULL, 0);
-  if (!ret)
-    ret = strata__exchange_records(j->inf->mesh->meta, records, dest, n, width, got, ngot);
-  int64_t to_self = 0;
-  for (int64_t i = 0; !ret && i < n; i++)
-    to_self += dest[i] == j->inf->mesh->rank;
-  if (!ret)
-    j->bytes += (*ngot - to_self) * width * 8;
-  return local ? local : ret;
-}
-
 /* A part's component label: the smallest (element position, first cell)
  * of the parts it is linked to, which is the union-find root of the
  * single-rank join. */
@@ -423,17 +399,15 @@ struct edge {
 /* Labels of this rank's parts (sorted, np of them) over their components:
  * the local links join parts at once, and each round sends the label of
  * a part's component across every link to another rank whose label
- * changed, until no rank sends any. */
-static int label_parts(struct join *j, const double *parts, int64_t np, const int64_t *links,
-                       int64_t nl, struct label *label, int local)
+ * changed, until no rank sends any. *bytes grows by what other ranks send.
+ * Collective; `local`: this rank's error so far. */
+static int label_parts(strata_infer *inf, const double *parts, int64_t np, const int64_t *links,
+                       int64_t nl, struct label *label, int local, int64_t *bytes)
 {
-  strata_infer *inf = j->inf;
   const int me = inf->mesh->rank, width = (int)part_width(inf);
-  int64_t *parent = malloc((size_t)(np + 1) * sizeof *parent);
+  int64_t *parent = malloc((size_t)(np + 1) * sizeof *parent), nedges = 0;
   struct edge *edges = malloc((size_t)(nl + 1) * sizeof *edges);
-  int64_t *send = malloc((size_t)(4 * nl + 1) * sizeof *send), nedges = 0;
-  int *dest = malloc((size_t)(nl + 1) * sizeof *dest);
-  int ret = local ? local : parent && edges && send && dest ? 0 : STRATA_ENOMEM;
+  int ret = local ? local : parent && edges ? 0 : STRATA_ENOMEM;
   for (int64_t i = 0; !ret && i < np; i++) {
     parent[i] = i;
     label[i] =
@@ -456,58 +430,66 @@ static int label_parts(struct join *j, const double *parts, int64_t np, const in
   }
   for (int64_t i = 0; !ret && i < np; i++) /* roots are their components' smallest parts */
     label[i] = label[find_root(parent, i)];
+  /* A label sent: the remote part, then the label. */
+  struct strata__infer_records r = {.width = 4};
   for (int64_t sent = 1; sent > 0;) {
-    int64_t n = 0, *got = NULL, ngot = 0;
+    int64_t *got = NULL, ngot = 0;
     for (int64_t e = 0; !ret && e < nedges; e++) {
       struct edge *x = &edges[e];
       const struct label mine = label[find_root(parent, x->part)];
       if (!label_less(mine, x->sent))
         continue;
+      int64_t *q = strata__infer_add_record(&r, x->rank);
+      if (!q) {
+        ret = STRATA_ENOMEM;
+        break;
+      }
       x->sent = mine;
-      int64_t *r = send + 4 * n;
-      r[0] = x->remote.pos, r[1] = x->remote.first, r[2] = mine.pos, r[3] = mine.first;
-      dest[n++] = x->rank;
+      q[0] = x->remote.pos, q[1] = x->remote.first, q[2] = mine.pos, q[3] = mine.first;
     }
-    ret = join_exchange(j, ret, send, dest, n, 4, &got, &ngot);
+    sent = r.n;
+    ret = strata__infer_send_records(inf, ret, &r, &got, &ngot, bytes);
     for (int64_t k = 0; !ret && k < ngot; k++) {
-      const int64_t *r = got + 4 * k;
-      int64_t i = find_part(parts, width, np, r[0], r[1]);
-      const struct label theirs = {r[2], r[3]};
+      const int64_t *q = got + 4 * k;
+      int64_t i = find_part(parts, width, np, q[0], q[1]);
+      const struct label theirs = {q[2], q[3]};
       if (i >= 0 && label_less(theirs, label[(i = find_root(parent, i))]))
         label[i] = theirs;
     }
     free(got);
-    sent = n;
     if (!ret && MPI_Allreduce(MPI_IN_PLACE, &sent, 1, MPI_INT64_T, MPI_SUM, inf->mesh->meta))
       ret = STRATA_EMPI;
     for (int64_t i = 0; !ret && i < np; i++)
       label[i] = label[find_root(parent, i)];
     sent = ret ? 0 : sent;
   }
-  free(parent), free(edges), free(send), free(dest);
+  free(parent), free(edges);
   return ret;
 }
 
 /* Every part to the directory rank of its component's smallest part, which
  * joins the components rooted in its range as the single-rank join does:
  * parts in sorted order, each added to its root's bubble. */
-static int collect_bubbles(struct join *j, const double *parts, int64_t np,
-                           const struct label *label)
+static int collect_bubbles(strata_infer *inf, const double *parts, int64_t np,
+                           const struct label *label, int64_t *bytes)
 {
-  strata_infer *inf = j->inf;
   const int width = (int)part_width(inf), wide = width + 2;
-  double *send = malloc((size_t)(np * wide + 1) * sizeof *send);
-  int *dest = malloc((size_t)(np + 1) * sizeof *dest);
-  int ret = send && dest ? 0 : STRATA_ENOMEM;
+  struct strata__infer_records r = {.width = wide};
+  int ret = 0;
   for (int64_t i = 0; !ret && i < np; i++) {
-    memcpy(send + i * wide, parts + i * width, (size_t)width * sizeof *send);
-    send[i * wide + width] = (double)label[i].pos;
-    send[i * wide + width + 1] = (double)label[i].first;
-    dest[i] = strata__infer_position_rank(inf, label[i].pos);
+    int64_t *q =
+        strata__infer_add_record(&r, strata__range_at(inf->dir_firsts, inf->mesh->size,
+                                                      label[i].pos)); /* its directory rank */
+    if (!q) {
+      ret = STRATA_ENOMEM;
+      break;
+    }
+    const double root[2] = {(double)label[i].pos, (double)label[i].first};
+    memcpy(q, parts + i * width, (size_t)width * sizeof *q);
+    memcpy(q + width, root, sizeof root);
   }
   int64_t *got = NULL, ngot = 0;
-  ret = join_exchange(j, ret, send, dest, np, wide, &got, &ngot);
-  free(send), free(dest);
+  ret = strata__infer_send_records(inf, ret, &r, &got, &ngot, bytes);
   double *mine = ret ? NULL : malloc((size_t)(ngot * width + 1) * sizeof *mine);
   int64_t *parent = ret ? NULL : malloc((size_t)(ngot + 1) * sizeof *parent);
   if (!ret && (!mine || !parent))
@@ -529,6 +511,18 @@ static int collect_bubbles(struct join *j, const double *parts, int64_t np,
   return ret;
 }
 
+/* The directory rank of the element holding point x. */
+static int directory_of_point(const strata_infer *inf, const double x[3], uint64_t *key)
+{
+  const int64_t shift = inf->mesh->p.max_level - inf->p.level_array;
+  int64_t cell[3], idx[3];
+  strata__infer_finest_cell(inf->mesh, x, cell);
+  for (int a = 0; a < 3; a++)
+    idx[a] = (cell[a] / inf->mesh->p.block_cells) >> shift;
+  *key = strata__morton(idx);
+  return strata__infer_directory_rank(inf, *key);
+}
+
 /* The order of overlaps: by key, then rank. */
 static int overlap_before(const struct overlap *a, const struct overlap *b)
 {
@@ -538,62 +532,45 @@ static int overlap_before(const struct overlap *a, const struct overlap *b)
 /* Each collected bubble to the directory rank of the element holding its
  * centre, which sends it on to every rank whose leaves overlap that
  * element: the leaf holding the centre is one of theirs. */
-static int send_to_leaves(struct join *j)
+static int send_to_leaves(strata_infer *inf, int64_t *bytes)
 {
-  strata_infer *inf = j->inf;
-  const int width = sizeof(strata_bubble) / 8, la = inf->p.level_array;
-  const int top = inf->mesh->p.max_level;
-  int *dest = malloc((size_t)(inf->nbubbles + 1) * sizeof *dest);
-  int ret = dest ? 0 : STRATA_ENOMEM;
+  enum { WIDTH = sizeof(strata_bubble) / 8 };
+  struct strata__infer_records r = {.width = WIDTH};
+  uint64_t key;
+  int ret = 0;
   for (int64_t k = 0; !ret && k < inf->nbubbles; k++) {
-    int64_t cell[3], idx[3];
-    strata__infer_finest_cell(inf->mesh, inf->bubbles[k].center, cell);
-    for (int a = 0; a < 3; a++)
-      idx[a] = (cell[a] / inf->mesh->p.block_cells) >> (top - la);
-    dest[k] = strata__infer_directory_rank(inf, strata__morton(idx));
+    int64_t *q =
+        strata__infer_add_record(&r, directory_of_point(inf, inf->bubbles[k].center, &key));
+    if (q)
+      memcpy(q, &inf->bubbles[k], sizeof inf->bubbles[k]);
+    else
+      ret = STRATA_ENOMEM;
   }
   int64_t *got = NULL, ngot = 0;
-  ret = join_exchange(j, ret, inf->bubbles, dest, inf->nbubbles, width, &got, &ngot);
-  free(dest);
+  ret = strata__infer_send_records(inf, ret, &r, &got, &ngot, bytes);
   /* The directory: on to the ranks that overlap the element. */
-  int64_t n = 0, cap = 0;
-  strata_bubble *on = NULL;
-  int *to = NULL;
   for (int64_t k = 0; !ret && k < ngot; k++) {
-    const strata_bubble *b = (const strata_bubble *)(const void *)(got + k * width);
-    int64_t cell[3], idx[3];
-    strata__infer_finest_cell(inf->mesh, b->center, cell);
-    for (int a = 0; a < 3; a++)
-      idx[a] = (cell[a] / inf->mesh->p.block_cells) >> (top - la);
-    struct overlap key = {strata__morton(idx), -1};
+    const int64_t *b = got + k * WIDTH;
+    directory_of_point(inf, ((const strata_bubble *)(const void *)b)->center, &key);
+    const struct overlap first = {key, -1};
     int64_t lo = 0, hi = inf->noverlaps; /* the first overlap of this key */
     while (lo < hi) {
       int64_t mid = (lo + hi) / 2;
-      if (overlap_before(&inf->overlaps[mid], &key))
+      if (overlap_before(&inf->overlaps[mid], &first))
         lo = mid + 1;
       else
         hi = mid;
     }
-    for (; !ret && lo < inf->noverlaps && inf->overlaps[lo].key == key.key; lo++) {
-      if (n == cap) {
-        cap = 2 * cap + 64;
-        strata_bubble *more = realloc(on, (size_t)cap * sizeof *more);
-        int *more_to = more ? realloc(to, (size_t)cap * sizeof *more_to) : NULL;
-        on = more ? more : on;
-        to = more_to ? more_to : to;
-        if (!more || !more_to) {
-          ret = STRATA_ENOMEM;
-          break;
-        }
-      }
-      on[n] = *b;
-      to[n++] = inf->overlaps[lo].rank;
+    for (; !ret && lo < inf->noverlaps && inf->overlaps[lo].key == key; lo++) {
+      int64_t *q = strata__infer_add_record(&r, inf->overlaps[lo].rank);
+      if (q)
+        memcpy(q, b, WIDTH * sizeof *q);
+      else
+        ret = STRATA_ENOMEM;
     }
   }
   free(got);
-  got = NULL;
-  ret = join_exchange(j, ret, on, to, n, width, &got, &ngot);
-  free(on), free(to);
+  ret = strata__infer_send_records(inf, ret, &r, &got, &ngot, bytes);
   if (!ret) /* got holds bubbles now: theirs to keep */
     ret = deliver_particles(inf, (strata_bubble *)(void *)got, ngot);
   else
@@ -604,24 +581,25 @@ static int send_to_leaves(struct join *j)
 int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
 {
   strata__infer_drop_bubbles(inf);
-  struct join j = {inf, 0};
   double *parts = NULL;
-  int64_t *links = NULL, np = 0, nl = 0, counts[3] = {0, 0, 0};
+  int64_t *links = NULL, np = 0, nl = 0, counts[3] = {0, 0, 0}, bytes = 0;
   int ret = strata__agree(local_parts(inf, &parts, &np, &links, &nl, counts), NULL, 0);
   st->parts_local = counts[0];
   /* Each link to another rank's element goes to that rank too. */
-  int *dest = ret ? NULL : malloc((size_t)(nl + 1) * sizeof *dest);
-  int64_t nsend = 0, *sent = ret ? NULL : malloc((size_t)(nl * LINK_VALUES + 1) * sizeof *sent);
-  int local = ret || (dest && sent) ? 0 : STRATA_ENOMEM;
-  for (int64_t k = 0; !ret && !local && k < nl; k++)
-    if (links[k * LINK_VALUES + L_NB_RANK] != inf->mesh->rank) {
-      memcpy(sent + nsend * LINK_VALUES, links + k * LINK_VALUES, LINK_VALUES * sizeof *sent);
-      dest[nsend++] = (int)links[k * LINK_VALUES + L_NB_RANK];
-    }
+  struct strata__infer_records r = {.width = LINK_VALUES};
+  int local = 0;
+  for (int64_t k = 0; !ret && !local && k < nl; k++) {
+    const int64_t *l = links + k * LINK_VALUES;
+    int64_t *q =
+        l[L_NB_RANK] != inf->mesh->rank ? strata__infer_add_record(&r, (int)l[L_NB_RANK]) : NULL;
+    if (q)
+      memcpy(q, l, LINK_VALUES * sizeof *q);
+    else if (l[L_NB_RANK] != inf->mesh->rank)
+      local = STRATA_ENOMEM;
+  }
   int64_t *theirs = NULL, ntheirs = 0;
   if (!ret)
-    ret = join_exchange(&j, local, sent, dest, nsend, LINK_VALUES, &theirs, &ntheirs);
-  free(dest), free(sent);
+    ret = strata__infer_send_records(inf, local, &r, &theirs, &ntheirs, &bytes);
   int64_t *all = ret ? NULL : realloc(links, (size_t)((nl + ntheirs) * LINK_VALUES + 1) * 8);
   if (all) {
     links = all;
@@ -635,14 +613,14 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
     if (np) /* the order of the single-rank join */
       qsort(parts, (size_t)np, (size_t)part_width(inf) * sizeof *parts, part_cmp);
     label = malloc((size_t)(np + 1) * sizeof *label);
-    ret = label_parts(&j, parts, np, links, nl, label, all && label ? 0 : STRATA_ENOMEM);
+    ret = label_parts(inf, parts, np, links, nl, label, all && label ? 0 : STRATA_ENOMEM, &bytes);
   }
   free(links);
   if (!ret)
-    ret = collect_bubbles(&j, parts, np, label);
+    ret = collect_bubbles(inf, parts, np, label, &bytes);
   free(parts), free(label);
   if (!ret)
-    ret = send_to_leaves(&j);
+    ret = send_to_leaves(inf, &bytes);
   counts[2] = inf->nbubbles;
   if (!ret && MPI_Allreduce(MPI_IN_PLACE, counts, 3, MPI_INT64_T, MPI_SUM, inf->mesh->meta))
     ret = STRATA_EMPI;
@@ -651,7 +629,7 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
     st->parts = counts[0];
     st->parts_lost = counts[1];
     st->particles_local = inf->nparticles;
-    st->join_bytes_local = j.bytes;
+    st->join_bytes_local = bytes;
   }
   return ret;
 }

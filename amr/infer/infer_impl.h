@@ -123,6 +123,7 @@ struct strata_infer {
   int64_t xfer_cpu_ns; /* CPU time of this method's transfer tasks (atomic adds) */
   struct element *el;  /* the elements this rank knows, in Morton order */
   int64_t nel;
+  uint64_t dir_keys;           /* Morton keys in each rank's range of the directory */
   struct directory_entry *dir; /* this rank's range of the directory, in Morton order */
   int64_t ndir;
   int64_t dir_first; /* the position of dir[0] in the level array */
@@ -132,7 +133,7 @@ struct strata_infer {
   struct leaf_list *lists;
   int64_t nlists;
   starpu_data_handle_t bubble_scratch;
-  int64_t *dir_firsts;      /* every directory rank's first position, then the count */
+  int64_t *dir_firsts;      /* every directory rank's first position */
   struct overlap *overlaps; /* this rank's directory range: who overlaps each key */
   int64_t noverlaps;        /* (each is asked about every key its leaves overlap) */
   strata_bubble *bubbles;   /* the joined bubbles this rank collected, by id */
@@ -205,8 +206,6 @@ struct element *strata__infer_find_element(const strata_infer *inf, const int64_
 struct element *strata__infer_element_at(const strata_infer *inf, int64_t pos);
 /* The directory rank of Morton key `key`. */
 int strata__infer_directory_rank(const strata_infer *inf, uint64_t key);
-/* The directory rank whose range holds position `pos` of the level array. */
-int strata__infer_position_rank(const strata_infer *inf, int64_t pos);
 /* The cell of the finest level holding point x of the domain (clamped
  * inside): what the leaf and the element holding x are found from. */
 void strata__infer_finest_cell(const strata_mesh *mesh, const double x[3], int64_t cell[3]);
@@ -214,6 +213,22 @@ void strata__infer_finest_cell(const strata_mesh *mesh, const double x[3], int64
  * every rank: *all (malloc'd) and *total. Collective; errors agreed. */
 int strata__infer_allgather_values(const strata_mesh *mesh, const void *mine, int64_t n,
                                    MPI_Datatype type, void **all, int64_t *total);
+/* Records of `width` 8-byte values, each for rank dest[i], built up before
+ * one exchange (strata__exchange_records). */
+struct strata__infer_records {
+  int64_t *v;
+  int *dest;
+  int64_t n, cap;
+  int width;
+};
+/* Room for one more record, for `dest`; NULL when out of memory. */
+int64_t *strata__infer_add_record(struct strata__infer_records *r, int dest);
+void strata__infer_free_records(struct strata__infer_records *r);
+/* Send r's records (emptied then) after agreeing on `local`, this rank's
+ * error so far; *got, *ngot: what this rank receives; *bytes (or NULL)
+ * grows by what came from the other ranks. Collective. */
+int strata__infer_send_records(strata_infer *inf, int local, struct strata__infer_records *r,
+                               int64_t **got, int64_t *ngot, int64_t *bytes);
 /* Phase 2: the elements that every rank's level_base masks mark, agreed
  * through the directory and placed (unless the same as before: st->reused);
  * this rank's known elements and their handles brought up to date (kept
@@ -222,7 +237,7 @@ int strata__infer_allgather_values(const strata_mesh *mesh, const void *mine, in
  * Collective. */
 int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
                            strata_infer_stats *st);
-/* Every known element's handles unregistered, the lists freed. */
+/* Every known element's handles unregistered, the lists freed (destroy). */
 void strata__infer_drop_elements(strata_infer *inf);
 
 /* placement.c */

@@ -160,20 +160,6 @@ static int check_distrib(MPI_Comm comm, int size, const int64_t *distrib, int lo
   return strata__agree_on(comm, local, &digest, 1);
 }
 
-/* Owner of global index i: the rank r with distrib[r] <= i < distrib[r+1]. */
-static int owner_of(const int64_t *distrib, int size, int64_t i)
-{
-  int lo = 0, hi = size - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) / 2;
-    if (distrib[mid] <= i)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
-
 static int *int_counts(const int64_t *v, int n)
 {
   int *c = malloc((size_t)n * 2 * sizeof *c);
@@ -212,7 +198,7 @@ static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *con
   int *sc = NULL, *rc = NULL;
   if (!ret) {
     for (int64_t p = 0; p < gi->n_idx; p++)
-      gi->send_counts[owner[p] = owner_of(distrib, size, request(gi, idx, p))]++;
+      gi->send_counts[owner[p] = strata__range_at(distrib, size, request(gi, idx, p))]++;
     int64_t *at = calloc((size_t)size, sizeof *at);
     for (int r = 1; at && r < size; r++)
       at[r] = at[r - 1] + gi->send_counts[r - 1];
@@ -368,15 +354,7 @@ int64_t strata_gindexer_list_size(const strata_gindexer *gi, int list)
 
 int strata__gi_list_of(const strata_gindexer *gi, int64_t p)
 {
-  int lo = 0, hi = gi->n_lists - 1;
-  while (lo < hi) { /* the last list starting at or before p */
-    int mid = (lo + hi + 1) / 2;
-    if (gi->list_off[mid] <= p)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
+  return strata__range_at(gi->list_off, gi->n_lists, p);
 }
 
 int strata__gi_new_rows(int64_t rows, int64_t count, strata_dtype dtype, strata_array **out)

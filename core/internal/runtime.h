@@ -82,6 +82,21 @@ struct strata_array {
   strata__live live;
 };
 
+/* Of n ranges whose starts ascend, the last that starts at or before p (0
+ * when none does): the owner of position p. */
+static inline int strata__range_at(const int64_t *starts, int n, int64_t p)
+{
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (starts[mid] <= p)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
 /* Record the details of an error for strata_error_message() and return
  * `code`; strata__clear_error() at the start of calls that use it. */
 int strata__fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
