@@ -87,7 +87,11 @@ if [ $simgrid = ON ]; then
 else
   flags+=(--with-fxt)
 fi
+# Patches: scripts/patches/starpu-SERIES for CUDA, -simgrid for a simulation.
 patches=()
+if [ $simgrid = ON ]; then
+  mapfile -t patches < <(ls "$root/scripts/patches/starpu-$series-simgrid"/*.patch 2>/dev/null | sort)
+fi
 if [ $cuda = ON ]; then
   flags+=(--enable-cuda "--with-cuda-dir=$cuda_dir")
   mapfile -t patches < <(ls "$root/scripts/patches/starpu-$series"/*.patch 2>/dev/null | sort)

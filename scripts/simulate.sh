@@ -8,7 +8,8 @@
 #   scripts/simulate.sh run [-p vm|cluster] [-n RANKS] [-c CPUS] PROGRAM [ARGS]
 #       PROGRAM of build-simgrid (tools/strata, bench/bench_gindexer, ...) on
 #       RANKS simulated ranks, one per node, each with CPUS workers (1);
-#       SimGrid's own messages go to $STRATA_SIM_LOG (simulate.log)
+#       SimGrid's own messages go to $STRATA_SIM_LOG (simulate.log), from the
+#       level $STRATA_SIM_LOGLEVEL (critical; info shows platform errors)
 #   scripts/simulate.sh validate [-o DIR] [-r RUNS] [-n 1,2,4]
 #       (after `build`, as scaling) measured against simulated on 1, 2 and 4 ranks: the inference cycle
 #       and the global indexer's Take and Put; DIR/validation.json (simulate/)
@@ -18,7 +19,8 @@
 #       DIR/scaling.png (scripts/simulate_studies.py says what each measures);
 #       `plot -o DIR` draws DIR/scaling.png again from DIR/scaling.json
 # Platforms: `vm` is this machine's kind (Open MPI's shared memory: 0.7 us,
-# 8 GB/s, ping-pong of 1 to 16 MiB); `cluster` nodes of 2 x 32 cores on a two-level fat tree of
+# 8 GB/s, ping-pong of 1 to 16 MiB), its cores shared by every rank's workers
+# (4 ranks on 2 cores compute at half speed while all four are busy); `cluster` nodes of 2 x 32 cores on a two-level fat tree of
 # 200 Gb/s links (25 GB/s, 1 us), CPU only: no CUDA performance has been
 # measured for the simulated nodes yet.
 # A simulated task runs for real and lasts, in the simulation, the thread
@@ -64,6 +66,9 @@ platform() {
   echo '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">'
   echo '<platform version="4.1"><zone id="world" routing="None">'
   echo "<cluster id=\"net\" prefix=\"node\" suffix=\"\" radical=\"0-$((ranks - 1))\" speed=\"1Gf\" $net/>"
+  # This machine's cores, which every rank's workers share on `vm` (the
+  # patched StarPU computes their tasks there: STRATA_SIMGRID_CPU_HOST).
+  [ "$kind" != vm ] || echo "<zone id=\"vm\" routing=\"Full\"><host id=\"vm-cpus\" speed=\"2Gf\" core=\"$(nproc)\"/></zone>"
   for ((i = 0; i < ranks; i++)); do
     echo "<zone id=\"StarPU-MPI$i\" routing=\"Full\"><host id=\"StarPU-MPI$i-MAIN\" speed=\"1f\"/>"
     for ((c = 0; c < cpus; c++)); do echo "<host id=\"StarPU-MPI$i-CPU$c\" speed=\"2Gf\"/>"; done
@@ -107,16 +112,18 @@ cmd_run() {
   platform "$kind" "$ranks" "$cpus" >"$dir/platform.xml"
   bus_files "$dir" "$cpus"
   for ((i = 0; i < ranks; i++)); do echo "node$i"; done >"$dir/hosts"
+  local shared=
+  [ "$kind" != vm ] || shared=vm-cpus
   local stack
   stack=$(ulimit -s)
   [ "$stack" != unlimited ] || stack=8192
   local ret=0
   # (StarPU 1.4 reads its models and bus files under $XDG_CACHE_HOME first.)
-  env -u XDG_CACHE_HOME STARPU_NCPU=$cpus STARPU_NCUDA=0 STARPU_NOPENCL=0 STARPU_SILENT=1 STARPU_HOME=$dir \
-    STARPU_HOSTNAME=simulated OPENBLAS_NUM_THREADS=1 \
+  env -u XDG_CACHE_HOME STARPU_NCPU="$cpus" STARPU_NCUDA=0 STARPU_NOPENCL=0 STARPU_SILENT=1 STARPU_HOME="$dir" \
+    STARPU_HOSTNAME=simulated OPENBLAS_NUM_THREADS=1 ${shared:+STRATA_SIMGRID_CPU_HOST=$shared} \
     smpirun -platform "$dir/platform.xml" -hostfile "$dir/hosts" -np "$ranks" "$prog" "$@" \
     --cfg=smpi/privatization:yes --cfg=smpi/simulate-computation:no \
-    --cfg=contexts/stack-size:"$stack" --log=root.thres:critical \
+    --cfg=contexts/stack-size:"$stack" --log=root.thres:"${STRATA_SIM_LOGLEVEL:-critical}" \
     2>>"${STRATA_SIM_LOG:-simulate.log}" || ret=$?
   rm -rf "$dir"
   return $ret
