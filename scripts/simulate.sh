@@ -10,6 +10,9 @@
 #       RANKS simulated ranks, one per node, each with CPUS workers (1);
 #       SimGrid's own messages go to $STRATA_SIM_LOG (simulate.log), from the
 #       level $STRATA_SIM_LOGLEVEL (critical; info shows platform errors)
+#   scripts/simulate.sh prepare
+#       (root; `validate` and `scaling` run it) stop this virtual machine from
+#       handing freed memory back to its host, and back every free page once
 #   scripts/simulate.sh validate [-o DIR] [-r RUNS] [-n 1,2,4]
 #       (after `build`, as scaling) measured against simulated on 1, 2 and 4 ranks: the inference cycle
 #       and the global indexer's Take and Put; DIR/validation.json (simulate/)
@@ -129,14 +132,49 @@ cmd_run() {
   return $ret
 }
 
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
+# A virtual machine that hands freed memory back to its host (Linux's free
+# page reporting, on in Firecracker guests like this one) makes the next
+# first touch of a page cost what the host takes to back it again: 16 us a
+# 4 KiB page here against 1.4 us for a page the guest had. A simulated task
+# lasts the thread time it took, so the first runs of a model on hundreds of
+# simulated ranks, each faulting its scratch in, took 70-90 ms instead of
+# 5-19 (docs/scaling.md). `prepare` stops the reporting (an order above the
+# largest block) and backs every free page once; root only, and it holds
+# until the machine restarts. The studies run it where they can.
+cmd_prepare() {
+  local order=/sys/module/page_reporting/parameters/page_reporting_order
+  if [ ! -e "$order" ]; then
+    log "prepare: no free page reporting on this machine"
+    return 0
+  fi
+  if [ "$(cat "$order")" -le 10 ]; then
+    if ! { echo 11 >"$order"; } 2>/dev/null; then
+      log "prepare: free page reporting is on and $order is not writable (root?):" \
+        "first touches of memory will cost what the host takes to back them"
+      return 0
+    fi
+    log "prepare: free page reporting off ($order 11)"
+  fi
+  python3 - <<'PY'
+import time
+avail = next(int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemAvailable")) * 1024
+n = max(avail - (1 << 30), 0)  # every free page but 1 GiB, touched once
+t = time.monotonic()
+b = bytearray(n)
+b[::4096] = b"\x01" * len(range(0, n, 4096))
+print(f"simulate: prepare: {n / 2**30:.1f} GiB of free memory backed in {time.monotonic() - t:.0f} s")
+PY
+}
+
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
 
 case ${1:-} in
   build) shift; cmd_build "$@" ;;
   run) shift; starpu_env; cmd_run "$@" ;;
   # The studies run build-simgrid's programs: bring them up to date first (a
   # stale build simulated the job of an older commit without a word).
-  validate | scaling) cmd_build; python3 "$root/scripts/simulate_studies.py" "$@" ;;
+  validate | scaling) cmd_build; cmd_prepare; python3 "$root/scripts/simulate_studies.py" "$@" ;;
+  prepare) cmd_prepare ;;
   plot) starpu_env; python3 "$root/scripts/simulate_studies.py" "$@" ;;
   -h | --help) usage ;;
   *) usage >&2; exit 2 ;;
