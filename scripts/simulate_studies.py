@@ -168,7 +168,8 @@ def plot(series, out):
     with open(dat, "w") as f:
         for name, key in (("gindexer_weak", "take_s"), ("gindexer_weak", "put_s"),
                           ("infer_strong", "cycle_s"), ("infer_strong_8x", "cycle_s"),
-                          ("infer_weak", "cycle_s"), ("infer_weak_gathered", "cycle_s")):
+                          ("infer_weak", "cycle_s"), ("infer_weak_gathered", "cycle_s"),
+                          ("infer_strong_unprepared", "cycle_s")):
             if not series.get(name):
                 continue
             index[name, key] = len(index)
@@ -188,7 +189,10 @@ plot '{dat}' index {at("gindexer_weak", "take_s")} using 1:2 with linespoints ti
 """), (at("infer_strong") >= 0 and at("infer_strong_8x") >= 0, f"""set title 'Inference cycle (strong)'
 set ylabel 'simulated seconds per cycle'
 plot '{dat}' index {at("infer_strong")} using 1:2 with linespoints title 'Enzo-E test size', \\
-     '' index {at("infer_strong_8x")} using 1:2 with linespoints title '8x larger'
+     '' index {at("infer_strong_8x")} using 1:2 with linespoints title '8x larger'""" +
+        (f""", \\
+     '' index {at("infer_strong_unprepared")} using 1:2 with linespoints dashtype 2 title 'Enzo-E size, freed memory handed back to the host'"""
+         if at("infer_strong_unprepared") >= 0 else "") + """
 """), (at("infer_weak") >= 0, f"""set title 'Inference cycle (weak: about 33 arrays per rank)'
 set ylabel 'simulated seconds per cycle'
 unset logscale y
