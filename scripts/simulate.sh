@@ -22,9 +22,10 @@
 #       DIR/scaling.png (scripts/simulate_studies.py says what each measures);
 #       `plot -o DIR` draws DIR/scaling.png again from DIR/scaling.json
 # Platforms: `vm` is this machine's kind (Open MPI's shared memory: 0.7 us,
-# 8 GB/s, ping-pong of 1 to 16 MiB), its cores shared by every rank's workers
-# (4 ranks on 2 cores compute at half speed while all four are busy); `cluster` nodes of 2 x 32 cores on a two-level fat tree of
-# 200 Gb/s links (25 GB/s, 1 us), CPU only: no CUDA performance has been
+# 8 GB/s, ping-pong of 1 to 16 MiB), its cores ($STRATA_SIM_VM_CORES, nproc)
+# shared by every rank's workers (4 ranks on 2 cores compute at half speed
+# while all four are busy); `cluster` nodes of 2 x 32 cores on a two-level
+# fat tree of 200 Gb/s links (25 GB/s, 1 us), CPU only: no CUDA performance has been
 # measured for the simulated nodes yet.
 # A simulated task runs for real and lasts, in the simulation, the thread
 # time it took here; so the problem of every simulated rank is computed on
@@ -33,6 +34,10 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${STRATA_SIM_BUILD_DIR:-$root/build-simgrid}
 log() { echo "simulate: $*" >&2; }
+# The `vm` platform's one host of this machine's cores, where the patched
+# StarPU (scripts/patches/starpu-1.4-simgrid) computes every rank's CPU tasks
+# when STRATA_SIMGRID_CPU_HOST names it.
+vm_cpus=vm-cpus
 
 starpu_env() { eval "$(bash "$root/scripts/build-starpu.sh" --simgrid | tail -n 3)"; }
 
@@ -69,9 +74,8 @@ platform() {
   echo '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">'
   echo '<platform version="4.1"><zone id="world" routing="None">'
   echo "<cluster id=\"net\" prefix=\"node\" suffix=\"\" radical=\"0-$((ranks - 1))\" speed=\"1Gf\" $net/>"
-  # This machine's cores, which every rank's workers share on `vm` (the
-  # patched StarPU computes their tasks there: STRATA_SIMGRID_CPU_HOST).
-  [ "$kind" != vm ] || echo "<zone id=\"vm\" routing=\"Full\"><host id=\"vm-cpus\" speed=\"2Gf\" core=\"$(nproc)\"/></zone>"
+  [ "$kind" != vm ] ||
+    echo "<zone id=\"vm\" routing=\"Full\"><host id=\"$vm_cpus\" speed=\"2Gf\" core=\"${STRATA_SIM_VM_CORES:-$(nproc)}\"/></zone>"
   for ((i = 0; i < ranks; i++)); do
     echo "<zone id=\"StarPU-MPI$i\" routing=\"Full\"><host id=\"StarPU-MPI$i-MAIN\" speed=\"1f\"/>"
     for ((c = 0; c < cpus; c++)); do echo "<host id=\"StarPU-MPI$i-CPU$c\" speed=\"2Gf\"/>"; done
@@ -116,7 +120,7 @@ cmd_run() {
   bus_files "$dir" "$cpus"
   for ((i = 0; i < ranks; i++)); do echo "node$i"; done >"$dir/hosts"
   local shared=
-  [ "$kind" != vm ] || shared=vm-cpus
+  [ "$kind" != vm ] || shared=$vm_cpus
   local stack
   stack=$(ulimit -s)
   [ "$stack" != unlimited ] || stack=8192
@@ -166,7 +170,7 @@ print(f"simulate: prepare: {n / 2**30:.1f} GiB of free memory backed in {time.mo
 PY
 }
 
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; }
 
 case ${1:-} in
   build) shift; cmd_build "$@" ;;

@@ -181,28 +181,33 @@ def plot(series, out):
     png = os.path.join(out, "scaling.png")
     def at(name, key="cycle_s"):
         return index.get((name, key), -1)
+
+    def curves(*specs):
+        """A plot command of the curves (name, key, style, title) that have data."""
+        have = [(name, key, style, title) for name, key, style, title in specs
+                if at(name, key) >= 0]
+        return "plot " + ", \\\n     ".join(
+            f"'{dat}' index {at(name, key)} using {style} title '{title}'"
+            for name, key, style, title in have) + "\n"
+
+    lines, ranges = "1:2 with linespoints", "1:2:3:4 with yerrorlines"
     # A study that has not run leaves its panel empty (gnuplot fails on no data).
-    panels = [(at("gindexer_weak", "take_s") >= 0, f"""set title 'Global indexer, 10^4 items per rank (weak)'
+    panels = [(at("gindexer_weak", "take_s") >= 0, """set title 'Global indexer, 10^4 items per rank (weak)'
 set ylabel 'simulated seconds per call'
-plot '{dat}' index {at("gindexer_weak", "take_s")} using 1:2 with linespoints title 'Take', \\
-     '' index {at("gindexer_weak", "put_s")} using 1:2 with linespoints title 'Put'
-"""), (at("infer_strong") >= 0 and at("infer_strong_8x") >= 0, f"""set title 'Inference cycle (strong)'
+""" + curves(("gindexer_weak", "take_s", lines, "Take"), ("gindexer_weak", "put_s", lines, "Put"))),
+              (at("infer_strong") >= 0, """set title 'Inference cycle (strong)'
 set ylabel 'simulated seconds per cycle'
-plot '{dat}' index {at("infer_strong")} using 1:2 with linespoints title 'Enzo-E test size', \\
-     '' index {at("infer_strong_8x")} using 1:2 with linespoints title '8x larger'""" +
-        (f""", \\
-     '' index {at("infer_strong_unprepared")} using 1:2 with linespoints dashtype 2 title 'Enzo-E size, freed memory handed back to the host'"""
-         if at("infer_strong_unprepared") >= 0 else "") + """
-"""), (at("infer_weak") >= 0, f"""set title 'Inference cycle (weak: about 33 arrays per rank)'
+""" + curves(("infer_strong", "cycle_s", lines, "Enzo-E test size"),
+             ("infer_strong_8x", "cycle_s", lines, "8x larger"),
+             ("infer_strong_unprepared", "cycle_s", lines + " dashtype 2",
+              "Enzo-E size, freed memory handed back to the host"))),
+              (at("infer_weak") >= 0, """set title 'Inference cycle (weak: about 33 arrays per rank)'
 set ylabel 'simulated seconds per cycle'
 unset logscale y
 set yrange [0:0.3]
 set key bottom right
-plot '{dat}' index {at("infer_weak")} using 1:2:3:4 with yerrorlines title 'root blocks 1, 2, 4 per axis'""" +
-        (f""", \\
-     '' index {at("infer_weak_gathered")} using 1:2:3:4 with yerrorlines title 'before: element set, join on every rank'"""
-         if at("infer_weak_gathered") >= 0 else "") + """
-""")]
+""" + curves(("infer_weak", "cycle_s", ranges, "root blocks 1, 2, 4 per axis"),
+             ("infer_weak_gathered", "cycle_s", ranges, "before: element set, join on every rank")))]
     script = f"""
 set terminal pngcairo size 1500,450 font ',10'
 set output '{png}'

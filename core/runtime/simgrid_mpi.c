@@ -560,7 +560,7 @@ int strata__sim_alltoall(const void *send, int scount, MPI_Datatype stype, void 
   int rank, size;
   members(comm, &rank, &size);
   const size_t block = (size_t)scount * type_size(stype);
-  if (size > 1 && block <= 256 && block == (size_t)rcount * type_size(rtype))
+  if (size > 1 && block > 0 && block <= 256 && block == (size_t)rcount * type_size(rtype))
     return alltoall_bruck(send, recv, block, rank, size, next_tag(comm));
   size_t n = (size_t)size;
   int *sc = malloc(n * sizeof *sc), *sd = malloc(n * sizeof *sd);
