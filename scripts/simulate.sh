@@ -23,13 +23,17 @@
 #       `plot -o DIR` draws DIR/scaling.png again from DIR/scaling.json
 # Platforms: `vm` is this machine's kind (Open MPI's shared memory: 0.7 us,
 # 8 GB/s, ping-pong of 1 to 16 MiB), its cores ($STRATA_SIM_VM_CORES, nproc)
-# shared by every rank's workers (4 ranks on 2 cores compute at half speed
+# shared by every rank's threads (4 ranks on 2 cores compute at half speed
 # while all four are busy); `cluster` nodes of 2 x 32 cores on a two-level
 # fat tree of 200 Gb/s links (25 GB/s, 1 us), CPU only: no CUDA performance has been
 # measured for the simulated nodes yet.
 # A simulated task runs for real and lasts, in the simulation, the thread
 # time it took here; so the problem of every simulated rank is computed on
-# this machine, and the memory of every rank is held at once.
+# this machine, and the memory of every rank is held at once. A rank's main
+# thread is charged its time on the host too (submitting, reading results,
+# planning), by the host clock preloaded into the simulation
+# (scripts/simgrid-host-clock.c; STRATA_SIM_HOST_CLOCK=0 leaves it out):
+# simulations, like benchmarks, want an otherwise idle machine.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${STRATA_SIM_BUILD_DIR:-$root/build-simgrid}
@@ -50,6 +54,10 @@ cmd_build() {
       { tail -n 20 "$build.configure.log" >&2; exit 1; }
   fi
   cmake --build "$build" -j "$(nproc)" --target strata_tool bench_gindexer bench_infer >/dev/null
+  local clock_source=$root/scripts/simgrid-host-clock.c
+  cc -O2 -Wall -Wextra -shared -fPIC -o "$build/libstrata_host_clock.so" "$clock_source" -ldl
+  cc -O2 -Wall -Wextra -DSTRATA_HOST_CLOCK_PROGRAM -rdynamic -o "$build/strata_host_clock" \
+    "$clock_source" -lsimgrid -ldl
   log "built $build"
 }
 
@@ -121,6 +129,16 @@ cmd_run() {
   for ((i = 0; i < ranks; i++)); do echo "node$i"; done >"$dir/hosts"
   local shared=
   [ "$kind" != vm ] || shared=$vm_cpus
+  # The host clock charges the main threads' time on the host (above), less
+  # what a simcall costs a simulated thread beyond its operation, measured
+  # on this machine for each run; without it only tasks take simulated time.
+  local clock=$build/libstrata_host_clock.so switch_ns=${STRATA_HOST_CLOCK_SWITCH_NS:-}
+  [ "${STRATA_SIM_HOST_CLOCK:-1}" != 0 ] || clock=
+  if [ -n "$clock" ]; then
+    [ -f "$clock" ] || { log "$clock not built (scripts/simulate.sh build)"; exit 1; }
+    [ -n "$switch_ns" ] || switch_ns=$("$build/strata_host_clock" calibrate "$dir/platform.xml" node0 \
+      --log=root.thres:critical 2>>"${STRATA_SIM_LOG:-simulate.log}")
+  fi
   local stack
   stack=$(ulimit -s)
   [ "$stack" != unlimited ] || stack=8192
@@ -128,6 +146,7 @@ cmd_run() {
   # (StarPU 1.4 reads its models and bus files under $XDG_CACHE_HOME first.)
   env -u XDG_CACHE_HOME STARPU_NCPU="$cpus" STARPU_NCUDA=0 STARPU_NOPENCL=0 STARPU_SILENT=1 STARPU_HOME="$dir" \
     STARPU_HOSTNAME=simulated OPENBLAS_NUM_THREADS=1 ${shared:+STRATA_SIMGRID_CPU_HOST=$shared} \
+    ${clock:+LD_PRELOAD=$clock STRATA_HOST_CLOCK_SWITCH_NS=$switch_ns} \
     smpirun -platform "$dir/platform.xml" -hostfile "$dir/hosts" -np "$ranks" "$prog" "$@" \
     --cfg=smpi/privatization:yes --cfg=smpi/simulate-computation:no \
     --cfg=contexts/stack-size:"$stack" --log=root.thres:"${STRATA_SIM_LOGLEVEL:-critical}" \
