@@ -17,9 +17,10 @@
 #       (after `build`, as scaling) measured against simulated on 1, 2 and 4 ranks: the inference cycle
 #       and the global indexer's Take and Put; DIR/validation.json (simulate/)
 #   scripts/simulate.sh scaling [-o DIR] [-m MAX_RANKS] [--max-ranks-infer N] [--max-ranks-8x N]
-#                               [--max-ranks-weak N] [--only STUDY,...]
+#                               [--max-ranks-weak N] [--only STUDY,...] [--host-clock]
 #       weak and strong scaling on the cluster platform, DIR/scaling.json and
-#       DIR/scaling.png (scripts/simulate_studies.py says what each measures);
+#       DIR/scaling.png (scripts/simulate_studies.py says what each measures;
+#       --host-clock charges the main threads' host time there too);
 #       `plot -o DIR` draws DIR/scaling.png again from DIR/scaling.json
 # Platforms: `vm` is this machine's kind (Open MPI's shared memory: 0.7 us,
 # 8 GB/s, ping-pong of 1 to 16 MiB), its cores ($STRATA_SIM_VM_CORES, nproc)
@@ -29,11 +30,14 @@
 # measured for the simulated nodes yet.
 # A simulated task runs for real and lasts, in the simulation, the thread
 # time it took here; so the problem of every simulated rank is computed on
-# this machine, and the memory of every rank is held at once. A rank's main
-# thread is charged its time on the host too (submitting, reading results,
-# planning), by the host clock preloaded into the simulation
-# (scripts/simgrid-host-clock.c; STRATA_SIM_HOST_CLOCK=0 leaves it out):
-# simulations, like benchmarks, want an otherwise idle machine.
+# this machine, and the memory of every rank is held at once. On the `vm`
+# platform a rank's main thread is charged its time on the host too
+# (submitting, reading results, planning), by the host clock preloaded into
+# the simulation (scripts/simgrid-host-clock.c): simulations, like
+# benchmarks, then want an otherwise idle machine. Not on `cluster` by
+# default: there every simulated rank's data shares this one core's caches,
+# where each real node has its own, and the clock charges the misses
+# (docs/scaling.md). STRATA_SIM_HOST_CLOCK=1 or 0 sets it either way.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${STRATA_SIM_BUILD_DIR:-$root/build-simgrid}
@@ -133,7 +137,9 @@ cmd_run() {
   # what a simcall costs a simulated thread beyond its operation, measured
   # on this machine for each run; without it only tasks take simulated time.
   local clock=$build/libstrata_host_clock.so switch_ns=${STRATA_HOST_CLOCK_SWITCH_NS:-}
-  [ "${STRATA_SIM_HOST_CLOCK:-1}" != 0 ] || clock=
+  local charge_host=0
+  [ "$kind" != vm ] || charge_host=1
+  [ "${STRATA_SIM_HOST_CLOCK:-$charge_host}" = 1 ] || clock=
   if [ -n "$clock" ]; then
     [ -f "$clock" ] || { log "$clock not built (scripts/simulate.sh build)"; exit 1; }
     [ -n "$switch_ns" ] || switch_ns=$("$build/strata_host_clock" calibrate "$dir/platform.xml" node0 \
