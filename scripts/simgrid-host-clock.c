@@ -96,16 +96,15 @@ void raw_swapcontext(void **old, void *next)
   }
   /* The context that ran is the one saving itself in *old. One that has
    * not switched before ran under a key made from its stack top: its
-   * account moves to its own key now. */
-  struct account *ran = account_of(old);
+   * account moves to its own key now. (Each lookup may move the table.) */
+  double carried = 0;
   if (current && current != old) {
     struct account *fresh = account_of(current);
-    ran->seconds += fresh->seconds;
+    carried = fresh->seconds;
     fresh->seconds = 0;
   }
   double now = cpu_seconds(), stretch = now - last - switch_cost;
-  if (stretch > 0)
-    ran->seconds += stretch;
+  account_of(old)->seconds += carried + (stretch > 0 ? stretch : 0);
   /* Stack tops are aligned: an odd key is no context's own. */
   current = (void **)((uintptr_t)next | 1);
   last = now;
