@@ -15,13 +15,15 @@
 #       handing freed memory back to its host, and back every free page once
 #   scripts/simulate.sh validate [-o DIR] [-r RUNS] [-n 1,2,4]
 #       (after `build`, as scaling) measured against simulated on 1, 2 and 4 ranks: the inference cycle
-#       and the global indexer's Take and Put; DIR/validation.json (simulate/)
+#       and the global indexer's Take and Put; DIR/validation.json and
+#       DIR/validation.png (simulate/)
 #   scripts/simulate.sh scaling [-o DIR] [-m MAX_RANKS] [--max-ranks-infer N] [--max-ranks-8x N]
 #                               [--max-ranks-weak N] [--only STUDY,...] [--host-clock]
 #       weak and strong scaling on the cluster platform, DIR/scaling.json and
 #       DIR/scaling.png (scripts/simulate_studies.py says what each measures;
 #       --host-clock charges the main threads' host time there too);
-#       `plot -o DIR` draws DIR/scaling.png again from DIR/scaling.json
+#       `plot -o DIR` draws DIR/scaling.png again from DIR/scaling.json (and
+#       DIR/validation.png from DIR/validation.json when there is one)
 # Platforms: `vm` is this machine's kind (Open MPI's shared memory: 0.7 us,
 # 8 GB/s, ping-pong of 1 to 16 MiB), its cores ($STRATA_SIM_VM_CORES, nproc)
 # shared by every rank's threads (4 ranks on 2 cores compute at half speed

@@ -101,6 +101,43 @@ def validate(opts):
                 results.append(row)
     with open(os.path.join(opts.out, "validation.json"), "w") as f:
         json.dump({"runs": opts.runs, "rows": results}, f, indent=1)
+    plot_validation(results, opts.out)
+
+
+def plot_validation(rows, out):
+    """DIR/validation.png: measured and simulated medians with their ranges,
+    a panel per figure, against the ranks."""
+    dat = os.path.join(out, "validation.dat")
+    figures = [("cycle_s", "Inference cycle", 1), ("take_s", "Take", 1e3), ("put_s", "Put", 1e3)]
+    with open(dat, "w") as f:
+        for key, _, scale in figures:
+            for side in ("measured", "simulated"):
+                f.write(f"# {key} {side}\n")
+                for r in (r for r in rows if r["figure"] == key):
+                    lo, hi = r[side + "_range"]
+                    f.write(f"{r['ranks']} {r[side + '_s'] * scale} {lo * scale} {hi * scale}\n")
+                f.write("\n\n")
+    panels = ""
+    for i, (key, title, scale) in enumerate(figures):
+        unit = "s" if scale == 1 else "ms"
+        panels += f"""set title '{title}'
+set ylabel '{unit}, median and range'
+plot '{dat}' index {2 * i} using ($1*0.97):2:3:4 with yerrorlines title 'measured', \\
+     '{dat}' index {2 * i + 1} using ($1*1.03):2:3:4 with yerrorlines title 'simulated (vm)'
+"""
+    script = f"""
+set terminal pngcairo size 1500,420 font ',10'
+set output '{os.path.join(out, "validation.png")}'
+set multiplot layout 1,3
+set logscale x 2
+set xrange [0.8:5]
+set xtics (1, 2, 4)
+set yrange [0:*]
+set xlabel 'ranks on this machine (2 cores)'
+set key top left
+""" + panels + "unset multiplot\n"
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    log("wrote", os.path.join(out, "validation.png"))
 
 
 def infer_cycle(text):
@@ -270,8 +307,11 @@ def main():
     os.makedirs(opts.out, exist_ok=True)
     opts.out = os.path.abspath(opts.out)
     opts.log = os.path.join(opts.out, "simulate.log")
-    if opts.study == "plot":  # again, from DIR/scaling.json
+    if opts.study == "plot":  # again, from DIR/scaling.json and DIR/validation.json
         plot(json.load(open(os.path.join(opts.out, "scaling.json"))), opts.out)
+        validation = os.path.join(opts.out, "validation.json")
+        if os.path.exists(validation):
+            plot_validation(json.load(open(validation))["rows"], opts.out)
         return
     {"validate": validate, "scaling": scaling}[opts.study](opts)
 
