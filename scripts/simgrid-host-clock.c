@@ -1,4 +1,4 @@
-/* The CPU time of each simulated thread, for scripts/simulate.sh: preloaded
+/* The host time of each simulated thread, for scripts/simulate.sh: preloaded
  * into a simulation, it lets the patched StarPU charge the time a rank's
  * main thread spends on the host (submitting tasks, reading results,
  * planning) as a computation, as it charges its tasks.
@@ -46,7 +46,7 @@ static double switch_cost = -1; /* seconds taken off each stretch */
  * clock is its CPU time; reading it costs 20 ns here against 390 for the
  * thread's CPU clock, which SimGrid's tens of millions of switches a
  * minute would add to the accounts. */
-static double cpu_seconds(void)
+static double now_seconds(void)
 {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -103,7 +103,7 @@ void raw_swapcontext(void **old, void *next)
     carried = fresh->seconds;
     fresh->seconds = 0;
   }
-  double now = cpu_seconds(), stretch = now - last - switch_cost;
+  double now = now_seconds(), stretch = now - last - switch_cost;
   account_of(old)->seconds += carried + (stretch > 0 ? stretch : 0);
   /* Stack tops are aligned: an odd key is no context's own. */
   current = (void **)((uintptr_t)next | 1);
@@ -111,17 +111,17 @@ void raw_swapcontext(void **old, void *next)
   real(old, next);
   /* Back in the context that saved itself in *old. */
   current = old;
-  last = cpu_seconds();
+  last = now_seconds();
 }
 
-/* The running context's CPU seconds since its last take, and a new account;
+/* The running context's seconds since its last take, and a new account;
  * 0 and the account kept while it holds less than `at_least`. */
 double strata_host_clock_take(double at_least);
 double strata_host_clock_take(double at_least)
 {
   if (!current)
     return 0;
-  double now = cpu_seconds();
+  double now = now_seconds();
   struct account *a = account_of(current);
   double seconds = a->seconds + (now - last);
   if (seconds < at_least)
@@ -181,12 +181,12 @@ static void calibrate(int argc, char **argv)
     }
     double s = strata_host_clock_take(0);
     simulated = s < simulated ? s : simulated;
-    double t0 = cpu_seconds();
+    double t0 = now_seconds();
     for (int i = 0; i < PAIRS; i++) {
       pthread_mutex_lock(&p);
       pthread_mutex_unlock(&p);
     }
-    double r = cpu_seconds() - t0;
+    double r = now_seconds() - t0;
     real = r < real ? r : real;
   }
   sg_mutex_destroy(m);
@@ -203,8 +203,8 @@ static void take_turns(int argc, char **argv)
   double busy = 1e-3 * atof(argv[1]);
   strata_host_clock_take(0);
   for (int turn = 0; turn < TURNS; turn++) {
-    double t0 = cpu_seconds();
-    while (cpu_seconds() - t0 < busy)
+    double t0 = now_seconds();
+    while (now_seconds() - t0 < busy)
       ;
     sg_actor_yield();
   }
