@@ -3,6 +3,7 @@
 #define STRATA_BENCH_UTIL_H
 
 #include <cjson/cJSON.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,10 +73,32 @@ static inline int bench_options(int argc, char **argv, const char *name, int *ro
   return 0;
 }
 
+/* How many of the kernel's DAMON threads run (on these VMs, a proactive
+ * `pageout` of cold memory, which made the same run 1-5x slower from run to
+ * run: docs/scaling.md; `scripts/simulate.sh prepare` stops them). */
+static inline int bench_damon_running(void)
+{
+  glob_t g;
+  int running = 0;
+  if (glob("/sys/kernel/mm/damon/admin/kdamonds/*/state", 0, NULL, &g) != 0)
+    return 0;
+  for (size_t i = 0; i < g.gl_pathc; i++) {
+    char state[16] = "";
+    FILE *f = fopen(g.gl_pathv[i], "r");
+    if (f && fgets(state, sizeof state, f) && strncmp(state, "on", 2) == 0)
+      running++;
+    if (f)
+      fclose(f);
+  }
+  globfree(&g);
+  return running;
+}
+
 /* Print a benchmark's JSON report on stdout and free it, with what the
  * machine did meanwhile: this process's page faults over the whole run
- * (fresh pages cost as much as some of the work measured) and the load
- * average when it ended (other work on a shared machine skews every time). */
+ * (fresh pages cost as much as some of the work measured), the load
+ * average when it ended (other work on a shared machine skews every time)
+ * and whether the kernel was paging memory out on its own (DAMON). */
 static inline void bench_print_json(cJSON *root)
 {
   struct rusage ru;
@@ -95,6 +118,7 @@ static inline void bench_print_json(cJSON *root)
     cJSON_AddNumberToObject(avg, "5min", load[1]);
     cJSON_AddNumberToObject(avg, "15min", load[2]);
   }
+  cJSON_AddNumberToObject(root, "damon_threads_running", bench_damon_running());
   char *text = cJSON_Print(root);
   puts(text);
   free(text);

@@ -20,6 +20,7 @@ freed by reference counting), as `eager_speedup_vs_numpy`.
 usage: fusion_vs_numexpr.py BENCH_FUSION [--rounds R] [--quick]
 """
 import argparse
+import glob
 import json
 import os
 import resource
@@ -27,6 +28,14 @@ import statistics
 import subprocess
 import sys
 import time
+
+
+def damon_threads_running():
+    """The kernel's DAMON threads that run: their proactive pageout of cold
+    memory skews times on these VMs (docs/scaling.md)."""
+    return sum(open(p).read().startswith("on")
+               for p in glob.glob("/sys/kernel/mm/damon/admin/kdamonds/*/state"))
+
 
 try:
     import numexpr as ne
@@ -137,7 +146,8 @@ def main():
     print(json.dumps({
         "benchmark": "fusion_vs_numexpr", "numexpr": ne.__version__, "results": rows,
         "page_faults": {"minor": usage.ru_minflt, "major": usage.ru_majflt},
-        "load_average": dict(zip(("1min", "5min", "15min"), os.getloadavg()))}, indent=1))
+        "load_average": dict(zip(("1min", "5min", "15min"), os.getloadavg())),
+        "damon_threads_running": damon_threads_running()}, indent=1))
 
 
 if __name__ == "__main__":

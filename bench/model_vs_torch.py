@@ -35,6 +35,7 @@ usage: model_vs_torch.py BENCH_MODEL_THROUGHPUT [--model FILE] [--extent N]
                          [--rounds R] [--mpiexec PATH] [--device cpu|cuda] [--arrays A]
 """
 import argparse
+import glob
 import json
 import os
 import resource
@@ -43,6 +44,14 @@ import subprocess
 import sys
 import tempfile
 import time
+
+
+def damon_threads_running():
+    """The kernel's DAMON threads that run: their proactive pageout of cold
+    memory skews times on these VMs (docs/scaling.md)."""
+    return sum(open(p).read().startswith("on")
+               for p in glob.glob("/sys/kernel/mm/damon/admin/kdamonds/*/state"))
+
 
 # PyTorch's OpenMP threads otherwise keep spinning after each of its runs,
 # on the cores where Strata's run comes next (measured: Strata's one-thread
@@ -294,7 +303,8 @@ def main():
                       "torch": torch.__version__, "rows": rows,
                       "page_faults_torch_process": {"minor": usage.ru_minflt,
                                                     "major": usage.ru_majflt},
-                      "load_average": os.getloadavg()}, indent=1))
+                      "load_average": os.getloadavg(),
+                      "damon_threads_running": damon_threads_running()}, indent=1))
 
 
 if __name__ == "__main__":

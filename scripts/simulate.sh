@@ -172,7 +172,13 @@ cmd_run() {
 # 5-19 (docs/scaling.md). `prepare` stops the reporting (an order above the
 # largest block) and backs every free page once; root only, and it holds
 # until the machine restarts. The studies run it where they can.
+# It also stops DAMON's kernel threads (their proactive `pageout` of cold
+# memory, on in these guests): with them, pages of the simulation's program
+# and data were reclaimed between runs and faulted back in by tasks, and the
+# simulated 4-rank Take ranged over 9-68 ms instead of 7.2-8.2 (measured
+# over 7-60 ms instead of 7-11; docs/scaling.md).
 cmd_prepare() {
+  stop_damon
   local order=/sys/module/page_reporting/parameters/page_reporting_order
   if [ ! -e "$order" ]; then
     log "prepare: no free page reporting on this machine"
@@ -195,6 +201,18 @@ b = bytearray(n)
 b[::4096] = b"\x01" * len(range(0, n, 4096))
 print(f"simulate: prepare: {n / 2**30:.1f} GiB of free memory backed in {time.monotonic() - t:.0f} s")
 PY
+}
+
+stop_damon() {
+  local state
+  for state in /sys/kernel/mm/damon/admin/kdamonds/*/state; do
+    { [ -e "$state" ] && [ "$(cat "$state")" = on ]; } || continue
+    if { echo off >"$state"; } 2>/dev/null; then
+      log "prepare: DAMON stopped (${state%/state})"
+    else
+      log "prepare: DAMON runs and $state is not writable (root?): it may page memory out under a run"
+    fi
+  done
 }
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; }

@@ -2,7 +2,9 @@
  * libonnx-dev, generated at build time), its graph mapped node by node onto
  * the network runner's layers, and the result built into a model by
  * strata__model_from_network. Every refusal names the node or tensor. */
+#ifndef _DEFAULT_SOURCE /* SMPI's compiler wrapper defines it already */
 #define _DEFAULT_SOURCE /* strtok_r */
+#endif
 #include <libgen.h>
 #include <math.h>
 #include <stdarg.h>

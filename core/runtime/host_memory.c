@@ -6,7 +6,9 @@
  * chain 149 -> 19 ms). Blocks of at least CACHE_MIN bytes that are freed
  * are kept, up to a budget, and handed out again for the same size, newest
  * first (still in cache); the oldest go when the budget is exceeded. */
+#ifndef _DEFAULT_SOURCE /* SMPI's compiler wrapper defines it already */
 #define _DEFAULT_SOURCE /* madvise */
+#endif
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
