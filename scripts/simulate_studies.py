@@ -36,14 +36,17 @@ def log(*words):
 
 def measured(ranks, program, program_args, out):
     """One run under mpiexec from build/ (STRATA_BUILD_DIR), in the
-    environment of scripts/env.sh: its JSON. As many ranks as cores are
-    bound, each to a core of its own (STRATA_BIND_RANKS); fewer ranks run
-    unbound, so that a rank's main thread has a core beside its worker, as
-    on a simulated rank's node (bound to one core, the 1-rank inference
-    cycle took 0.42-0.45 s against 0.38 s, 3 runs each, 2026-11-29)."""
+    environment of scripts/env.sh: its JSON. Ranks that share the cores
+    evenly (as many as the cores, or a multiple) are bound, as
+    scripts/env.sh advises for them (STRATA_BIND_RANKS: each rank to a
+    core, round-robin); fewer ranks run unbound, so that a rank's main
+    thread has a core beside its worker, as on a simulated rank's node
+    (bound to one core, the 1-rank inference cycle took 0.42-0.45 s against
+    0.38 s, 3 runs each, 2026-11-29)."""
     build = os.environ.get("STRATA_BUILD_DIR", os.path.join(ROOT, "build"))
+    cores = os.cpu_count() or 1
     env = dict(os.environ, STARPU_NCPU="1", STARPU_HOME=os.path.join(out, "starpu-home"),
-               STRATA_BIND_RANKS="1" if ranks == (os.cpu_count() or 1) else "0")
+               STRATA_BIND_RANKS="1" if ranks >= cores and ranks % cores == 0 else "0")
     env.pop("XDG_CACHE_HOME", None)  # StarPU 1.4 would read its models there
     cmd = ["bash", "-c", 'source "$0" >/dev/null && exec "$@"', os.path.join(ROOT, "scripts", "env.sh"),
            "mpiexec", "-n", str(ranks), os.path.join(build, program)] + program_args
@@ -308,8 +311,12 @@ def main():
     opts.out = os.path.abspath(opts.out)
     opts.log = os.path.join(opts.out, "simulate.log")
     if opts.study == "plot":  # again, from DIR/scaling.json and DIR/validation.json
-        plot(json.load(open(os.path.join(opts.out, "scaling.json"))), opts.out)
+        scaling_json = os.path.join(opts.out, "scaling.json")
         validation = os.path.join(opts.out, "validation.json")
+        if not os.path.exists(scaling_json) and not os.path.exists(validation):
+            parser.error(f"plot: neither scaling.json nor validation.json in {opts.out}")
+        if os.path.exists(scaling_json):
+            plot(json.load(open(scaling_json)), opts.out)
         if os.path.exists(validation):
             plot_validation(json.load(open(validation))["rows"], opts.out)
         return
