@@ -35,8 +35,19 @@ def flatten(value, prefix=""):
     return {}
 
 
+def machine_line(docs):
+    """What the machine did over the runs: the 1-minute load average and how
+    many runs had DAMON paging memory out (bench_util.h, machine_state.py)."""
+    loads = [d["load_average"]["1min"] if isinstance(d.get("load_average"), dict)
+             else d["load_average"][0] for d in docs if "load_average" in d]
+    damon = sum(1 for d in docs if d.get("damon_threads_running", 0) > 0)
+    load = f"load average (1 min) {min(loads):.2f}–{max(loads):.2f}; " if loads else ""
+    return f"machine: {load}DAMON running during {damon} of {len(docs)} benchmark runs"
+
+
 def main(directory):
     figures = {}
+    docs = []
     for path in sorted(glob.glob(os.path.join(directory, "*-*.json"))):
         bench = os.path.basename(path).rsplit("-", 1)[0]
         try:
@@ -45,6 +56,7 @@ def main(directory):
         except (OSError, ValueError) as e:
             print(f"compare: {path}: {e}", file=sys.stderr)
             return 1
+        docs.append(doc)
         for key, value in flatten(doc).items():
             if FIGURE.search(key):
                 figures.setdefault((bench, key), []).append(value)
@@ -56,6 +68,8 @@ def main(directory):
     for (bench, key), values in sorted(figures.items()):
         print(f"| {bench} | {key} | {statistics.median(values):.3g} | {min(values):.3g} | "
               f"{max(values):.3g} | {len(values)} |")
+    print()
+    print(machine_line(docs))
     return 0
 
 

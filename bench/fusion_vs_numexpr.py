@@ -20,7 +20,6 @@ freed by reference counting), as `eager_speedup_vs_numpy`.
 usage: fusion_vs_numexpr.py BENCH_FUSION [--rounds R] [--quick]
 """
 import argparse
-import glob
 import json
 import os
 import resource
@@ -29,13 +28,7 @@ import subprocess
 import sys
 import time
 
-
-def damon_threads_running():
-    """The kernel's DAMON threads that run: their proactive pageout of cold
-    memory skews times on these VMs (docs/scaling.md)."""
-    return sum(open(p).read().startswith("on")
-               for p in glob.glob("/sys/kernel/mm/damon/admin/kdamonds/*/state"))
-
+from machine_state import damon_threads_running
 
 try:
     import numexpr as ne

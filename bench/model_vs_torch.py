@@ -35,7 +35,6 @@ usage: model_vs_torch.py BENCH_MODEL_THROUGHPUT [--model FILE] [--extent N]
                          [--rounds R] [--mpiexec PATH] [--device cpu|cuda] [--arrays A]
 """
 import argparse
-import glob
 import json
 import os
 import resource
@@ -45,13 +44,7 @@ import sys
 import tempfile
 import time
 
-
-def damon_threads_running():
-    """The kernel's DAMON threads that run: their proactive pageout of cold
-    memory skews times on these VMs (docs/scaling.md)."""
-    return sum(open(p).read().startswith("on")
-               for p in glob.glob("/sys/kernel/mm/damon/admin/kdamonds/*/state"))
-
+from machine_state import damon_threads_running
 
 # PyTorch's OpenMP threads otherwise keep spinning after each of its runs,
 # on the cores where Strata's run comes next (measured: Strata's one-thread

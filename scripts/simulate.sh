@@ -175,8 +175,8 @@ cmd_run() {
 # It also stops DAMON's kernel threads (their proactive `pageout` of cold
 # memory, on in these guests): with them, pages of the simulation's program
 # and data were reclaimed between runs and faulted back in by tasks, and the
-# simulated 4-rank Take ranged over 9-68 ms instead of 7.2-8.2 (measured
-# over 7-60 ms instead of 7-11; docs/scaling.md).
+# simulated 4-rank Take ranged over 12-68 ms instead of 7.2-8.2 (measured
+# 7.9-60 ms instead of 6.9-11.2; docs/scaling.md).
 cmd_prepare() {
   stop_damon
   local order=/sys/module/page_reporting/parameters/page_reporting_order
