@@ -22,10 +22,10 @@
  *
  * What a rank holds and sends per cycle, which must grow with its share
  * of the level array and not with the whole (docs/scaling.md):
- * `element_handles_max_per_rank` and `messages_per_rank` (task graph) do;
- * `elements_known_max_per_rank` (the agreed level array) and
- * `join_bytes_max_per_rank` (the bubble join's gathered parts and links) do
- * not yet.
+ * `element_handles_max_per_rank` and `messages_per_rank` (task graph),
+ * `elements_known_max_per_rank` (its part of the agreed level array) and
+ * `join_bytes_max_per_rank` (the bubble join's parts and links that cross
+ * its borders).
  *
  *   bench_infer [--rounds R] [--quick]   (--quick: fewer arrays)
  */
