@@ -42,15 +42,8 @@ case $leg in
     # variants repeat covered paths; Python that loads libstrata through
     # ctypes cannot put the sanitizer runtime first (tests/CMakeLists.txt);
     # the benchmarks' smoke runs are left to the plain leg.
-    select=(-LE "install|soak|variant|simulate|ctypes|bench")
-    # LeakSanitizer needs whole stacks at every allocation to match the
-    # suppressions (fast_unwind_on_malloc=0, scripts/sanitizer-env.sh), which
-    # makes an instrumented run 2.2-2.7 times slower. So leaks are checked in
-    # the single-process tests; the multi-process tests, which run the same
-    # code on more ranks, keep ASan and UBSan with fast stacks and no leak
-    # check. On a 2-core AMD EPYC VM the tests took 1650 s in one pass, then
-    # 347 s with leaks checked and 306 s with fast stacks (2026-12-05).
-    fast_stacks=fast_unwind_on_malloc=1:detect_leaks=0
+    excluded="install|soak|variant|simulate|ctypes|bench"
+    select=(-LE "$excluded")
     ;;
   valgrind)
     build=${STRATA_BUILD_DIR:-build-valgrind}
@@ -77,10 +70,17 @@ cmake -S . -B "$build" "${config[@]}"
 cmake --build "$build" -j "$jobs"
 cd "$build"
 if [ $leg = sanitize ]; then
+  # LeakSanitizer needs whole stacks at every allocation to match the
+  # suppressions (fast_unwind_on_malloc=0, scripts/sanitizer-env.sh), which
+  # makes an instrumented run 2.2-2.7 times slower. So leaks are checked in
+  # the single-process tests; the multi-process tests, which run the same
+  # code on more ranks, keep ASan and UBSan with fast stacks and no leak
+  # check. On a 2-core AMD EPYC VM the tests took 1650 s in one pass, then
+  # 347 s with leaks checked and 306 s with fast stacks (2026-12-05).
   status=0
-  ctest --output-on-failure -j "$jobs" -L single "${select[@]}" "$@" || status=$?
-  ASAN_OPTIONS=$ASAN_OPTIONS:$fast_stacks \
-    ctest --output-on-failure -j "$jobs" -LE "single|${select[1]}" "$@" || status=$?
+  ctest --output-on-failure -j "$jobs" -L single -LE "$excluded" "$@" || status=$?
+  ASAN_OPTIONS=$ASAN_OPTIONS:fast_unwind_on_malloc=1:detect_leaks=0 \
+    ctest --output-on-failure -j "$jobs" -LE "single|$excluded" "$@" || status=$?
   exit $status
 fi
 ctest --output-on-failure -j "$jobs" "${select[@]}" "$@"
