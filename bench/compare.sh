@@ -2,7 +2,7 @@
 # Run every benchmark N times and print one table: each figure a benchmark
 # reports as a ratio or speed-up, as the median and range over the runs.
 #   bench/compare.sh [--runs N] [--quick] [--build DIR] [--out DIR]
-# Each benchmark runs as its documented command (bench_infer and
+# Each benchmark runs as its documented command (bench_infer, bench_infer_weak and
 # bench_gindexer on 2 ranks of one worker, each rank bound to a core of its
 # own where there are two, as STRATA_BIND_RANKS=1 binds them; bench_amr with
 # one worker); the JSON of every run stays in the output directory
@@ -36,7 +36,7 @@ two_ranks() {
   fi
 }
 for ((i = 1; i <= runs; i++)); do
-  for b in task_overhead model sharded deferred fusion amr gindexer infer; do
+  for b in task_overhead model sharded deferred fusion amr gindexer infer infer_weak; do
     exe=$build/bench/bench_$b
     [ -x "$exe" ] || { echo "compare: no $exe (build first)" >&2; exit 1; }
     args=("${quick[@]}")
@@ -46,7 +46,7 @@ for ((i = 1; i <= runs; i++)); do
     fi
     status=0
     case $b in
-      gindexer | infer) two_ranks "$exe" "${args[@]}" >"$out/$b-$i.json" || status=$? ;;
+      gindexer | infer | infer_weak) two_ranks "$exe" "${args[@]}" >"$out/$b-$i.json" || status=$? ;;
       amr) STARPU_NCPU=1 "$exe" "${args[@]}" >"$out/$b-$i.json" || status=$? ;;
       *) STARPU_NCPU=2 "$exe" "${args[@]}" >"$out/$b-$i.json" || status=$? ;;
     esac

@@ -36,6 +36,7 @@
 #include <strata/mesh.h>
 #include <strata/starpu.h>
 
+#include "bench_starpu.h"
 #include "bench_util.h"
 #include "infer_job.h"
 #if STRATA_BENCH_P4EST
@@ -267,23 +268,6 @@ static void app_mesh_free(struct app_mesh *app)
   free(app->leaves);
 }
 
-/* This rank's mean time executing tasks per CPU worker since the last call
- * (StarPU's profiling counters, reset by the read), in seconds. */
-static double executing_per_worker(void)
-{
-  double busy = 0;
-  int workers = 0;
-  for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
-    struct starpu_profiling_worker_info info;
-    if (starpu_worker_get_type((int)w) != STARPU_CPU_WORKER ||
-        starpu_profiling_worker_get_info((int)w, &info) != 0)
-      continue;
-    busy += (double)info.executing_time.tv_sec + 1e-9 * (double)info.executing_time.tv_nsec;
-    workers++;
-  }
-  return workers ? busy / workers : 0;
-}
-
 /* A ratio's median, least and largest over the rounds into `o`. */
 static void add_ratio(cJSON *o, const char *name, double *v, int rounds)
 {
@@ -360,13 +344,13 @@ int main(int argc, char **argv)
         describe[r] = app_mesh_describe(&app);
         ret = describe[r] < 0 ? STRATA_EINVAL : 0;
       }
-      executing_per_worker(); /* reset */
+      bench_executing_per_worker(); /* reset */
       if (!ret)
         ret = strata_infer_run(m[k], &st);
       record(&st, t[k][r]);
       if (k == GRAPH)
         graph = st;
-      busiest[k] = executing_per_worker();
+      busiest[k] = bench_executing_per_worker();
       MPI_Allreduce(MPI_IN_PLACE, &busiest[k], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     }
     const double bulk = t[BULK][r][STRATA_INFER_PHASES];

@@ -18,7 +18,8 @@
 #       and the global indexer's Take and Put; DIR/validation.json and
 #       DIR/validation.png (simulate/)
 #   scripts/simulate.sh scaling [-o DIR] [-m MAX_RANKS] [--max-ranks-infer N] [--max-ranks-8x N]
-#                               [--max-ranks-weak N] [--only STUDY,...] [--host-clock]
+#                               [--max-ranks-weak N] [--max-ranks-mesh N] [--only STUDY,...]
+#                               [--host-clock]
 #       weak and strong scaling on the cluster platform, DIR/scaling.json and
 #       DIR/scaling.png (scripts/simulate_studies.py says what each measures;
 #       --host-clock charges the main threads' host time there too);
@@ -59,7 +60,7 @@ cmd_build() {
       -DBUILD_TESTING=OFF -DSTRATA_P4EST=OFF >"$build.configure.log" 2>&1 ||
       { tail -n 20 "$build.configure.log" >&2; exit 1; }
   fi
-  cmake --build "$build" -j "$(nproc)" --target strata_tool bench_gindexer bench_infer >/dev/null
+  cmake --build "$build" -j "$(nproc)" --target strata_tool bench_gindexer bench_infer bench_infer_weak >/dev/null
   local clock_source=$root/scripts/simgrid-host-clock.c
   cc -O2 -Wall -Wextra -shared -fPIC -o "$build/libstrata_host_clock.so" "$clock_source" -ldl
   cc -O2 -Wall -Wextra -DSTRATA_HOST_CLOCK_PROGRAM -rdynamic -o "$build/strata_host_clock" \
@@ -184,14 +185,19 @@ cmd_prepare() {
     log "prepare: no free page reporting on this machine"
     return 0
   fi
-  if [ "$(cat "$order")" -le 10 ]; then
-    if ! { echo 11 >"$order"; } 2>/dev/null; then
-      log "prepare: free page reporting is on and $order is not writable (root?):" \
-        "first touches of memory will cost what the host takes to back them"
-      return 0
-    fi
-    log "prepare: free page reporting off ($order 11)"
+  # Once reporting is off, the pages backed stay backed until the machine
+  # restarts: a second `prepare` has nothing to do (and must not take the
+  # memory of a simulation running beside it).
+  if [ "$(cat "$order")" -gt 10 ]; then
+    log "prepare: free page reporting already off ($order $(cat "$order"))"
+    return 0
   fi
+  if ! { echo 11 >"$order"; } 2>/dev/null; then
+    log "prepare: free page reporting is on and $order is not writable (root?):" \
+      "first touches of memory will cost what the host takes to back them"
+    return 0
+  fi
+  log "prepare: free page reporting off ($order 11)"
   python3 - <<'PY'
 import time
 avail = next(int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemAvailable")) * 1024

@@ -13,9 +13,12 @@ scaling: on the `cluster` platform, one worker per rank: the global
     8x larger problem (8x the clumps), with the messages per cycle (summed
     over the ranks); the inference cycle's weak scaling, the domain's root
     blocks doubled per axis for each 8 times the ranks (1 root block per axis
-    on 1 rank, 33 arrays; 2 on 8, 301; 4 on 64, 2004); plots with gnuplot.
-    Each study has its own largest rank count (--max-ranks, --max-ranks-infer,
-    --max-ranks-8x, --max-ranks-weak); --only runs some of them.
+    on 1 rank, 33 arrays; 2 on 8, 301; 4 on 64, 2004); and the inference
+    cycle on a mesh that each rank makes for itself (bench_infer_weak --quick:
+    one root block and one clump a rank, 253 leaves, no octree), RUNS runs
+    at each power of two; plots with gnuplot. Each study has its own largest
+    rank count (--max-ranks, --max-ranks-infer, --max-ranks-8x,
+    --max-ranks-weak, --max-ranks-mesh); --only runs some of them.
 """
 import argparse
 import json
@@ -24,6 +27,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -56,17 +60,25 @@ def measured(ranks, program, program_args, out):
 
 def simulated(platform, ranks, program, program_args, log_file, host_clock=None):
     """One run on `ranks` simulated ranks of one worker: its JSON (or the
-    tool's text) and the seconds it took here. host_clock True or False
-    charges the main threads' host time or not, None as the platform's
-    default (scripts/simulate.sh)."""
+    tool's text), the seconds it took here and the simulation's peak
+    resident memory in MiB (every simulated rank's together: SMPI runs them
+    in one process). host_clock True or False charges the main threads'
+    host time or not, None as the platform's default (scripts/simulate.sh)."""
     env = dict(os.environ, STRATA_SIM_LOG=log_file)
     if host_clock is not None:
         env["STRATA_SIM_HOST_CLOCK"] = "1" if host_clock else "0"
     cmd = ["bash", SIMULATE, "run", "-p", platform, "-n", str(ranks), program] + program_args
-    t0 = time.monotonic()
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-    wall = time.monotonic() - t0
-    return out, wall
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.monotonic()
+        child = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(child.pid, 0)  # the usage of this run alone
+        wall = time.monotonic() - t0
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        text = out.read()
+        if child.returncode:
+            raise subprocess.CalledProcessError(child.returncode, cmd, text, err.read())
+    return text, wall, usage.ru_maxrss / 1024
 
 
 class Job:
@@ -91,7 +103,7 @@ def validate(opts):
                 real_json = measured(ranks, job.program, job.program_args, opts.out)
                 for k, v in job.figures(real_json).items():
                     real.setdefault(k, []).append(v)
-                out, _ = simulated("vm", ranks, job.program, job.program_args, opts.log)
+                out, _, _ = simulated("vm", ranks, job.program, job.program_args, opts.log)
                 for k, v in job.figures(json.loads(out)).items():
                     sim.setdefault(k, []).append(v)
             for k in real:
@@ -179,8 +191,36 @@ def infer_row(ranks, root_blocks, opts):
     args = ["infer", "--quiet", "--cycles", "2", "--png", "none", "--hdf5", "none",
             "--root-blocks", str(root_blocks), "--grid", str(64 * root_blocks),
             "--clumps", str(4 * root_blocks ** 3)]
-    out, wall = simulated("cluster", ranks, "tools/strata", args, opts.log, opts.host_clock or None)
+    out, wall, _ = simulated("cluster", ranks, "tools/strata", args, opts.log,
+                             opts.host_clock or None)
     return dict(infer_cycle(out), ranks=ranks, root_blocks=root_blocks, host_s=wall)
+
+
+def mesh_row(ranks, opts):
+    """bench_infer_weak --quick on `ranks` simulated ranks, opts.runs runs:
+    the cycles' medians and ranges (the task graph's and the
+    bulk-synchronous one's), the counters (the same in every run), the
+    memory per rank and the host's seconds."""
+    runs = []
+    for _ in range(opts.runs):
+        out, wall, peak = simulated("cluster", ranks, "bench/bench_infer_weak",
+                                    ["--quick", "--rounds", "3"], opts.log, opts.host_clock or None)
+        runs.append(dict(json.loads(out), host_s=wall, peak_mib=peak))
+    row = {"ranks": ranks}
+    for key, name in (("task_graph_s", "cycle_s"), ("bulk_synchronous_s", "bulk_s"),
+                      ("host_s", "host_s"), ("peak_mib", "peak_mib")):
+        values = [r[key] for r in runs]
+        row[name], row[name + "_runs"] = statistics.median(values), values
+    row["mib_per_rank"] = row["peak_mib"] / ranks
+    # where the time of the run with the median cycle went, phase by phase
+    median_run = sorted(runs, key=lambda r: r["task_graph_s"])[len(runs) // 2]
+    row["phases_s"] = median_run["task_graph_last_round_s"]
+    for key in ("leaves", "leaves_max_per_rank", "mesh_bytes_max_per_rank", "elements",
+                "elements_max_per_rank", "element_handles_max_per_rank",
+                "elements_known_max_per_rank", "join_bytes_max_per_rank", "messages_per_rank",
+                "clumps", "clumps_found"):
+        row[key] = runs[0][key]
+    return row
 
 
 def scaling(opts):
@@ -193,8 +233,8 @@ def scaling(opts):
         series.pop(name + (suffix if name.startswith("infer") else ""), None)
     if "gindexer_weak" in opts.only:
         for ranks in ranks_upto(opts.max_ranks):
-            out, wall = simulated("cluster", ranks, GINDEXER.program, ["--quick", "--rounds", "1"],
-                                  opts.log)
+            out, wall, _ = simulated("cluster", ranks, GINDEXER.program,
+                                     ["--quick", "--rounds", "1"], opts.log)
             row = dict(GINDEXER.figures(json.loads(out)), ranks=ranks, host_s=wall)
             keep(series, "gindexer_weak", row, opts.out)
     for name, root_blocks, limit in (("infer_strong", 2, opts.max_ranks_infer),
@@ -205,6 +245,9 @@ def scaling(opts):
         for ranks, root_blocks in ((1, 1), (8, 2), (64, 4), (512, 8)):
             if ranks <= opts.max_ranks_weak:
                 keep(series, "infer_weak" + suffix, infer_row(ranks, root_blocks, opts), opts.out)
+    if "infer_weak_mesh" in opts.only:
+        for ranks in ranks_upto(opts.max_ranks_mesh):
+            keep(series, "infer_weak_mesh" + suffix, mesh_row(ranks, opts), opts.out)
     plot(series, opts.out)
 
 
@@ -217,7 +260,8 @@ def plot(series, out):
                           ("infer_weak", "cycle_s"), ("infer_weak_gathered", "cycle_s"),
                           ("infer_strong_unprepared", "cycle_s"),
                           ("infer_strong_host_clock", "cycle_s"),
-                          ("infer_weak_host_clock", "cycle_s")):
+                          ("infer_weak_host_clock", "cycle_s"),
+                          ("infer_weak_mesh", "cycle_s"), ("infer_weak_mesh", "bulk_s")):
             if not series.get(name):
                 continue
             index[name, key] = len(index)
@@ -260,11 +304,18 @@ set key bottom right
 """ + curves(("infer_weak", "cycle_s", ranges, "root blocks 1, 2, 4 per axis"),
              ("infer_weak_host_clock", "cycle_s", ranges + " dashtype 3",
               "host time charged (upper bound)"),
-             ("infer_weak_gathered", "cycle_s", ranges, "before: element set, join on every rank")))]
+             ("infer_weak_gathered", "cycle_s", ranges, "before: element set, join on every rank"))),
+              (at("infer_weak_mesh") >= 0, """set title "Inference cycle (weak: each rank's own mesh, 253 leaves, 1 clump)"
+set ylabel 'simulated seconds per cycle'
+unset logscale y
+set yrange [0:*]
+set key bottom right
+""" + curves(("infer_weak_mesh", "cycle_s", ranges, "task graph"),
+             ("infer_weak_mesh", "bulk_s", ranges + " dashtype 2", "bulk-synchronous")))]
     script = f"""
-set terminal pngcairo size 1500,450 font ',10'
+set terminal pngcairo size 1400,900 font ',10'
 set output '{png}'
-set multiplot layout 1,3
+set multiplot layout 2,2
 set logscale x 2
 set logscale y 10
 set format y '%g'
@@ -275,7 +326,7 @@ set key top left
     log("wrote", png)
 
 
-STUDIES = ["gindexer_weak", "infer_strong", "infer_strong_8x", "infer_weak"]
+STUDIES = ["gindexer_weak", "infer_strong", "infer_strong_8x", "infer_weak", "infer_weak_mesh"]
 
 
 def main():
@@ -295,6 +346,8 @@ def main():
                         help="scaling: the inference cycle's, 8x larger")
     parser.add_argument("--max-ranks-weak", type=int, default=64,
                         help="scaling: the inference cycle's weak scaling (1, 8, 64, 512)")
+    parser.add_argument("--max-ranks-mesh", type=int, default=64,
+                        help="scaling: the weak scaling on each rank's own mesh (powers of 2)")
     parser.add_argument("--only", default=",".join(STUDIES),
                         type=lambda v: [s for s in v.split(",") if s],
                         help="scaling: the studies to run (" + ",".join(STUDIES) + "); the "

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Strata on 16 simulated ranks (scripts/simulate.sh): the inference job finds
 # the same elements and bubbles as a real run of the same problem, and the
-# global indexer's exchanges match their hand-written baselines; 4 ranks on
+# global indexer's exchanges match their hand-written baselines, and the
+# weak-scaling benchmark's own mesh finds its clumps; 4 ranks on
 # the `vm` platform share this machine's cores; the host clock charges each
 # simulated thread its own time, and the patched StarPU a rank's main thread
 # its time on the host. Skipped
@@ -91,5 +92,19 @@ assert d["ranks"] == 16, d["ranks"]
 assert d["results_match_baselines"] is True
 print("gindexer on 16 simulated ranks: Take %.3g s, Put %.3g s (simulated)"
       % (d["counts"][0]["take_s"], d["counts"][0]["put_s"]))
+EOF
+# The weak-scaling benchmark's mesh, made by each rank for itself (one root
+# block and one clump a rank, 253 leaves each): every clump found, and no
+# rank knows the whole level array.
+bash "$src/scripts/simulate.sh" run -p cluster -n 16 bench/bench_infer_weak --quick --rounds 1 \
+  >"$work/infer-weak.json"
+python3 - "$work/infer-weak.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["ranks"] == 16 and d["leaves"] == 16 * 253, (d["ranks"], d["leaves"])
+assert d["all_clumps_found"] is True, d["clumps_found"]
+assert 0 < d["elements_known_max_per_rank"] < d["elements"], d
+print("weak mesh on 16 simulated ranks: %d elements, at most %d known on a rank, cycle %.3g s"
+      % (d["elements"], d["elements_known_max_per_rank"], d["task_graph_s"]))
 EOF
 echo "simulation smoke test passed"

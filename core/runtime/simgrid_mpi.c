@@ -9,9 +9,10 @@
  * SMPI's, between the nodes of the two ranks: the calling thread moves to
  * its rank's node for the call. (StarPU-MPI's own messages are not used:
  * under SMPI, one that arrives before its receive is posted is sometimes
- * never delivered.) Broadcasts and reductions go along a binomial tree
- * (log2 P rounds); gathers and all-to-alls send one message per pair of
- * ranks that have something to say. */
+ * never delivered.) Broadcasts and reductions to a root go along a
+ * binomial tree and reductions to every rank by recursive doubling (log2 P
+ * rounds); gathers and all-to-alls send one message per pair of ranks that
+ * have something to say. */
 #define STRATA_SIMGRID_MPI_IMPLEMENTATION
 #include "internal/simgrid_mpi.h"
 
@@ -375,11 +376,50 @@ int strata__sim_reduce(const void *send, void *recv, int count, MPI_Datatype typ
   return ret;
 }
 
+/* Recursive doubling, as Open MPI reduces small messages on every rank:
+ * log2 P rounds, each an exchange with the rank whose number differs in
+ * one bit, both combining the same two values (so every rank gets the same
+ * bits: the operations are commutative). Past the largest power of two,
+ * a rank hands its value to the rank that number below and gets the result
+ * back: two more rounds. */
 int strata__sim_allreduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op,
                           MPI_Comm comm)
 {
-  int ret = strata__sim_reduce(send, recv, count, type, op, 0, comm);
-  return ret == MPI_SUCCESS ? strata__sim_bcast(recv, count, type, 0, comm) : ret;
+  size_t bytes = (size_t)count * type_size(type);
+  int rank, size;
+  members(comm, &rank, &size);
+  if (send != MPI_IN_PLACE)
+    memcpy(recv, send, bytes);
+  char *theirs = malloc(bytes ? bytes : 1);
+  if (!theirs)
+    return MPI_ERR_NO_MEM;
+  int64_t tag = next_tag(comm);
+  int below = 1;
+  while (2 * below <= size)
+    below *= 2;
+  const int extra = rank + below < size; /* a rank past `below` hands its value to me */
+  int ret = MPI_SUCCESS;
+  if (rank >= below) {
+    ret = exchange_one(1, recv, bytes, rank - below, tag);
+    if (ret == MPI_SUCCESS)
+      ret = exchange_one(0, recv, bytes, rank - below, tag);
+  } else {
+    if (extra && (ret = exchange_one(0, theirs, bytes, rank + below, tag)) == MPI_SUCCESS)
+      ret = combine(recv, theirs, count, type, op);
+    for (int mask = 1; mask < below && ret == MPI_SUCCESS; mask <<= 1) {
+      struct messages m = {0};
+      ret = post(&m, 1, recv, bytes, rank ^ mask, tag);
+      if (ret == MPI_SUCCESS)
+        ret = post(&m, 0, theirs, bytes, rank ^ mask, tag);
+      ret = wait_all(&m, ret);
+      if (ret == MPI_SUCCESS)
+        ret = combine(recv, theirs, count, type, op);
+    }
+    if (extra && ret == MPI_SUCCESS)
+      ret = exchange_one(1, recv, bytes, rank + below, tag);
+  }
+  free(theirs);
+  return ret;
 }
 
 /* Recursive doubling: after the round of distance d, each rank holds the

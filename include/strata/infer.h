@@ -121,7 +121,7 @@ typedef struct strata_infer_params {
   int n_fields;                     /**< entries of fields */
   int criterion_field;              /**< default 0 */
   strata_infer_reference reference; /**< default STRATA_INFER_BLOCK_MEAN */
-  double overdensity_threshold; /**< a cell fires when value > threshold * reference (default 4) */
+  double overdensity_threshold; /**< a cell fires when value > threshold * reference (default 32) */
   double reference_value;       /**< reference of STRATA_INFER_FIXED (default 1) */
   strata_model *model;          /**< required; must outlive the method */
   /** The model output whose (first) channel is the probability, by name;
