@@ -1156,9 +1156,7 @@ static int plan_ghosts(strata_amr *amr, struct ghost_ctx *plans, int64_t **wante
     for (int64_t k = 0; dest && k < unique; k++)
       dest[k] = amr->leaves[records[3 * k + 2]]->rank;
   }
-  int ret = strata__agree(local, NULL, 0);
-  if (!ret)
-    ret = strata__exchange_records(amr->meta, records, dest, unique, 3, wanted, nwanted);
+  int ret = strata__exchange_records(amr->meta, local, records, dest, unique, 3, wanted, nwanted);
   free(records);
   free(dest);
   return local ? local : ret;

@@ -119,7 +119,7 @@ static void starpu_buffers(void)
   CHECK(((uintptr_t)p & (2 * MIB - 1)) == 0);
   long before = minor_faults();
   memset(p, 1, n);
-  long faults = minor_faults() - before, huge_kb;
+  long faults = minor_faults() - before, huge_kb = 0;
   int advised;
   if (mapping_info(p, &advised, &huge_kb) == 0) {
     CHECK_EQ(advised, 1);

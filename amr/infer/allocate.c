@@ -202,9 +202,8 @@ int strata__infer_send_records(strata_infer *inf, int local, struct strata__infe
 {
   *got = NULL;
   *ngot = 0;
-  int ret = strata__agree(local, NULL, 0);
-  if (!ret)
-    ret = strata__exchange_records(inf->mesh->meta, r->v, r->dest, r->n, r->width, got, ngot);
+  int ret =
+      strata__exchange_records(inf->mesh->meta, local, r->v, r->dest, r->n, r->width, got, ngot);
   int64_t to_self = 0;
   for (int64_t i = 0; bytes && !ret && i < r->n; i++)
     to_self += r->dest[i] == inf->mesh->rank;

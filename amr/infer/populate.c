@@ -119,7 +119,7 @@ int strata__infer_share_transfers(strata_infer *inf, struct transfer **t, int64_
   }
   int64_t *got = NULL, ngot = 0;
   if (!ret)
-    ret = strata__exchange_records(mesh->meta, send, dest, nsend, D_WIDTH, &got, &ngot);
+    ret = strata__exchange_records(mesh->meta, 0, send, dest, nsend, D_WIDTH, &got, &ngot);
   free(send), free(dest);
   struct transfer *all = ret ? NULL : malloc((size_t)(*nt + ngot + 1) * sizeof *all);
   if (!ret)

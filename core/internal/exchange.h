@@ -104,7 +104,9 @@ void strata__mailbox_close(struct strata__mailbox *mb);
 /* Host-side records between ranks (plans, descriptions): record i of
  * `width` int64 goes to rank dest[i]; *recv (malloc'd) gets *nrecv
  * records, those of rank 0 first, each rank's in its sending order.
- * Collective over `comm`; errors agreed. */
-int strata__exchange_records(MPI_Comm comm, const int64_t *records, const int *dest, int64_t n,
-                             int width, int64_t **recv, int64_t *nrecv);
+ * Collective over `comm`; errors agreed, `local_err` (this rank's error
+ * before the call, 0 if none) with the call's own in one agreement, as
+ * each agreement costs log2 P rounds (docs/scaling.md). */
+int strata__exchange_records(MPI_Comm comm, int local_err, const int64_t *records, const int *dest,
+                             int64_t n, int width, int64_t **recv, int64_t *nrecv);
 #endif

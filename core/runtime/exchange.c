@@ -195,15 +195,17 @@ void strata__mailbox_close(struct strata__mailbox *mb)
 
 /* ---- records between the host sides of the ranks ---- */
 
-int strata__exchange_records(MPI_Comm comm, const int64_t *records, const int *dest, int64_t n,
-                             int width, int64_t **recv, int64_t *nrecv)
+int strata__exchange_records(MPI_Comm comm, int local_err, const int64_t *records, const int *dest,
+                             int64_t n, int width, int64_t **recv, int64_t *nrecv)
 {
+  if (local_err)
+    n = 0; /* the records are not read: every rank returns the error */
   int size;
   MPI_Comm_size(comm, &size);
   int *sc = calloc((size_t)size, sizeof *sc), *sd = calloc((size_t)size + 1, sizeof *sd);
   int *rc = calloc((size_t)size, sizeof *rc), *rd = calloc((size_t)size, sizeof *rd);
   int64_t *send = malloc((size_t)(n * width + 1) * sizeof *send);
-  int local = sc && sd && rc && rd && send ? 0 : STRATA_ENOMEM;
+  int local = local_err ? local_err : sc && sd && rc && rd && send ? 0 : STRATA_ENOMEM;
   if (!local && n * width > INT32_MAX)
     local = strata__fail(STRATA_ENOMEM, "more than 2^31 values in one exchange of records");
   /* Rank after rank: counts, offsets, then each record at its rank's place. */
