@@ -112,6 +112,14 @@ static struct clump clump_of(const struct weak_mesh *wm, const int64_t at[3])
   return c;
 }
 
+/* The position of root block r (x-fastest order). */
+static void root_at(const struct weak_mesh *wm, int64_t r, int64_t at[3])
+{
+  at[0] = r % wm->dims[0];
+  at[1] = r / wm->dims[0] % wm->dims[1];
+  at[2] = r / wm->dims[0] / wm->dims[1];
+}
+
 /* The root block holding a block of `level` at `index`. */
 static void root_of(const strata_amr_block *b, int64_t root[3])
 {
@@ -225,9 +233,8 @@ static int weak_mesh_make(struct weak_mesh *wm, int64_t per_rank)
   root_dims(per_rank * strata_size(), wm->dims);
   int ret = 0;
   for (int64_t r = wm->first; r < wm->first + per_rank && !ret; r++) {
-    const strata_amr_block root = {
-        .level = 0,
-        .index = {r % wm->dims[0], r / wm->dims[0] % wm->dims[1], r / wm->dims[0] / wm->dims[1]}};
+    strata_amr_block root = {.level = 0};
+    root_at(wm, r, root.index);
     ret = refine_root(wm, &root);
   }
   const int64_t side = BLOCK_CELLS + 2 * GHOSTS;
@@ -277,8 +284,8 @@ static int clumps_found(const struct weak_mesh *wm, strata_infer *inf, int64_t *
   const double within = FOUND_WITHIN / (BLOCK_CELLS << MAX_LEVEL);
   *found = 0;
   for (int64_t r = wm->first; r < wm->first + wm->per_rank; r++) {
-    const int64_t at[3] = {r % wm->dims[0], r / wm->dims[0] % wm->dims[1],
-                           r / wm->dims[0] / wm->dims[1]};
+    int64_t at[3];
+    root_at(wm, r, at);
     const struct clump c = clump_of(wm, at);
     int hit = 0;
     for (int64_t i = 0; i < wm->n && !hit; i++) {
