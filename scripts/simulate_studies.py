@@ -307,9 +307,9 @@ set key bottom right
              ("infer_weak_gathered", "cycle_s", ranges, "before: element set, join on every rank"))),
               (at("infer_weak_mesh") >= 0, """set title "Inference cycle (weak: each rank's own mesh, 253 leaves, 1 clump)"
 set ylabel 'simulated seconds per cycle'
-unset logscale y
-set yrange [0:0.025]
-set key bottom right
+set logscale y 10
+set yrange [0.005:0.4]
+set key top left
 """ + curves(("infer_weak_mesh", "cycle_s", ranges, "task graph (median and range of the runs)"),
              ("infer_weak_mesh", "bulk_s", "1:2 with linespoints dashtype 2",
               "bulk-synchronous (median)")))]
