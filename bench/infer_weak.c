@@ -40,20 +40,9 @@
 
 #include "bench_starpu.h"
 #include "bench_util.h"
+#include "infer_job.h"
 
 enum { BLOCK_CELLS = 8, MAX_LEVEL = 3, GHOSTS = 1 };
-
-/* Clump widths in cells of the finest level (the arrays' resolution) and
- * masses in the mean mass of 32^3 such cells: the main job's clumps
- * (tools/infer_job.h: root cells five levels coarser than its arrays'), as
- * the default model was trained to see them. */
-#define CLUMP_WIDTH_MIN 1.2
-#define CLUMP_WIDTH_MAX 2.0
-#define CLUMP_MASS_MIN  8.0
-#define CLUMP_MASS_MAX  24.0
-
-/* A clump found: a bubble centred within this many finest cells of it. */
-#define FOUND_WITHIN 2.5
 
 struct weak_mesh {
   int64_t dims[3];         /* root blocks per axis */
@@ -64,15 +53,11 @@ struct weak_mesh {
   strata_mesh *mesh;
 };
 
-/* Uniform in [0, 1), the same on every rank for the same (block, draw). */
-static double uniform(int64_t block, int draw)
+/* Draw k of a root block: the job's stream (tools/infer_job.h), 8 draws a
+ * block, the same on every rank. */
+static double draw(int64_t block, int k)
 {
-  uint64_t x = (uint64_t)block * 8 + (uint64_t)draw + 1;
-  x *= 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  x ^= x >> 31;
-  return (double)(x >> 11) / 9007199254740992.0;
+  return infer_job_uniform(0, (uint64_t)block * 8 + (uint64_t)k);
 }
 
 /* The factors of n, as equal as n allows, largest first: the root grid. */
@@ -103,13 +88,17 @@ static struct clump clump_of(const struct weak_mesh *wm, const int64_t at[3])
   for (int a = 0; a < 3; a++)
     wrapped[a] = ((at[a] % wm->dims[a]) + wm->dims[a]) % wm->dims[a];
   const int64_t block = (wrapped[2] * wm->dims[1] + wrapped[1]) * wm->dims[0] + wrapped[0];
+  /* The main job's clumps (widths in cells of the arrays' resolution,
+   * masses in its root cells', five levels coarser), as the default model
+   * was trained to see them. */
   const double finest = 1.0 / (BLOCK_CELLS << MAX_LEVEL), job_root_cell = 32 * finest;
   struct clump c;
   for (int a = 0; a < 3; a++) /* inside the middle half: its bubble stays in the block */
-    c.centre[a] = (double)at[a] + 0.25 + 0.5 * uniform(block, a);
-  c.width = finest * (CLUMP_WIDTH_MIN + (CLUMP_WIDTH_MAX - CLUMP_WIDTH_MIN) * uniform(block, 3));
+    c.centre[a] = (double)at[a] + 0.25 + 0.5 * draw(block, a);
+  c.width = finest * (INFER_CLUMP_WIDTH_MIN +
+                      (INFER_CLUMP_WIDTH_MAX - INFER_CLUMP_WIDTH_MIN) * draw(block, 3));
   c.mass = job_root_cell * job_root_cell * job_root_cell *
-           (CLUMP_MASS_MIN + (CLUMP_MASS_MAX - CLUMP_MASS_MIN) * uniform(block, 4));
+           (INFER_CLUMP_MASS_MIN + (INFER_CLUMP_MASS_MAX - INFER_CLUMP_MASS_MIN) * draw(block, 4));
   return c;
 }
 
@@ -282,7 +271,7 @@ static void weak_mesh_free(struct weak_mesh *wm)
  * of its own leaves; each bubble finds at most one clump). */
 static int clumps_found(const struct weak_mesh *wm, strata_infer *inf, int64_t *found)
 {
-  const double within = FOUND_WITHIN / (BLOCK_CELLS << MAX_LEVEL);
+  const double within = INFER_CLUMP_FOUND_WITHIN / (BLOCK_CELLS << MAX_LEVEL);
   *found = 0;
   for (int64_t r = wm->first; r < wm->first + wm->per_rank; r++) {
     int64_t at[3];

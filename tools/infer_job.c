@@ -29,9 +29,7 @@ static double cells_at(const struct infer_job *job, int level)
   return (double)job->root_blocks * job->block_cells * ldexp(1, level);
 }
 
-/* Uniform in [0, 1) from the n-th draw of a splitmix64 stream: the same
- * clumps on every rank. */
-static double uniform(uint64_t seed, uint64_t n)
+double infer_job_uniform(uint64_t seed, uint64_t n)
 {
   uint64_t x = seed + (n + 1) * 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -72,12 +70,12 @@ static int plant_clumps(const struct infer_job *job, struct infer_run *run)
     int apart = 0;
     for (int tries = 0; !apart && tries < 1000; tries++) {
       for (int a = 0; a < 3; a++)
-        ck[a] = uniform(seed, draw++);
+        ck[a] = infer_job_uniform(seed, draw++);
       apart = 1;
       for (int j = 0; apart && j < k; j++)
         apart = periodic_distance(ck, c + 3 * j) >= 10 * h;
     }
-    double w = uniform(seed, draw++), m = uniform(seed, draw++);
+    double w = infer_job_uniform(seed, draw++), m = infer_job_uniform(seed, draw++);
     run->clump_width[k] =
         h * (INFER_CLUMP_WIDTH_MIN + w * (INFER_CLUMP_WIDTH_MAX - INFER_CLUMP_WIDTH_MIN));
     run->clump_mass[k] = root * root * root *
@@ -111,7 +109,7 @@ int infer_job_score(const struct infer_run *run, strata_infer *inf, int64_t *bub
   char *taken = ret ? NULL : calloc((size_t)run->job->clumps + 1, 1);
   if (!ret && !taken)
     ret = STRATA_ENOMEM;
-  const double radius = 2.5 / cells_at(run->job, run->job->level_infer);
+  const double radius = INFER_CLUMP_FOUND_WITHIN / cells_at(run->job, run->job->level_infer);
   for (int64_t i = 0; !ret && i < n; i++) {
     int nearest = -1;
     double best = radius;

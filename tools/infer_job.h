@@ -47,6 +47,13 @@ struct infer_run {
 #define INFER_CLUMP_WIDTH_MAX 2.0
 #define INFER_CLUMP_MASS_MIN  8.0
 #define INFER_CLUMP_MASS_MAX  24.0
+/* A bubble finds a clump whose centre lies within this many cells of
+ * level_infer of its own. */
+#define INFER_CLUMP_FOUND_WITHIN 2.5
+
+/* Uniform in [0, 1) from the n-th draw of a splitmix64 stream: the same
+ * clumps on every rank. */
+double infer_job_uniform(uint64_t seed, uint64_t n);
 
 /* Field indices of the hierarchy. */
 enum { INFER_DENSITY, INFER_STARS };
