@@ -1156,10 +1156,11 @@ static int plan_ghosts(strata_amr *amr, struct ghost_ctx *plans, int64_t **wante
     for (int64_t k = 0; dest && k < unique; k++)
       dest[k] = amr->leaves[records[3 * k + 2]]->rank;
   }
-  int ret = strata__exchange_records(amr->meta, local, records, dest, unique, 3, wanted, nwanted);
+  int ret =
+      strata__exchange_records(amr->meta, local, records, dest, unique, 3, wanted, nwanted, NULL);
   free(records);
   free(dest);
-  return local ? local : ret;
+  return ret; /* agreed, `local` included */
 }
 
 /* One level's exchange: mark what goes where, post, then the ghost tasks

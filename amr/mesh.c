@@ -486,7 +486,7 @@ int strata_mesh_commit(strata_mesh *m)
     nmine = records_to_homes(m, mine, dest);
   int64_t *got = NULL, ngot = 0;
   if (!(ret = report(m, local, why)))
-    ret = strata__exchange_records(m->meta, 0, mine, dest, nmine, R_WIDTH, &got, &ngot);
+    ret = strata__exchange_records(m->meta, 0, mine, dest, nmine, R_WIDTH, &got, &ngot, NULL);
   free(mine), free(dest);
   if (ret)
     return ret;

@@ -113,7 +113,7 @@ static int move_records(MPI_Comm comm, int64_t *records, const int *dest, int64_
     *nrecv = n;
     return 0;
   }
-  int ret = strata__exchange_records(comm, 0, records, dest, n, width, recv, nrecv);
+  int ret = strata__exchange_records(comm, 0, records, dest, n, width, recv, nrecv, NULL);
   free(records);
   return ret;
 }
@@ -870,7 +870,7 @@ static int prepare_bricks(void *ctx, MPI_Comm comm, const double *box, int64_t n
       dest[k++] = owner_of(s->nb, size, id / (s->nb * s->nb));
     }
   free(want);
-  int ret = strata__exchange_records(comm, local, ask, dest, nwant, 2, &asked, &nasked);
+  int ret = strata__exchange_records(comm, local, ask, dest, nwant, 2, &asked, &nasked, NULL);
   free(ask), free(dest);
   dest = NULL;
   /* Answer: each asked brick from this rank's slab, to the rank that asked. */
@@ -884,7 +884,7 @@ static int prepare_bricks(void *ctx, MPI_Comm comm, const double *box, int64_t n
     dest[k] = (int)asked[2 * k + 1];
   }
   if (!ret)
-    ret = strata__exchange_records(comm, 0, reply, dest, nasked, (int)width, &got, &ngot);
+    ret = strata__exchange_records(comm, 0, reply, dest, nasked, (int)width, &got, &ngot, NULL);
   free(asked), free(reply), free(dest);
   local = 0;
   for (int64_t k = 0; !ret && !local && k < ngot; k++) {

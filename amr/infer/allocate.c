@@ -202,15 +202,15 @@ int strata__infer_send_records(strata_infer *inf, int local, struct strata__infe
 {
   *got = NULL;
   *ngot = 0;
-  int ret =
-      strata__exchange_records(inf->mesh->meta, local, r->v, r->dest, r->n, r->width, got, ngot);
+  int ret = strata__exchange_records(inf->mesh->meta, local, r->v, r->dest, r->n, r->width, got,
+                                     ngot, &r->sent_everywhere);
   int64_t to_self = 0;
   for (int64_t i = 0; bytes && !ret && i < r->n; i++)
     to_self += r->dest[i] == inf->mesh->rank;
   if (bytes && !ret)
     *bytes += (*ngot - to_self) * r->width * 8;
   strata__infer_free_records(r);
-  return local ? local : ret;
+  return ret; /* agreed, `local` included */
 }
 
 /* A growable list of element indices (triples). */
@@ -562,17 +562,16 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
   int64_t counts[3] = {0, 0, 0}; /* created, removed, elements */
   if (!ret) {
     int local = update_directory(inf, q, nq, counts);
-    ret = strata__agree(local ? local : note_overlaps(inf, q, nq), NULL, 0);
+    local = local ? local : note_overlaps(inf, q, nq);
+    if (!local && !inf->dir_firsts &&
+        !(inf->dir_firsts = malloc((size_t)inf->mesh->size * sizeof *inf->dir_firsts)))
+      local = STRATA_ENOMEM;
+    counts[2] = inf->ndir;
+    ret = strata__agree_sum(local, counts, 3); /* every range's count */
   }
-  counts[2] = inf->ndir;
-  if (!ret && !inf->dir_firsts) {
-    inf->dir_firsts = malloc((size_t)inf->mesh->size * sizeof *inf->dir_firsts);
-    ret = strata__agree(inf->dir_firsts ? 0 : STRATA_ENOMEM, NULL, 0);
-  }
-  /* Every range's count, then where each starts. */
+  /* Where each range starts. */
   if (!ret &&
-      (MPI_Allreduce(MPI_IN_PLACE, counts, 3, MPI_INT64_T, MPI_SUM, inf->mesh->meta) ||
-       MPI_Allgather(&inf->ndir, 1, MPI_INT64_T, inf->dir_firsts, 1, MPI_INT64_T, inf->mesh->meta)))
+      MPI_Allgather(&inf->ndir, 1, MPI_INT64_T, inf->dir_firsts, 1, MPI_INT64_T, inf->mesh->meta))
     ret = STRATA_EMPI;
   int64_t first = 0;
   for (int r = 0; !ret && r < inf->mesh->size; r++) {
@@ -591,18 +590,18 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
     ret = strata__infer_send_records(inf, answer_requests(inf, q, nq, &r), &r, &a, &na, NULL);
   struct element *seen = NULL, *old = inf->el;
   int64_t nseen = 0, nold = inf->nel;
-  if (!ret)
-    ret = strata__agree(elements_of(a, na, &seen, &nseen), NULL, 0);
+  /* This rank's errors from here on are agreed at the next collective call. */
+  int local = ret ? 0 : elements_of(a, na, &seen, &nseen);
   /* Planning and placement read `seen` as the known elements (no handles). */
-  if (!ret) {
+  if (!ret && !local) {
     inf->el = seen, inf->nel = nseen;
-    ret = strata__agree(strata__infer_plan_transfers(inf, t, nt), NULL, 0);
+    local = strata__infer_plan_transfers(inf, t, nt);
   }
   /* Placement, then the answers again, and to the owners; or, when the
    * level array is the same, this rank's own elements as they were. */
   if (!ret && !st->reused) {
     int *ranks = malloc((size_t)(inf->ndir + 1) * sizeof *ranks);
-    ret = strata__agree(ranks ? 0 : STRATA_ENOMEM, NULL, 0);
+    ret = strata__agree(local ? local : ranks ? 0 : STRATA_ENOMEM, NULL, 0);
     if (!ret)
       ret = strata__infer_place(inf, seen, *t, *nt, ranks, st);
     if (!ret) {
@@ -613,7 +612,7 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
       st->kept = moved[0], st->migrated = moved[1];
     }
     if (!ret) {
-      int local = answer_requests(inf, q, nq, &r);
+      local = answer_requests(inf, q, nq, &r);
       for (int64_t i = 0; i < inf->ndir && !local; i++)
         local = answer(inf, &r, &inf->dir[i], inf->dir[i].rank);
       ret = strata__infer_send_records(inf, local, &r, &known, &nknown, NULL);
@@ -622,30 +621,32 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
   }
   inf->el = old, inf->nel = nold;
   if (!ret && st->reused) {
-    int local = append_answers(&known, &nknown, a, na);
-    ret = strata__agree(local ? local : own_answers(inf, &known, &nknown), NULL, 0);
+    local = local ? local : append_answers(&known, &nknown, a, na);
+    local = local ? local : own_answers(inf, &known, &nknown);
   }
   free(q), free(a);
   q = a = NULL;
   /* The elements within two of this rank's own. */
   r.width = Q_WIDTH;
+  if (!ret && !local)
+    local = neighbourhood_requests(inf, known, nknown, &r);
   if (!ret)
-    ret = strata__infer_send_records(inf, neighbourhood_requests(inf, known, nknown, &r), &r, &q,
-                                     &nq, NULL);
+    ret = strata__infer_send_records(inf, local, &r, &q, &nq, NULL);
   r.width = A_WIDTH;
   if (!ret)
     ret = strata__infer_send_records(inf, answer_requests(inf, q, nq, &r), &r, &a, &na, NULL);
   struct element *next = NULL;
   int64_t nnext = 0;
   if (!ret) {
-    int local = append_answers(&known, &nknown, a, na);
-    ret = strata__agree(local ? local : elements_of(known, nknown, &next, &nnext), NULL, 0);
+    local = append_answers(&known, &nknown, a, na);
+    local = local ? local : elements_of(known, nknown, &next, &nnext);
+    if (!local) {
+      repoint(*t, *nt, seen, next, nnext);
+      local = adopt(inf, next, nnext); /* which keeps `next` */
+    } else
+      free(next);
+    ret = strata__agree(local, NULL, 0);
   }
-  if (!ret) {
-    repoint(*t, *nt, seen, next, nnext);
-    ret = strata__agree(adopt(inf, next, nnext), NULL, 0);
-  } else
-    free(next);
   strata__infer_free_records(&r);
   free(q), free(a), free(known), free(seen);
   return ret;

@@ -447,8 +447,8 @@ static int label_parts(strata_infer *inf, const double *parts, int64_t np, const
       x->sent = mine;
       q[0] = x->remote.pos, q[1] = x->remote.first, q[2] = mine.pos, q[3] = mine.first;
     }
-    sent = r.n;
     ret = strata__infer_send_records(inf, ret, &r, &got, &ngot, bytes);
+    sent = r.sent_everywhere; /* none anywhere: the labels are final */
     for (int64_t k = 0; !ret && k < ngot; k++) {
       const int64_t *q = got + 4 * k;
       int64_t i = find_part(parts, width, np, q[0], q[1]);
@@ -457,8 +457,6 @@ static int label_parts(strata_infer *inf, const double *parts, int64_t np, const
         label[i] = theirs;
     }
     free(got);
-    if (!ret && MPI_Allreduce(MPI_IN_PLACE, &sent, 1, MPI_INT64_T, MPI_SUM, inf->mesh->meta))
-      ret = STRATA_EMPI;
     for (int64_t i = 0; !ret && i < np; i++)
       label[i] = label[find_root(parent, i)];
     sent = ret ? 0 : sent;
@@ -583,12 +581,11 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
   strata__infer_drop_bubbles(inf);
   double *parts = NULL;
   int64_t *links = NULL, np = 0, nl = 0, counts[3] = {0, 0, 0}, bytes = 0;
-  int ret = strata__agree(local_parts(inf, &parts, &np, &links, &nl, counts), NULL, 0);
+  int local = local_parts(inf, &parts, &np, &links, &nl, counts); /* agreed in the send */
   st->parts_local = counts[0];
   /* Each link to another rank's element goes to that rank too. */
   struct strata__infer_records r = {.width = LINK_VALUES};
-  int local = 0;
-  for (int64_t k = 0; !ret && !local && k < nl; k++) {
+  for (int64_t k = 0; !local && k < nl; k++) {
     const int64_t *l = links + k * LINK_VALUES;
     int64_t *q =
         l[L_NB_RANK] != inf->mesh->rank ? strata__infer_add_record(&r, (int)l[L_NB_RANK]) : NULL;
@@ -598,8 +595,7 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
       local = STRATA_ENOMEM;
   }
   int64_t *theirs = NULL, ntheirs = 0;
-  if (!ret)
-    ret = strata__infer_send_records(inf, local, &r, &theirs, &ntheirs, &bytes);
+  int ret = strata__infer_send_records(inf, local, &r, &theirs, &ntheirs, &bytes);
   int64_t *all = ret ? NULL : realloc(links, (size_t)((nl + ntheirs) * LINK_VALUES + 1) * 8);
   if (all) {
     links = all;

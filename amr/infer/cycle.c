@@ -70,38 +70,58 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
   double *volume = calloc((size_t)(inf->nel ? inf->nel : 1), sizeof *volume);
   for (int64_t k = 0; volume && k < nt; k++)
     volume[t[k].element] += (double)strata__infer_cells_of(t[k].lo, t[k].hi);
-  double range[2] = {INFINITY, INFINITY}; /* min, -max */
+  double range[2] = {-INFINITY, -INFINITY}; /* -min, max */
   for (int64_t i = 0; i < inf->nel; i++) {
     if (inf->el[i].rank != mesh->rank)
       continue;
     double v = volume ? volume[i] / (double)(inf->n * inf->n * inf->n) : NAN;
-    range[0] = fmin(range[0], v);
-    range[1] = fmin(range[1], -v);
+    range[0] = fmax(range[0], -v);
+    range[1] = fmax(range[1], v);
     st->elements_local++;
   }
   free(volume);
-  MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_DOUBLE, MPI_MIN, mesh->meta);
-  st->volume_min = inf->elements ? range[0] : 0;
-  st->volume_max = inf->elements ? -range[1] : 0;
   int64_t leaf_bubbles = 0;
   for (int64_t i = 0; i < inf->nlists; i++)
     leaf_bubbles += table_found(inf->lists[i].h);
-  int64_t sums[3] = {leaf_bubbles, st->messages, st->transfers};
-  MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_INT64_T, MPI_SUM, mesh->meta);
-  st->leaf_bubbles = sums[0];
-  st->messages = sums[1];
-  st->transfers = sums[2];
-  MPI_Allreduce(MPI_IN_PLACE, st->transfers_by_kind, 3, MPI_INT64_T, MPI_SUM, mesh->meta);
-  MPI_Allreduce(&st->elements_local, &st->elements_max, 1, MPI_INT64_T, MPI_MAX, mesh->meta);
-  double ends[STRATA_INFER_PHASES + 1];
-  memcpy(ends, inf->phase_end, sizeof inf->phase_end);
-  ends[STRATA_INFER_PHASES] = starpu_timing_now() * 1e-6 - inf->t0;
-  MPI_Allreduce(MPI_IN_PLACE, ends, STRATA_INFER_PHASES + 1, MPI_DOUBLE, MPI_MAX, mesh->meta);
-  MPI_Allreduce(MPI_IN_PLACE, &st->submit_seconds, 1, MPI_DOUBLE, MPI_MAX, mesh->meta);
-  double measured_sum = st->measured_max;
-  MPI_Allreduce(MPI_IN_PLACE, &st->measured_max, 1, MPI_DOUBLE, MPI_MAX, mesh->meta);
-  MPI_Allreduce(MPI_IN_PLACE, &measured_sum, 1, MPI_DOUBLE, MPI_SUM, mesh->meta);
-  st->measured_mean = measured_sum / mesh->size;
+  /* Two reductions in all, each costing log2 P rounds: the maxima (minima
+   * negated), then the sums (counts below 2^53 are exact as doubles). */
+  enum {
+    PHASE_END,
+    CYCLE_END = STRATA_INFER_PHASES,
+    SUBMIT,
+    MEASURED,
+    VOLUME_MIN,
+    VOLUME_MAX,
+    ELEMENTS,
+    MAXIMA
+  };
+  double most[MAXIMA];
+  memcpy(most, inf->phase_end, sizeof inf->phase_end);
+  most[CYCLE_END] = starpu_timing_now() * 1e-6 - inf->t0;
+  most[SUBMIT] = st->submit_seconds, most[MEASURED] = st->measured_max;
+  most[VOLUME_MIN] = range[0], most[VOLUME_MAX] = range[1];
+  most[ELEMENTS] = (double)st->elements_local;
+  double sums[7] = {(double)leaf_bubbles,
+                    (double)st->messages,
+                    (double)st->transfers,
+                    (double)st->transfers_by_kind[0],
+                    (double)st->transfers_by_kind[1],
+                    (double)st->transfers_by_kind[2],
+                    st->measured_max};
+  MPI_Allreduce(MPI_IN_PLACE, most, MAXIMA, MPI_DOUBLE, MPI_MAX, mesh->meta);
+  MPI_Allreduce(MPI_IN_PLACE, sums, 7, MPI_DOUBLE, MPI_SUM, mesh->meta);
+  st->volume_min = inf->elements ? -most[VOLUME_MIN] : 0;
+  st->volume_max = inf->elements ? most[VOLUME_MAX] : 0;
+  st->elements_max = (int64_t)most[ELEMENTS];
+  st->submit_seconds = most[SUBMIT];
+  st->measured_max = most[MEASURED];
+  st->leaf_bubbles = (int64_t)sums[0];
+  st->messages = (int64_t)sums[1];
+  st->transfers = (int64_t)sums[2];
+  for (int k = 0; k < 3; k++)
+    st->transfers_by_kind[k] = (int64_t)sums[3 + k];
+  st->measured_mean = sums[6] / mesh->size;
+  const double *ends = most;
   double previous = 0;
   for (int k = 0; k < STRATA_INFER_PHASES; k++) {
     double end = fmax(ends[k], previous); /* a phase absent on every rank ends with the last */

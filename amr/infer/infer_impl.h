@@ -220,13 +220,15 @@ struct strata__infer_records {
   int *dest;
   int64_t n, cap;
   int width;
+  int64_t sent_everywhere; /* after a send: the records of all ranks */
 };
 /* Room for one more record, for `dest`; NULL when out of memory. */
 int64_t *strata__infer_add_record(struct strata__infer_records *r, int dest);
 void strata__infer_free_records(struct strata__infer_records *r);
-/* Send r's records (emptied then) after agreeing on `local`, this rank's
- * error so far; *got, *ngot: what this rank receives; *bytes (or NULL)
- * grows by what came from the other ranks. Collective. */
+/* Send r's records (emptied then), agreeing on `local`, this rank's error
+ * so far, on the way; *got, *ngot: what this rank receives; *bytes (or
+ * NULL) grows by what came from the other ranks; r->sent_everywhere: what
+ * all ranks sent. Collective. */
 int strata__infer_send_records(strata_infer *inf, int local, struct strata__infer_records *r,
                                int64_t **got, int64_t *ngot, int64_t *bytes);
 /* Phase 2: the elements that every rank's level_base masks mark, agreed

@@ -122,7 +122,8 @@ static int entry_costs(strata_infer *inf, const struct element *seen, const stru
   free(cells), free(seconds);
   int64_t *got = NULL, ngot = 0;
   if (!ret)
-    ret = strata__exchange_records(inf->mesh->meta, 0, records, dest, nrec, C_WIDTH, &got, &ngot);
+    ret = strata__exchange_records(inf->mesh->meta, 0, records, dest, nrec, C_WIDTH, &got, &ngot,
+                                   NULL);
   free(records), free(dest);
   for (int64_t i = 0; !ret && i < inf->ndir; i++)
     inf->dir[i].cells = inf->dir[i].weight = 0;

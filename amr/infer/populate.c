@@ -104,8 +104,8 @@ int strata__infer_share_transfers(strata_infer *inf, struct transfer **t, int64_
   const int me = mesh->rank;
   int64_t *send = malloc((size_t)(*nt + 1) * D_WIDTH * sizeof *send), nsend = 0;
   int *dest = malloc((size_t)(*nt + 1) * sizeof *dest);
-  int ret = strata__agree(send && dest ? 0 : STRATA_ENOMEM, NULL, 0);
-  for (int64_t k = 0; !ret && k < *nt; k++) {
+  const int local = send && dest ? 0 : STRATA_ENOMEM; /* agreed in the exchange */
+  for (int64_t k = 0; !local && k < *nt; k++) {
     const struct transfer *x = &(*t)[k];
     const int to = inf->el[x->element].rank;
     if (to == me) /* this rank's own elements need no description */
@@ -118,8 +118,8 @@ int strata__infer_share_transfers(strata_infer *inf, struct transfer **t, int64_
     dest[nsend++] = to;
   }
   int64_t *got = NULL, ngot = 0;
-  if (!ret)
-    ret = strata__exchange_records(mesh->meta, 0, send, dest, nsend, D_WIDTH, &got, &ngot);
+  int ret =
+      strata__exchange_records(mesh->meta, local, send, dest, nsend, D_WIDTH, &got, &ngot, NULL);
   free(send), free(dest);
   struct transfer *all = ret ? NULL : malloc((size_t)(*nt + ngot + 1) * sizeof *all);
   if (!ret)

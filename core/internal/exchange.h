@@ -18,8 +18,8 @@
  *   exchanges: a handle made per exchange costs StarPU 1.3 48 bytes for
  *   good once a request has waited on it (docs/reliability.md).
  * - Host-side records: plans and descriptions that ranks exchange between
- *   tasks (strata__exchange_records), one all-to-all of counts and one of
- *   the records.
+ *   tasks (strata__exchange_records), one all-to-all of counts (which also
+ *   agrees on errors) and one of the records.
  * - One error mapping: a StarPU-MPI send or receive that cannot be posted
  *   is STRATA_EMPI; a StarPU call, strata__from_starpu(). */
 #ifndef STRATA_INTERNAL_EXCHANGE_H
@@ -102,11 +102,14 @@ int strata__mailbox_post(struct strata__mailbox *mb, int64_t *messages);
 void strata__mailbox_close(struct strata__mailbox *mb);
 
 /* Host-side records between ranks (plans, descriptions): record i of
- * `width` int64 goes to rank dest[i]; *recv (malloc'd) gets *nrecv
- * records, those of rank 0 first, each rank's in its sending order.
- * Collective over `comm`; errors agreed, `local_err` (this rank's error
- * before the call, 0 if none) with the call's own in one agreement, as
- * each agreement costs log2 P rounds (docs/scaling.md). */
+ * `width` int64 goes to rank dest[i]; *recv (malloc'd, NULL when nothing
+ * comes) gets *nrecv records, those of rank 0 first, each rank's in its
+ * sending order; *total (or NULL): the records sent by all ranks together.
+ * Collective over `comm`, which must be strata__coll_comm(). Errors agreed:
+ * `local_err` (this rank's error before the call, 0 if none) travels with
+ * the all-to-all of counts, so that an exchange costs one collective call
+ * when no rank sends anything and three otherwise (each agreement costs
+ * log2 P rounds: docs/scaling.md). */
 int strata__exchange_records(MPI_Comm comm, int local_err, const int64_t *records, const int *dest,
-                             int64_t n, int width, int64_t **recv, int64_t *nrecv);
+                             int64_t n, int width, int64_t **recv, int64_t *nrecv, int64_t *total);
 #endif

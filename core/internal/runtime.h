@@ -117,6 +117,11 @@ int strata__acquire(starpu_data_handle_t handle, enum starpu_data_access_mode mo
 /* Communicator reserved for Strata's own collective checks. */
 MPI_Comm strata__coll_comm(void);
 
+/* 4 int64 per rank of strata__coll_comm(), allocated at strata_init, for
+ * strata__exchange_records' counts: one call at a time uses it, as
+ * collective calls on one communicator are ordered (MPI's rule). */
+int64_t *strata__coll_scratch(void);
+
 /* Next number of the per-rank sequence of collective calls: identical on
  * every rank as long as collectives are called in the same order. */
 int64_t strata__next_collective(void);
@@ -127,6 +132,11 @@ int64_t strata__next_collective(void);
  * STRATA_EINVAL when the values differ, else 0. At most 16 values
  * (more: STRATA_EINVAL everywhere, with a message). */
 int strata__agree(int local_err, const int64_t *values, int n);
+
+/* strata__agree's error agreement in the same one all-reduce as `n` sums
+ * over the ranks (at most 16): on success, sums[i] becomes the sum of every
+ * rank's sums[i]; on error, the sums are left as they were. */
+int strata__agree_sum(int local_err, int64_t *sums, int n);
 
 /* The same on another communicator (collective over `comm`); on
  * MPI_COMM_NULL, work done by this rank alone, the local error as it is. */

@@ -196,40 +196,67 @@ void strata__mailbox_close(struct strata__mailbox *mb)
 /* ---- records between the host sides of the ranks ---- */
 
 int strata__exchange_records(MPI_Comm comm, int local_err, const int64_t *records, const int *dest,
-                             int64_t n, int width, int64_t **recv, int64_t *nrecv)
+                             int64_t n, int width, int64_t **recv, int64_t *nrecv, int64_t *total)
 {
+  *recv = NULL;
+  *nrecv = 0;
+  if (total)
+    *total = 0;
+  if (comm != strata__coll_comm()) /* the same on every rank: a call site's mistake */
+    return strata__fail(STRATA_EINVAL, "internal: records exchanged off Strata's communicator");
   if (local_err)
     n = 0; /* the records are not read: every rank returns the error */
   int size;
   MPI_Comm_size(comm, &size);
+  /* To each rank: how many values it gets from this one, and this rank's
+   * record count or its error, so that the all-to-all of counts is also
+   * the agreement on errors and gives every rank the total. */
+  int64_t *out = strata__coll_scratch(), *in = out + 2 * size;
+  for (int r = 0; r < 2 * size; r++)
+    out[r] = 0;
+  int local = local_err;
+  if (!local && n * width > INT32_MAX)
+    local = strata__fail(STRATA_ENOMEM, "more than 2^31 values in one exchange of records");
+  for (int64_t i = 0; !local && i < n; i++)
+    out[2 * dest[i]] += width;
+  for (int r = 0; r < size; r++)
+    out[2 * r + 1] = local ? local : n;
+  if (MPI_Alltoall(out, 2, MPI_INT64_T, in, 2, MPI_INT64_T, comm) != MPI_SUCCESS)
+    return STRATA_EMPI;
+  int ret = 0;
+  int64_t everyone = 0, received = 0;
+  for (int r = 0; r < size; r++) {
+    const int64_t said = in[2 * r + 1];
+    ret = said < 0 && (ret == 0 || said < ret) ? (int)said : ret;
+    everyone += said;
+    received += in[2 * r];
+  }
+  if (ret || everyone == 0) /* agreed: an error, or nothing to move anywhere */
+    return ret;
+  if (total)
+    *total = everyone;
+  /* Rank after rank: counts, offsets, then each record at its rank's place. */
   int *sc = calloc((size_t)size, sizeof *sc), *sd = calloc((size_t)size + 1, sizeof *sd);
   int *rc = calloc((size_t)size, sizeof *rc), *rd = calloc((size_t)size, sizeof *rd);
   int64_t *send = malloc((size_t)(n * width + 1) * sizeof *send);
-  int local = local_err ? local_err : sc && sd && rc && rd && send ? 0 : STRATA_ENOMEM;
-  if (!local && n * width > INT32_MAX)
-    local = strata__fail(STRATA_ENOMEM, "more than 2^31 values in one exchange of records");
-  /* Rank after rank: counts, offsets, then each record at its rank's place. */
-  for (int64_t i = 0; !local && i < n; i++)
-    sc[dest[i]] += width;
-  for (int r = 0; !local && r < size; r++)
+  *recv = malloc((size_t)(received + 1) * sizeof **recv);
+  local = sc && sd && rc && rd && send && *recv ? 0 : STRATA_ENOMEM;
+  if (!local && received > INT32_MAX)
+    local = strata__fail(STRATA_ENOMEM, "more than 2^31 values to receive in one exchange");
+  for (int r = 0; !local && r < size; r++) {
+    sc[r] = (int)out[2 * r];
     sd[r + 1] = sd[r] + sc[r];
+    rc[r] = (int)in[2 * r];
+    if (r + 1 < size)
+      rd[r + 1] = rd[r] + rc[r];
+  }
   for (int64_t i = 0; !local && i < n; i++) {
     memcpy(send + sd[dest[i]], records + i * width, (size_t)width * sizeof *send);
     sd[dest[i]] += width;
   }
   for (int r = 0; !local && r < size; r++) /* back to each rank's start */
     sd[r] -= sc[r];
-  int ret = strata__agree_on(comm, local, NULL, 0);
-  if (!ret && MPI_Alltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, comm) != MPI_SUCCESS)
-    ret = STRATA_EMPI;
-  int64_t received = 0;
-  for (int r = 0; r < size && !ret; r++) {
-    rd[r] = (int)received;
-    received += rc[r];
-  }
-  *recv = ret ? NULL : malloc((size_t)(received + 1) * sizeof **recv);
-  if (!ret)
-    ret = strata__agree_on(comm, *recv ? 0 : STRATA_ENOMEM, NULL, 0);
+  ret = strata__agree_on(comm, local, NULL, 0);
   if (!ret &&
       MPI_Alltoallv(send, sc, sd, MPI_INT64_T, *recv, rc, rd, MPI_INT64_T, comm) != MPI_SUCCESS)
     ret = STRATA_EMPI;
@@ -238,6 +265,8 @@ int strata__exchange_records(MPI_Comm comm, int local_err, const int64_t *record
     *recv = NULL;
   }
   *nrecv = ret ? 0 : received / width;
+  if (ret && total)
+    *total = 0;
   free(sc), free(sd), free(rc), free(rd), free(send);
   return ret;
 }

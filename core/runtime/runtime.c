@@ -23,6 +23,7 @@ static struct {
   int owns_starpu_mpi; /* Strata started StarPU-MPI, so it shuts it down */
   MPI_Comm comm;
   MPI_Comm coll_comm;
+  int64_t *coll_scratch; /* strata__coll_scratch() */
   int rank, size;
   int64_t collectives;
   int nhooks;
@@ -58,6 +59,8 @@ int strata__check_ready(void)
 }
 
 MPI_Comm strata__coll_comm(void) { return rt.coll_comm; }
+
+int64_t *strata__coll_scratch(void) { return rt.coll_scratch; }
 
 int64_t strata__next_collective(void) { return rt.collectives++; }
 
@@ -100,8 +103,12 @@ static int start_mpi(int *argc, char ***argv)
   return 0;
 }
 
-static void stop_owned_mpi(void)
+/* What strata_init took before StarPU: the collective scratch, and MPI
+ * when Strata started it. */
+static void release_mpi_side(void)
 {
+  free(rt.coll_scratch);
+  rt.coll_scratch = NULL;
   if (rt.owns_mpi)
     MPI_Finalize();
 }
@@ -334,18 +341,26 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
   int ret = start_mpi(argc, argv);
   if (ret) {
     if (ret == STRATA_EMPI)
-      stop_owned_mpi();
+      release_mpi_side();
     return ret;
   }
   MPI_Comm comm = cfg->comm == MPI_COMM_NULL ? MPI_COMM_WORLD : cfg->comm;
   /* A bad variable on any rank stops every rank before StarPU reads them
    * (starpu_conf_init already does). */
+  int size;
+  MPI_Comm_size(comm, &size);
   int env = check_starpu_environment(), env_agreed = env;
+  rt.coll_scratch = env ? NULL : malloc(4 * (size_t)size * sizeof *rt.coll_scratch);
+  if (!env && !rt.coll_scratch)
+    env = env_agreed = STRATA_ENOMEM;
   MPI_Allreduce(&env, &env_agreed, 1, MPI_INT, MPI_MIN, comm);
   if (env_agreed) {
     if (!env)
-      strata__fail(env_agreed, "a StarPU environment variable of another rank is not a number");
-    stop_owned_mpi();
+      strata__fail(env_agreed,
+                   env_agreed == STRATA_ENOMEM
+                       ? "another rank is out of memory"
+                       : "a StarPU environment variable of another rank is not a number");
+    release_mpi_side();
     return env_agreed;
   }
 
@@ -354,7 +369,7 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
   int every[2] = {attach, !attach}; /* every rank attaches, none does */
   MPI_Allreduce(MPI_IN_PLACE, every, 2, MPI_INT, MPI_MIN, comm);
   if (!every[0] && !every[1]) {
-    stop_owned_mpi();
+    release_mpi_side();
     return strata__fail(STRATA_ESTATE, "StarPU is initialised on some ranks only");
   }
   /* Buffers StarPU allocates (AMR blocks, arrays) start on cache lines:
@@ -364,7 +379,7 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
   starpu_malloc_set_align(64);
   ret = attach ? attach_starpu(argc, argv, comm, cfg) : start_starpu(argc, argv, comm, cfg);
   if (ret) {
-    stop_owned_mpi();
+    release_mpi_side();
     return ret;
   }
   MPI_Comm_rank(comm, &rt.rank);
@@ -414,7 +429,7 @@ int strata_finalize(void)
   MPI_Comm_free(&rt.coll_comm);
   rt.comm = MPI_COMM_NULL;
   rt.state = FINALIZED;
-  stop_owned_mpi();
+  release_mpi_side();
   return 0;
 }
 
@@ -480,6 +495,29 @@ int strata__acquire(starpu_data_handle_t handle, enum starpu_data_access_mode mo
 int strata__agree(int local_err, const int64_t *values, int n)
 {
   return strata__agree_on(rt.coll_comm, local_err, values, n);
+}
+
+int strata__agree_sum(int local_err, int64_t *sums, int n)
+{
+  /* Beside the sums, per error code the number of ranks that have it: the
+   * smallest code with a rank is strata__agree's answer. */
+  enum { CODES = 16 };
+  int64_t buf[16 + CODES] = {0};
+  if (n > 16)
+    return strata__fail(STRATA_EINVAL, "internal: %d sums to agree on, at most 16", n);
+  if (rt.coll_comm == MPI_COMM_NULL)
+    return local_err;
+  memcpy(buf, sums, (size_t)n * sizeof *sums);
+  if (local_err)
+    buf[n + (-local_err < CODES ? -local_err : CODES) - 1] = 1;
+  if (MPI_Allreduce(MPI_IN_PLACE, buf, n + CODES, MPI_INT64_T, MPI_SUM, rt.coll_comm) !=
+      MPI_SUCCESS)
+    return STRATA_EMPI;
+  for (int c = CODES; c >= 1; c--)
+    if (buf[n + c - 1])
+      return -c;
+  memcpy(sums, buf, (size_t)n * sizeof *sums);
+  return 0;
 }
 
 int strata__agree_on(MPI_Comm comm, int local_err, const int64_t *values, int n)
