@@ -428,13 +428,11 @@ static int elements_of(const int64_t *a, int64_t na, struct element **out, int64
   return 0;
 }
 
-/* Requests for every element within two of this rank's own ones among the
- * answers `a` (periodic domains wrap). */
-static int neighbourhood_requests(strata_infer *inf, const int64_t *a, int64_t na,
-                                  struct strata__infer_records *r)
+/* Every element index within two of this rank's own elements among the
+ * answers `a` (periodic domains wrap), sorted. */
+static int near_own(const strata_infer *inf, const int64_t *a, int64_t na, struct triples *near)
 {
   const int periodic = inf->mesh->p.boundary == STRATA_AMR_PERIODIC;
-  struct triples near = {0};
   int ret = 0;
   for (int64_t i = 0; i < na && !ret; i++) {
     const int64_t *x = a + i * A_WIDTH;
@@ -450,10 +448,19 @@ static int neighbourhood_requests(strata_infer *inf, const int64_t *a, int64_t n
           idx[k] = periodic ? (idx[k] + 2 * blocks) % blocks : (inside = 0);
       }
       if (inside)
-        ret = add_triple(&near, idx);
+        ret = add_triple(near, idx);
     }
   }
-  sort_triples(&near);
+  sort_triples(near);
+  return ret;
+}
+
+/* Requests for the elements near this rank's own ones among the answers. */
+static int neighbourhood_requests(strata_infer *inf, const int64_t *a, int64_t na,
+                                  struct strata__infer_records *r)
+{
+  struct triples near = {0};
+  int ret = near_own(inf, a, na, &near);
   if (!ret)
     ret = request(inf, r, &near, NULL);
   free(near.v);
@@ -532,17 +539,36 @@ static int append_answers(int64_t **all, int64_t *nall, const int64_t *a, int64_
   return 0;
 }
 
+/* Element e as an answer, appended. */
+static int append_element(int64_t **all, int64_t *nall, const struct element *e)
+{
+  const int64_t a[A_WIDTH] = {e->idx[0], e->idx[1], e->idx[2], e->pos, e->rank, e->serial};
+  return append_answers(all, nall, a, 1);
+}
+
 /* This rank's own elements as answers: the level array is unchanged. */
 static int own_answers(const strata_infer *inf, int64_t **all, int64_t *nall)
 {
   int ret = 0;
-  for (int64_t i = 0; i < inf->nel && !ret; i++) {
-    const struct element *e = &inf->el[i];
-    if (e->rank != inf->mesh->rank)
-      continue;
-    const int64_t a[A_WIDTH] = {e->idx[0], e->idx[1], e->idx[2], e->pos, e->rank, e->serial};
-    ret = append_answers(all, nall, a, 1);
-  }
+  for (int64_t i = 0; i < inf->nel && !ret; i++)
+    if (inf->el[i].rank == inf->mesh->rank)
+      ret = append_element(all, nall, &inf->el[i]);
+  return ret;
+}
+
+/* The answers neighbourhood_requests would get, from the known elements of
+ * the last cycle, which asked for them: right when the level array, its
+ * positions and its owners are the same (st->reused), so that this rank's
+ * own elements and what exists near them are too. Appended to *known,
+ * whose own elements say what is near. */
+static int recall_neighbourhood(const strata_infer *inf, int64_t **known, int64_t *nknown)
+{
+  struct triples near = {0};
+  int ret = near_own(inf, *known, *nknown, &near);
+  for (int64_t i = 0; i < inf->nel && !ret; i++)
+    if (has_triple(&near, inf->el[i].idx))
+      ret = append_element(known, nknown, &inf->el[i]);
+  free(near.v);
   return ret;
 }
 
@@ -584,6 +610,7 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
   st->removed = counts[1];
   inf->elements = counts[2];
   st->reused = !ret && !counts[0] && !counts[1] && counts[2] > 0;
+  const int recall = st->reused && inf->neighbourhood_known; /* agreed, both */
   /* What this rank's leaves overlap, and their transfers. */
   r.width = A_WIDTH;
   if (!ret)
@@ -626,19 +653,23 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
   }
   free(q), free(a);
   q = a = NULL;
-  /* The elements within two of this rank's own. */
+  na = 0;
+  /* The elements within two of this rank's own: asked for through the
+   * directory, or the same as the last cycle's (two exchanges fewer). */
+  if (!ret && recall)
+    local = local ? local : recall_neighbourhood(inf, &known, &nknown);
   r.width = Q_WIDTH;
-  if (!ret && !local)
+  if (!ret && !recall && !local)
     local = neighbourhood_requests(inf, known, nknown, &r);
-  if (!ret)
+  if (!ret && !recall)
     ret = strata__infer_send_records(inf, local, &r, &q, &nq, NULL);
   r.width = A_WIDTH;
-  if (!ret)
+  if (!ret && !recall)
     ret = strata__infer_send_records(inf, answer_requests(inf, q, nq, &r), &r, &a, &na, NULL);
   struct element *next = NULL;
   int64_t nnext = 0;
   if (!ret) {
-    local = append_answers(&known, &nknown, a, na);
+    local = local ? local : append_answers(&known, &nknown, a, na);
     local = local ? local : elements_of(known, nknown, &next, &nnext);
     if (!local) {
       repoint(*t, *nt, seen, next, nnext);
@@ -647,6 +678,7 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
       free(next);
     ret = strata__agree(local, NULL, 0);
   }
+  inf->neighbourhood_known = !ret;
   strata__infer_free_records(&r);
   free(q), free(a), free(known), free(seen);
   return ret;

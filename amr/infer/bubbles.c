@@ -580,7 +580,7 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
 {
   strata__infer_drop_bubbles(inf);
   double *parts = NULL;
-  int64_t *links = NULL, np = 0, nl = 0, counts[3] = {0, 0, 0}, bytes = 0;
+  int64_t *links = NULL, np = 0, nl = 0, counts[2] = {0, 0}, bytes = 0;
   int local = local_parts(inf, &parts, &np, &links, &nl, counts); /* agreed in the send */
   st->parts_local = counts[0];
   /* Each link to another rank's element goes to that rank too. */
@@ -617,11 +617,8 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
   free(parts), free(label);
   if (!ret)
     ret = send_to_leaves(inf, &bytes);
-  counts[2] = inf->nbubbles;
-  if (!ret && MPI_Allreduce(MPI_IN_PLACE, counts, 3, MPI_INT64_T, MPI_SUM, inf->mesh->meta))
-    ret = STRATA_EMPI;
-  if (!ret) {
-    st->bubbles = counts[2];
+  if (!ret) { /* this rank's: the cycle's statistics sum them */
+    st->bubbles = inf->nbubbles;
     st->parts = counts[0];
     st->parts_lost = counts[1];
     st->particles_local = inf->nparticles;

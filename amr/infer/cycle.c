@@ -101,15 +101,20 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
   most[SUBMIT] = st->submit_seconds, most[MEASURED] = st->measured_max;
   most[VOLUME_MIN] = range[0], most[VOLUME_MAX] = range[1];
   most[ELEMENTS] = (double)st->elements_local;
-  double sums[7] = {(double)leaf_bubbles,
-                    (double)st->messages,
-                    (double)st->transfers,
-                    (double)st->transfers_by_kind[0],
-                    (double)st->transfers_by_kind[1],
-                    (double)st->transfers_by_kind[2],
-                    st->measured_max};
+  /* Every rank's: these, the bubbles and parts of the join. */
+  double sums[] = {(double)leaf_bubbles,
+                   (double)st->messages,
+                   (double)st->transfers,
+                   (double)st->transfers_by_kind[0],
+                   (double)st->transfers_by_kind[1],
+                   (double)st->transfers_by_kind[2],
+                   st->measured_max,
+                   (double)st->bubbles,
+                   (double)st->parts,
+                   (double)st->parts_lost};
   MPI_Allreduce(MPI_IN_PLACE, most, MAXIMA, MPI_DOUBLE, MPI_MAX, mesh->meta);
-  MPI_Allreduce(MPI_IN_PLACE, sums, 7, MPI_DOUBLE, MPI_SUM, mesh->meta);
+  MPI_Allreduce(MPI_IN_PLACE, sums, (int)(sizeof sums / sizeof *sums), MPI_DOUBLE, MPI_SUM,
+                mesh->meta);
   st->volume_min = inf->elements ? -most[VOLUME_MIN] : 0;
   st->volume_max = inf->elements ? most[VOLUME_MAX] : 0;
   st->elements_max = (int64_t)most[ELEMENTS];
@@ -121,6 +126,9 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
   for (int k = 0; k < 3; k++)
     st->transfers_by_kind[k] = (int64_t)sums[3 + k];
   st->measured_mean = sums[6] / mesh->size;
+  st->bubbles = (int64_t)sums[7];
+  st->parts = (int64_t)sums[8];
+  st->parts_lost = (int64_t)sums[9];
   const double *ends = most;
   double previous = 0;
   for (int k = 0; k < STRATA_INFER_PHASES; k++) {

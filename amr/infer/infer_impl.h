@@ -119,9 +119,11 @@ struct strata_infer {
   char value_names[STRATA_BUBBLE_MAX_VALUES][64]; /* their particle table columns */
   strata__tags tags;                              /* StarPU-MPI tags: elements, masks, mailboxes */
   int64_t cycles;
-  int64_t next_serial; /* of the elements this rank's directory places */
-  int64_t xfer_cpu_ns; /* CPU time of this method's transfer tasks (atomic adds) */
-  struct element *el;  /* the elements this rank knows, in Morton order */
+  int64_t next_serial;     /* of the elements this rank's directory places */
+  int neighbourhood_known; /* the last allocation succeeded: el holds what
+                              is within two of this rank's own elements */
+  int64_t xfer_cpu_ns;     /* CPU time of this method's transfer tasks (atomic adds) */
+  struct element *el;      /* the elements this rank knows, in Morton order */
   int64_t nel;
   uint64_t dir_keys;           /* Morton keys in each rank's range of the directory */
   struct directory_entry *dir; /* this rank's range of the directory, in Morton order */
