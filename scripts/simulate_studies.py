@@ -261,7 +261,8 @@ def plot(series, out):
                           ("infer_strong_unprepared", "cycle_s"),
                           ("infer_strong_host_clock", "cycle_s"),
                           ("infer_weak_host_clock", "cycle_s"),
-                          ("infer_weak_mesh", "cycle_s"), ("infer_weak_mesh", "bulk_s")):
+                          ("infer_weak_mesh", "cycle_s"), ("infer_weak_mesh", "bulk_s"),
+                          ("infer_weak_mesh_75_calls", "cycle_s")):
             if not series.get(name):
                 continue
             index[name, key] = len(index)
@@ -312,7 +313,9 @@ set yrange [0.005:0.4]
 set key top left
 """ + curves(("infer_weak_mesh", "cycle_s", ranges, "task graph (median and range of the runs)"),
              ("infer_weak_mesh", "bulk_s", "1:2 with linespoints dashtype 2",
-              "bulk-synchronous (median)")))]
+              "bulk-synchronous (median)"),
+             ("infer_weak_mesh_75_calls", "cycle_s", "1:2 with linespoints dashtype 3",
+              "before: 75 collective calls a cycle, not 38 (median)")))]
     script = f"""
 set terminal pngcairo size 1400,900 font ',10'
 set output '{png}'
