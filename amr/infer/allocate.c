@@ -658,14 +658,14 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
    * directory, or the same as the last cycle's (two exchanges fewer). */
   if (!ret && recall)
     local = local ? local : recall_neighbourhood(inf, &known, &nknown);
-  r.width = Q_WIDTH;
-  if (!ret && !recall && !local)
-    local = neighbourhood_requests(inf, known, nknown, &r);
-  if (!ret && !recall)
+  if (!ret && !recall) {
+    r.width = Q_WIDTH;
+    local = local ? local : neighbourhood_requests(inf, known, nknown, &r);
     ret = strata__infer_send_records(inf, local, &r, &q, &nq, NULL);
-  r.width = A_WIDTH;
-  if (!ret && !recall)
-    ret = strata__infer_send_records(inf, answer_requests(inf, q, nq, &r), &r, &a, &na, NULL);
+    r.width = A_WIDTH;
+    if (!ret)
+      ret = strata__infer_send_records(inf, answer_requests(inf, q, nq, &r), &r, &a, &na, NULL);
+  }
   struct element *next = NULL;
   int64_t nnext = 0;
   if (!ret) {

@@ -84,9 +84,9 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
   for (int64_t i = 0; i < inf->nlists; i++)
     leaf_bubbles += table_found(inf->lists[i].h);
   /* Two reductions in all, each costing log2 P rounds: the maxima (minima
-   * negated), then the sums (counts below 2^53 are exact as doubles). */
+   * negated; the phases' ends first), then the sums (counts below 2^53 are
+   * exact as doubles), the join's bubbles and parts among them. */
   enum {
-    PHASE_END,
     CYCLE_END = STRATA_INFER_PHASES,
     SUBMIT,
     MEASURED,
@@ -95,48 +95,52 @@ static void finish_stats(strata_infer *inf, const struct transfer *t, int64_t nt
     ELEMENTS,
     MAXIMA
   };
-  double most[MAXIMA];
+  enum {
+    LEAF_BUBBLES,
+    MESSAGES,
+    TRANSFERS,
+    BY_KIND,
+    MEASURED_SUM = BY_KIND + 3,
+    BUBBLES,
+    PARTS,
+    PARTS_LOST,
+    SUMS
+  };
+  double most[MAXIMA], sums[SUMS];
   memcpy(most, inf->phase_end, sizeof inf->phase_end);
   most[CYCLE_END] = starpu_timing_now() * 1e-6 - inf->t0;
   most[SUBMIT] = st->submit_seconds, most[MEASURED] = st->measured_max;
   most[VOLUME_MIN] = range[0], most[VOLUME_MAX] = range[1];
   most[ELEMENTS] = (double)st->elements_local;
-  /* Every rank's: these, the bubbles and parts of the join. */
-  double sums[] = {(double)leaf_bubbles,
-                   (double)st->messages,
-                   (double)st->transfers,
-                   (double)st->transfers_by_kind[0],
-                   (double)st->transfers_by_kind[1],
-                   (double)st->transfers_by_kind[2],
-                   st->measured_max,
-                   (double)st->bubbles,
-                   (double)st->parts,
-                   (double)st->parts_lost};
+  sums[LEAF_BUBBLES] = (double)leaf_bubbles, sums[MESSAGES] = (double)st->messages;
+  sums[TRANSFERS] = (double)st->transfers, sums[MEASURED_SUM] = st->measured_max;
+  for (int k = 0; k < 3; k++)
+    sums[BY_KIND + k] = (double)st->transfers_by_kind[k];
+  sums[BUBBLES] = (double)st->bubbles, sums[PARTS] = (double)st->parts;
+  sums[PARTS_LOST] = (double)st->parts_lost;
   MPI_Allreduce(MPI_IN_PLACE, most, MAXIMA, MPI_DOUBLE, MPI_MAX, mesh->meta);
-  MPI_Allreduce(MPI_IN_PLACE, sums, (int)(sizeof sums / sizeof *sums), MPI_DOUBLE, MPI_SUM,
-                mesh->meta);
+  MPI_Allreduce(MPI_IN_PLACE, sums, SUMS, MPI_DOUBLE, MPI_SUM, mesh->meta);
   st->volume_min = inf->elements ? -most[VOLUME_MIN] : 0;
   st->volume_max = inf->elements ? most[VOLUME_MAX] : 0;
   st->elements_max = (int64_t)most[ELEMENTS];
   st->submit_seconds = most[SUBMIT];
   st->measured_max = most[MEASURED];
-  st->leaf_bubbles = (int64_t)sums[0];
-  st->messages = (int64_t)sums[1];
-  st->transfers = (int64_t)sums[2];
+  st->leaf_bubbles = (int64_t)sums[LEAF_BUBBLES];
+  st->messages = (int64_t)sums[MESSAGES];
+  st->transfers = (int64_t)sums[TRANSFERS];
   for (int k = 0; k < 3; k++)
-    st->transfers_by_kind[k] = (int64_t)sums[3 + k];
-  st->measured_mean = sums[6] / mesh->size;
-  st->bubbles = (int64_t)sums[7];
-  st->parts = (int64_t)sums[8];
-  st->parts_lost = (int64_t)sums[9];
-  const double *ends = most;
+    st->transfers_by_kind[k] = (int64_t)sums[BY_KIND + k];
+  st->measured_mean = sums[MEASURED_SUM] / mesh->size;
+  st->bubbles = (int64_t)sums[BUBBLES];
+  st->parts = (int64_t)sums[PARTS];
+  st->parts_lost = (int64_t)sums[PARTS_LOST];
   double previous = 0;
   for (int k = 0; k < STRATA_INFER_PHASES; k++) {
-    double end = fmax(ends[k], previous); /* a phase absent on every rank ends with the last */
+    double end = fmax(most[k], previous); /* a phase absent on every rank ends with the last */
     st->seconds[k] = end - previous;
     previous = end;
   }
-  st->total = ends[STRATA_INFER_PHASES];
+  st->total = most[CYCLE_END];
 }
 
 /* Return once h's last task so far is done. Write mode also waits for a
