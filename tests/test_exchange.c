@@ -42,6 +42,7 @@ static void check_records(int rank, int size)
     expect_got += from + rank + 1;
   CHECK_EQ(total, expect_total);
   CHECK_EQ(ngot, expect_got);
+  CHECK(got != NULL);
   int64_t at = 0;
   for (int from = 0; got && from < size; from++)
     for (int64_t k = 0; k < from + rank + 1 && at < ngot; k++, at++) {
@@ -53,8 +54,10 @@ static void check_records(int rank, int size)
 }
 
 /* Errors ride on the all-to-all of counts: the smallest code everywhere,
- * and nothing received; an exchange of nothing costs one call and gives
- * NULL; another communicator than Strata's is a call site's mistake. */
+ * and nothing received (NULL); an exchange of nothing costs one call and
+ * still gives a buffer, which callers sort and search (qsort and bsearch
+ * take no NULL); another communicator than Strata's is a call site's
+ * mistake. */
 static void check_errors(int rank, int size)
 {
   int64_t rec[WIDTH] = {1, 2, 3}, *got = NULL, ngot = -1, total = -1;
@@ -70,9 +73,19 @@ static void check_errors(int rank, int size)
   CHECK_EQ(
       strata__exchange_records(strata__coll_comm(), 0, rec, &dest, 0, WIDTH, &got, &ngot, &total),
       0);
-  CHECK(got == NULL);
+  CHECK(got != NULL && got != rec);
   CHECK_EQ(ngot, 0);
   CHECK_EQ(total, 0);
+  free(got);
+  /* Only rank 0 sends, to itself: the others receive nothing, a buffer. */
+  dest = 0;
+  CHECK_EQ(strata__exchange_records(strata__coll_comm(), 0, rec, &dest, rank == 0, WIDTH, &got,
+                                    &ngot, &total),
+           0);
+  CHECK(got != NULL);
+  CHECK_EQ(ngot, rank == 0);
+  CHECK_EQ(total, 1);
+  free(got);
   CHECK_EQ(strata__exchange_records(strata_comm(), 0, rec, &dest, 0, WIDTH, &got, &ngot, NULL),
            STRATA_EINVAL);
 }

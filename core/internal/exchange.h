@@ -102,8 +102,8 @@ int strata__mailbox_post(struct strata__mailbox *mb, int64_t *messages);
 void strata__mailbox_close(struct strata__mailbox *mb);
 
 /* Host-side records between ranks (plans, descriptions): record i of
- * `width` int64 goes to rank dest[i]; *recv (malloc'd, NULL when nothing
- * comes) gets *nrecv records, those of rank 0 first, each rank's in its
+ * `width` int64 goes to rank dest[i]; *recv (malloc'd, never NULL on
+ * success, NULL after an error) gets *nrecv records, those of rank 0 first, each rank's in its
  * sending order; *total (or NULL): the records sent by all ranks together.
  * Collective over `comm`, which must be strata__coll_comm(). Errors agreed:
  * `local_err` (this rank's error before the call, 0 if none) travels with

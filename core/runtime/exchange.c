@@ -204,7 +204,12 @@ int strata__exchange_records(MPI_Comm comm, int local_err, const int64_t *record
     *total = 0;
   if (comm != strata__coll_comm()) /* the same on every rank: a call site's mistake */
     return strata__fail(STRATA_EINVAL, "internal: records exchanged off Strata's communicator");
-  if (local_err)
+  /* Allocated before the counts, so that *recv is never NULL on success
+   * (callers sort and search it) even when nothing moves and no agreement
+   * follows the counts; grown once the counts are known. */
+  *recv = malloc(sizeof **recv);
+  int local = local_err ? local_err : *recv ? 0 : STRATA_ENOMEM;
+  if (local)
     n = 0; /* the records are not read: every rank returns the error */
   int size;
   MPI_Comm_size(comm, &size);
@@ -214,15 +219,17 @@ int strata__exchange_records(MPI_Comm comm, int local_err, const int64_t *record
   int64_t *out = strata__coll_scratch(), *in = out + 2 * size;
   for (int r = 0; r < 2 * size; r++)
     out[r] = 0;
-  int local = local_err;
   if (!local && n * width > INT32_MAX)
     local = strata__fail(STRATA_ENOMEM, "more than 2^31 values in one exchange of records");
   for (int64_t i = 0; !local && i < n; i++)
     out[2 * dest[i]] += width;
   for (int r = 0; r < size; r++)
     out[2 * r + 1] = local ? local : n;
-  if (MPI_Alltoall(out, 2, MPI_INT64_T, in, 2, MPI_INT64_T, comm) != MPI_SUCCESS)
+  if (MPI_Alltoall(out, 2, MPI_INT64_T, in, 2, MPI_INT64_T, comm) != MPI_SUCCESS) {
+    free(*recv);
+    *recv = NULL;
     return STRATA_EMPI;
+  }
   int ret = 0;
   int64_t everyone = 0, received = 0;
   for (int r = 0; r < size; r++) {
@@ -230,6 +237,10 @@ int strata__exchange_records(MPI_Comm comm, int local_err, const int64_t *record
     ret = said < 0 && (ret == 0 || said < ret) ? (int)said : ret;
     everyone += said;
     received += in[2 * r];
+  }
+  if (ret) {
+    free(*recv);
+    *recv = NULL;
   }
   if (ret || everyone == 0) /* agreed: an error, or nothing to move anywhere */
     return ret;
@@ -239,8 +250,9 @@ int strata__exchange_records(MPI_Comm comm, int local_err, const int64_t *record
   int *sc = calloc((size_t)size, sizeof *sc), *sd = calloc((size_t)size + 1, sizeof *sd);
   int *rc = calloc((size_t)size, sizeof *rc), *rd = calloc((size_t)size, sizeof *rd);
   int64_t *send = malloc((size_t)(n * width + 1) * sizeof *send);
-  *recv = malloc((size_t)(received + 1) * sizeof **recv);
-  local = sc && sd && rc && rd && send && *recv ? 0 : STRATA_ENOMEM;
+  int64_t *grown = received ? realloc(*recv, (size_t)(received + 1) * sizeof **recv) : *recv;
+  *recv = grown ? grown : *recv; /* freed below if the exchange fails */
+  local = sc && sd && rc && rd && send && grown ? 0 : STRATA_ENOMEM;
   if (!local && received > INT32_MAX)
     local = strata__fail(STRATA_ENOMEM, "more than 2^31 values to receive in one exchange");
   for (int r = 0; !local && r < size; r++) {
