@@ -572,7 +572,7 @@ static int recall_neighbourhood(const strata_infer *inf, int64_t **known, int64_
   return ret;
 }
 
-int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
+int strata__infer_allocate(strata_infer *inf, int local, struct transfer **t, int64_t *nt,
                            strata_infer_stats *st)
 {
   /* The directory: the key range of the level array in equal parts. */
@@ -583,11 +583,12 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
   inf->dir_keys = (keys + size - 1) / size;
   struct strata__infer_records r = {.width = Q_WIDTH};
   int64_t *q = NULL, nq = 0, *a = NULL, na = 0, *known = NULL, nknown = 0;
-  int ret = strata__infer_send_records(inf, leaf_requests(inf, &r), &r, &q, &nq, NULL);
+  int ret =
+      strata__infer_send_records(inf, local ? local : leaf_requests(inf, &r), &r, &q, &nq, NULL);
   /* The directory: the new set, its counts and positions. */
   int64_t counts[3] = {0, 0, 0}; /* created, removed, elements */
-  if (!ret) {
-    int local = update_directory(inf, q, nq, counts);
+  if (!ret) {                    /* `local` was agreed by the exchange: ret holds it */
+    local = update_directory(inf, q, nq, counts);
     local = local ? local : note_overlaps(inf, q, nq);
     if (!local && !inf->dir_firsts &&
         !(inf->dir_firsts = malloc((size_t)inf->mesh->size * sizeof *inf->dir_firsts)))
@@ -618,7 +619,7 @@ int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
   struct element *seen = NULL, *old = inf->el;
   int64_t nseen = 0, nold = inf->nel;
   /* This rank's errors from here on are agreed at the next collective call. */
-  int local = ret ? 0 : elements_of(a, na, &seen, &nseen);
+  local = ret ? 0 : elements_of(a, na, &seen, &nseen);
   /* Planning and placement read `seen` as the known elements (no handles). */
   if (!ret && !local) {
     inf->el = seen, inf->nel = nseen;

@@ -226,9 +226,7 @@ int strata_infer_submit(strata_infer *inf)
     if (strata__acquire(inf->masks[i].h, STARPU_R) == 0)
       starpu_data_release(inf->masks[i].h);
   note_now(inf, STRATA_INFER_EVALUATE);
-  local = strata__agree(local, NULL, 0); /* the allocation is collective */
-  if (!local)
-    local = strata__infer_allocate(inf, &c->t, &c->nt, st);
+  local = strata__infer_allocate(inf, local, &c->t, &c->nt, st); /* agrees on `local` */
   if (!local)
     local = strata__infer_share_transfers(inf, &c->t, &c->nt);
   note_now(inf, STRATA_INFER_ALLOCATE);

@@ -238,8 +238,9 @@ int strata__infer_send_records(strata_infer *inf, int local, struct strata__infe
  * this rank's known elements and their handles brought up to date (kept
  * ones keep their handles, new ones of this rank are registered, others
  * dropped); the transfers of this rank's leaves planned into *t.
- * Collective. */
-int strata__infer_allocate(strata_infer *inf, struct transfer **t, int64_t *nt,
+ * Collective; `local`: this rank's error from the evaluate phase, agreed
+ * by the first exchange (nothing is allocated then). */
+int strata__infer_allocate(strata_infer *inf, int local, struct transfer **t, int64_t *nt,
                            strata_infer_stats *st);
 /* Every known element's handles unregistered, the lists freed (destroy). */
 void strata__infer_drop_elements(strata_infer *inf);
