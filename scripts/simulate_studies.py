@@ -262,7 +262,8 @@ def plot(series, out):
                           ("infer_strong_host_clock", "cycle_s"),
                           ("infer_weak_host_clock", "cycle_s"),
                           ("infer_weak_mesh", "cycle_s"), ("infer_weak_mesh", "bulk_s"),
-                          ("infer_weak_mesh_75_calls", "cycle_s")):
+                          ("infer_weak_mesh_75_calls", "cycle_s"),
+                          ("infer_weak_mesh_alone", "cycle_s")):
             if not series.get(name):
                 continue
             index[name, key] = len(index)
@@ -315,7 +316,9 @@ set key top left
              ("infer_weak_mesh", "bulk_s", "1:2 with linespoints dashtype 2",
               "bulk-synchronous (median)"),
              ("infer_weak_mesh_75_calls", "cycle_s", "1:2 with linespoints dashtype 3",
-              "before: 75 collective calls a cycle, not 38 (median)")))]
+              "before: 75 collective calls a cycle, not 38 (median)"),
+             ("infer_weak_mesh_alone", "cycle_s", ranges + " dashtype 4",
+              "task graph, 37 calls, alone on the host (2026-12-06, later)")))]
     script = f"""
 set terminal pngcairo size 1400,900 font ',10'
 set output '{png}'
