@@ -587,7 +587,8 @@ int strata__infer_allocate(strata_infer *inf, int local, struct transfer **t, in
       strata__infer_send_records(inf, local ? local : leaf_requests(inf, &r), &r, &q, &nq, NULL);
   /* The directory: the new set, its counts and positions. */
   int64_t counts[3] = {0, 0, 0}; /* created, removed, elements */
-  if (!ret) {                    /* `local` was agreed by the exchange: ret holds it */
+  /* `local` was agreed by the exchange: from here on it is this rank's next error. */
+  if (!ret) {
     local = update_directory(inf, q, nq, counts);
     local = local ? local : note_overlaps(inf, q, nq);
     if (!local && !inf->dir_firsts &&

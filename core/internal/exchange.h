@@ -103,13 +103,12 @@ void strata__mailbox_close(struct strata__mailbox *mb);
 
 /* Host-side records between ranks (plans, descriptions): record i of
  * `width` int64 goes to rank dest[i]; *recv (malloc'd, never NULL on
- * success, NULL after an error) gets *nrecv records, those of rank 0 first, each rank's in its
- * sending order; *total (or NULL): the records sent by all ranks together.
- * Collective over `comm`, which must be strata__coll_comm(). Errors agreed:
- * `local_err` (this rank's error before the call, 0 if none) travels with
- * the all-to-all of counts, so that an exchange costs one collective call
- * when no rank sends anything and three otherwise (each agreement costs
- * log2 P rounds: docs/scaling.md). */
+ * success, NULL after an error) gets *nrecv records, those of rank 0
+ * first, each rank's in its sending order; *total (or NULL): the records sent by all ranks
+ * together. Collective over `comm`, which must be strata__coll_comm(). Errors agreed: `local_err`
+ * (this rank's error before the call, 0 if none) travels with the all-to-all of counts, so that an
+ * exchange costs one collective call when no rank sends anything and three otherwise (each
+ * agreement costs log2 P rounds: docs/scaling.md). */
 int strata__exchange_records(MPI_Comm comm, int local_err, const int64_t *records, const int *dest,
                              int64_t n, int width, int64_t **recv, int64_t *nrecv, int64_t *total);
 #endif
