@@ -195,6 +195,14 @@ void strata__mailbox_close(struct strata__mailbox *mb)
 
 /* ---- records between the host sides of the ranks ---- */
 
+/* An exchange that failed returns no records (ret: its agreed error). */
+static int drop_received(int64_t **recv, int ret)
+{
+  free(*recv);
+  *recv = NULL;
+  return ret;
+}
+
 int strata__exchange_records(MPI_Comm comm, int local_err, const int64_t *records, const int *dest,
                              int64_t n, int width, int64_t **recv, int64_t *nrecv, int64_t *total)
 {
@@ -225,11 +233,8 @@ int strata__exchange_records(MPI_Comm comm, int local_err, const int64_t *record
     out[2 * dest[i]] += width;
   for (int r = 0; r < size; r++)
     out[2 * r + 1] = local ? local : n;
-  if (MPI_Alltoall(out, 2, MPI_INT64_T, in, 2, MPI_INT64_T, comm) != MPI_SUCCESS) {
-    free(*recv);
-    *recv = NULL;
-    return STRATA_EMPI;
-  }
+  if (MPI_Alltoall(out, 2, MPI_INT64_T, in, 2, MPI_INT64_T, comm) != MPI_SUCCESS)
+    return drop_received(recv, STRATA_EMPI);
   int ret = 0;
   int64_t everyone = 0, received = 0;
   for (int r = 0; r < size; r++) {
@@ -238,12 +243,10 @@ int strata__exchange_records(MPI_Comm comm, int local_err, const int64_t *record
     everyone += said;
     received += in[2 * r];
   }
-  if (ret) {
-    free(*recv);
-    *recv = NULL;
-  }
-  if (ret || everyone == 0) /* agreed: an error, or nothing to move anywhere */
-    return ret;
+  if (ret) /* agreed */
+    return drop_received(recv, ret);
+  if (everyone == 0) /* nothing to move anywhere: the buffer as it is */
+    return 0;
   if (total)
     *total = everyone;
   /* Rank after rank: counts, offsets, then each record at its rank's place. */
@@ -272,13 +275,12 @@ int strata__exchange_records(MPI_Comm comm, int local_err, const int64_t *record
   if (!ret &&
       MPI_Alltoallv(send, sc, sd, MPI_INT64_T, *recv, rc, rd, MPI_INT64_T, comm) != MPI_SUCCESS)
     ret = STRATA_EMPI;
-  if (ret) {
-    free(*recv);
-    *recv = NULL;
-  }
-  *nrecv = ret ? 0 : received / width;
-  if (ret && total)
-    *total = 0;
   free(sc), free(sd), free(rc), free(rd), free(send);
-  return ret;
+  if (ret) {
+    if (total)
+      *total = 0;
+    return drop_received(recv, ret);
+  }
+  *nrecv = received / width;
+  return 0;
 }
