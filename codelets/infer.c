@@ -39,7 +39,8 @@ static void mark_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
-/* Perf models keyed on the size of the last buffer (mask, leaf). */
+/* The marking's model keyed on the size of its last buffer (the list, or
+ * the marker field) and the number of buffers. */
 static uint32_t last_buffer_footprint(struct starpu_task *task)
 {
   starpu_data_handle_t h = STARPU_TASK_GET_HANDLE(task, STARPU_TASK_GET_NBUFFERS(task) - 1);
@@ -47,8 +48,10 @@ static uint32_t last_buffer_footprint(struct starpu_task *task)
                                (uint32_t)STARPU_TASK_GET_NBUFFERS(task));
 }
 
+/* The criterion's on StarPU's footprint, the sizes of the field and the
+ * mask: it reads every cell of the field. */
 STRATA__CODELET(criterion_cl, "strata_infer_criterion", 0xe7298a, criterion_cpu, criterion_cuda,
-                last_buffer_footprint, NULL, .nbuffers = 2, .modes = {STARPU_R, STARPU_W});
+                NULL, NULL, .nbuffers = 2, .modes = {STARPU_R, STARPU_W});
 
 STRATA__CODELET(mark_cl, "strata_infer_mark", 0xce1256, mark_cpu, mark_cuda, last_buffer_footprint,
                 NULL, .nbuffers = STARPU_VARIABLE_NBUFFERS);

@@ -24,7 +24,12 @@
 #       DIR/scaling.png (scripts/simulate_studies.py says what each measures;
 #       --host-clock charges the main threads' host time there too);
 #       `plot -o DIR` draws DIR/scaling.png again from DIR/scaling.json (and
-#       DIR/validation.png from DIR/validation.json when there is one)
+#       DIR/validation.png from DIR/validation.json when there is one);
+#       `--durations model` (validate, scaling) as STRATA_SIM_DURATIONS below
+#   scripts/simulate.sh calibrate [-o DIR] [-r ROUNDS]
+#       the performance models of the studies' tasks, recorded on real runs of
+#       build/ (STRATA_BUILD_DIR) on 1 and 2 ranks with STARPU_CALIBRATE, into
+#       DIR (scripts/simulate-models, kept in the repository)
 # Platforms: `vm` is this machine's kind (Open MPI's shared memory: 0.7 us,
 # 8 GB/s, ping-pong of 1 to 16 MiB), its cores ($STRATA_SIM_VM_CORES, nproc)
 # shared by every rank's threads (4 ranks on 2 cores compute at half speed
@@ -41,6 +46,11 @@
 # default: there every simulated rank's data shares this one core's caches,
 # where each real node has its own, and the clock charges the misses
 # (docs/scaling.md). STRATA_SIM_HOST_CLOCK=1 or 0 sets it either way.
+# STRATA_SIM_DURATIONS=model: a task still runs for real, for its results,
+# but lasts its performance model's mean (STRATA_SIM_MODELS, default
+# scripts/simulate-models) where the model has its footprint, so that no
+# rank's task carries this machine's noise (the patched StarPU prints how
+# many tasks it found a model for into the log).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${STRATA_SIM_BUILD_DIR:-$root/build-simgrid}
@@ -140,6 +150,21 @@ cmd_run() {
   platform "$kind" "$ranks" "$cpus" >"$dir/platform.xml"
   bus_files "$dir" "$cpus"
   for ((i = 0; i < ranks; i++)); do echo "node$i"; done >"$dir/hosts"
+  # STRATA_SIM_DURATIONS=model: a task lasts its performance model's mean
+  # (`calibrate`) instead of the thread time it took here, where the model
+  # has its footprint.
+  local durations=${STRATA_SIM_DURATIONS:-measured}
+  case $durations in
+    measured) ;;
+    model)
+      local models=${STRATA_SIM_MODELS:-$root/scripts/simulate-models}
+      compgen -G "$models/*.simulated" >/dev/null ||
+        { log "no models in $models (scripts/simulate.sh calibrate)"; exit 1; }
+      mkdir -p "$dir/.starpu/sampling/codelets/45"
+      cp "$models"/*.simulated "$dir/.starpu/sampling/codelets/45/"
+      ;;
+    *) log "STRATA_SIM_DURATIONS: measured or model, not $durations"; exit 2 ;;
+  esac
   local shared=
   [ "$kind" != vm ] || shared=$vm_cpus
   # The host clock charges the main threads' time on the host (above), less
@@ -161,6 +186,7 @@ cmd_run() {
   # (StarPU 1.4 reads its models and bus files under $XDG_CACHE_HOME first.)
   env -u XDG_CACHE_HOME STARPU_NCPU="$cpus" STARPU_NCUDA=0 STARPU_NOPENCL=0 STARPU_SILENT=1 STARPU_HOME="$dir" \
     STARPU_HOSTNAME=simulated OPENBLAS_NUM_THREADS=1 ${shared:+STRATA_SIMGRID_CPU_HOST=$shared} \
+    STRATA_SIMGRID_DURATIONS="$durations" \
     ${clock:+LD_PRELOAD=$clock STRATA_HOST_CLOCK_SWITCH_NS=$switch_ns} \
     smpirun -platform "$dir/platform.xml" -hostfile "$dir/hosts" -np "$ranks" "$prog" "$@" \
     --cfg=smpi/privatization:yes --cfg=smpi/simulate-computation:no \
@@ -227,6 +253,55 @@ stop_damon() {
   done
 }
 
+# Performance models for STRATA_SIM_DURATIONS=model, recorded on real runs
+# here (the build in $STRATA_BUILD_DIR, build/) of the studies' programs.
+cmd_calibrate() {
+  local out=$root/scripts/simulate-models rounds=10
+  while [ $# -gt 0 ]; do
+    case $1 in
+      -o) out=$2; shift 2 ;;
+      -r) rounds=$2; shift 2 ;;
+      *) log "calibrate: unknown option $1"; exit 2 ;;
+    esac
+  done
+  local real=${STRATA_BUILD_DIR:-$root/build}
+  [[ $real = /* ]] || real=$root/$real
+  [ -x "$real/bench/bench_infer_weak" ] || { log "calibrate: $real not built"; exit 1; }
+  # The models are filed under the simulated platform's host name. A rank
+  # writes its models when it shuts down, so ranks sharing a STARPU_HOME
+  # would overwrite each other's: each records into its own, merged below.
+  local homes k=0 job
+  homes=$(mktemp -d "${TMPDIR:-/tmp}/strata-calibrate.XXXXXX")
+  local jobs=(
+    "1 bench/bench_infer_weak --quick --rounds $rounds"
+    "2 bench/bench_infer_weak --quick --rounds $rounds"
+    "1 bench/bench_infer_weak --rounds $((rounds / 3 + 1))"
+    "2 bench/bench_infer --quick --rounds $((rounds / 3 + 1))"
+    "2 bench/bench_gindexer --quick --rounds $((rounds / 3 + 1))"
+    "2 tools/strata infer --quiet --cycles 3 --png none --hdf5 none"
+  )
+  for job in "${jobs[@]}"; do
+    read -r -a words <<<"$job"
+    log "calibrate: ${words[0]} rank(s): ${words[*]:1}"
+    (
+      # shellcheck source=scripts/env.sh
+      source "$root/scripts/env.sh" >/dev/null
+      export STARPU_HOSTNAME=simulated STARPU_CALIBRATE=1 STARPU_NCPU=1 STARPU_SILENT=1 \
+        STARPU_WORKERS_NOBIND=1 OPENBLAS_NUM_THREADS=1 STRATA_CALIBRATE_HOMES=$homes/$k
+      # shellcheck disable=SC2016
+      mpiexec -n "${words[0]}" -x STARPU_HOSTNAME -x STARPU_CALIBRATE -x STARPU_NCPU -x STARPU_SILENT \
+        -x STARPU_WORKERS_NOBIND -x OPENBLAS_NUM_THREADS -x STRATA_CALIBRATE_HOMES \
+        bash -c 'STARPU_HOME=$STRATA_CALIBRATE_HOMES-$OMPI_COMM_WORLD_RANK exec "$@"' calibrate \
+        "$real/${words[1]}" "${words[@]:2}" >/dev/null
+    )
+    k=$((k + 1))
+  done
+  rm -rf "$out"
+  python3 "$root/scripts/simulate_models.py" "$out" "$homes"/*
+  rm -rf "$homes"
+  log "calibrate: models in $out"
+}
+
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; }
 
 case ${1:-} in
@@ -236,6 +311,7 @@ case ${1:-} in
   # stale build simulated the job of an older commit without a word).
   validate | scaling) cmd_build; cmd_prepare; python3 "$root/scripts/simulate_studies.py" "$@" ;;
   prepare) cmd_prepare ;;
+  calibrate) shift; cmd_calibrate "$@" ;;
   plot) starpu_env; python3 "$root/scripts/simulate_studies.py" "$@" ;;
   -h | --help) usage ;;
   *) usage >&2; exit 2 ;;

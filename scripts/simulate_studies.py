@@ -19,6 +19,10 @@ scaling: on the `cluster` platform, one worker per rank: the global
     at each power of two; plots with gnuplot. Each study has its own largest
     rank count (--max-ranks, --max-ranks-infer, --max-ranks-8x,
     --max-ranks-weak, --max-ranks-mesh); --only runs some of them.
+--durations model: every simulated task lasts its performance model's mean
+    (scripts/simulate.sh calibrate, scripts/simulate-models/) instead of the
+    thread time it took on this machine; the rows go to NAME_modeled, the
+    validation to validation_modeled.json and .png.
 """
 import argparse
 import json
@@ -114,15 +118,16 @@ def validate(opts):
                 log(f"{job.name} {k} {ranks} rank(s): measured {m:.4g} s, simulated {s:.4g} s, "
                     f"error {100 * row['error']:+.0f} %")
                 results.append(row)
-    with open(os.path.join(opts.out, "validation.json"), "w") as f:
-        json.dump({"runs": opts.runs, "rows": results}, f, indent=1)
-    plot_validation(results, opts.out)
+    name = "validation" + opts.suffix
+    with open(os.path.join(opts.out, name + ".json"), "w") as f:
+        json.dump({"runs": opts.runs, "durations": opts.durations, "rows": results}, f, indent=1)
+    plot_validation(results, opts.out, name)
 
 
-def plot_validation(rows, out):
-    """DIR/validation.png: measured and simulated medians with their ranges,
-    a panel per figure, against the ranks."""
-    dat = os.path.join(out, "validation.dat")
+def plot_validation(rows, out, name="validation"):
+    """DIR/NAME.png: measured and simulated medians with their ranges, a
+    panel per figure, against the ranks."""
+    dat = os.path.join(out, name + ".dat")
     figures = [("cycle_s", "Inference cycle", 1), ("take_s", "Take", 1e3), ("put_s", "Put", 1e3)]
     with open(dat, "w") as f:
         for key, _, scale in figures:
@@ -142,7 +147,7 @@ plot '{dat}' index {2 * i} using ($1*0.97):2:3:4 with yerrorlines title 'measure
 """
     script = f"""
 set terminal pngcairo size 1500,420 font ',10'
-set output '{os.path.join(out, "validation.png")}'
+set output '{os.path.join(out, name + ".png")}'
 set multiplot layout 1,3
 set logscale x 2
 set xrange [0.8:5]
@@ -152,7 +157,7 @@ set xlabel 'ranks on this machine (2 cores)'
 set key top left
 """ + panels + "unset multiplot\n"
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
-    log("wrote", os.path.join(out, "validation.png"))
+    log("wrote", os.path.join(out, name + ".png"))
 
 
 def infer_cycle(text):
@@ -227,16 +232,17 @@ def scaling(opts):
     path = os.path.join(opts.out, "scaling.json")
     # a partial study (--only) keeps the other studies' rows
     series = json.load(open(path)) if opts.only != STUDIES and os.path.exists(path) else {}
-    # With --host-clock the inference studies go to NAME_host_clock.
-    suffix = "_host_clock" if opts.host_clock else ""
+    # With --host-clock the inference studies go to NAME_host_clock; with
+    # --durations model every study to NAME_modeled.
+    suffix = ("_host_clock" if opts.host_clock else "") + opts.suffix
     for name in opts.only:
-        series.pop(name + (suffix if name.startswith("infer") else ""), None)
+        series.pop(name + (suffix if name.startswith("infer") else opts.suffix), None)
     if "gindexer_weak" in opts.only:
         for ranks in ranks_upto(opts.max_ranks):
             out, wall, _ = simulated("cluster", ranks, GINDEXER.program,
                                      ["--quick", "--rounds", "1"], opts.log)
             row = dict(GINDEXER.figures(json.loads(out)), ranks=ranks, host_s=wall)
-            keep(series, "gindexer_weak", row, opts.out)
+            keep(series, "gindexer_weak" + opts.suffix, row, opts.out)
     for name, root_blocks, limit in (("infer_strong", 2, opts.max_ranks_infer),
                                      ("infer_strong_8x", 4, opts.max_ranks_8x)):
         for ranks in ranks_upto(limit) if name in opts.only else []:
@@ -263,7 +269,8 @@ def plot(series, out):
                           ("infer_weak_host_clock", "cycle_s"),
                           ("infer_weak_mesh", "cycle_s"), ("infer_weak_mesh", "bulk_s"),
                           ("infer_weak_mesh_75_calls", "cycle_s"),
-                          ("infer_weak_mesh_alone", "cycle_s")):
+                          ("infer_weak_mesh_alone", "cycle_s"),
+                          ("infer_weak_mesh_modeled", "cycle_s")):
             if not series.get(name):
                 continue
             index[name, key] = len(index)
@@ -318,7 +325,9 @@ set key top left
              ("infer_weak_mesh_75_calls", "cycle_s", "1:2 with linespoints dashtype 3",
               "before: 75 collective calls a cycle, not 38 (median)"),
              ("infer_weak_mesh_alone", "cycle_s", ranges + " dashtype 4",
-              "task graph, 37 calls, alone on the host (2026-12-06, later)")))]
+              "task graph, 37 calls, alone on the host (2026-12-06, later)"),
+             ("infer_weak_mesh_modeled", "cycle_s", ranges + " linewidth 2",
+              "task graph, durations from the performance models")))]
     script = f"""
 set terminal pngcairo size 1400,900 font ',10'
 set output '{png}'
@@ -363,7 +372,12 @@ def main():
                         help="scaling: charge the main threads' host time on the cluster "
                         "platform too (an upper bound: docs/scaling.md), the inference studies' "
                         "rows under NAME_host_clock")
+    parser.add_argument("--durations", choices=["measured", "model"], default="measured",
+                        help="a simulated task lasts the thread time it took here (measured) or "
+                        "its performance model's mean (model: scripts/simulate.sh calibrate)")
     opts = parser.parse_args()
+    opts.suffix = "_modeled" if opts.durations == "model" else ""
+    os.environ["STRATA_SIM_DURATIONS"] = opts.durations  # for every simulated run
     unknown = set(opts.only) - set(STUDIES)
     if unknown:
         parser.error(f"--only: no study {', '.join(sorted(unknown))}")
@@ -377,8 +391,10 @@ def main():
             parser.error(f"plot: neither scaling.json nor validation.json in {opts.out}")
         if os.path.exists(scaling_json):
             plot(json.load(open(scaling_json)), opts.out)
-        if os.path.exists(validation):
-            plot_validation(json.load(open(validation))["rows"], opts.out)
+        for name in ("validation", "validation_modeled"):
+            path = os.path.join(opts.out, name + ".json")
+            if os.path.exists(path):
+                plot_validation(json.load(open(path))["rows"], opts.out, name)
         return
     {"validate": validate, "scaling": scaling}[opts.study](opts)
 

@@ -107,4 +107,53 @@ assert 0 < d["elements_known_max_per_rank"] < d["elements"], d
 print("weak mesh on 16 simulated ranks: %d elements, at most %d known on a rank, cycle %.3g s"
       % (d["elements"], d["elements_known_max_per_rank"], d["task_graph_s"]))
 EOF
+# Durations from the performance models kept in the repository
+# (STRATA_SIM_DURATIONS=model): the tasks still run, so the clumps are found
+# on 16 ranks, where nearly every task finds its footprint in the models
+# (stale models, after a codelet's footprint changed, fail here:
+# scripts/simulate.sh calibrate); and on one rank, where every task finds
+# it, two runs simulate the same cycle to the nanosecond, where measured
+# durations differ by this machine's noise.
+modeled_run() { # NAME RANKS
+  rm -f "$work/modeled-$1.log" # the log is appended to
+  STRATA_SIM_DURATIONS=model STRATA_SIM_LOG=$work/modeled-$1.log bash "$src/scripts/simulate.sh" \
+    run -p cluster -n "$2" bench/bench_infer_weak --quick --rounds 2 >"$work/modeled-$1.json"
+}
+modeled_run 16 16
+modeled_run 1a 1
+modeled_run 1b 1
+python3 - "$work" <<'EOF'
+import json, re, sys
+work = sys.argv[1]
+def counts(name):
+    found = re.findall(r"task durations: (\d+) from performance models, (\d+) measured",
+                       open(f"{work}/modeled-{name}.log").read())
+    return len(found), sum(int(m) for m, _ in found), sum(int(t) for _, t in found)
+ranks, modeled, measured = counts("16")
+assert ranks == 16 and json.load(open(f"{work}/modeled-16.json"))["all_clumps_found"]
+print(f"durations from models on 16 ranks: {modeled} of {modeled + measured} tasks")
+assert measured < 0.02 * (modeled + measured), (modeled, measured)
+assert counts("1a")[2] == 0, counts("1a")
+a, b = (json.load(open(f"{work}/modeled-{k}.json"))["task_graph_s"] for k in ("1a", "1b"))
+print(f"1 rank, every duration from the models: cycle {a:.9f} s and {b:.9f} s in two runs")
+assert abs(a - b) <= 1e-9 * a, (a, b)
+EOF
+# The models of several ranks pool a footprint's measurements: the same home
+# twice gives every footprint twice the samples and the same mean.
+mkdir -p "$work/pool/a/.starpu/sampling/codelets/45"
+cp "$src/scripts/simulate-models/strata_infer_criterion.simulated" "$work/pool/a/.starpu/sampling/codelets/45/"
+python3 "$src/scripts/simulate_models.py" "$work/pool/out" "$work/pool/a" "$work/pool/a"
+python3 - "$src/scripts/simulate-models/strata_infer_criterion.simulated" \
+  "$work/pool/out/strata_infer_criterion.simulated" <<'EOF'
+import sys
+def table(path):
+    lines = open(path).read().splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("# hash"))
+    return {f[0]: (float(f[3]), int(f[7])) for f in (l.split() for l in lines[start + 1:]) if f}
+one, two = (table(p) for p in sys.argv[1:])
+assert one.keys() == two.keys() and one, (one, two)
+for key, (mean, n) in one.items():
+    assert two[key][1] == 2 * n and abs(two[key][0] - mean) <= 1e-6 * mean, (key, one[key], two[key])
+print(f"models pooled: {len(one)} footprints, samples doubled, means kept")
+EOF
 echo "simulation smoke test passed"
