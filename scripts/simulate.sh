@@ -254,7 +254,8 @@ stop_damon() {
 }
 
 # Performance models for STRATA_SIM_DURATIONS=model, recorded on real runs
-# here (the build in $STRATA_BUILD_DIR, build/) of the studies' programs.
+# here (scripts/calibrate.sh, the build in $STRATA_BUILD_DIR, build/) of the
+# studies' programs, under the simulated platform's host name.
 cmd_calibrate() {
   local out=$root/scripts/simulate-models rounds=10
   while [ $# -gt 0 ]; do
@@ -264,41 +265,19 @@ cmd_calibrate() {
       *) log "calibrate: unknown option $1"; exit 2 ;;
     esac
   done
-  local real=${STRATA_BUILD_DIR:-$root/build}
-  [[ $real = /* ]] || real=$root/$real
-  [ -x "$real/bench/bench_infer_weak" ] || { log "calibrate: $real not built"; exit 1; }
-  # The models are filed under the simulated platform's host name. A rank
-  # writes its models when it shuts down, so ranks sharing a STARPU_HOME
-  # would overwrite each other's: each records into its own, merged below.
-  local homes k=0 job
-  homes=$(mktemp -d "${TMPDIR:-/tmp}/strata-calibrate.XXXXXX")
-  local jobs=(
-    "1 bench/bench_infer_weak --quick --rounds $rounds"
-    "2 bench/bench_infer_weak --quick --rounds $rounds"
-    "1 bench/bench_infer_weak --rounds $((rounds / 3 + 1))"
-    "2 bench/bench_infer --quick --rounds $((rounds / 3 + 1))"
-    "2 bench/bench_gindexer --quick --rounds $((rounds / 3 + 1))"
-    "2 tools/strata infer --quiet --cycles 3 --png none --hdf5 none"
-  )
-  for job in "${jobs[@]}"; do
-    read -r -a words <<<"$job"
-    log "calibrate: ${words[0]} rank(s): ${words[*]:1}"
-    (
-      # shellcheck source=scripts/env.sh
-      source "$root/scripts/env.sh" >/dev/null
-      export STARPU_HOSTNAME=simulated STARPU_CALIBRATE=1 STARPU_NCPU=1 STARPU_SILENT=1 \
-        STARPU_WORKERS_NOBIND=1 OPENBLAS_NUM_THREADS=1 STRATA_CALIBRATE_HOMES=$homes/$k
-      # shellcheck disable=SC2016
-      mpiexec -n "${words[0]}" -x STARPU_HOSTNAME -x STARPU_CALIBRATE -x STARPU_NCPU -x STARPU_SILENT \
-        -x STARPU_WORKERS_NOBIND -x OPENBLAS_NUM_THREADS -x STRATA_CALIBRATE_HOMES \
-        bash -c 'STARPU_HOME=$STRATA_CALIBRATE_HOMES-$OMPI_COMM_WORLD_RANK exec "$@"' calibrate \
-        "$real/${words[1]}" "${words[@]:2}" >/dev/null
-    )
-    k=$((k + 1))
-  done
+  local work
+  work=$(mktemp -d "${TMPDIR:-/tmp}/strata-calibrate.XXXXXX")
+  printf '%s\n' "1 bench/bench_infer_weak --quick --rounds $rounds" \
+    "2 bench/bench_infer_weak --quick --rounds $rounds" \
+    "1 bench/bench_infer_weak --rounds $((rounds / 3 + 1))" \
+    "2 bench/bench_infer --quick --rounds $((rounds / 3 + 1))" \
+    "2 bench/bench_gindexer --quick --rounds $((rounds / 3 + 1))" \
+    "2 tools/strata infer --quiet --cycles 3 --png none --hdf5 none" >"$work/workloads"
+  STARPU_HOSTNAME=simulated bash "$root/scripts/calibrate.sh" -r 1 -w "$work/workloads" "$work/home"
   rm -rf "$out"
-  python3 "$root/scripts/simulate_models.py" "$out" "$homes"/*
-  rm -rf "$homes"
+  mkdir -p "$out"
+  cp "$work/home/.starpu/sampling/codelets/45"/*.simulated "$out/"
+  rm -rf "$work"
   log "calibrate: models in $out"
 }
 
