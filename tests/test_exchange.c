@@ -90,18 +90,22 @@ static void check_errors(int rank, int size)
            STRATA_EINVAL);
 }
 
-static void check_agree_sum(int rank, int size)
+static void check_agree_gather(int rank, int size)
 {
-  int64_t sums[2] = {rank, 1};
-  CHECK_EQ(strata__agree_sum(0, sums, 2), 0);
-  CHECK_EQ(sums[0], (int64_t)size * (size - 1) / 2);
-  CHECK_EQ(sums[1], size);
+  const int64_t mine[3] = {rank, 10 * rank + 1, -rank};
+  const int64_t *all = NULL;
+  CHECK_EQ(strata__agree_gather(0, mine, 3, &all), 0);
+  CHECK(all != NULL);
+  for (int r = 0; r < size; r++) {
+    CHECK_EQ(all[4 * r], r);
+    CHECK_EQ(all[4 * r + 1], 10 * r + 1);
+    CHECK_EQ(all[4 * r + 2], -r);
+  }
   /* Two failing ranks with different codes: the smaller everywhere. */
-  sums[0] = 7;
   int local = rank == size - 1 ? STRATA_ENOMEM : rank == 0 ? STRATA_EINVAL : 0;
-  CHECK_EQ(strata__agree_sum(local, sums, 2), STRATA_ENOMEM);
-  CHECK_EQ(sums[0], 7); /* left as it was */
-  CHECK_EQ(strata__agree_sum(0, sums, 17), STRATA_EINVAL);
+  CHECK_EQ(strata__agree_gather(local, mine, 3, &all), STRATA_ENOMEM);
+  CHECK(all == NULL);
+  CHECK_EQ(strata__agree_gather(0, mine, 4, &all), STRATA_EINVAL);
 }
 
 int main(int argc, char **argv)
@@ -114,7 +118,7 @@ int main(int argc, char **argv)
   }
   check_records(rank, size);
   check_errors(rank, size);
-  check_agree_sum(rank, size);
+  check_agree_gather(rank, size);
   check_records(rank, size); /* still in step */
   strata_finalize();
   if (!check_failures)

@@ -595,17 +595,15 @@ int strata__infer_allocate(strata_infer *inf, int local, struct transfer **t, in
         !(inf->dir_firsts = malloc((size_t)inf->mesh->size * sizeof *inf->dir_firsts)))
       local = STRATA_ENOMEM;
     counts[2] = inf->ndir;
-    ret = strata__agree_sum(local, counts, 3); /* every range's count */
-  }
-  /* Where each range starts. */
-  if (!ret &&
-      MPI_Allgather(&inf->ndir, 1, MPI_INT64_T, inf->dir_firsts, 1, MPI_INT64_T, inf->mesh->meta))
-    ret = STRATA_EMPI;
-  int64_t first = 0;
-  for (int r = 0; !ret && r < inf->mesh->size; r++) {
-    const int64_t count = inf->dir_firsts[r];
-    inf->dir_firsts[r] = first;
-    first += count;
+    const int64_t *all = NULL; /* every range's counts: their sums, and where each starts */
+    ret = strata__agree_gather(local, counts, 3, &all);
+    for (int k = 0; !ret && k < 3; k++)
+      counts[k] = 0;
+    for (int r = 0; !ret && r < inf->mesh->size; r++) {
+      inf->dir_firsts[r] = counts[2];
+      for (int k = 0; k < 3; k++)
+        counts[k] += all[4 * r + k];
+    }
   }
   inf->dir_first = ret ? 0 : inf->dir_firsts[inf->mesh->rank];
   st->created = counts[0];

@@ -393,14 +393,49 @@ static int label_less(struct label a, struct label b)
 struct edge {
   int64_t part; /* local */
   int rank;
-  struct label remote, sent; /* the other side; the label last sent to it */
+  struct label remote, sent; /* the other side; the smallest label it is known to have */
 };
+
+static int edge_cmp(const void *x, const void *y)
+{
+  const struct edge *a = x, *b = y;
+  if (a->part != b->part)
+    return a->part < b->part ? -1 : 1;
+  if (a->remote.pos != b->remote.pos)
+    return a->remote.pos < b->remote.pos ? -1 : 1;
+  return (a->remote.first > b->remote.first) - (a->remote.first < b->remote.first);
+}
+
+/* A label sent across an edge: the receiver's part, the sender's part, the
+ * label, the sender's rank. */
+enum { S_PART, S_PART_FIRST, S_FROM, S_FROM_FIRST, S_LABEL, S_LABEL_FIRST, S_RANK, S_WIDTH };
+
+/* Sorted by (part, remote), each pair once, with the smaller of its known
+ * labels; the new count. */
+static int64_t merge_edges(struct edge *edges, int64_t n)
+{
+  if (!n)
+    return 0;
+  qsort(edges, (size_t)n, sizeof *edges, edge_cmp);
+  int64_t kept = 1;
+  for (int64_t i = 1; i < n; i++) {
+    struct edge *last = &edges[kept - 1];
+    if (edge_cmp(last, &edges[i]))
+      edges[kept++] = edges[i];
+    else if (label_less(edges[i].sent, last->sent))
+      last->sent = edges[i].sent;
+  }
+  return kept;
+}
 
 /* Labels of this rank's parts (sorted, np of them) over their components:
  * the local links join parts at once, and each round sends the label of
- * a part's component across every link to another rank whose label
- * changed, until no rank sends any. *bytes grows by what other ranks send.
- * Collective; `local`: this rank's error so far. */
+ * a part's component across every link to another rank that is not known
+ * to have one as small, until no rank sends any. A link is known to the
+ * rank of its element only: the first round introduces it to the other
+ * side with the sender's label, and the other side answers only when its
+ * own label is smaller. *bytes grows by what other ranks send. Collective;
+ * `local`: this rank's error so far. */
 static int label_parts(strata_infer *inf, const double *parts, int64_t np, const int64_t *links,
                        int64_t nl, struct label *label, int local, int64_t *bytes)
 {
@@ -415,24 +450,22 @@ static int label_parts(strata_infer *inf, const double *parts, int64_t np, const
   }
   for (int64_t k = 0; !ret && k < nl; k++) {
     const int64_t *l = links + k * LINK_VALUES;
-    int64_t a = l[L_RANK] == me ? find_part(parts, width, np, l[L_POS], l[L_FIRST]) : -1,
+    int64_t a = find_part(parts, width, np, l[L_POS], l[L_FIRST]),
             b = l[L_NB_RANK] == me ? find_part(parts, width, np, l[L_NB_POS], l[L_NB_FIRST]) : -1;
     if (a >= 0 && b >= 0) { /* the smaller index stays the root */
       a = find_root(parent, a), b = find_root(parent, b);
       if (a != b)
         parent[a > b ? a : b] = a < b ? a : b;
-    } else if (a >= 0 || b >= 0) /* a part beyond its table's capacity joins nothing */
-      edges[nedges++] = (struct edge){.part = a >= 0 ? a : b,
-                                      .rank = (int)(a >= 0 ? l[L_NB_RANK] : l[L_RANK]),
-                                      .remote = a >= 0 ? (struct label){l[L_NB_POS], l[L_NB_FIRST]}
-                                                       : (struct label){l[L_POS], l[L_FIRST]},
+    } else if (a >= 0 && l[L_NB_RANK] != me) /* a part beyond its table's capacity joins nothing */
+      edges[nedges++] = (struct edge){.part = a,
+                                      .rank = (int)l[L_NB_RANK],
+                                      .remote = {l[L_NB_POS], l[L_NB_FIRST]},
                                       .sent = {INT64_MAX, INT64_MAX}};
   }
   for (int64_t i = 0; !ret && i < np; i++) /* roots are their components' smallest parts */
     label[i] = label[find_root(parent, i)];
-  /* A label sent: the remote part, then the label. */
-  struct strata__infer_records r = {.width = 4};
-  for (int64_t sent = 1; sent > 0;) {
+  struct strata__infer_records r = {.width = S_WIDTH};
+  for (int64_t round = 0, sent = 1; sent > 0; round++) {
     int64_t *got = NULL, ngot = 0;
     for (int64_t e = 0; !ret && e < nedges; e++) {
       struct edge *x = &edges[e];
@@ -445,18 +478,39 @@ static int label_parts(strata_infer *inf, const double *parts, int64_t np, const
         break;
       }
       x->sent = mine;
-      q[0] = x->remote.pos, q[1] = x->remote.first, q[2] = mine.pos, q[3] = mine.first;
+      q[S_PART] = x->remote.pos, q[S_PART_FIRST] = x->remote.first;
+      q[S_FROM] = (int64_t)parts[x->part * width + P_ELEMENT];
+      q[S_FROM_FIRST] = (int64_t)parts[x->part * width + P_FIRST];
+      q[S_LABEL] = mine.pos, q[S_LABEL_FIRST] = mine.first, q[S_RANK] = me;
     }
     ret = strata__infer_send_records(inf, ret, &r, &got, &ngot, bytes);
     sent = r.sent_everywhere; /* none anywhere: the labels are final */
+    struct edge *more = !ret && round == 0 && ngot
+                            ? realloc(edges, (size_t)(nedges + ngot) * sizeof *edges)
+                            : edges;
+    if (!more)
+      ret = STRATA_ENOMEM;
+    else
+      edges = more;
     for (int64_t k = 0; !ret && k < ngot; k++) {
-      const int64_t *q = got + 4 * k;
-      int64_t i = find_part(parts, width, np, q[0], q[1]);
-      const struct label theirs = {q[2], q[3]};
-      if (i >= 0 && label_less(theirs, label[(i = find_root(parent, i))]))
-        label[i] = theirs;
+      const int64_t *q = got + S_WIDTH * k;
+      const int64_t i = find_part(parts, width, np, q[S_PART], q[S_PART_FIRST]);
+      if (i < 0)
+        continue;
+      const struct label theirs = {q[S_LABEL], q[S_LABEL_FIRST]};
+      struct edge key = {.part = i, .remote = {q[S_FROM], q[S_FROM_FIRST]}}, *x;
+      if (round == 0) /* the other side of a link: its sender has `theirs` */
+        edges[nedges++] = (struct edge){i, (int)q[S_RANK], key.remote, theirs};
+      else if ((x = bsearch(&key, edges, (size_t)nedges, sizeof *edges, edge_cmp)) &&
+               label_less(theirs, x->sent))
+        x->sent = theirs;
+      const int64_t root = find_root(parent, i);
+      if (label_less(theirs, label[root]))
+        label[root] = theirs;
     }
     free(got);
+    if (!ret && round == 0)
+      nedges = merge_edges(edges, nedges);
     for (int64_t i = 0; !ret && i < np; i++)
       label[i] = label[find_root(parent, i)];
     sent = ret ? 0 : sent;
@@ -581,36 +635,16 @@ int strata__infer_join_bubbles(strata_infer *inf, strata_infer_stats *st)
   strata__infer_drop_bubbles(inf);
   double *parts = NULL;
   int64_t *links = NULL, np = 0, nl = 0, counts[2] = {0, 0}, bytes = 0;
-  int local = local_parts(inf, &parts, &np, &links, &nl, counts); /* agreed in the send */
+  int local = local_parts(inf, &parts, &np, &links, &nl, counts); /* agreed in the labelling */
   st->parts_local = counts[0];
-  /* Each link to another rank's element goes to that rank too. */
-  struct strata__infer_records r = {.width = LINK_VALUES};
-  for (int64_t k = 0; !local && k < nl; k++) {
-    const int64_t *l = links + k * LINK_VALUES;
-    int64_t *q =
-        l[L_NB_RANK] != inf->mesh->rank ? strata__infer_add_record(&r, (int)l[L_NB_RANK]) : NULL;
-    if (q)
-      memcpy(q, l, LINK_VALUES * sizeof *q);
-    else if (l[L_NB_RANK] != inf->mesh->rank)
-      local = STRATA_ENOMEM;
-  }
-  int64_t *theirs = NULL, ntheirs = 0;
-  int ret = strata__infer_send_records(inf, local, &r, &theirs, &ntheirs, &bytes);
-  int64_t *all = ret ? NULL : realloc(links, (size_t)((nl + ntheirs) * LINK_VALUES + 1) * 8);
-  if (all) {
-    links = all;
-    if (ntheirs)
-      memcpy(links + nl * LINK_VALUES, theirs, (size_t)(ntheirs * LINK_VALUES) * 8);
-    nl += ntheirs;
-  }
-  free(theirs);
-  struct label *label = NULL;
-  if (!ret) {
-    if (np) /* the order of the single-rank join */
-      qsort(parts, (size_t)np, (size_t)part_width(inf) * sizeof *parts, part_cmp);
-    label = malloc((size_t)(np + 1) * sizeof *label);
-    ret = label_parts(inf, parts, np, links, nl, label, all && label ? 0 : STRATA_ENOMEM, &bytes);
-  }
+  struct label *label = local ? NULL : malloc((size_t)(np + 1) * sizeof *label);
+  if (!local && np) /* the order of the single-rank join */
+    qsort(parts, (size_t)np, (size_t)part_width(inf) * sizeof *parts, part_cmp);
+  int ret = label_parts(inf, parts, np, links, nl, label,
+                        local   ? local
+                        : label ? 0
+                                : STRATA_ENOMEM,
+                        &bytes);
   free(links);
   if (!ret)
     ret = collect_bubbles(inf, parts, np, label, &bytes);

@@ -133,10 +133,11 @@ int64_t strata__next_collective(void);
  * (more: STRATA_EINVAL everywhere, with a message). */
 int strata__agree(int local_err, const int64_t *values, int n);
 
-/* strata__agree's error agreement in the same one all-reduce as `n` sums
- * over the ranks (at most 16): on success, sums[i] becomes the sum of every
- * rank's sums[i]; on error, the sums are left as they were. */
-int strata__agree_sum(int local_err, int64_t *sums, int n);
+/* strata__agree's error agreement in the same one all-gather as every
+ * rank's `n` values (at most 3): on success *all points to them, rank r's
+ * value i at (*all)[4 * r + i], in the collective scratch (valid until the
+ * next collective call); on error *all is NULL. */
+int strata__agree_gather(int local_err, const int64_t *mine, int n, const int64_t **all);
 
 /* The same on another communicator (collective over `comm`); on
  * MPI_COMM_NULL, work done by this rank alone, the local error as it is. */

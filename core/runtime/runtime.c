@@ -497,27 +497,28 @@ int strata__agree(int local_err, const int64_t *values, int n)
   return strata__agree_on(rt.coll_comm, local_err, values, n);
 }
 
-int strata__agree_sum(int local_err, int64_t *sums, int n)
+int strata__agree_gather(int local_err, const int64_t *mine, int n, const int64_t **all)
 {
-  /* Beside the sums, per error code the number of ranks that have it: the
-   * smallest code with a rank is strata__agree's answer. */
-  enum { CODES = 16 };
-  int64_t buf[16 + CODES] = {0};
-  if (n > 16)
-    return strata__fail(STRATA_EINVAL, "internal: %d sums to agree on, at most 16", n);
+  /* Each rank's values and its error in one all-gather into the scratch:
+   * the smallest error is strata__agree's answer. */
+  *all = NULL;
+  if (n < 0 || n > 3)
+    return strata__fail(STRATA_EINVAL, "internal: %d values to gather, at most 3", n);
   if (rt.coll_comm == MPI_COMM_NULL)
     return local_err;
-  memcpy(buf, sums, (size_t)n * sizeof *sums);
-  if (local_err)
-    buf[n + (-local_err < CODES ? -local_err : CODES) - 1] = 1;
-  if (MPI_Allreduce(MPI_IN_PLACE, buf, n + CODES, MPI_INT64_T, MPI_SUM, rt.coll_comm) !=
+  int size;
+  MPI_Comm_size(rt.coll_comm, &size);
+  int64_t buf[4] = {0, 0, 0, local_err};
+  memcpy(buf, mine, (size_t)n * sizeof *mine);
+  if (MPI_Allgather(buf, 4, MPI_INT64_T, rt.coll_scratch, 4, MPI_INT64_T, rt.coll_comm) !=
       MPI_SUCCESS)
     return STRATA_EMPI;
-  for (int c = CODES; c >= 1; c--)
-    if (buf[n + c - 1])
-      return -c;
-  memcpy(sums, buf, (size_t)n * sizeof *sums);
-  return 0;
+  int ret = 0;
+  for (int r = 0; r < size; r++)
+    ret = rt.coll_scratch[4 * r + 3] < ret ? (int)rt.coll_scratch[4 * r + 3] : ret;
+  if (!ret)
+    *all = rt.coll_scratch;
+  return ret;
 }
 
 int strata__agree_on(MPI_Comm comm, int local_err, const int64_t *values, int n)

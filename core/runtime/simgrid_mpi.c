@@ -524,13 +524,34 @@ int strata__sim_allgatherv(const void *send, int scount, MPI_Datatype stype, voi
                             : ret;
 }
 
+/* Bruck's all-gather, as Open MPI gathers small blocks: ceil(log2(size))
+ * rounds of one message each way, after the round of distance d each rank
+ * holding the blocks of the 2d ranks from itself on. */
 int strata__sim_allgather(const void *send, int scount, MPI_Datatype stype, void *recv, int rcount,
                           MPI_Datatype rtype, MPI_Comm comm)
 {
-  int ret = strata__sim_gather(send, scount, stype, recv, rcount, rtype, 0, comm);
   int rank, size;
   members(comm, &rank, &size);
-  return ret == MPI_SUCCESS ? strata__sim_bcast(recv, size * rcount, rtype, 0, comm) : ret;
+  const size_t block = (size_t)rcount * type_size(rtype), n = (size_t)size, me = (size_t)rank;
+  char *at = malloc(n * block + 1); /* at[i]: the block of rank + i */
+  if (!at)
+    return MPI_ERR_NO_MEM;
+  memcpy(at, send == MPI_IN_PLACE ? (const char *)recv + me * block : send,
+         send == MPI_IN_PLACE ? block : (size_t)scount * type_size(stype));
+  int ret = MPI_SUCCESS;
+  const int64_t tag = size > 1 ? next_tag(comm) : 0;
+  for (size_t d = 1; d < n && ret == MPI_SUCCESS; d <<= 1) {
+    const size_t count = d < n - d ? d : n - d;
+    struct messages m = {0};
+    ret = post(&m, 1, at, count * block, (int)((me + n - d) % n), tag);
+    if (ret == MPI_SUCCESS)
+      ret = post(&m, 0, at + d * block, count * block, (int)((me + d) % n), tag);
+    ret = wait_all(&m, ret);
+  }
+  for (size_t i = 0; ret == MPI_SUCCESS && i < n; i++)
+    memcpy((char *)recv + (me + i) % n * block, at + i * block, block);
+  free(at);
+  return ret;
 }
 
 int strata__sim_alltoallv(const void *send, const int *scounts, const int *sdispls,
