@@ -9,7 +9,8 @@
  * through prefix sums of the counts. `worst_ratio` is the largest ratio
  * of the run; `results_match_baselines` says whether every exchange gave
  * the hand-written one's values. Medians of the rounds; JSON on rank 0.
- *   mpiexec -n P bench_gindexer [--rounds R] [--quick]   (--quick: N = 10^4) */
+ *   mpiexec -n P bench_gindexer [--rounds R] [--quick] [--items N]
+ * (N = 10^6 items a rank; --quick: 10^4) */
 #include <string.h>
 
 #include <strata/strata.h>
@@ -241,12 +242,25 @@ static double max_over_ranks(double t)
 int main(int argc, char **argv)
 {
   int rounds = 5, quick = 0;
-  if (bench_options(argc, argv, "bench_gindexer", &rounds, &quick))
+  int64_t n = 0; /* --items N, taken out before the common options */
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], "--items") == 0) {
+      char *end = NULL;
+      n = strtoll(argv[i + 1], &end, 10);
+      if (*end || n < 1 || n > ((int64_t)1 << 31)) {
+        fprintf(stderr, "bench_gindexer: --items takes a count of 1 to 2^31\n");
+        return 2;
+      }
+      memmove(&argv[i], &argv[i + 2], (size_t)(argc - i - 1) * sizeof *argv); /* NULL too */
+      argc -= 2;
+      break;
+    }
+  if (bench_options(argc, argv, "bench_gindexer [--items N]", &rounds, &quick))
     return 2;
   if (strata_init(&argc, &argv, NULL))
     return 1;
   int rank = strata_rank(), size = strata_size();
-  int64_t n = quick ? 10000 : 1000000;
+  n = n ? n : quick ? 10000 : 1000000;
   int64_t *distrib = malloc((size_t)(size + 1) * sizeof *distrib),
           *idx = malloc((size_t)n * sizeof *idx);
   for (int r = 0; r <= size; r++)

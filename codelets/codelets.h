@@ -258,4 +258,11 @@ extern struct strata__codelet strata__noop_cl;
  * structure (shapes, types, function): a hash of its bytes. */
 uint32_t strata__arg_footprint(struct starpu_task *task);
 
+/* `n` to within 1/128 of itself (its 7 leading bits, rounded to the
+ * nearest) for a footprint: the pieces of an exchange with random indices
+ * differ by a few items from call to call, so exact sizes never repeat for
+ * them (no history, no modeled duration), while their costs differ by less
+ * than this. */
+uint64_t strata__rounded_size(uint64_t n);
+
 #endif

@@ -114,11 +114,19 @@ static void apply_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
-/* Keyed on the size of the destination. */
+/* A footprint of a rounded size (strata__rounded_size). */
+static uint32_t rounded_size_footprint(uint64_t n, uint32_t seed)
+{
+  const uint64_t rounded = strata__rounded_size(n);
+  return starpu_hash_crc32c_be((uint32_t)(rounded >> 32),
+                               starpu_hash_crc32c_be((uint32_t)rounded, seed));
+}
+
+/* Keyed on the size of the destination, rounded. */
 static uint32_t first_buffer_footprint(struct starpu_task *task)
 {
   starpu_data_handle_t h = STARPU_TASK_GET_HANDLE(task, task->cl->nbuffers == 3 ? 2 : 0);
-  return starpu_hash_crc32c_be((uint32_t)starpu_vector_get_nx(h), 0);
+  return rounded_size_footprint(starpu_vector_get_nx(h), 0);
 }
 
 STRATA__CODELET(gather_cl, "strata_gindexer_gather", 0xd95f02, gather_cpu, gather_cuda,
@@ -128,12 +136,13 @@ STRATA__CODELET(scatter_cl, "strata_gindexer_scatter", 0xfdae6b, scatter_cpu, sc
                 first_buffer_footprint, NULL, .nbuffers = 3,
                 .modes = {STARPU_R, STARPU_R, STARPU_RW});
 
-/* Keyed on the block count and the destination's size. */
+/* Keyed on the block count and the destination's size, rounded. */
 static uint32_t blocks_footprint(struct starpu_task *task)
 {
   const struct copy_blocks *a = task->cl_arg;
   starpu_data_handle_t dst = STARPU_TASK_GET_HANDLE(task, 3 + a->mapped);
-  return starpu_hash_crc32c_be((uint32_t)starpu_vector_get_nx(dst), (uint32_t)a->n);
+  return rounded_size_footprint(starpu_vector_get_nx(dst),
+                                rounded_size_footprint((uint64_t)a->n, 0));
 }
 
 /* Four or five buffers, and W when the blocks cover the destination or RW

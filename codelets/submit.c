@@ -245,3 +245,11 @@ uint32_t strata__arg_footprint(struct starpu_task *task)
 {
   return starpu_hash_crc32c_be_n(task->cl_arg, task->cl_arg_size, 0);
 }
+
+uint64_t strata__rounded_size(uint64_t n)
+{
+  int shift = 0;
+  while (n >> shift >= 128)
+    shift++;
+  return shift ? (n + ((uint64_t)1 << (shift - 1))) >> shift << shift : n;
+}

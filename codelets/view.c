@@ -5,12 +5,26 @@
 
 STRATA__IN_OUT_WRAPPERS(view)
 
-/* Shape and strides drive the cost, not where the view starts. */
+/* An extent or a stride, rounded as strata__rounded_size() rounds sizes. */
+static int64_t rounded_extent(int64_t x)
+{
+  return x < 0 ? -(int64_t)strata__rounded_size((uint64_t)-x)
+               : (int64_t)strata__rounded_size((uint64_t)x);
+}
+
+/* Shape and strides drive the cost, not where the view starts; rounded, so
+ * that the global indexer's pieces, whose sizes vary by a few items from
+ * call to call, share their footprints. */
 static uint32_t view_footprint(struct starpu_task *task)
 {
   struct strata__view_args a = *(const struct strata__view_args *)task->cl_arg;
   a.src_offset = 0;
   a.dst_offset = 0;
+  for (int d = 0; d < a.ndim && d < STRATA__ND_MAXDIMS; d++) {
+    a.shape[d] = rounded_extent(a.shape[d]);
+    a.src_stride[d] = rounded_extent(a.src_stride[d]);
+    a.dst_stride[d] = rounded_extent(a.dst_stride[d]);
+  }
   return starpu_hash_crc32c_be_n(&a, sizeof a, 0);
 }
 

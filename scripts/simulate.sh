@@ -27,7 +27,7 @@
 #       DIR/validation.png from DIR/validation.json when there is one);
 #       `--durations model` (validate, scaling) as STRATA_SIM_DURATIONS below
 #   scripts/simulate.sh calibrate [-o DIR] [-r ROUNDS]
-#       the performance models of the studies' tasks, recorded on real runs of
+#       the performance models of the studies' and the validation's tasks, recorded on real runs of
 #       build/ (STRATA_BUILD_DIR) on 1 and 2 ranks with STARPU_CALIBRATE, into
 #       DIR (scripts/simulate-models, kept in the repository)
 # Platforms: `vm` is this machine's kind (Open MPI's shared memory: 0.7 us,
@@ -267,11 +267,17 @@ cmd_calibrate() {
   done
   local work
   work=$(mktemp -d "${TMPDIR:-/tmp}/strata-calibrate.XXXXXX")
+  # The validation's indexer on 4 ranks copies pieces of a quarter of its
+  # 10^6 items, which 2 ranks of half as many make without 4 ranks sharing
+  # this machine's 2 cores (a task's measured time would include its wait).
   printf '%s\n' "1 bench/bench_infer_weak --quick --rounds $rounds" \
     "2 bench/bench_infer_weak --quick --rounds $rounds" \
     "1 bench/bench_infer_weak --rounds $((rounds / 3 + 1))" \
     "2 bench/bench_infer --quick --rounds $((rounds / 3 + 1))" \
     "2 bench/bench_gindexer --quick --rounds $((rounds / 3 + 1))" \
+    "1 bench/bench_gindexer --rounds $((rounds / 3 + 1))" \
+    "2 bench/bench_gindexer --rounds $((rounds / 3 + 1))" \
+    "2 bench/bench_gindexer --items 500000 --rounds $((rounds / 3 + 1))" \
     "2 tools/strata infer --quiet --cycles 3 --png none --hdf5 none" >"$work/workloads"
   STARPU_HOSTNAME=simulated bash "$root/scripts/calibrate.sh" -r 1 -w "$work/workloads" "$work/home"
   rm -rf "$out"

@@ -270,6 +270,7 @@ def plot(series, out):
                           ("infer_weak_mesh", "cycle_s"), ("infer_weak_mesh", "bulk_s"),
                           ("infer_weak_mesh_75_calls", "cycle_s"),
                           ("infer_weak_mesh_alone", "cycle_s"),
+                          ("infer_weak_mesh_modeled_37_calls", "cycle_s"),
                           ("infer_weak_mesh_modeled", "cycle_s")):
             if not series.get(name):
                 continue
@@ -326,6 +327,8 @@ set key top left
               "before: 75 collective calls a cycle, not 38 (median)"),
              ("infer_weak_mesh_alone", "cycle_s", ranges + " dashtype 4",
               "task graph, 37 calls, alone on the host (2026-12-06, later)"),
+             ("infer_weak_mesh_modeled_37_calls", "cycle_s", "1:2 with linespoints dashtype 2",
+              "the same, 37 calls a cycle, not 33"),
              ("infer_weak_mesh_modeled", "cycle_s", ranges + " linewidth 2",
               "task graph, durations from the performance models")))]
     script = f"""

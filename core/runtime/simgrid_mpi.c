@@ -11,8 +11,9 @@
  * under SMPI, one that arrives before its receive is posted is sometimes
  * never delivered.) Broadcasts and reductions to a root go along a
  * binomial tree and reductions to every rank by recursive doubling (log2 P
- * rounds); gathers and all-to-alls send one message per pair of ranks that
- * have something to say. */
+ * rounds), all-gathers and all-to-alls of small blocks by Bruck's algorithm
+ * (log2 P rounds); gathers and other all-to-alls send one message per pair
+ * of ranks that have something to say. */
 #define STRATA_SIMGRID_MPI_IMPLEMENTATION
 #include "internal/simgrid_mpi.h"
 
