@@ -8,7 +8,7 @@ STRATA__IN_OUT_WRAPPERS(view)
 /* An extent or a stride, rounded as strata__rounded_size() rounds sizes. */
 static int64_t rounded_extent(int64_t x)
 {
-  return x < 0 ? -(int64_t)strata__rounded_size((uint64_t)-x)
+  return x < 0 ? -(int64_t)strata__rounded_size(0 - (uint64_t)x) /* INT64_MIN too */
                : (int64_t)strata__rounded_size((uint64_t)x);
 }
 
