@@ -6,13 +6,19 @@
 #include "kernels/gindexer_kernels.h"
 #include "kernels/merge_kernels.h"
 
+/* The gather's argument: the row size, and whether the map ascends. */
+struct gather_rows {
+  size_t row;
+  int ascending;
+};
+
 /* Buffers: src (R), map (R, int64), dst (W). */
 static void gather_cpu(void *buffers[], void *cl_arg)
 {
-  const size_t *row = cl_arg;
+  const struct gather_rows *a = cl_arg;
   strata__gather_rows_cpu(
       (void *)STARPU_VECTOR_GET_PTR(buffers[2]), (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
-      (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]), STARPU_VECTOR_GET_NX(buffers[1]), *row);
+      (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]), STARPU_VECTOR_GET_NX(buffers[1]), a->row);
 }
 
 /* Buffers: src (R), map (R, int64), dst (RW). */
@@ -71,11 +77,11 @@ static void apply_cpu(void *buffers[], void *cl_arg)
 #if STRATA__USE_CUDA
 static void gather_cuda(void *buffers[], void *cl_arg)
 {
-  const size_t *row = cl_arg;
-  strata__gather_rows_cuda((void *)STARPU_VECTOR_GET_PTR(buffers[2]),
-                           (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
-                           (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]),
-                           STARPU_VECTOR_GET_NX(buffers[1]), *row, starpu_cuda_get_local_stream());
+  const struct gather_rows *a = cl_arg;
+  strata__gather_rows_cuda(
+      (void *)STARPU_VECTOR_GET_PTR(buffers[2]), (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+      (const int64_t *)STARPU_VECTOR_GET_PTR(buffers[1]), STARPU_VECTOR_GET_NX(buffers[1]), a->row,
+      starpu_cuda_get_local_stream());
 }
 
 static void scatter_cuda(void *buffers[], void *cl_arg)
@@ -123,17 +129,23 @@ static uint32_t rounded_size_footprint(uint64_t n, uint32_t seed)
 }
 
 /* Keyed on the size of the destination, rounded. */
-static uint32_t first_buffer_footprint(struct starpu_task *task)
+static uint32_t destination_footprint(struct starpu_task *task)
 {
-  starpu_data_handle_t h = STARPU_TASK_GET_HANDLE(task, task->cl->nbuffers == 3 ? 2 : 0);
-  return rounded_size_footprint(starpu_vector_get_nx(h), 0);
+  return rounded_size_footprint(starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 2)), 0);
+}
+
+/* Keyed on the size of the destination, rounded, and the map's order. */
+static uint32_t gather_footprint(struct starpu_task *task)
+{
+  const struct gather_rows *a = task->cl_arg;
+  return rounded_size_footprint(starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 2)),
+                                (uint32_t)a->ascending);
 }
 
 STRATA__CODELET(gather_cl, "strata_gindexer_gather", 0xd95f02, gather_cpu, gather_cuda,
-                first_buffer_footprint, NULL, .nbuffers = 3,
-                .modes = {STARPU_R, STARPU_R, STARPU_W});
+                gather_footprint, NULL, .nbuffers = 3, .modes = {STARPU_R, STARPU_R, STARPU_W});
 STRATA__CODELET(scatter_cl, "strata_gindexer_scatter", 0xfdae6b, scatter_cpu, scatter_cuda,
-                first_buffer_footprint, NULL, .nbuffers = 3,
+                destination_footprint, NULL, .nbuffers = 3,
                 .modes = {STARPU_R, STARPU_R, STARPU_RW});
 
 /* Keyed on the block count and the destination's size, rounded. */
@@ -150,15 +162,24 @@ static uint32_t blocks_footprint(struct starpu_task *task)
 STRATA__CODELET(blocks_cl, "strata_gindexer_blocks", 0xe6550d, blocks_cpu, blocks_cuda,
                 blocks_footprint, NULL, .nbuffers = STARPU_VARIABLE_NBUFFERS);
 
-STRATA__CODELET(apply_cl, "strata_gindexer_apply", 0xa63603, apply_cpu, apply_cuda,
-                first_buffer_footprint, NULL, .nbuffers = 5,
-                .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_R});
+/* Keyed on the size of the owned rows, rounded, and the rule (a reduction
+ * reads what it writes). */
+static uint32_t apply_footprint(struct starpu_task *task)
+{
+  const struct strata__put_apply *a = task->cl_arg;
+  return rounded_size_footprint(starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 0)),
+                                (uint32_t)a->rule);
+}
+
+STRATA__CODELET(apply_cl, "strata_gindexer_apply", 0xa63603, apply_cpu, apply_cuda, apply_footprint,
+                NULL, .nbuffers = 5, .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_R});
 
 int strata__gindexer_gather_submit(starpu_data_handle_t src, starpu_data_handle_t map,
-                                   starpu_data_handle_t dst, size_t row)
+                                   starpu_data_handle_t dst, size_t row, int ascending)
 {
+  struct gather_rows a = {row, ascending != 0};
   starpu_data_handle_t h[3] = {src, map, dst};
-  return strata__submit_copy_arg(&gather_cl, &row, sizeof row, 3, h, NULL);
+  return strata__submit_copy_arg(&gather_cl, &a, sizeof a, 3, h, NULL);
 }
 
 int strata__gindexer_scatter_submit(starpu_data_handle_t src, starpu_data_handle_t map,

@@ -7,9 +7,12 @@
 #include "codelets.h"
 
 /* Global indexer: dst (W) row k = src (R) row map[k] (map: R, int64
- * vector of dst's row count); rows of `row` bytes. */
+ * vector of dst's row count); rows of `row` bytes. `ascending`: the map's
+ * rows ascend (within each peer's piece), so the reads stream; such a
+ * gather costs a fraction of one that reads at random, and is modeled
+ * apart. */
 int strata__gindexer_gather_submit(starpu_data_handle_t src, starpu_data_handle_t map,
-                                   starpu_data_handle_t dst, size_t row);
+                                   starpu_data_handle_t dst, size_t row, int ascending);
 
 /* Global indexer: dst (RW) row map[k] = src (R) row k. */
 int strata__gindexer_scatter_submit(starpu_data_handle_t src, starpu_data_handle_t map,

@@ -1,10 +1,10 @@
 /* The global indexer (include/strata/gindexer.h).
  *
- * Creation (MPI collectives, once): the requested indices are counting-
- * sorted by owner (stable, so each owner sees a rank's requests in their
- * order), the counts and the sorted indices are exchanged with
- * MPI_Alltoall(v), and the owner lists its requests per owned index (CSR,
- * in writer order: source rank, then position). The maps become StarPU
+ * Creation (MPI collectives, once): the requested indices are sorted by
+ * global index (so by owner; stable, so an index's requests from one rank
+ * stay in their order), the counts and the sorted indices are exchanged
+ * with MPI_Alltoall(v), and the owner lists its requests per owned index
+ * (CSR, in writer order: source rank, then position). The maps become StarPU
  * handles so that the codelets find them on any worker, GPUs included.
  *
  * A multi-list indexer concatenates its lists (list order, then position),
@@ -180,6 +180,43 @@ static int64_t request(const strata_gindexer *gi, const int64_t *const *idx, int
   return idx[l][p - gi->list_off[l]];
 }
 
+/* The positions of `n` keys (none negative) in increasing key order,
+ * stable: an LSD radix sort, RADIX_BITS bits a pass, as many passes as the
+ * largest key needs. `key` is left in an unspecified order. */
+enum { RADIX_BITS = 11, RADIX_DIGITS = 1 << RADIX_BITS };
+
+static int sort_positions(int64_t *key, int64_t n, int64_t *pos)
+{
+  int64_t *spare = malloc((size_t)(2 * n + 1) * sizeof *spare);
+  if (!spare)
+    return STRATA_ENOMEM;
+  int64_t largest = 0;
+  for (int64_t p = 0; p < n; p++) {
+    pos[p] = p;
+    largest |= key[p];
+  }
+  int64_t *key_in = key, *pos_in = pos, *key_out = spare, *pos_out = spare + n;
+  for (int shift = 0; shift < 63 && largest >> shift; shift += RADIX_BITS) {
+    int64_t start[RADIX_DIGITS + 1] = {0};
+    for (int64_t p = 0; p < n; p++)
+      start[((key_in[p] >> shift) & (RADIX_DIGITS - 1)) + 1]++;
+    for (int d = 0; d < RADIX_DIGITS; d++)
+      start[d + 1] += start[d];
+    for (int64_t p = 0; p < n; p++) {
+      int64_t at = start[(key_in[p] >> shift) & (RADIX_DIGITS - 1)]++;
+      key_out[at] = key_in[p];
+      pos_out[at] = pos_in[p];
+    }
+    int64_t *k = key_in, *q = pos_in;
+    key_in = key_out, pos_in = pos_out;
+    key_out = k, pos_out = q;
+  }
+  if (pos_in != pos)
+    memcpy(pos, pos_in, (size_t)n * sizeof *pos);
+  free(spare);
+  return 0;
+}
+
 static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *const *idx)
 {
   int size = gi->size;
@@ -189,27 +226,29 @@ static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *con
   gi->order = malloc((size_t)(gi->n_idx + 1) * sizeof *gi->order);
   gi->inverse = malloc((size_t)(gi->n_idx + 1) * sizeof *gi->inverse);
   gi->h_order = calloc((size_t)gi->n_lists + 1, sizeof *gi->h_order);
-  int *owner = malloc((size_t)(gi->n_idx + 1) * sizeof *owner);
   int64_t *sorted = malloc((size_t)(gi->n_idx + 1) * sizeof *sorted);
-  int ret = gi->send_counts && gi->recv_counts && gi->order && gi->inverse && gi->h_order &&
-                    owner && sorted
+  int ret = gi->send_counts && gi->recv_counts && gi->order && gi->inverse && gi->h_order && sorted
                 ? 0
                 : STRATA_ENOMEM;
   int *sc = NULL, *rc = NULL;
   if (!ret) {
+    /* The requests in increasing global index, so by owner and, within an
+     * owner, by the offset it reads or writes: each owner streams through
+     * its block, where request order would jump at random over memory that
+     * is seldom in cache (a 1-rank Take of 10^6 random items: its pack
+     * 2.4-2.9 ms, the unpack from the fresh inbox 0.8-1.1 ms). Stable, so
+     * an index's writers keep their order (Put's rules). */
     for (int64_t p = 0; p < gi->n_idx; p++)
-      gi->send_counts[owner[p] = strata__range_at(distrib, size, request(gi, idx, p))]++;
-    int64_t *at = calloc((size_t)size, sizeof *at);
-    for (int r = 1; at && r < size; r++)
-      at[r] = at[r - 1] + gi->send_counts[r - 1];
-    for (int64_t p = 0; at && p < gi->n_idx; p++) {
-      int64_t j = at[owner[p]]++;
+      sorted[p] = request(gi, idx, p);
+    ret = sort_positions(sorted, gi->n_idx, gi->inverse);
+    for (int64_t j = 0, owner = 0; !ret && j < gi->n_idx; j++) {
+      int64_t p = gi->inverse[j], g = request(gi, idx, p);
+      while (owner + 1 < size && distrib[owner + 1] <= g)
+        owner++;
+      gi->send_counts[owner]++;
       gi->order[p] = j;
-      gi->inverse[j] = p;
-      sorted[j] = request(gi, idx, p) - distrib[owner[p]];
+      sorted[j] = g - distrib[owner];
     }
-    ret = at ? 0 : STRATA_ENOMEM;
-    free(at);
   }
   ret = strata__agree_on(gi->comm, ret, NULL, 0);
   if (!ret && MPI_Alltoall(gi->send_counts, 1, MPI_INT64_T, gi->recv_counts, 1, MPI_INT64_T,
@@ -248,7 +287,6 @@ static int build(strata_gindexer *gi, const int64_t *distrib, const int64_t *con
     gi->h_csr = register_map(gi->csr, gi->dn + 1);
     gi->h_req = register_map(gi->req, gi->nin);
   }
-  free(owner);
   free(sorted);
   free(sc);
   free(rc);
@@ -685,13 +723,14 @@ int strata__gi_take(strata_gindexer *gi, strata_array *dist, int64_t count, stra
     return strata__fail(ret, "gindexer take: sizes, count or types disagree");
   }
   if (gi->nin > 0)
-    ret = strata__gindexer_gather_submit(strata_array_handle(dist), gi->h_local, outbox.whole, row);
+    ret = strata__gindexer_gather_submit(strata_array_handle(dist), gi->h_local, outbox.whole, row,
+                                         1);
   if (!ret)
     ret = strata__gi_post(gi, &outbox, gi->recv_counts, &inbox, gi->send_counts);
   for (int l = 0; l < n && !ret; l++)
     if (gi->h_order[l])
       ret = strata__gindexer_gather_submit(inbox.whole, gi->h_order[l],
-                                           strata_array_handle(outs[l]), row);
+                                           strata_array_handle(outs[l]), row, 0);
   strata__gi_close(&outbox);
   strata__gi_close(&inbox);
   if (ret)
@@ -706,7 +745,7 @@ int strata__gi_pack_parts(strata_gindexer *gi, strata_array *const *values,
   int ret = 0;
   if (gi->h_inverse)
     return strata__gindexer_gather_submit(strata_array_handle(values[0]), gi->h_inverse, outbox,
-                                          row);
+                                          row, 0);
   for (int l = 0; l < gi->n_lists && !ret; l++)
     if (gi->h_order[l])
       ret = strata__gindexer_scatter_submit(strata_array_handle(values[l]), gi->h_order[l], outbox,

@@ -99,7 +99,7 @@ static int counts_post(strata_gindexer *gi, int take, strata_array *dist_counts,
     ret = strata__gi_pack_parts(gi, counts, outbox.whole, sizeof(int64_t));
   else if (outbox.whole)
     ret = strata__gindexer_gather_submit(strata_array_handle(dist_counts), gi->h_local,
-                                         outbox.whole, sizeof(int64_t));
+                                         outbox.whole, sizeof(int64_t), 1);
   if (!ret)
     ret = strata__gi_post(gi, &outbox, out_rows, &inbox, in_rows);
   strata__gi_close(&inbox);
@@ -195,7 +195,7 @@ static int take_v(strata_gindexer *gi, strata_array *dist_counts, strata_array *
   for (int l = 0; l < n && !ret; l++) /* the requesters' counts, in request order */
     if (gi->h_order[l])
       ret = strata__gindexer_gather_submit(cp.in, gi->h_order[l],
-                                           strata_array_handle(out_counts[l]), sizeof(int64_t));
+                                           strata_array_handle(out_counts[l]), sizeof(int64_t), 0);
   if (ret) /* the counts are not read: nothing to release */
     cp = (struct counts_phase){0};
   local = ret ? ret : counts_read(&cp);
