@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Calibrate the performance models of Strata's codelets on this machine.
-#   scripts/calibrate.sh [-r ROUNDS] [-w WORKLOADS] [STARPU_HOME]
+#   scripts/calibrate.sh [-r ROUNDS] [-w WORKLOADS] [-g] [STARPU_HOME]
 # Runs Strata's workloads (the inference job on 2 ranks, the AMR, global
 # indexer, sharding, fusion and deferred-compute benchmarks; or those listed
 # in the file WORKLOADS, a line each: RANKS PROGRAM ARGS, the program
@@ -16,13 +16,18 @@
 # Models are filed per host name: set STARPU_HOSTNAME to share them between
 # identical nodes (scripts/simulate.sh calibrate sets `simulated`).
 # STARPU_CALIBRATE=2 here drops earlier measurements first.
+# -g: also the models of each rank count N alone, pooled from the workloads
+# of N ranks only, into STARPU_HOME/ranks-N/.starpu/... (ranks that share
+# this machine share its caches and memory too, which a simulation of them
+# does not model: their tasks' costs are taken as measured so).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-rounds=2 workloads_file=
+rounds=2 workloads_file='' by_ranks=0
 while [ $# -gt 0 ]; do
   case $1 in
     -r) rounds=$2; shift 2 ;;
     -w) workloads_file=$2; shift 2 ;;
+    -g) by_ranks=1; shift ;;
     *) break ;;
   esac
 done
@@ -60,6 +65,18 @@ done
 earlier=("$home")
 [ "$STARPU_CALIBRATE" != 2 ] || earlier=()
 python3 "$root/scripts/simulate_models.py" "$home/.starpu/sampling/codelets/45" "$ranks_homes"/* "${earlier[@]}"
+if [ "$by_ranks" = 1 ]; then
+  mapfile -t counts < <(printf '%s\n' "${workloads[@]}" | awk '{ print $1 }' | sort -un)
+  for n in "${counts[@]}"; do
+    homes=()
+    for k in "${!workloads[@]}"; do
+      read -r -a words <<<"${workloads[$k]}"
+      [ "${words[0]}" != "$n" ] || homes+=("$ranks_homes/$k"-*)
+    done
+    echo "calibrate: the workloads of $n rank(s) alone:" >&2
+    python3 "$root/scripts/simulate_models.py" "$home/ranks-$n/.starpu/sampling/codelets/45" "${homes[@]}"
+  done
+fi
 rm -rf "$ranks_homes"
 display=$(command -v starpu_perfmodel_display || true)
 if [ -z "$display" ]; then

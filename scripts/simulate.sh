@@ -29,7 +29,8 @@
 #   scripts/simulate.sh calibrate [-o DIR] [-r ROUNDS]
 #       the performance models of the studies' and the validation's tasks, recorded on real runs of
 #       build/ (STRATA_BUILD_DIR) on 1 and 2 ranks with STARPU_CALIBRATE, into
-#       DIR (scripts/simulate-models, kept in the repository)
+#       DIR (scripts/simulate-models, kept in the repository): all pooled, and
+#       those of N ranks alone in DIR/ranks-N (the `vm` platform's)
 # Platforms: `vm` is this machine's kind (Open MPI's shared memory: 0.7 us,
 # 8 GB/s, ping-pong of 1 to 16 MiB), its cores ($STRATA_SIM_VM_CORES, nproc)
 # shared by every rank's threads (4 ranks on 2 cores compute at half speed
@@ -152,12 +153,19 @@ cmd_run() {
   for ((i = 0; i < ranks; i++)); do echo "node$i"; done >"$dir/hosts"
   # STRATA_SIM_DURATIONS=model: a task lasts its performance model's mean
   # (`calibrate`) instead of the thread time it took here, where the model
-  # has its footprint.
+  # has its footprint. On `vm`, whose ranks share this machine, the models
+  # of the most ranks up to these that were calibrated sharing it (ranks-N),
+  # where there are such.
   local durations=${STRATA_SIM_DURATIONS:-measured}
   case $durations in
     measured) ;;
     model)
-      local models=${STRATA_SIM_MODELS:-$root/scripts/simulate-models}
+      local models=${STRATA_SIM_MODELS:-$root/scripts/simulate-models} n
+      if [ "$kind" = vm ]; then
+        for ((n = ranks; n >= 1; n--)); do
+          [ ! -d "$models/ranks-$n" ] || { models=$models/ranks-$n; break; }
+        done
+      fi
       compgen -G "$models/*.simulated" >/dev/null ||
         { log "no models in $models (scripts/simulate.sh calibrate)"; exit 1; }
       mkdir -p "$dir/.starpu/sampling/codelets/45"
@@ -271,6 +279,7 @@ cmd_calibrate() {
   # 10^6 items, which 2 ranks of half as many make without 4 ranks sharing
   # this machine's 2 cores (a task's measured time would include its wait).
   printf '%s\n' "1 bench/bench_infer_weak --quick --rounds $rounds" \
+    "1 bench/bench_infer --quick --rounds $((rounds / 3 + 1))" \
     "2 bench/bench_infer_weak --quick --rounds $rounds" \
     "1 bench/bench_infer_weak --rounds $((rounds / 3 + 1))" \
     "2 bench/bench_infer --quick --rounds $((rounds / 3 + 1))" \
@@ -279,10 +288,15 @@ cmd_calibrate() {
     "2 bench/bench_gindexer --rounds $((rounds / 3 + 1))" \
     "2 bench/bench_gindexer --items 500000 --rounds $((rounds / 3 + 1))" \
     "2 tools/strata infer --quiet --cycles 3 --png none --hdf5 none" >"$work/workloads"
-  STARPU_HOSTNAME=simulated bash "$root/scripts/calibrate.sh" -r 1 -w "$work/workloads" "$work/home"
+  STARPU_HOSTNAME=simulated bash "$root/scripts/calibrate.sh" -r 1 -g -w "$work/workloads" "$work/home"
   rm -rf "$out"
   mkdir -p "$out"
   cp "$work/home/.starpu/sampling/codelets/45"/*.simulated "$out/"
+  local set
+  for set in "$work/home"/ranks-*; do
+    mkdir -p "$out/${set##*/}"
+    cp "$set/.starpu/sampling/codelets/45"/*.simulated "$out/${set##*/}/"
+  done
   rm -rf "$work"
   log "calibrate: models in $out"
 }

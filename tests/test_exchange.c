@@ -121,6 +121,9 @@ int main(int argc, char **argv)
   check_agree_gather(rank, size);
   check_records(rank, size); /* still in step */
   strata_finalize();
+  const int64_t *all = NULL, mine[1] = {rank};
+  CHECK_EQ(strata__agree_gather(0, mine, 1, &all), STRATA_ESTATE); /* no values: no success */
+  CHECK(all == NULL);
   if (!check_failures)
     printf("exchange layer: records, errors and sums agree on %d rank(s)\n", size);
   return check_failures ? 1 : 0;

@@ -136,7 +136,8 @@ int strata__agree(int local_err, const int64_t *values, int n);
 /* strata__agree's error agreement in the same one all-gather as every
  * rank's `n` values (at most 3): on success *all points to them, rank r's
  * value i at (*all)[4 * r + i], in the collective scratch (valid until the
- * next collective call); on error *all is NULL. */
+ * next collective call); on error *all is NULL (STRATA_ESTATE outside
+ * strata_init/strata_finalize). */
 int strata__agree_gather(int local_err, const int64_t *mine, int n, const int64_t **all);
 
 /* The same on another communicator (collective over `comm`); on

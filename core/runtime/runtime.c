@@ -504,8 +504,9 @@ int strata__agree_gather(int local_err, const int64_t *mine, int n, const int64_
   *all = NULL;
   if (n < 0 || n > 3)
     return strata__fail(STRATA_EINVAL, "internal: %d values to gather, at most 3", n);
-  if (rt.coll_comm == MPI_COMM_NULL)
-    return local_err;
+  if (rt.coll_comm == MPI_COMM_NULL) /* no values to give: not a success */
+    return local_err ? local_err
+                     : strata__fail(STRATA_ESTATE, "internal: gather before strata_init");
   int size;
   MPI_Comm_size(rt.coll_comm, &size);
   int64_t buf[4] = {0, 0, 0, local_err};
