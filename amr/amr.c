@@ -102,7 +102,8 @@ static int submit_fill(strata_amr *amr, struct strata__amr_node *n,
                                .ghost = amr->p.ghost_depth,
                                .is_double = is_double(amr),
                                .cells = amr->p.block_cells,
-                               .h = h};
+                               .h = h,
+                               .cost_key = problem ? problem->cost_key : 0};
   for (int a = 0; a < amr->p.dim; a++)
     f.origin[a] = ((double)(n->b.index[a] * amr->p.block_cells) + 0.5) * h;
   for (int k = 0; k < amr->p.nfields; k++) {

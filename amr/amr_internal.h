@@ -38,6 +38,9 @@ struct strata_amr_problem {
    * fetch), and what frees `owned` (NULL: free()). */
   int (*prepare)(void *ctx, MPI_Comm comm, const double *box, int64_t nboxes);
   void (*release)(void *owned);
+  /* The kind of problem and what its cost per cell grows with (clumps,
+   * blobs), alike in every run: the fill tasks' footprint keys on it. */
+  uint32_t cost_key;
 };
 
 /* Whether the problem or one of its bases fetches before it is evaluated

@@ -494,14 +494,23 @@ int strata_cosmology_density(int64_t n, const strata_cosmology_params *p, double
 
 /* ---- test problems on the hierarchy ---- */
 
-static int make_problem(strata_amr_problem_fn fn, void *ctx, void *owned, strata_amr_problem **out)
+/* The problems' kinds, for their cost keys. */
+enum { CUSTOM = 1, LINEAR, BLOBS, CLUMPS, COSMOLOGY };
+
+static uint32_t cost_key(uint32_t kind, uint32_t count)
+{
+  return starpu_hash_crc32c_be(count, kind);
+}
+
+static int make_problem(strata_amr_problem_fn fn, void *ctx, void *owned, uint32_t key,
+                        strata_amr_problem **out)
 {
   strata_amr_problem *p = malloc(sizeof *p);
   if (!p) {
     free(owned);
     return STRATA_ENOMEM;
   }
-  *p = (strata_amr_problem){fn, ctx, owned, NULL, NULL, NULL};
+  *p = (strata_amr_problem){.fn = fn, .ctx = ctx, .owned = owned, .cost_key = key};
   *out = p;
   return 0;
 }
@@ -527,7 +536,7 @@ int strata_amr_problem_custom(strata_amr_problem_fn fn, void *ctx, strata_amr_pr
   strata__clear_error();
   if (!fn || !out)
     return STRATA_EINVAL;
-  return make_problem(fn, ctx, NULL, out);
+  return make_problem(fn, ctx, NULL, CUSTOM, out);
 }
 
 int strata_amr_problem_eval(const strata_amr_problem *problem, int field, const double centre[3],
@@ -562,7 +571,7 @@ int strata_amr_problem_linear(const double c[4], strata_amr_problem **out)
   if (!copy)
     return STRATA_ENOMEM;
   memcpy(copy, c, 4 * sizeof *copy);
-  return make_problem(linear_fn, copy, copy, out);
+  return make_problem(linear_fn, copy, copy, LINEAR, out);
 }
 
 struct blobs {
@@ -615,7 +624,7 @@ int strata_amr_problem_blobs(int n, const double *centres, const double *sigma,
   memcpy(b->centre, centres, (size_t)n * 3 * sizeof(double));
   memcpy(b->sigma, sigma, (size_t)n * sizeof(double));
   memcpy(b->amplitude, amplitude, (size_t)n * sizeof(double));
-  return make_problem(blobs_fn, b, b, out);
+  return make_problem(blobs_fn, b, b, cost_key(BLOBS, (uint32_t)n), out);
 }
 
 struct clumps {
@@ -689,7 +698,8 @@ int strata_amr_problem_add_clumps(strata_amr_problem *base, int n, const double 
     c->sigma[k] = sigma[k];
     c->peak[k] = mass[k] / (pow(2 * pi, 1.5) * sigma[k] * sigma[k] * sigma[k]);
   }
-  int ret = make_problem(clumps_fn, c, c, out);
+  int ret = make_problem(clumps_fn, c, c,
+                         starpu_hash_crc32c_be(base->cost_key, cost_key(CLUMPS, (uint32_t)n)), out);
   if (ret)
     strata_amr_problem_destroy(base);
   else
@@ -998,8 +1008,12 @@ int strata_amr_problem_cosmology_field(const strata_cosmology_field *f, double s
     release_sampled(s);
     return ret;
   }
-  *p = (strata_amr_problem){cosmology_fn,   s, s, NULL, f->distributed ? prepare_bricks : NULL,
-                            release_sampled};
+  *p = (strata_amr_problem){.fn = cosmology_fn,
+                            .ctx = s,
+                            .owned = s,
+                            .prepare = f->distributed ? prepare_bricks : NULL,
+                            .release = release_sampled,
+                            .cost_key = COSMOLOGY};
   *out = p;
   return 0;
 }

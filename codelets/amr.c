@@ -143,10 +143,14 @@ static uint32_t ghosts_footprint(struct starpu_task *task)
   return h;
 }
 
-static uint32_t block_footprint(struct starpu_task *task)
+static uint32_t fill_footprint(struct starpu_task *task)
 {
+  const struct strata__amr_fill *f = task->cl_arg;
   uint64_t n = starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 0));
-  return starpu_hash_crc32c_be((uint32_t)n, (uint32_t)(n >> 32));
+  uint32_t h = starpu_hash_crc32c_be((uint32_t)n, (uint32_t)(n >> 32));
+  if (!f->fn)
+    return h;
+  return starpu_hash_crc32c_be(f->cost_key, starpu_hash_crc32c_be((uint32_t)f->field, h));
 }
 
 /* Copy, restriction and prolongation, indexed by enum strata__amr_kind. */
@@ -168,7 +172,7 @@ static struct strata__codelet *const family_cl[] = {&restrict_family_cl, &prolon
 STRATA__CODELET(ghosts_cl, "strata_amr_ghosts", 0x41ab5d, ghosts_cpu, ghosts_cuda, ghosts_footprint,
                 NULL, .nbuffers = STARPU_VARIABLE_NBUFFERS);
 
-STRATA__CODELET(fill_cl, "strata_amr_fill", 0xc7e9c0, fill_cpu, NULL, block_footprint, NULL,
+STRATA__CODELET(fill_cl, "strata_amr_fill", 0xc7e9c0, fill_cpu, NULL, fill_footprint, NULL,
                 .nbuffers = 1, .modes = {STARPU_W});
 
 /* Local or StarPU-MPI insertion, with the codelet's own modes unless

@@ -65,6 +65,10 @@ struct strata__amr_fill {
   int field, dim, ghost, is_double;
   int64_t cells; /* interior cells per axis */
   double origin[3], h;
+  /* What the values cost to compute, the same in every run of the same
+   * problem (0: zeros only): with the block's size and the field, the
+   * footprint, so that problems of unequal cost have models of their own. */
+  uint32_t cost_key;
 };
 int strata__amr_fill_submit(MPI_Comm comm, starpu_data_handle_t block,
                             const struct strata__amr_fill *f);
