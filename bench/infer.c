@@ -376,7 +376,6 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(root, "elements_max_per_rank", (double)st.elements_max);
     cJSON_AddNumberToObject(root, "bubbles", (double)st.bubbles);
     cJSON_AddNumberToObject(root, "element_handles_max_per_rank", (double)held_max[0]);
-    /* These two grow with the whole problem (docs/scaling.md). */
     cJSON_AddNumberToObject(root, "elements_known_max_per_rank", (double)held_max[1]);
     cJSON_AddNumberToObject(root, "join_bytes_max_per_rank", (double)held_max[2]);
     cJSON_AddNumberToObject(root, "messages_per_rank",
