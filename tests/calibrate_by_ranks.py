@@ -13,19 +13,21 @@ import shutil
 import subprocess
 import sys
 
-TABLE = "# hash\t\tsize\t\tflops\t\tmean (us)\tdev (us)\tsum\t\tsum2\t\tn"
+# The models are read with the reader of scripts/simulate_models.py, which pools them.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "scripts"))
+import simulate_models  # noqa: E402
 
 
 def footprints(models):
-    """{(model, hash): (mean, sum, sum2, n)} of every *.simulated file in models."""
+    """{(model, hash): (mean, sum, sum2, n)} of every *.simulated file in
+    models, read as scripts/simulate_models.py reads them (the mean column as
+    written)."""
     out = {}
     for path in sorted(models.glob("*.simulated")):
-        lines = path.read_text().splitlines()
-        i = lines.index(TABLE) + 1
-        while i < len(lines) and lines[i].strip():
-            f = lines[i].split()
-            out[(path.stem, f[0])] = (float(f[3]), float(f[5]), float(f[6]), int(f[7]))
-            i += 1
+        lines, start, end, entries = simulate_models.read(path)
+        means = {row.split()[0]: float(row.split()[3]) for row in lines[start + 1:end]}
+        for key, (_, _, total, total2, n) in entries.items():
+            out[(path.stem, key)] = (means[key], total, total2, n)
     return out
 
 
