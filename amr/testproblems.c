@@ -1,5 +1,9 @@
 /* AMR test problems: the cosmology-like log-normal density, and problems
  * (linear, Gaussian blobs, sampled cosmology) that fill a hierarchy. */
+#ifndef _GNU_SOURCE /* SMPI's compiler wrapper may define it */
+#define _GNU_SOURCE /* dladdr */
+#endif
+#include <dlfcn.h>
 #include <fftw3.h>
 #include <math.h>
 #include <stdlib.h>
@@ -531,12 +535,27 @@ void strata_amr_problem_destroy(strata_amr_problem *problem)
   free(problem);
 }
 
+/* A user function's cost key: the name of the object that holds it and its
+ * offset there, the same in every run of one build (its address is not),
+ * so that the problems of different functions are modeled apart. */
+static uint32_t function_key(strata_amr_problem_fn fn)
+{
+  void *address;
+  memcpy(&address, &fn, sizeof address);
+  Dl_info info;
+  if (!dladdr(address, &info) || !info.dli_fname)
+    return CUSTOM; /* a static executable: one key for every function */
+  const char *name = strrchr(info.dli_fname, '/');
+  const uint32_t object = starpu_hash_crc32c_string(name ? name + 1 : info.dli_fname, CUSTOM);
+  return starpu_hash_crc32c_be((uint32_t)((uintptr_t)address - (uintptr_t)info.dli_fbase), object);
+}
+
 int strata_amr_problem_custom(strata_amr_problem_fn fn, void *ctx, strata_amr_problem **out)
 {
   strata__clear_error();
   if (!fn || !out)
     return STRATA_EINVAL;
-  return make_problem(fn, ctx, NULL, CUSTOM, out);
+  return make_problem(fn, ctx, NULL, function_key(fn), out);
 }
 
 int strata_amr_problem_eval(const strata_amr_problem *problem, int field, const double centre[3],

@@ -128,33 +128,37 @@ static uint32_t rounded_size_footprint(uint64_t n, uint32_t seed)
                                starpu_hash_crc32c_be((uint32_t)rounded, seed));
 }
 
-/* Keyed on the size of the destination, rounded. */
-static uint32_t destination_footprint(struct starpu_task *task)
+/* Keyed on the source's row count, rounded, and the row size. */
+static uint32_t scatter_footprint(struct starpu_task *task)
 {
-  return rounded_size_footprint(starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 2)), 0);
+  const size_t *row = task->cl_arg;
+  return rounded_size_footprint(starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 1)),
+                                (uint32_t)*row);
 }
 
-/* Keyed on the size of the destination, rounded, and the map's order. */
+/* Keyed on the destination's row count, rounded, the row size (a gather
+ * of 10^6 rows at random costs 1.5 ms with rows of 4 bytes and 2.1 ms with
+ * rows of 8) and the map's order. */
 static uint32_t gather_footprint(struct starpu_task *task)
 {
   const struct gather_rows *a = task->cl_arg;
   return rounded_size_footprint(starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 2)),
-                                (uint32_t)a->ascending);
+                                starpu_hash_crc32c_be((uint32_t)a->row, (uint32_t)a->ascending));
 }
 
 STRATA__CODELET(gather_cl, "strata_gindexer_gather", 0xd95f02, gather_cpu, gather_cuda,
                 gather_footprint, NULL, .nbuffers = 3, .modes = {STARPU_R, STARPU_R, STARPU_W});
 STRATA__CODELET(scatter_cl, "strata_gindexer_scatter", 0xfdae6b, scatter_cpu, scatter_cuda,
-                destination_footprint, NULL, .nbuffers = 3,
-                .modes = {STARPU_R, STARPU_R, STARPU_RW});
+                scatter_footprint, NULL, .nbuffers = 3, .modes = {STARPU_R, STARPU_R, STARPU_RW});
 
-/* Keyed on the block count and the destination's size, rounded. */
+/* Keyed on the block count and the destination's size, rounded, and the
+ * item size. */
 static uint32_t blocks_footprint(struct starpu_task *task)
 {
   const struct copy_blocks *a = task->cl_arg;
   starpu_data_handle_t dst = STARPU_TASK_GET_HANDLE(task, 3 + a->mapped);
   return rounded_size_footprint(starpu_vector_get_nx(dst),
-                                rounded_size_footprint((uint64_t)a->n, 0));
+                                rounded_size_footprint((uint64_t)a->n, (uint32_t)a->item));
 }
 
 /* Four or five buffers, and W when the blocks cover the destination or RW
@@ -162,13 +166,13 @@ static uint32_t blocks_footprint(struct starpu_task *task)
 STRATA__CODELET(blocks_cl, "strata_gindexer_blocks", 0xe6550d, blocks_cpu, blocks_cuda,
                 blocks_footprint, NULL, .nbuffers = STARPU_VARIABLE_NBUFFERS);
 
-/* Keyed on the size of the owned rows, rounded, and the rule (a reduction
- * reads what it writes). */
+/* Keyed on the size of the owned rows, rounded, their type and the rule (a
+ * reduction reads what it writes). */
 static uint32_t apply_footprint(struct starpu_task *task)
 {
   const struct strata__put_apply *a = task->cl_arg;
   return rounded_size_footprint(starpu_vector_get_nx(STARPU_TASK_GET_HANDLE(task, 0)),
-                                (uint32_t)a->rule);
+                                starpu_hash_crc32c_be((uint32_t)a->dtype, (uint32_t)a->rule));
 }
 
 STRATA__CODELET(apply_cl, "strata_gindexer_apply", 0xa63603, apply_cpu, apply_cuda, apply_footprint,

@@ -91,7 +91,10 @@ typedef struct strata_amr_problem strata_amr_problem;
 typedef void (*strata_amr_problem_fn)(void *ctx, int field, const double centre[3], double h,
                                       int64_t n, double *out);
 
-/** @brief A problem from a user function (every field; @p ctx must outlive it). */
+/** @brief A problem from a user function (every field; @p ctx must outlive it).
+ *  Its fill tasks' performance model keys on the function, so problems of
+ *  different functions are modeled apart, and those of one function with
+ *  different contexts share a model. */
 int strata_amr_problem_custom(strata_amr_problem_fn fn, void *ctx, strata_amr_problem **out);
 
 /** @brief A linear field c[0] + c[1] x + c[2] y + c[3] z (every field):
