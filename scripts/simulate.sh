@@ -25,12 +25,15 @@
 #       --host-clock charges the main threads' host time there too);
 #       `plot -o DIR` draws DIR/scaling.png again from DIR/scaling.json (and
 #       DIR/validation.png from DIR/validation.json when there is one);
-#       `--durations model` (validate, scaling) as STRATA_SIM_DURATIONS below
-#   scripts/simulate.sh calibrate [-o DIR] [-r ROUNDS]
+#       `--durations model` (validate, scaling) as STRATA_SIM_DURATIONS below;
+#       `validate --durations model --models paired`: each measured run after
+#       a recording of its own benchmark's models, which its simulated run uses
+#   scripts/simulate.sh calibrate [-o DIR] [-r ROUNDS] [-w WORKLOADS]
 #       the performance models of the studies' and the validation's tasks, recorded on real runs of
 #       build/ (STRATA_BUILD_DIR) on 1 and 2 ranks with STARPU_CALIBRATE, into
 #       DIR (scripts/simulate-models, kept in the repository): all pooled, and
-#       those of N ranks alone in DIR/ranks-N (the `vm` platform's)
+#       those of N ranks alone in DIR/ranks-N (the `vm` platform's); or those
+#       of the workloads in the file WORKLOADS (RANKS PROGRAM ARGS a line)
 # Platforms: `vm` is this machine's kind (Open MPI's shared memory: 0.7 us,
 # 8 GB/s, ping-pong of 1 to 16 MiB), its cores ($STRATA_SIM_VM_CORES, nproc)
 # shared by every rank's threads (4 ranks on 2 cores compute at half speed
@@ -265,11 +268,12 @@ stop_damon() {
 # here (scripts/calibrate.sh, the build in $STRATA_BUILD_DIR, build/) of the
 # studies' programs, under the simulated platform's host name.
 cmd_calibrate() {
-  local out=$root/scripts/simulate-models rounds=10
+  local out=$root/scripts/simulate-models rounds=10 workloads=''
   while [ $# -gt 0 ]; do
     case $1 in
       -o) out=$2; shift 2 ;;
       -r) rounds=$2; shift 2 ;;
+      -w) workloads=$2; shift 2 ;;
       *) log "calibrate: unknown option $1"; exit 2 ;;
     esac
   done
@@ -288,6 +292,7 @@ cmd_calibrate() {
     "2 bench/bench_gindexer --rounds $((rounds / 3 + 1))" \
     "2 bench/bench_gindexer --items 500000 --rounds $((rounds / 3 + 1))" \
     "2 tools/strata infer --quiet --cycles 3 --png none --hdf5 none" >"$work/workloads"
+  [ -z "$workloads" ] || cp "$workloads" "$work/workloads"
   STARPU_HOSTNAME=simulated bash "$root/scripts/calibrate.sh" -r 1 -g -w "$work/workloads" "$work/home"
   rm -rf "$out"
   mkdir -p "$out"

@@ -23,6 +23,13 @@ scaling: on the `cluster` platform, one worker per rank: the global
     (scripts/simulate.sh calibrate, scripts/simulate-models/) instead of the
     thread time it took on this machine; the rows go to NAME_modeled, the
     validation to validation_modeled.json and .png.
+--models paired (validate, with --durations model): each measured run is
+    preceded by a recording of the models of its own benchmark on as many
+    ranks (two of half the items for four, as `calibrate` does), which the
+    simulated run after it uses, so that both sides see the machine within
+    the same minute (this VM's memory speed changes up to 1.9 times from
+    one minute to the next: docs/scaling.md); the validation goes to
+    validation_paired.json and .png.
 """
 import argparse
 import json
@@ -62,13 +69,17 @@ def measured(ranks, program, program_args, out):
     return json.loads(result)
 
 
-def simulated(platform, ranks, program, program_args, log_file, host_clock=None):
+def simulated(platform, ranks, program, program_args, log_file, host_clock=None, models=None):
     """One run on `ranks` simulated ranks of one worker: its JSON (or the
     tool's text), the seconds it took here and the simulation's peak
     resident memory in MiB (every simulated rank's together: SMPI runs them
     in one process). host_clock True or False charges the main threads'
-    host time or not, None as the platform's default (scripts/simulate.sh)."""
+    host time or not, None as the platform's default (scripts/simulate.sh);
+    `models`: the models' folder for --durations model, if not the
+    default."""
     env = dict(os.environ, STRATA_SIM_LOG=log_file)
+    if models:
+        env["STRATA_SIM_MODELS"] = models
     if host_clock is not None:
         env["STRATA_SIM_HOST_CLOCK"] = "1" if host_clock else "0"
     cmd = ["bash", SIMULATE, "run", "-p", platform, "-n", str(ranks), program] + program_args
@@ -86,16 +97,36 @@ def simulated(platform, ranks, program, program_args, log_file, host_clock=None)
 
 
 class Job:
-    """A benchmark and the figures read from its JSON."""
+    """A benchmark, the figures read from its JSON, and the workload that
+    records its models for a run of N ranks (--models paired)."""
 
-    def __init__(self, name, program, program_args, figures):
+    def __init__(self, name, program, program_args, figures, calibration):
         self.name, self.program, self.program_args, self.figures = name, program, program_args, figures
+        self.calibration = calibration
 
 
 INFER = Job("infer", "bench/bench_infer", ["--quick", "--rounds", "3"],
-            lambda d: {"cycle_s": d["task_graph_s"]["total"]})
+            lambda d: {"cycle_s": d["task_graph_s"]["total"]},
+            lambda n: f"{min(n, 2)} bench/bench_infer --quick --rounds 3")
+# Ten rounds give each of the indexer's footprints the ten samples StarPU
+# wants before it uses a model.
 GINDEXER = Job("gindexer", "bench/bench_gindexer", ["--rounds", "3"],
-               lambda d: {"take_s": d["counts"][0]["take_s"], "put_s": d["counts"][0]["put_s"]})
+               lambda d: {"take_s": d["counts"][0]["take_s"], "put_s": d["counts"][0]["put_s"]},
+               lambda n: f"{n} bench/bench_gindexer --rounds 9" if n <= 2
+               else "2 bench/bench_gindexer --items 500000 --rounds 9")
+
+
+def paired_models(job, ranks, out):
+    """The models of `job` recorded now for a run of `ranks` ranks
+    (scripts/simulate.sh calibrate), in OUT/paired-models."""
+    workloads, models = os.path.join(out, "paired-workloads"), os.path.join(out, "paired-models")
+    with open(workloads, "w") as f:
+        f.write(job.calibration(ranks) + "\n")
+    done = subprocess.run(["bash", SIMULATE, "calibrate", "-r", "1", "-o", models, "-w", workloads],
+                          capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"simulate: calibrate for the paired models failed:\n{done.stderr}")
+    return models
 
 
 def validate(opts):
@@ -104,10 +135,12 @@ def validate(opts):
         for ranks in opts.ranks:
             real, sim = {}, {}
             for _ in range(opts.runs):
+                models = paired_models(job, ranks, opts.out) if opts.models == "paired" else None
                 real_json = measured(ranks, job.program, job.program_args, opts.out)
                 for k, v in job.figures(real_json).items():
                     real.setdefault(k, []).append(v)
-                out, _, _ = simulated("vm", ranks, job.program, job.program_args, opts.log)
+                out, _, _ = simulated("vm", ranks, job.program, job.program_args, opts.log,
+                                      models=models)
                 for k, v in job.figures(json.loads(out)).items():
                     sim.setdefault(k, []).append(v)
             for k in real:
@@ -118,9 +151,10 @@ def validate(opts):
                 log(f"{job.name} {k} {ranks} rank(s): measured {m:.4g} s, simulated {s:.4g} s, "
                     f"error {100 * row['error']:+.0f} %")
                 results.append(row)
-    name = "validation" + opts.suffix
+    name = "validation" + ("_paired" if opts.models == "paired" else opts.suffix)
     with open(os.path.join(opts.out, name + ".json"), "w") as f:
-        json.dump({"runs": opts.runs, "durations": opts.durations, "rows": results}, f, indent=1)
+        json.dump({"runs": opts.runs, "durations": opts.durations, "models": opts.models,
+                   "rows": results}, f, indent=1)
     plot_validation(results, opts.out, name)
 
 
@@ -378,7 +412,13 @@ def main():
     parser.add_argument("--durations", choices=["measured", "model"], default="measured",
                         help="a simulated task lasts the thread time it took here (measured) or "
                         "its performance model's mean (model: scripts/simulate.sh calibrate)")
+    parser.add_argument("--models", choices=["recorded", "paired"], default="recorded",
+                        help="validate --durations model: the models recorded by `calibrate` "
+                        "(recorded) or those of each run's own benchmark recorded just before "
+                        "it (paired)")
     opts = parser.parse_args()
+    if opts.models == "paired" and (opts.study != "validate" or opts.durations != "model"):
+        parser.error("--models paired: for validate --durations model")
     opts.suffix = "_modeled" if opts.durations == "model" else ""
     os.environ["STRATA_SIM_DURATIONS"] = opts.durations  # for every simulated run
     unknown = set(opts.only) - set(STUDIES)
@@ -394,7 +434,7 @@ def main():
             parser.error(f"plot: neither scaling.json nor validation.json in {opts.out}")
         if os.path.exists(scaling_json):
             plot(json.load(open(scaling_json)), opts.out)
-        for name in ("validation", "validation_modeled"):
+        for name in ("validation", "validation_modeled", "validation_paired"):
             path = os.path.join(opts.out, name + ".json")
             if os.path.exists(path):
                 plot_validation(json.load(open(path))["rows"], opts.out, name)

@@ -172,4 +172,19 @@ for key, (mean, n) in one.items():
     assert two[key][1] == 2 * n and abs(two[key][0] - mean) <= 1e-6 * mean, (key, one[key], two[key])
 print(f"models pooled: {len(one)} footprints, samples doubled, means kept")
 EOF
+# The validation with paired models (docs/scaling.md): one run of each side
+# on one rank, the models of each benchmark recorded just before its
+# measured run; every task of the simulated indexer finds one.
+STRATA_BUILD_DIR=$real python3 "$src/scripts/simulate_studies.py" validate --durations model \
+  --models paired -r 1 -n 1 -o "$work/paired" 2>"$work/paired.err" || { cat "$work/paired.err"; exit 1; }
+python3 - "$work/paired" <<'EOF'
+import json, re, sys
+d = json.load(open(f"{sys.argv[1]}/validation_paired.json"))
+assert d["models"] == "paired" and len(d["rows"]) == 3, d
+found = re.findall(r"task durations: (\d+) from performance models, (\d+) measured",
+                   open(f"{sys.argv[1]}/simulate.log").read())
+assert len(found) == 2 and int(found[1][0]) > 0 and int(found[1][1]) == 0, found
+for r in d["rows"]:
+    print(f"paired: {r['benchmark']} {r['figure']} on 1 rank: error {100 * r['error']:+.0f} %")
+EOF
 echo "simulation smoke test passed"
