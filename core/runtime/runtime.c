@@ -1,4 +1,5 @@
 /* Runtime state: MPI, StarPU and StarPU-MPI start and stop. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
@@ -214,9 +215,21 @@ static unsigned yield_core(void *arg)
   return 1; /* the worker may block */
 }
 
+/* The cores this thread may run on (its affinity, which StarPU's threads
+ * inherit; a launcher's binding sets it), or those online. */
+static long cores_allowed(void)
+{
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set);
+  return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 /* 1 or 0 from STRATA_YIELD_WHEN_IDLE, else the configuration's choice;
- * -1 (automatic) is on when the ranks on this node and their threads (CPU
- * workers and the StarPU-MPI progress thread) outnumber its cores. */
+ * -1 (automatic) is on when a rank's threads (CPU workers and the
+ * StarPU-MPI progress thread) outnumber its cores: the node's ranks
+ * together against the node's, or this rank against those it is bound to
+ * (Open MPI binds one or two ranks to a core each by default). */
 static int resolve_idle_yield(int configured, int node_ranks)
 {
   const char *env = getenv("STRATA_YIELD_WHEN_IDLE");
@@ -226,8 +239,8 @@ static int resolve_idle_yield(int configured, int node_ranks)
     strata_log(STRATA_LOG_WARN, "STRATA_YIELD_WHEN_IDLE=%s ignored (0 or 1)", env);
   if (configured >= 0)
     return configured;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  return cores > 0 && (long)node_ranks * (starpu_cpu_worker_get_count() + 1) > cores;
+  long threads = (long)starpu_cpu_worker_get_count() + 1, cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return (cores > 0 && node_ranks * threads > cores) || threads > cores_allowed();
 }
 
 /* Microseconds from STRATA_WAIT_SPIN_US, else the configuration's, else

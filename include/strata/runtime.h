@@ -24,7 +24,9 @@ typedef struct strata_config {
   MPI_Comm comm;     /**< communicator of the ranks; MPI_COMM_NULL: MPI_COMM_WORLD. */
   /** Idle CPU workers call sched_yield() instead of spinning: 1 on, 0 off,
    *  -1 (default) on when this node's ranks times (CPU workers + 1, for the
-   *  StarPU-MPI progress thread) exceed its cores. The environment variable
+   *  StarPU-MPI progress thread) exceed its cores, or when this rank's CPU
+   *  workers + 1 exceed the cores it is bound to (the calling thread's
+   *  affinity at strata_init). The environment variable
    *  STRATA_YIELD_WHEN_IDLE (0 or 1) takes precedence. */
   int yield_when_idle;
   /** strata_wait_all(), strata_array_acquire() and Strata's own reads of
