@@ -55,6 +55,11 @@ void strata_config_init(strata_config *cfg);
 /** @brief Start Strata: MPI (when the application has not initialised it,
  *  asking for MPI_THREAD_MULTIPLE), StarPU and StarPU-MPI.
  *
+ *  When it starts MPI itself, it first sets OMPI_MCA_mpi_yield_when_idle=1
+ *  in the environment unless the variable is set: Open MPI then gives its
+ *  core away while it polls, which the StarPU-MPI progress thread and the
+ *  main thread do beside the workers.
+ *
  *  When the application has initialised StarPU already (on every rank),
  *  Strata attaches to it: it uses the application's workers and scheduler
  *  and does not start StarPU again, and it starts StarPU-MPI only as
