@@ -3,6 +3,8 @@
  *                   finalize, double init/finalize, ranks, no restart.
  *   app-mpi         the application starts MPI: Strata can restart.
  *   app-mpi-single  MPI_THREAD_SINGLE is refused with STRATA_EMPI.
+ *   app-mpi-polls   the application starts Open MPI polling on a crowded
+ *                   node: rank 0 warns (app-mpi-yields: it does not).
  *   one-rank-fails  run with STARPU_NCPU=0 on one rank only: every rank
  *                   gets STRATA_ENODEV from strata_init, nobody hangs. */
 #define _GNU_SOURCE /* sched_setaffinity, sched_getcpu */
@@ -138,12 +140,14 @@ static int node_oversubscribed(void)
 }
 
 /* Open MPI's mpi_yield_when_idle as the library holds it (MPI_T), -1
- * where the library has no such variable. */
+ * where the library has no such variable. Asked for the thread level MPI
+ * runs at, which Open MPI's MPI_T_init_thread sets again. */
 static int ompi_yields_when_idle(void)
 {
-  int provided, index, count, value = -1;
+  int level, provided, index, count, value = -1;
   MPI_T_cvar_handle handle;
-  CHECK_EQ(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided), MPI_SUCCESS);
+  MPI_Query_thread(&level);
+  CHECK_EQ(MPI_T_init_thread(level, &provided), MPI_SUCCESS);
   if (MPI_T_cvar_get_index("mpi_yield_when_idle", &index) == MPI_SUCCESS &&
       MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) == MPI_SUCCESS) {
     value = 0;
@@ -179,7 +183,11 @@ static int strata_owns_mpi(int argc, char **argv)
   CHECK_EQ(strata_init(&argc, &argv, &cfg), STRATA_EINVAL);
   check_init(&argc, &argv);
   CHECK_EQ(strata_yield_when_idle(), node_oversubscribed());
+  int level, after;
+  MPI_Query_thread(&level);
   CHECK(ompi_yields_when_idle() != 0);
+  MPI_Query_thread(&after);
+  CHECK_EQ(after, level);
   CHECK_EQ(strata_init(&argc, &argv, NULL), 0); /* second init: no-op */
   check_ready();
   if (!getenv("STRATA_LOG"))
@@ -289,6 +297,46 @@ static int app_owns_mpi(int argc, char **argv)
   return check_status();
 }
 
+/* strata_init's return, with what it wrote to stderr in `said`. */
+static int init_saying(int *argc, char ***argv, const strata_config *cfg, char *said, size_t size)
+{
+  FILE *capture = tmpfile();
+  CHECK(capture != NULL);
+  fflush(stderr);
+  int kept = dup(STDERR_FILENO);
+  dup2(fileno(capture), STDERR_FILENO);
+  int ret = strata_init(argc, argv, cfg);
+  fflush(stderr);
+  dup2(kept, STDERR_FILENO);
+  close(kept);
+  rewind(capture);
+  size_t n = fread(said, 1, size - 1, capture);
+  said[n] = 0;
+  fclose(capture);
+  return ret;
+}
+
+/* The application started Open MPI polling (mpi_yield_when_idle off) on a
+ * node whose threads outnumber its cores (STARPU_NCPU=2 on one rank, or 2
+ * ranks of one worker, on 2 cores): rank 0 warns and names the setting.
+ * `polling` 0: the same start with Open MPI yielding says nothing of it. */
+static int app_mpi_polls(int argc, char **argv, int polling)
+{
+  setenv("OMPI_MCA_mpi_yield_when_idle", polling ? "0" : "1", 1);
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  char said[4096];
+  CHECK_EQ(init_saying(&argc, &argv, NULL, said, sizeof said), 0);
+  int warned = strstr(said, "OMPI_MCA_mpi_yield_when_idle=1") != NULL;
+  int crowded = node_oversubscribed(); /* collective */
+  CHECK_EQ(warned, polling && strata_rank() == 0 && crowded);
+  if (sysconf(_SC_NPROCESSORS_ONLN) <= 2) /* the case under test must be seen here */
+    CHECK_EQ(crowded, 1);
+  CHECK_EQ(strata_finalize(), 0);
+  MPI_Finalize();
+  return check_status();
+}
+
 static int app_mpi_single(int argc, char **argv)
 {
   int provided;
@@ -314,6 +362,10 @@ int main(int argc, char **argv)
     return one_rank_fails(argc, argv);
   if (argc > 1 && strcmp(argv[1], "app-mpi") == 0)
     return app_owns_mpi(argc, argv);
+  if (argc > 1 && strcmp(argv[1], "app-mpi-polls") == 0)
+    return app_mpi_polls(argc, argv, 1);
+  if (argc > 1 && strcmp(argv[1], "app-mpi-yields") == 0)
+    return app_mpi_polls(argc, argv, 0);
   if (argc > 1 && strcmp(argv[1], "app-mpi-single") == 0)
     return app_mpi_single(argc, argv);
   return strata_owns_mpi(argc, argv);

@@ -20,6 +20,7 @@ enum { UNINITIALIZED, READY, FINALIZED };
 static struct {
   int state;
   int owns_mpi;        /* Strata called MPI_Init_thread, so it calls MPI_Finalize */
+  int mpi_yields;      /* the application's Open MPI yields while it polls (-1: unknown) */
   int owns_starpu;     /* Strata started StarPU, so it shuts it down */
   int owns_starpu_mpi; /* Strata started StarPU-MPI, so it shuts it down */
   MPI_Comm comm;
@@ -76,6 +77,34 @@ int strata__on_finalize(void (*hook)(void))
   return 0;
 }
 
+/* Open MPI's mpi_yield_when_idle as the library holds it (MPI_T): 1 or 0,
+ * or -1 where the MPI library has no such variable. Called before
+ * StarPU-MPI's thread exists: Open MPI 4.1's MPI_T_init_thread sets the
+ * process's thread level to the one it is asked for (asked for
+ * MPI_THREAD_SINGLE, MPI_Query_thread said so afterwards), so it is asked
+ * for the level MPI runs at. */
+static int mpi_yields_when_idle(int level)
+{
+  int value = -1;
+#ifndef STARPU_SIMGRID
+  int provided, index, count;
+  MPI_T_cvar_handle handle;
+  if (MPI_T_init_thread(level, &provided) != MPI_SUCCESS)
+    return -1;
+  if (MPI_T_cvar_get_index("mpi_yield_when_idle", &index) == MPI_SUCCESS &&
+      MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) == MPI_SUCCESS) {
+    int on = 0;
+    if (MPI_T_cvar_read(handle, &on) == MPI_SUCCESS)
+      value = on != 0;
+    MPI_T_cvar_handle_free(&handle);
+  }
+  MPI_T_finalize();
+#else
+  (void)level;
+#endif
+  return value;
+}
+
 /* Start MPI unless the application did; check its thread level. */
 static int start_mpi(int *argc, char ***argv)
 {
@@ -87,8 +116,8 @@ static int start_mpi(int *argc, char ***argv)
     /* Open MPI polls without giving its core away unless its launcher saw
      * more ranks than cores; but a rank's StarPU-MPI progress thread and
      * main thread poll beside its workers on any node. Two ranks that Open
-     * MPI had bound one to a core took 7.2 ms a Put of 10^6 items polling,
-     * 3.8 yielding; one unbound rank, 2.4 either way. The user's setting,
+     * MPI had bound one to a core took 7.2 and 8.3 ms a Put of 10^6 items
+     * polling (two series), 3.8 yielding; one unbound rank, 2.4 either way. The user's setting,
      * 0 included, stays. */
     if (setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0))
       return STRATA_ENOMEM;
@@ -101,6 +130,7 @@ static int start_mpi(int *argc, char ***argv)
     if (finalized)
       return strata__fail(STRATA_ESTATE, "the application finalised MPI already");
     MPI_Query_thread(&provided);
+    rt.mpi_yields = mpi_yields_when_idle(provided);
   }
   if (provided < MPI_THREAD_SERIALIZED) {
     strata_log(STRATA_LOG_ERROR, "MPI thread level %d is below MPI_THREAD_SERIALIZED", provided);
@@ -233,11 +263,18 @@ static long cores_allowed(void)
   return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
+/* Whether the ranks' threads (CPU workers and the StarPU-MPI progress
+ * thread) outnumber their cores: the node's ranks together against the
+ * node's, or this rank against those it is bound to (Open MPI binds one or
+ * two ranks to a core each by default). */
+static int oversubscribed(int node_ranks)
+{
+  long threads = (long)starpu_cpu_worker_get_count() + 1, cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return (cores > 0 && node_ranks * threads > cores) || threads > cores_allowed();
+}
+
 /* 1 or 0 from STRATA_YIELD_WHEN_IDLE, else the configuration's choice;
- * -1 (automatic) is on when a rank's threads (CPU workers and the
- * StarPU-MPI progress thread) outnumber its cores: the node's ranks
- * together against the node's, or this rank against those it is bound to
- * (Open MPI binds one or two ranks to a core each by default). */
+ * -1 (automatic) is on when oversubscribed. */
 static int resolve_idle_yield(int configured, int node_ranks)
 {
   const char *env = getenv("STRATA_YIELD_WHEN_IDLE");
@@ -247,8 +284,7 @@ static int resolve_idle_yield(int configured, int node_ranks)
     strata_log(STRATA_LOG_WARN, "STRATA_YIELD_WHEN_IDLE=%s ignored (0 or 1)", env);
   if (configured >= 0)
     return configured;
-  long threads = (long)starpu_cpu_worker_get_count() + 1, cores = sysconf(_SC_NPROCESSORS_ONLN);
-  return (cores > 0 && node_ranks * threads > cores) || threads > cores_allowed();
+  return oversubscribed(node_ranks);
 }
 
 /* Microseconds from STRATA_WAIT_SPIN_US, else the configuration's, else
@@ -411,8 +447,14 @@ int strata_init(int *argc, char ***argv, const strata_config *cfg)
   if (rt.owns_starpu) /* an application's StarPU keeps its own allocator */
     strata__host_hooks(1);
   strata__codelets_start();
-  if (resolve_idle_yield(cfg->yield_when_idle, ranks_on_node(comm)))
+  int node_ranks = ranks_on_node(comm);
+  if (resolve_idle_yield(cfg->yield_when_idle, node_ranks))
     rt.idle_hook = starpu_idle_hook_register(yield_core, NULL);
+  if (!rt.owns_mpi && rt.rank == 0 && oversubscribed(node_ranks) && rt.mpi_yields == 0)
+    strata_log(STRATA_LOG_WARN, "Open MPI polls without giving its core away "
+                                "(mpi_yield_when_idle off) where the threads outnumber the "
+                                "cores: set OMPI_MCA_mpi_yield_when_idle=1 before MPI starts "
+                                "(docs/tuning.md)");
   rt.wait_spin_ns = 1000 * (int64_t)resolve_wait_spin(cfg->wait_spin_us);
   rt.state = READY;
   if (starpu_cpu_worker_get_count() == 0 && starpu_worker_get_count() > 0)
