@@ -86,8 +86,9 @@ static int cmd_info(int argc, char **argv)
     puts("usage: strata info\n\n"
          "Print the Strata and StarPU versions, the features StarPU was built with\n"
          "(CUDA, FxT, MPI, OpenCL), the workers, the ranks and the scheduler in use,\n"
-         "and on which CPUs each rank's main thread, workers and StarPU-MPI thread\n"
-         "may run (the binding).\n"
+         "whether idle CPU workers yield their core (docs/tuning.md), and on which\n"
+         "CPUs each rank's main thread, workers and StarPU-MPI thread may run (the\n"
+         "binding).\n"
          "StarPU's environment variables (STARPU_NCPU, STARPU_SCHED, ...) apply.");
     return 0;
   }
@@ -139,6 +140,7 @@ static int cmd_info(int argc, char **argv)
       starpu_worker_get_name((int)w, name, sizeof name);
       printf("  worker %u: %s\n", w, name);
     }
+    printf("Idle CPU workers on rank 0: %s\n", strata_yield_when_idle() ? "yield" : "spin");
   }
   enum { LINE = 512 };
   char mine[LINE], *all = malloc((size_t)strata_size() * LINE);
