@@ -176,8 +176,15 @@ cmd_run() {
       ;;
     *) log "STRATA_SIM_DURATIONS: measured or model, not $durations"; exit 2 ;;
   esac
-  local shared=
+  local shared='' per_byte=''
   [ "$kind" != vm ] || shared=$vm_cpus
+  # On `vm` a StarPU-MPI message charges its sender the CPU time this
+  # machine's Open MPI spends on it (a patch of the simulation's StarPU): a
+  # rank's progress thread took 0.6-0.9 ms per Take of 2 MB messages on 2
+  # ranks, 1.0-1.4 ms per 3 MB on 4, on the core its worker needs (per-thread
+  # CPU, 2026-12-07). SMPI's messages take none; a cluster's network has
+  # its own engines.
+  [ "$kind" != vm ] || per_byte=${STRATA_SIM_MPI_SECONDS_PER_BYTE:-3.7e-10}
   # The host clock charges the main threads' time on the host (above), less
   # what a simcall costs a simulated thread beyond its operation, measured
   # on this machine for each run; without it only tasks take simulated time.
@@ -197,7 +204,7 @@ cmd_run() {
   # (StarPU 1.4 reads its models and bus files under $XDG_CACHE_HOME first.)
   env -u XDG_CACHE_HOME STARPU_NCPU="$cpus" STARPU_NCUDA=0 STARPU_NOPENCL=0 STARPU_SILENT=1 STARPU_HOME="$dir" \
     STARPU_HOSTNAME=simulated OPENBLAS_NUM_THREADS=1 ${shared:+STRATA_SIMGRID_CPU_HOST=$shared} \
-    STRATA_SIMGRID_DURATIONS="$durations" \
+    STRATA_SIMGRID_DURATIONS="$durations" ${per_byte:+STRATA_SIMGRID_MPI_SECONDS_PER_BYTE=$per_byte} \
     ${clock:+LD_PRELOAD=$clock STRATA_HOST_CLOCK_SWITCH_NS=$switch_ns} \
     smpirun -platform "$dir/platform.xml" -hostfile "$dir/hosts" -np "$ranks" "$prog" "$@" \
     --cfg=smpi/privatization:yes --cfg=smpi/simulate-computation:no \

@@ -109,6 +109,17 @@ modeled, measured = (sum(int(f[k]) for f in found) for k in (0, 1))
 print(f"gindexer on 4 ranks of 10^6 items: {modeled} of {modeled + measured} durations from the models")
 assert len(found) == 4 and measured < 0.02 * (modeled + measured), (modeled, measured)
 EOF
+# On `vm` each message charges its sender the CPU time this machine's MPI
+# spends on it (patch 0004): the same Take without that charge is shorter by
+# at least half of a rank's 3 MB of messages at the rate charged.
+STRATA_SIM_DURATIONS=model STRATA_SIM_MPI_SECONDS_PER_BYTE=0 bash "$src/scripts/simulate.sh" \
+  run -p vm -n 4 bench/bench_gindexer --rounds 1 >"$work/gindexer-4-uncharged.json"
+python3 - "$work/gindexer-4.json" "$work/gindexer-4-uncharged.json" <<'EOF'
+import json, sys
+charged, uncharged = (json.load(open(f))["counts"][0]["take_s"] for f in sys.argv[1:])
+print(f"4-rank Take: {charged * 1e3:.2f} ms with the messages' copies charged, {uncharged * 1e3:.2f} without")
+assert charged - uncharged > 0.5 * 3e6 * 3.7e-10, (charged, uncharged)
+EOF
 # The weak-scaling benchmark's mesh, made by each rank for itself (one root
 # block and one clump a rank, 253 leaves each): every clump found, and no
 # rank knows the whole level array.
@@ -174,7 +185,9 @@ print(f"models pooled: {len(one)} footprints, samples doubled, means kept")
 EOF
 # The validation with paired models (docs/scaling.md): one run of each side
 # on one rank, the models of each benchmark recorded just before its
-# measured run; every task of the simulated indexer finds one.
+# measured run; every task of the simulated indexer finds one. (Its log
+# appends: a run before in this build directory would count twice.)
+rm -rf "$work/paired"
 STRATA_BUILD_DIR=$real python3 "$src/scripts/simulate_studies.py" validate --durations model \
   --models paired -r 1 -n 1 -o "$work/paired" 2>"$work/paired.err" || { cat "$work/paired.err"; exit 1; }
 python3 - "$work/paired" <<'EOF'
