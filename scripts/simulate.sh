@@ -37,7 +37,9 @@
 # Platforms: `vm` is this machine's kind (Open MPI's shared memory: 0.7 us,
 # 8 GB/s, ping-pong of 1 to 16 MiB), its cores ($STRATA_SIM_VM_CORES, nproc)
 # shared by every rank's threads (4 ranks on 2 cores compute at half speed
-# while all four are busy); `cluster` nodes of 2 x 32 cores on a two-level
+# while all four are busy), each StarPU-MPI message charging its sender the
+# CPU time this machine's Open MPI takes to copy it on those cores
+# ($STRATA_SIM_MPI_SECONDS_PER_BYTE, 3.7e-10; 0: none); `cluster` nodes of 2 x 32 cores on a two-level
 # fat tree of 200 Gb/s links (25 GB/s, 1 us), CPU only: no CUDA performance has been
 # measured for the simulated nodes yet.
 # A simulated task runs for real and lasts, in the simulation, the thread
