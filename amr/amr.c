@@ -796,20 +796,37 @@ int strata_amr_build(strata_amr *amr, const strata_amr_problem *problem,
   return strata_amr_fill_ghosts(amr);
 }
 
-/* One adaptation step by flags; new leaves from `problem` when given (no
- * ghost fill needed first), else from prolongation and restriction. */
-static int adapt(strata_amr *amr, const int8_t *flags, const strata_amr_problem *problem,
-                 int64_t *changed)
+/* The leaves this rank owns. */
+static int64_t owned_leaves(const strata_amr *amr)
 {
-  int local = flags ? 0 : STRATA_EINVAL;
+  int64_t n = 0;
+  for (int64_t i = 0; i < amr->nleaves; i++)
+    n += amr->leaves[i]->rank == amr->rank;
+  return n;
+}
+
+/* One adaptation step by flags: one per leaf in Morton order (`nlocal`
+ * NULL), or *nlocal of them, one per leaf of this rank in order. New
+ * leaves from `problem` when given (no ghost fill needed first), else from
+ * prolongation and restriction. */
+static int adapt(strata_amr *amr, const int8_t *flags, const int64_t *nlocal,
+                 const strata_amr_problem *problem, int64_t *changed)
+{
+  int local = flags || (nlocal && *nlocal == 0) ? 0 : STRATA_EINVAL;
+  if (!local && nlocal && *nlocal != owned_leaves(amr))
+    local =
+        strata__fail(STRATA_EINVAL, "amr_adapt_local: %lld flags for the %lld leaves of rank %d",
+                     (long long)*nlocal, (long long)owned_leaves(amr), amr->rank);
   if (!local && amr->busy)
     local = strata__fail(STRATA_ESTATE, "an inference cycle is in flight on this hierarchy: "
                                         "strata_infer_wait() first");
   int8_t *mine = malloc((size_t)(amr->nleaves ? amr->nleaves : 1));
   if (!local && !mine)
     local = STRATA_ENOMEM;
-  for (int64_t i = 0; !local && i < amr->nleaves; i++) {
-    int8_t f = flags[i] > 0 ? 1 : flags[i] < 0 ? -1 : 0;
+  for (int64_t i = 0, j = 0; !local && i < amr->nleaves; i++) {
+    const int own = amr->leaves[i]->rank == amr->rank;
+    const int8_t asked = !nlocal ? flags[i] : own ? flags[j++] : 0;
+    int8_t f = asked > 0 ? 1 : asked < 0 ? -1 : 0;
     int level = amr->leaves[i]->b.level;
     mine[i] = (f == 1 && level >= amr->p.max_level) || (f == -1 && level == 0) ? 0 : f;
   }
@@ -833,7 +850,13 @@ static int adapt(strata_amr *amr, const int8_t *flags, const strata_amr_problem 
 int strata_amr_adapt_flags(strata_amr *amr, const int8_t *flags, int64_t *changed)
 {
   strata__clear_error();
-  return amr ? adapt(amr, flags, NULL, changed) : STRATA_EINVAL;
+  return amr ? adapt(amr, flags, NULL, NULL, changed) : STRATA_EINVAL;
+}
+
+int strata_amr_adapt_local(strata_amr *amr, const int8_t *flags, int64_t nflags, int64_t *changed)
+{
+  strata__clear_error();
+  return amr ? adapt(amr, flags, &nflags, NULL, changed) : STRATA_EINVAL;
 }
 
 /* An adaptation step by a criterion, new leaves from `problem` or not. */
@@ -846,7 +869,7 @@ static int adapt_by_criterion(strata_amr *amr, const strata_amr_criterion *crite
     local = criterion_flags(amr, criterion, 1, flags);
   int ret = strata__agree(local, NULL, 0);
   if (!ret)
-    ret = adapt(amr, flags, problem, changed);
+    ret = adapt(amr, flags, NULL, problem, changed);
   free(flags);
   return local ? local : ret;
 }

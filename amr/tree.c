@@ -318,6 +318,22 @@ int strata_amr_leaves(const strata_amr *amr, strata_amr_block *out, int64_t cap,
   return 0;
 }
 
+int strata_amr_local_leaves(const strata_amr *amr, strata_amr_block *out, int64_t cap, int64_t *n)
+{
+  strata__clear_error();
+  if (!amr || !n || cap < 0 || (cap > 0 && !out))
+    return STRATA_EINVAL;
+  int64_t k = 0;
+  for (int64_t i = 0; i < amr->nleaves; i++)
+    if (amr->leaves[i]->rank == amr->rank) {
+      if (k < cap)
+        out[k] = amr->leaves[i]->b;
+      k++;
+    }
+  *n = k;
+  return 0;
+}
+
 int strata_amr_block_query(const strata_amr *amr, const strata_amr_block *b,
                            strata_amr_block_info *info)
 {

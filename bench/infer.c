@@ -75,9 +75,9 @@ static void record(const strata_infer_stats *st, double *row)
 struct app_mesh {
   strata_mesh *mesh;
   int nfields;
-  int64_t n; /* leaves */
+  int64_t n; /* this rank's leaves */
   strata_amr_block *leaves;
-  void **blocks; /* per leaf and field, NULL for other ranks' leaves */
+  void **blocks; /* per leaf and field */
 };
 
 /* This rank's leaves described anew (what an application does after it
@@ -88,9 +88,8 @@ static double app_mesh_describe(struct app_mesh *app)
   double t0 = bench_now();
   int ret = strata_mesh_begin(app->mesh);
   for (int64_t i = 0; i < app->n && !ret; i++)
-    if (app->blocks[i * app->nfields])
-      ret = strata_mesh_add_leaf(app->mesh, app->leaves[i].level, app->leaves[i].index,
-                                 app->blocks + i * app->nfields);
+    ret = strata_mesh_add_leaf(app->mesh, app->leaves[i].level, app->leaves[i].index,
+                               app->blocks + i * app->nfields);
   int commit = strata_mesh_commit(app->mesh);
   double t = bench_now() - t0;
   MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, strata_comm());
@@ -105,22 +104,19 @@ static int app_mesh_make(strata_amr *amr, struct app_mesh *app)
   int ret = strata_mesh_create(&mp, &app->mesh);
   const int64_t side = ap->block_cells + 2 * ap->ghost_depth;
   const size_t bytes = (size_t)(side * side * side) * (ap->dtype == STRATA_FLOAT64 ? 8 : 4);
-  app->n = strata_amr_num_leaves(amr);
+  strata_amr_local_leaves(amr, NULL, 0, &app->n);
   app->nfields = ap->nfields;
-  app->leaves = malloc((size_t)app->n * sizeof *app->leaves);
-  app->blocks = calloc((size_t)(app->n * ap->nfields), sizeof *app->blocks);
-  strata_amr_leaves(amr, app->leaves, app->n, &app->n);
-  for (int64_t i = 0; i < app->n && !ret; i++) {
-    strata_amr_block_info info;
-    strata_amr_block_query(amr, &app->leaves[i], &info);
-    for (int f = 0; f < ap->nfields && info.rank == strata_rank(); f++) {
+  app->leaves = malloc((size_t)(app->n + 1) * sizeof *app->leaves);
+  app->blocks = calloc((size_t)(app->n * ap->nfields + 1), sizeof *app->blocks);
+  strata_amr_local_leaves(amr, app->leaves, app->n, &app->n);
+  for (int64_t i = 0; i < app->n && !ret; i++)
+    for (int f = 0; f < ap->nfields; f++) {
       starpu_data_handle_t h = strata_amr_field_handle(amr, &app->leaves[i], f);
       void *block = app->blocks[i * ap->nfields + f] = malloc(bytes);
       starpu_data_acquire(h, STARPU_R);
       memcpy(block, starpu_data_get_local_ptr(h), bytes);
       starpu_data_release(h);
     }
-  }
   return ret ? ret : app_mesh_describe(app) < 0 ? STRATA_EINVAL : 0;
 }
 

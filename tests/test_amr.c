@@ -3,7 +3,9 @@
  * restriction, prolongation, boundary extrapolation), 2:1 balance and
  * exactness after random refinements and coarsenings, conservation of
  * restriction, adaptation with new leaves from a problem equal to
- * adaptation then a fill, the load balance of the distribution. */
+ * adaptation then a fill, adaptation by each rank's flags for its own
+ * leaves equal to adaptation by flags for all, the load balance of the
+ * distribution. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -360,6 +362,101 @@ static void test_adapt_problem(void)
   strata_amr_problem_destroy(now);
 }
 
+/* The leaves of amr, all of them (*n). */
+static strata_amr_block *all_leaves(strata_amr *amr, int64_t *n)
+{
+  *n = strata_amr_num_leaves(amr);
+  strata_amr_block *leaves = malloc((size_t)*n * sizeof *leaves);
+  CHECK_EQ(strata_amr_leaves(amr, leaves, *n, n), 0);
+  return leaves;
+}
+
+/* Flags for this rank's own leaves (strata_amr_local_leaves) taken from
+ * flags over all of them: *n of them. */
+static int8_t *own_flags(strata_amr *amr, const int8_t *flags, int64_t *n)
+{
+  int64_t nall, k = 0;
+  strata_amr_block *leaves = all_leaves(amr, &nall);
+  CHECK_EQ(strata_amr_local_leaves(amr, NULL, 0, n), 0);
+  strata_amr_block *mine = malloc((size_t)(*n + 1) * sizeof *mine);
+  int8_t *own = malloc((size_t)(*n + 1));
+  CHECK_EQ(strata_amr_local_leaves(amr, mine, *n, n), 0);
+  for (int64_t i = 0; i < nall; i++) {
+    strata_amr_block_info info;
+    CHECK_EQ(strata_amr_block_query(amr, &leaves[i], &info), 0);
+    if (info.rank != strata_rank())
+      continue;
+    CHECK(k < *n && memcmp(&mine[k], &leaves[i], sizeof *mine) == 0);
+    own[k++] = flags[i];
+  }
+  CHECK_EQ(k, *n);
+  free(leaves), free(mine);
+  return own;
+}
+
+/* strata_amr_adapt_local with each rank's flags for its own leaves gives
+ * what strata_amr_adapt_flags gives with flags for all: the same leaves and
+ * bitwise-equal fields, ghosts included, over rounds of refinement and
+ * coarsening. A rank with a flag too many or too few fails every rank and
+ * changes nothing. */
+static void test_adapt_local(void)
+{
+  strata_amr_params p;
+  strata_amr_criterion c;
+  blob_setup(&p, &c, 1);
+  strata_amr_problem *old, *now;
+  moving_blobs(&old, &now);
+  strata_amr *amr[2];
+  for (int k = 0; k < 2; k++) {
+    CHECK_EQ(strata_amr_create(&p, &amr[k]), 0);
+    CHECK_EQ(strata_amr_build(amr[k], old, &c), 0);
+  }
+  srand(5); /* the same flags on every rank */
+  for (int round = 0; round < 3; round++) {
+    int64_t n, nown, changed[2];
+    strata_amr_block *leaves = all_leaves(amr[0], &n);
+    int8_t *flags = malloc((size_t)n);
+    for (int64_t i = 0; i < n; i++)
+      flags[i] = (int8_t)(rand() % 5 == 0 ? 1 : rand() % 2 == 0 ? -1 : 0);
+    int8_t *own = own_flags(amr[1], flags, &nown);
+    CHECK_EQ(strata_amr_adapt_flags(amr[0], flags, &changed[0]), 0);
+    CHECK_EQ(strata_amr_adapt_local(amr[1], own, nown, &changed[1]), 0);
+    CHECK(changed[0] > 0 && changed[0] == changed[1]);
+    free(leaves), free(flags), free(own);
+  }
+  struct snapshot shots[2] = {{0}};
+  int64_t n[2];
+  strata_amr_block *leaves[2];
+  for (int k = 0; k < 2; k++) {
+    leaves[k] = all_leaves(amr[k], &n[k]);
+    shots[k].p = strata_amr_get_params(amr[k]);
+    for_owned_leaves(amr[k], 0, 1, take_leaf, &shots[k]);
+  }
+  CHECK(n[0] == n[1] && memcmp(leaves[0], leaves[1], (size_t)n[0] * sizeof *leaves[0]) == 0);
+  CHECK(shots[0].blocks > 0 && shots[0].count == shots[1].count &&
+        memcmp(shots[0].values, shots[1].values, (size_t)shots[0].count * sizeof(double)) == 0);
+  /* the last rank miscounts: refused everywhere, nothing changed */
+  int64_t nown;
+  CHECK_EQ(strata_amr_local_leaves(amr[1], NULL, 0, &nown), 0);
+  int8_t *ones = malloc((size_t)nown + 1);
+  memset(ones, 1, (size_t)nown + 1);
+  int size;
+  MPI_Comm_size(strata_comm(), &size);
+  const int64_t told = nown + (strata_rank() == size - 1);
+  CHECK_EQ(strata_amr_adapt_local(amr[1], ones, told, NULL), STRATA_EINVAL);
+  CHECK_EQ(strata_amr_adapt_local(amr[1], NULL, nown, NULL), STRATA_EINVAL);
+  strata_amr_block *after = all_leaves(amr[1], &n[1]);
+  CHECK(n[0] == n[1] && memcmp(leaves[0], after, (size_t)n[0] * sizeof *after) == 0);
+  CHECK_EQ(strata_amr_local_leaves(amr[1], NULL, -1, &nown), STRATA_EINVAL);
+  free(ones), free(after);
+  for (int k = 0; k < 2; k++) {
+    free(leaves[k]), free(shots[k].values);
+    CHECK_EQ(strata_amr_destroy(amr[k]), 0);
+  }
+  strata_amr_problem_destroy(old);
+  strata_amr_problem_destroy(now);
+}
+
 /* Morton distribution: every rank owns a contiguous, balanced share. */
 static void test_distribution(void)
 {
@@ -557,6 +654,7 @@ int main(int argc, char **argv)
   test_linear(3, STRATA_FLOAT32);
   test_conservation();
   test_adapt_problem();
+  test_adapt_local();
   test_handle_locality();
   test_family_task();
   test_transfer_account();

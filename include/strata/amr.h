@@ -15,7 +15,12 @@
  *  on each side; field arrays are stored x fastest, ghosts included.
  *  The tree's metadata is replicated on every rank (identical everywhere);
  *  field data lives on the owner rank only. All functions taking a
- *  strata_amr are collective unless said otherwise. */
+ *  strata_amr are collective unless said otherwise. The replication is to
+ *  go (docs/amr.md, "Distribution"): code that needs only this rank's share
+ *  (strata_amr_local_leaves(), strata_amr_adapt_local(), the owner's
+ *  strata_amr_read() and strata_amr_field_handle()) keeps working then;
+ *  strata_amr_leaves(), strata_amr_intersect() and strata_amr_block_query()
+ *  on another rank's blocks are the calls that see the whole tree. */
 #ifndef STRATA_AMR_H
 #define STRATA_AMR_H
 
@@ -220,6 +225,17 @@ int strata_amr_fill(strata_amr *amr, const strata_amr_problem *problem);
  *  created plus removed. */
 int strata_amr_adapt_flags(strata_amr *amr, const int8_t *flags, int64_t *changed);
 
+/** @brief One adaptation step by flags for this rank's own leaves:
+ *  @p flags has @p nflags entries, one per leaf of
+ *  strata_amr_local_leaves() in that order (+1 refine, -1 coarsen, 0
+ *  keep); otherwise as strata_amr_adapt_flags(). No rank needs a flag for
+ *  a leaf it does not own, so no rank allocates one per leaf of the whole
+ *  hierarchy.
+ *  @return 0; STRATA_EINVAL on every rank when a rank's @p nflags is not
+ *          the number of its leaves (or @p flags is NULL where it is not
+ *          0); as strata_amr_adapt_flags otherwise. */
+int strata_amr_adapt_local(strata_amr *amr, const int8_t *flags, int64_t nflags, int64_t *changed);
+
 /** @brief One adaptation step by a criterion (see strata_amr_adapt_flags). */
 int strata_amr_adapt(strata_amr *amr, const strata_amr_criterion *criterion, int64_t *changed);
 
@@ -256,6 +272,13 @@ int64_t strata_amr_num_leaves(const strata_amr *amr);
 /** @brief The leaves in Morton order (not collective): up to @p cap into
  *  @p out (may be NULL with cap 0); @p n gets the number of leaves. */
 int strata_amr_leaves(const strata_amr *amr, strata_amr_block *out, int64_t cap, int64_t *n);
+
+/** @brief This rank's own leaves in Morton order (not collective): up to
+ *  @p cap into @p out (may be NULL with cap 0); @p n gets their number.
+ *  With strata_amr_adapt_local(), the view of the hierarchy that stays
+ *  this rank's share when the octree's metadata is no longer replicated
+ *  (see the file's description). */
+int strata_amr_local_leaves(const strata_amr *amr, strata_amr_block *out, int64_t cap, int64_t *n);
 
 /** Where a block stands in the hierarchy. */
 typedef struct strata_amr_block_info {
