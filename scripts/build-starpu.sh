@@ -5,7 +5,8 @@
 #   scripts/build-starpu.sh --simgrid          StarPU 1.4 in SimGrid mode, with
 #                                              StarPU-MPI over SMPI (static only:
 #                                              SimGrid's MPI cannot load shared
-#                                              libraries), for scripts/simulate.sh
+#                                              libraries), and p4est for it, for
+#                                              scripts/simulate.sh
 #   scripts/build-starpu.sh --prefix [...]     only print the prefix that build
 #                                              uses (tests/starpu_select.sh)
 # Prints the environment to use on its last lines (eval-able):
@@ -135,6 +136,62 @@ else
   printf '%s\n' "$stamp_text" >"$prefix/.strata-stamp"
   rm -rf "$src"
   log "installed StarPU $version in $prefix"
+fi
+# The simulation's p4est, in the same prefix: Debian's libp4est calls Open
+# MPI, whose handles SMPI refuses (MPI_ERR_TYPE), and a simulated rank's
+# main thread must call Strata's simulated MPI (core/internal/simgrid_mpi.h)
+# anyway. So p4est is built from Debian's source of the installed version
+# with smpicc and that header forced in, static, its two libraries only (its
+# own programs cannot link without Strata). About four minutes, once.
+if [ $simgrid = ON ]; then
+  p4est_version=$(dpkg-query -W -f='${Version}' libp4est-dev 2>/dev/null || true)
+  header=$root/core/internal/simgrid_mpi.h
+  p4est_stamp=$(printf '%s\n' "$p4est_version"; sha256sum <"$header")
+  if [ -z "$p4est_version" ]; then
+    log "libp4est-dev is not installed: the simulation has no p4est"
+  elif [ -f "$prefix/.strata-p4est-stamp" ] && [ "$(cat "$prefix/.strata-p4est-stamp")" = "$p4est_stamp" ]; then
+    log "reusing p4est $p4est_version in $prefix"
+  else
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      autoconf automake libtool zlib1g-dev >/dev/null
+    src=$cache/src/p4est-$p4est_version
+    rm -rf "$src"
+    mkdir -p "$src"
+    log "fetching the source of p4est $p4est_version"
+    (cd "$src" && apt-get source -qq "p4est=$p4est_version" >/dev/null 2>&1)
+    tree=$(find "$src" -mindepth 1 -maxdepth 1 -type d -name 'p4est-*' | head -n 1)
+    echo "${p4est_version%%-*}" | tee "$tree/.tarball-version" >"$tree/sc/.tarball-version"
+    (cd "$tree" && ./bootstrap >bootstrap.out 2>&1) || { tail -n 20 "$tree/bootstrap.out" >&2; exit 1; }
+    # configure cannot run an SMPI program: what it would learn by running
+    # one is given.
+    log "configuring p4est for the simulation"
+    (cd "$tree" && ./configure -q CC=smpicc --enable-mpi --disable-shared --without-blas \
+      --prefix="$prefix" ac_cv_sizeof_void_p=8 ac_cv_sizeof_int=4 ac_cv_func_aligned_alloc=yes \
+      ac_cv_func_posix_memalign=yes ac_cv_func_fsync=yes >configure.out 2>&1) ||
+      { tail -n 30 "$tree/configure.out" >&2; exit 1; }
+    # A simulated rank is a node of its own: no shared-memory communicators
+    # (sc_init would split and label them, which the simulated MPI has not).
+    sed -i 's@^#define SC_ENABLE_MPI\(COMM\|WIN\)SHARED 1$@/* no shared memory between simulated ranks */@' \
+      "$tree/sc/src/sc_config.h"
+    cflags="-O2 -DSMPI_NO_OVERRIDE_MALLOC -include $header"
+    log "building p4est for the simulation"
+    { make -C "$tree/sc" -j "$(nproc)" CFLAGS="$cflags" src/libsc.la &&
+      make -C "$tree" -j "$(nproc)" CFLAGS="$cflags" src/libp4est.la &&
+      make -C "$tree/sc" CFLAGS="$cflags" install-libLTLIBRARIES install-includeHEADERS \
+        install-nodist_includeHEADERS install-scbuiltinHEADERS &&
+      make -C "$tree" CFLAGS="$cflags" install-libLTLIBRARIES install-includeHEADERS \
+        install-nodist_includeHEADERS
+    } >"$tree/make.out" 2>&1 || { grep -m 20 -B 2 -A 8 'rror' "$tree/make.out" >&2; exit 1; }
+    # Both libraries call the simulated MPI (a rebuild without the header
+    # would call SMPI from the main thread, which fails at run time).
+    for lib in sc p4est; do
+      nm -u "$prefix/lib/lib$lib.a" | grep strata__sim_comm_rank >/dev/null ||
+        { log "lib$lib.a was built without $header"; exit 1; }
+    done
+    printf '%s\n' "$p4est_stamp" >"$prefix/.strata-p4est-stamp"
+    rm -rf "$src"
+    log "installed p4est $p4est_version in $prefix"
+  fi
 fi
 echo "export PKG_CONFIG_PATH=$prefix/lib/pkgconfig\${PKG_CONFIG_PATH:+:\$PKG_CONFIG_PATH}"
 echo "export LD_LIBRARY_PATH=$prefix/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"

@@ -2,7 +2,8 @@
 # Strata on 16 simulated ranks (scripts/simulate.sh): the inference job finds
 # the same elements and bubbles as a real run of the same problem, and the
 # global indexer's exchanges match their hand-written baselines, and the
-# weak-scaling benchmark's own mesh finds its clumps; 4 ranks on
+# weak-scaling benchmark's own mesh finds its clumps; a p4est application
+# finds on 4 simulated ranks the bubbles of a real run; 4 ranks on
 # the `vm` platform share this machine's cores; the host clock charges each
 # simulated thread its own time, and the patched StarPU a rank's main thread
 # its time on the host. Skipped
@@ -50,6 +51,22 @@ awk -v want="$elements" -v parts="$parts" '/elements known/ {
   sum += own; moved += bytes
 } END { printf "elements known and join bytes checked on %d ranks (%d bytes in all)\n", n, moved
         exit n == 16 && sum == want && moved > 0 ? 0 : 1 }' "$work/sim.txt"
+
+# A p4est application in the simulation (the p4est that build-starpu.sh
+# --simgrid builds, its point-to-point messages through Strata's simulated
+# MPI): examples/p4est_infer on 4 simulated ranks, its bubbles at every step
+# those of Strata's octree refined to the same leaves, and its last bubbles
+# the same file as a real run's on one rank.
+p4est=(--steps 3 --compare --model "$src/models/blob_detector/model.json")
+[ -x "$work/build/examples/p4est_infer" ] || { echo "p4est_infer not built for the simulation"; exit 1; }
+env -u XDG_CACHE_HOME STARPU_HOME="$work/starpu-home" STARPU_NCPU=1 STARPU_NCUDA=0 STARPU_SILENT=1 \
+  STARPU_WORKERS_NOBIND=1 "$real/examples/p4est_infer" "${p4est[@]}" --bubbles "$work/p4est-real.txt" \
+  >"$work/p4est-real.log"
+timeout 300 bash "$src/scripts/simulate.sh" run -p cluster -n 4 examples/p4est_infer "${p4est[@]}" \
+  --bubbles "$work/p4est-sim.txt" >"$work/p4est-sim.log"
+[ "$(grep -c "the octree's bubbles: the same, byte for byte" "$work/p4est-sim.log")" = 3 ]
+cmp "$work/p4est-real.txt" "$work/p4est-sim.txt"
+echo "p4est_infer on 4 simulated ranks: $(grep -c . "$work/p4est-sim.txt") bubble lines, as a real run's"
 
 # On the `vm` platform every rank's workers share one host's cores (the
 # patched StarPU computes their tasks there), here 2 whatever this machine

@@ -6,11 +6,12 @@
  * own; SMPI only answers MPI calls from the thread it started for the rank,
  * which StarPU-MPI keeps for its progress loop. The calls that Strata, its
  * tools and benchmarks make from main() are therefore renamed here to
- * collectives built on SimGrid messages between the ranks' nodes
- * (simgrid_mpi.c). Every communicator spans MPI_COMM_WORLD, as StarPU-MPI
- * under SMPI requires (a duplicate keeps its own sequence of calls), except
- * the one rank of a node (MPI_Comm_split_type): each simulated rank is a
- * node of its own. */
+ * collectives and point-to-point messages built on SimGrid messages
+ * between the ranks' nodes (simgrid_mpi.c); p4est, built for the
+ * simulation with this header forced in, goes through them too. Every
+ * communicator spans MPI_COMM_WORLD, as StarPU-MPI under SMPI requires (a
+ * duplicate keeps its own sequence of calls), except the one rank of a node
+ * (MPI_Comm_split_type): each simulated rank is a node of its own. */
 #ifndef STRATA_INTERNAL_SIMGRID_MPI_H
 #define STRATA_INTERNAL_SIMGRID_MPI_H
 
@@ -47,6 +48,21 @@ int strata__sim_alltoallv(const void *send, const int *scounts, const int *sdisp
                           MPI_Datatype stype, void *recv, const int *rcounts, const int *rdispls,
                           MPI_Datatype rtype, MPI_Comm comm);
 double strata__sim_wtime(void);
+/* Point to point, for p4est (built for the simulation with this header). */
+int strata__sim_isend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                      MPI_Comm comm, MPI_Request *req);
+int strata__sim_send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                     MPI_Comm comm);
+int strata__sim_irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                      MPI_Request *req);
+int strata__sim_recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                     MPI_Status *status);
+int strata__sim_probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
+int strata__sim_get_count(const MPI_Status *status, MPI_Datatype type, int *count);
+int strata__sim_wait(MPI_Request *req, MPI_Status *status);
+int strata__sim_waitall(int n, MPI_Request *reqs, MPI_Status *statuses);
+int strata__sim_waitsome(int n, MPI_Request *reqs, int *outcount, int *indices,
+                         MPI_Status *statuses);
 
 #ifndef STRATA_SIMGRID_MPI_IMPLEMENTATION
 #define MPI_Initialized     strata__sim_initialized
@@ -68,5 +84,14 @@ double strata__sim_wtime(void);
 #define MPI_Alltoall        strata__sim_alltoall
 #define MPI_Alltoallv       strata__sim_alltoallv
 #define MPI_Wtime           strata__sim_wtime
+#define MPI_Isend           strata__sim_isend
+#define MPI_Send            strata__sim_send
+#define MPI_Irecv           strata__sim_irecv
+#define MPI_Recv            strata__sim_recv
+#define MPI_Probe           strata__sim_probe
+#define MPI_Get_count       strata__sim_get_count
+#define MPI_Wait            strata__sim_wait
+#define MPI_Waitall         strata__sim_waitall
+#define MPI_Waitsome        strata__sim_waitsome
 #endif
 #endif

@@ -65,10 +65,13 @@ static int64_t next_tag(MPI_Comm comm)
 static size_t type_size(MPI_Datatype t)
 {
   if (t == MPI_INT64_T || t == MPI_UINT64_T || t == MPI_DOUBLE || t == MPI_LONG_LONG ||
-      t == MPI_UNSIGNED_LONG_LONG)
+      t == MPI_LONG_LONG_INT || t == MPI_UNSIGNED_LONG_LONG || t == MPI_LONG ||
+      t == MPI_UNSIGNED_LONG)
     return 8;
-  if (t == MPI_INT || t == MPI_FLOAT || t == MPI_UNSIGNED)
+  if (t == MPI_INT || t == MPI_FLOAT || t == MPI_UNSIGNED || t == MPI_INT32_T)
     return 4;
+  if (t == MPI_SHORT || t == MPI_UNSIGNED_SHORT || t == MPI_INT16_T)
+    return 2;
   return 1; /* MPI_BYTE, MPI_CHAR, MPI_INT8_T */
 }
 
@@ -230,6 +233,8 @@ static int post(struct messages *m, int send, const void *buf, size_t bytes, int
   return MPI_SUCCESS;
 }
 
+static void wait_progressing(sg_comm_t comm);
+
 static int wait_all(struct messages *m, int ret)
 {
   int rank, size;
@@ -237,7 +242,7 @@ static int wait_all(struct messages *m, int ret)
   struct post_office *po = m->n ? post_office(size) : NULL;
   for (int k = 0; k < m->n; k++) {
     struct message *x = &m->m[k];
-    sg_comm_wait(x->comm);
+    wait_progressing(x->comm);
     if (!x->dst)
       continue;
     struct letter *l = take_letter(po, rank, x->peer, x->tag);
@@ -637,3 +642,286 @@ int strata__sim_alltoall(const void *send, int scount, MPI_Datatype stype, void 
 }
 
 double strata__sim_wtime(void) { return starpu_timing_now() * 1e-6; /* simulated time */ }
+
+/* ---- point to point (p4est's calls under the simulation) ----
+ *
+ * A send copies its bytes into a note, which a SimGrid message of its size
+ * carries to the receiver's mailbox (one per rank); it is complete when
+ * the receiver has taken it. A SimGrid message moves only while both its
+ * ends wait on it, and only between nodes (a main thread's own host has no
+ * route). So from its first point-to-point call on, a rank's main thread
+ * stays on its node, and whenever it waits for anything (a receive, a
+ * send, a collective's message) it waits on all its messages at once: its
+ * sends in flight and one receive from its mailbox. A note it takes goes to
+ * its earliest posted receive of that source, tag and communicator, else is
+ * kept for a later one: MPI's matching, messages of one sender in order.
+ * A rank's receives, sends and kept notes are its own (SMPI gives each rank
+ * its own globals); where SimGrid writes a received note's address is on
+ * the heap, which all ranks share. */
+struct note {
+  /* First: SMPI's copy of a message's payload hands the receiver the
+   * first pointer's worth of bytes it points to, so this is what arrives. */
+  struct note *self;
+  int source, tag, context;
+  size_t bytes;
+  struct note *next;
+  unsigned char data[];
+};
+struct request {
+  int is_recv, done;
+  sg_comm_t comm; /* a send's message */
+  void *buf;
+  size_t capacity;
+  int source, tag, context;
+  MPI_Status status;
+  struct request *next; /* posted receives, in order */
+};
+static int settled; /* on the node, for good */
+static struct note *kept, **kept_end = &kept;
+static struct request *posted, **posted_end = &posted;
+static struct request **sending; /* sends in flight */
+static int nsending, sending_cap;
+static sg_comm_t taking;  /* the receive from the rank's mailbox, or NULL */
+static void **taken_slot; /* where SimGrid puts its note's address */
+
+static sg_mailbox_t inbox_of(int rank)
+{
+  char name[48];
+  snprintf(name, sizeof name, "strata-mpi p2p %d", rank);
+  return sg_mailbox_by_name(name);
+}
+
+static void settle(void)
+{
+  if (settled)
+    return;
+  settled = 1;
+  sg_actor_set_host(sg_actor_self(), sg_actor_get_host(sg_actor_by_pid(sg_actor_self_get_ppid())));
+}
+
+static int matches(const struct request *r, const struct note *n)
+{
+  return r->context == n->context && (r->source == MPI_ANY_SOURCE || r->source == n->source) &&
+         (r->tag == MPI_ANY_TAG || r->tag == n->tag);
+}
+
+/* Note n into receive r; MPI_ERR_TRUNCATE where it does not fit. */
+static void deliver(struct request *r, struct note *n)
+{
+  const size_t bytes = n->bytes < r->capacity ? n->bytes : r->capacity;
+  memcpy(r->buf, n->data, bytes);
+  r->status = (MPI_Status){.MPI_SOURCE = n->source,
+                           .MPI_TAG = n->tag,
+                           .MPI_ERROR = n->bytes > r->capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS,
+                           .count = (int)bytes};
+  r->done = 1;
+  free(n);
+}
+
+/* A note taken: to the earliest posted receive it matches, else kept. */
+static void arrived(struct note *n)
+{
+  n->next = NULL;
+  for (struct request **r = &posted; *r; r = &(*r)->next)
+    if (matches(*r, n)) {
+      struct request *x = *r;
+      if (!(*r = x->next))
+        posted_end = r;
+      deliver(x, n);
+      return;
+    }
+  *kept_end = n;
+  kept_end = &n->next;
+}
+
+/* Wait until one of the rank's messages is through, `extra` (a collective's,
+ * or NULL) among them: 1 when it was `extra`. */
+static int progress(sg_comm_t extra)
+{
+  int rank, size;
+  world(&rank, &size);
+  if (!taking) {
+    taken_slot = taken_slot ? taken_slot : malloc(sizeof *taken_slot);
+    taking = sg_mailbox_get_async(inbox_of(rank), taken_slot);
+  }
+  const int n = 1 + nsending + (extra != NULL);
+  sg_comm_t *all = malloc((size_t)n * sizeof *all);
+  if (!all)
+    abort(); /* no way to report it from inside a wait */
+  all[0] = taking;
+  for (int i = 0; i < nsending; i++)
+    all[1 + i] = sending[i]->comm;
+  if (extra)
+    all[n - 1] = extra;
+  const ssize_t k = sg_comm_wait_any(all, (size_t)n);
+  free(all);
+  if (k == 0) {
+    taking = NULL;
+    arrived(*taken_slot);
+  } else if (k <= nsending) { /* its message let go by SimGrid's wait */
+    struct request *done = sending[k - 1];
+    done->done = 1;
+    done->comm = NULL;
+    sending[k - 1] = sending[--nsending];
+  }
+  return extra && k == n - 1;
+}
+
+static void wait_progressing(sg_comm_t comm)
+{
+  if (!settled)
+    sg_comm_wait(comm);
+  else
+    while (!progress(comm))
+      ;
+}
+
+int strata__sim_isend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                      MPI_Comm comm, MPI_Request *req)
+{
+  int rank, size;
+  world(&rank, &size);
+  settle();
+  const size_t bytes = (size_t)count * type_size(type);
+  struct note *n = malloc(sizeof *n + bytes);
+  struct request *r = calloc(1, sizeof *r);
+  if (nsending == sending_cap) {
+    int cap = sending_cap ? 2 * sending_cap : 16;
+    struct request **grown = realloc(sending, (size_t)cap * sizeof *grown);
+    if (grown)
+      sending = grown, sending_cap = cap;
+  }
+  if (!n || !r || nsending == sending_cap) {
+    free(n), free(r);
+    return MPI_ERR_NO_MEM;
+  }
+  *n = (struct note){
+      .self = n, .source = rank, .tag = tag, .context = context_of(comm), .bytes = bytes};
+  memcpy(n->data, buf, bytes);
+  r->comm = sg_mailbox_put_async(inbox_of(dest), n, (long)bytes);
+  sending[nsending++] = r;
+  *req = (MPI_Request)(void *)r;
+  return MPI_SUCCESS;
+}
+
+int strata__sim_irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                      MPI_Request *req)
+{
+  settle();
+  struct request *r = calloc(1, sizeof *r);
+  if (!r)
+    return MPI_ERR_NO_MEM;
+  *r = (struct request){.is_recv = 1,
+                        .buf = buf,
+                        .capacity = (size_t)count * type_size(type),
+                        .source = source,
+                        .tag = tag,
+                        .context = context_of(comm)};
+  *req = (MPI_Request)(void *)r;
+  for (struct note **n = &kept; *n; n = &(*n)->next)
+    if (matches(r, *n)) {
+      struct note *x = *n;
+      if (!(*n = x->next))
+        kept_end = n;
+      deliver(r, x);
+      return MPI_SUCCESS;
+    }
+  *posted_end = r;
+  posted_end = &r->next;
+  return MPI_SUCCESS;
+}
+
+/* A finished request's status, then the request freed. */
+static int finish(MPI_Request *req, MPI_Status *status)
+{
+  struct request *r = (struct request *)(void *)*req;
+  const int ret = r->is_recv ? r->status.MPI_ERROR : MPI_SUCCESS;
+  if (status != MPI_STATUS_IGNORE)
+    *status = r->status;
+  if (r->comm)
+    sg_comm_unref(r->comm);
+  free(r);
+  *req = MPI_REQUEST_NULL;
+  return ret;
+}
+
+int strata__sim_wait(MPI_Request *req, MPI_Status *status)
+{
+  if (*req == MPI_REQUEST_NULL)
+    return MPI_SUCCESS;
+  while (!((struct request *)(void *)*req)->done)
+    progress(NULL);
+  return finish(req, status);
+}
+
+int strata__sim_waitall(int n, MPI_Request *reqs, MPI_Status *statuses)
+{
+  int ret = MPI_SUCCESS;
+  for (int i = 0; i < n; i++) {
+    int one = strata__sim_wait(&reqs[i],
+                               statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i]);
+    ret = ret == MPI_SUCCESS ? one : ret;
+  }
+  return ret;
+}
+
+int strata__sim_waitsome(int n, MPI_Request *reqs, int *outcount, int *indices,
+                         MPI_Status *statuses)
+{
+  int active = 0, ret = MPI_SUCCESS;
+  for (int i = 0; i < n; i++)
+    active += reqs[i] != MPI_REQUEST_NULL;
+  *outcount = active ? 0 : MPI_UNDEFINED;
+  while (active && !*outcount) {
+    for (int i = 0; i < n; i++)
+      if (reqs[i] != MPI_REQUEST_NULL && ((struct request *)(void *)reqs[i])->done) {
+        const int k = (*outcount)++;
+        indices[k] = i;
+        int one =
+            finish(&reqs[i], statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[k]);
+        ret = ret == MPI_SUCCESS ? one : ret;
+      }
+    if (!*outcount)
+      progress(NULL);
+  }
+  return ret;
+}
+
+int strata__sim_probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+  settle();
+  const struct request want = {.source = source, .tag = tag, .context = context_of(comm)};
+  for (;;) {
+    for (const struct note *n = kept; n; n = n->next)
+      if (matches(&want, n)) {
+        if (status != MPI_STATUS_IGNORE)
+          *status =
+              (MPI_Status){.MPI_SOURCE = n->source, .MPI_TAG = n->tag, .count = (int)n->bytes};
+        return MPI_SUCCESS;
+      }
+    progress(NULL);
+  }
+}
+
+int strata__sim_send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                     MPI_Comm comm)
+{
+  MPI_Request r;
+  int ret = strata__sim_isend(buf, count, type, dest, tag, comm, &r);
+  return ret == MPI_SUCCESS ? strata__sim_wait(&r, MPI_STATUS_IGNORE) : ret;
+}
+
+int strata__sim_recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                     MPI_Status *status)
+{
+  MPI_Request r;
+  int ret = strata__sim_irecv(buf, count, type, source, tag, comm, &r);
+  return ret == MPI_SUCCESS ? strata__sim_wait(&r, status) : ret;
+}
+
+int strata__sim_get_count(const MPI_Status *status, MPI_Datatype type, int *count)
+{
+  const int size = (int)type_size(type);
+  *count = status->count % size ? MPI_UNDEFINED : status->count / size;
+  return MPI_SUCCESS;
+}
