@@ -88,10 +88,14 @@ EOF
 # The patched StarPU charges a rank's main thread its host time: on one rank
 # the time it takes to submit a cycle's tasks (simulated) is 0.09 s with only
 # StarPU's microsecond per task and 0.15 s with the clock, against 0.13-0.14
-# measured (docs/scaling.md).
+# measured (docs/scaling.md). The tasks last their models' means, so that
+# only the clock differs: with measured durations the submission without the
+# clock took 0.131 s in one run and 0.154 s in the next (a busy machine), and
+# the second missed the margin below (0.191 s with the clock); with the
+# models it takes 0.102 s every time, and 0.164-0.176 s with the clock.
 for clock in 0 1; do
-  STRATA_SIM_HOST_CLOCK=$clock bash "$src/scripts/simulate.sh" run -p vm -n 1 bench/bench_infer \
-    --quick --rounds 1 >"$work/infer-clock-$clock.json"
+  STRATA_SIM_DURATIONS=model STRATA_SIM_HOST_CLOCK=$clock bash "$src/scripts/simulate.sh" run -p vm \
+    -n 1 bench/bench_infer --quick --rounds 1 >"$work/infer-clock-$clock.json"
 done
 python3 - "$work/infer-clock-0.json" "$work/infer-clock-1.json" <<'EOF'
 import json, sys
