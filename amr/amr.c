@@ -796,15 +796,6 @@ int strata_amr_build(strata_amr *amr, const strata_amr_problem *problem,
   return strata_amr_fill_ghosts(amr);
 }
 
-/* The leaves this rank owns. */
-static int64_t owned_leaves(const strata_amr *amr)
-{
-  int64_t n = 0;
-  for (int64_t i = 0; i < amr->nleaves; i++)
-    n += amr->leaves[i]->rank == amr->rank;
-  return n;
-}
-
 /* One adaptation step by flags: one per leaf in Morton order (`nlocal`
  * NULL), or *nlocal of them, one per leaf of this rank in order. New
  * leaves from `problem` when given (no ghost fill needed first), else from
@@ -813,10 +804,11 @@ static int adapt(strata_amr *amr, const int8_t *flags, const int64_t *nlocal,
                  const strata_amr_problem *problem, int64_t *changed)
 {
   int local = flags || (nlocal && *nlocal == 0) ? 0 : STRATA_EINVAL;
-  if (!local && nlocal && *nlocal != owned_leaves(amr))
+  int64_t owned = 0;
+  if (!local && nlocal && (strata_amr_local_leaves(amr, NULL, 0, &owned), *nlocal != owned))
     local =
         strata__fail(STRATA_EINVAL, "amr_adapt_local: %lld flags for the %lld leaves of rank %d",
-                     (long long)*nlocal, (long long)owned_leaves(amr), amr->rank);
+                     (long long)*nlocal, (long long)owned, amr->rank);
   if (!local && amr->busy)
     local = strata__fail(STRATA_ESTATE, "an inference cycle is in flight on this hierarchy: "
                                         "strata_infer_wait() first");
