@@ -197,56 +197,92 @@ int strata_amr_set_weights(strata_amr *amr, double (*fn)(void *ctx, const strata
   return 0;
 }
 
-/* Owner of every leaf: the Morton order cut into `size` pieces of equal
- * weight (each leaf goes to the piece holding the middle of its weight). */
-static int balance_ranks(const strata_amr *amr, int *ranks)
+/* Leaves per rank: the Morton order cut into `size` pieces of equal weight
+ * (each leaf goes to the piece holding the middle of its weight), each
+ * rank placing its own leaves from the weight of the ranks before it. */
+static int balance_counts(const strata_amr *amr, int32_t *counts)
 {
-  double total = 0;
-  double *w = malloc((size_t)(amr->nleaves ? amr->nleaves : 1) * sizeof *w);
-  if (!w)
-    return STRATA_ENOMEM;
-  for (int64_t i = 0; i < amr->nleaves; i++) {
+  double *w = malloc((size_t)(amr->nleaves + 1) * sizeof *w);
+  double *sums = malloc((size_t)amr->size * sizeof *sums);
+  int64_t *mine = calloc((size_t)amr->size, sizeof *mine);
+  int local = w && sums && mine ? 0 : STRATA_ENOMEM;
+  double sum = 0;
+  for (int64_t i = 0; !local && i < amr->nleaves; i++) {
     double x = amr->weight ? amr->weight(amr->weight_ctx, &amr->leaves[i]->b) : 1.0;
     w[i] = isfinite(x) && x > 0 ? x : 0;
-    total += w[i];
+    sum += w[i];
   }
-  double before = 0;
-  for (int64_t i = 0; i < amr->nleaves; i++) {
-    double mid = total > 0 ? (before + 0.5 * w[i]) / total : (double)i / (double)amr->nleaves;
+  int ret = strata__agree(local, NULL, 0);
+  if (!ret && MPI_Allgather(&sum, 1, MPI_DOUBLE, sums, 1, MPI_DOUBLE, amr->meta) != MPI_SUCCESS)
+    ret = STRATA_EMPI;
+  double total = 0, before = 0;
+  for (int r = 0; !ret && r < amr->size; r++) {
+    before += r < amr->rank ? sums[r] : 0;
+    total += sums[r];
+  }
+  for (int64_t i = 0; !ret && i < amr->nleaves; i++) {
+    double mid = total > 0 ? (before + 0.5 * w[i]) / total
+                           : (double)(amr->first + i) / (double)amr->total;
     int r = (int)(mid * amr->size);
-    ranks[i] = r < amr->size ? r : amr->size - 1;
+    mine[r < amr->size ? r : amr->size - 1]++;
     before += w[i];
   }
+  if (!ret && MPI_Allreduce(MPI_IN_PLACE, mine, amr->size, MPI_INT64_T, MPI_SUM, amr->meta) !=
+                  MPI_SUCCESS)
+    ret = STRATA_EMPI;
+  for (int r = 0; !ret && r < amr->size; r++)
+    counts[r] = (int32_t)mine[r];
   free(w);
-  return 0;
+  free(sums);
+  free(mine);
+  return ret;
 }
 
-int strata_amr_redistribute(strata_amr *amr)
+/* The hash in step with the forest again after an operation that ended
+ * with `local` here; errors agreed. Collective. */
+static int sync_agreed(strata_amr *amr, int local)
 {
-  strata__clear_error();
-  if (!amr)
-    return STRATA_EINVAL;
-  int *ranks = malloc((size_t)(amr->nleaves ? amr->nleaves : 1) * sizeof *ranks);
-  int ret = ranks ? balance_ranks(amr, ranks) : STRATA_ENOMEM;
-  if (strata__agree(ret, NULL, 0) != 0) {
-    free(ranks);
-    return ret ? ret : STRATA_ENOMEM;
-  }
-  /* Same order on every rank: StarPU-MPI matches the transfers by tag.
-   * Every rank that holds a moving leaf's handles takes part (the new owner
-   * registers them first: the owner's tag, so this cannot fail where the
-   * owner's did not). A leaf that holds no values yet changes owner without
-   * a message. ranks[i] keeps the old owner for the second pass. */
-  int local = 0;
-  for (int64_t i = 0; i < amr->nleaves; i++) {
-    struct strata__amr_node *n = amr->leaves[i];
-    const int to = ranks[i];
-    ranks[i] = n->rank;
-    if (to == n->rank)
-      continue;
-    int held = to == amr->rank ? hold_leaf(amr, n) : 0;
-    local = local ? local : held;
-    for (int f = 0; f < amr->p.nfields && n->h[f]; f++)
+  int ret = strata__agree(local, NULL, 0);
+  if (ret)
+    return local ? local : ret;
+  local = amr->forest.ops->sync(amr);
+  return strata__agree(local, NULL, 0) ? (local ? local : STRATA_EMPI) : 0;
+}
+
+static int by_pos(const void *x, const void *y)
+{
+  int64_t a = ((const struct strata__amr_move *)x)->pos, b = ((const struct strata__amr_move *)y)->pos;
+  return (a > b) - (a < b);
+}
+
+/* The leaves moved to counts[r] a rank and, with `handles`, their handles
+ * with them (StarPU-MPI matches the transfers by tag; both sides list them
+ * in Morton order all the same): the new owner registers an arriving
+ * leaf's handles under its old owner, then both migrate them; a leaf that
+ * holds no values yet changes owner without a message. Collective. */
+static int partition(strata_amr *amr, const int32_t *counts, int handles)
+{
+  struct strata__amr_moves mv = {0};
+  int local = amr->forest.ops->partition(amr, counts, &mv);
+  qsort(mv.m, (size_t)mv.n, sizeof *mv.m, by_pos);
+  for (int64_t k = 0; !local && k < mv.n; k++) {
+    struct strata__amr_move *m = &mv.m[k];
+    struct strata__amr_node *n = m->n;
+    int to = m->peer;
+    if (m->arrives) {
+      if (!(n = m->n = strata__amr_find(amr, &m->b)) && !(n = m->n = strata__amr_add(amr, &m->b))) {
+        local = STRATA_ENOMEM;
+        break;
+      }
+      n->is_leaf = 1;
+      n->rank = m->peer;
+      n->serial = m->serial;
+      n->unfilled = m->unfilled;
+      to = amr->rank;
+      if (handles)
+        local = hold_leaf(amr, n);
+    }
+    for (int f = 0; !local && handles && f < amr->p.nfields && n->h[f]; f++)
       if (n->unfilled)
         starpu_mpi_data_set_rank_comm(n->h[f], to, amr->comm);
       else
@@ -255,11 +291,26 @@ int strata_amr_redistribute(strata_amr *amr)
   }
   /* The old owners let go once the values have left, all sends posted
    * first so that they travel together. */
-  for (int64_t i = 0; i < amr->nleaves; i++)
-    if (ranks[i] == amr->rank && amr->leaves[i]->rank != amr->rank)
-      release_leaf(amr, amr->leaves[i], 1);
-  free(ranks);
-  return strata__agree(local, NULL, 0) ? (local ? local : STRATA_ENOMEM) : 0;
+  for (int64_t k = 0; k < mv.n; k++)
+    if (!mv.m[k].arrives)
+      release_leaf(amr, mv.m[k].n, 1);
+  free(mv.m);
+  return sync_agreed(amr, local);
+}
+
+int strata_amr_redistribute(strata_amr *amr)
+{
+  strata__clear_error();
+  if (!amr)
+    return STRATA_EINVAL;
+  int32_t *counts = malloc((size_t)amr->size * sizeof *counts);
+  int ret = strata__agree(counts ? 0 : STRATA_ENOMEM, NULL, 0);
+  if (!ret)
+    ret = balance_counts(amr, counts);
+  if (!ret)
+    ret = partition(amr, counts, 1);
+  free(counts);
+  return ret;
 }
 
 /* ---- creation ---- */
@@ -291,7 +342,7 @@ int strata_amr_create(const strata_amr_params *p, strata_amr **out)
     roots *= p->root_blocks;
   if (amr) {
     amr->nbuckets = 64;
-    while (amr->nbuckets < 2 * roots)
+    while (amr->nbuckets < 2 * roots && amr->nbuckets < 4096)
       amr->nbuckets *= 2;
     amr->buckets = calloc((size_t)amr->nbuckets, sizeof *amr->buckets);
   }
@@ -314,26 +365,24 @@ int strata_amr_create(const strata_amr_params *p, strata_amr **out)
   MPI_Comm_rank(amr->comm, &amr->rank);
   MPI_Comm_size(amr->comm, &amr->size);
   local = strata__tags_take(amr->meta, "amr", &amr->tags);
-  strata_amr_block b = {.level = 0};
-  int64_t nz = p->dim == 3 ? p->root_blocks : 1;
-  for (b.index[2] = 0; b.index[2] < nz && !local; b.index[2]++)
-    for (b.index[1] = 0; b.index[1] < p->root_blocks && !local; b.index[1]++)
-      for (b.index[0] = 0; b.index[0] < p->root_blocks && !local; b.index[0]++) {
-        struct strata__amr_node *n = strata__amr_add(amr, &b);
-        if (!n)
-          local = STRATA_ENOMEM;
-        else
-          n->is_leaf = 1; /* registered below, once the owners are known */
-      }
-  if (!local)
-    local = strata__amr_sort_leaves(amr);
-  int *ranks = local ? NULL : malloc((size_t)amr->nleaves * sizeof *ranks);
-  if (!local)
-    local = ranks ? balance_ranks(amr, ranks) : STRATA_ENOMEM;
-  for (int64_t i = 0; !local && i < amr->nleaves; i++)
-    local = make_leaf(amr, amr->leaves[i], ranks[i], NULL);
-  free(ranks);
+  /* The root blocks spread evenly by p4est, then by Strata's rule (no
+   * handles yet), then registered and zeroed by their owners. */
+  amr->forest.ops = p->dim == 3 ? &strata__forest3_ops : &strata__forest2_ops;
+  amr->forest.comm = amr->meta;
   if ((ret = strata__agree(local, NULL, 0)) != 0) {
+    strata_amr_destroy(amr);
+    return local ? local : ret;
+  }
+  ret = sync_agreed(amr, amr->forest.ops->create(amr));
+  int32_t *counts = ret ? NULL : malloc((size_t)amr->size * sizeof *counts);
+  if (!ret && (ret = strata__agree(counts ? 0 : STRATA_ENOMEM, NULL, 0)) == 0 &&
+      (ret = balance_counts(amr, counts)) == 0)
+    ret = partition(amr, counts, 0);
+  free(counts);
+  local = 0;
+  for (int64_t i = 0; !ret && !local && i < amr->nleaves; i++)
+    local = make_leaf(amr, amr->leaves[i], amr->rank, NULL);
+  if (ret || (ret = strata__agree(local, NULL, 0)) != 0) {
     strata_amr_destroy(amr);
     return ret;
   }
@@ -359,9 +408,12 @@ int strata_amr_destroy(strata_amr *amr)
       free(n);
     }
   starpu_task_wait_for_all();
+  if (amr->forest.ops)
+    amr->forest.ops->destroy(amr);
   strata__tags_release(&amr->tags);
   free(amr->buckets);
   free(amr->leaves);
+  free(amr->ghosts);
   free(amr);
   return 0;
 }
@@ -511,8 +563,7 @@ static int check_criterion(const strata_amr *amr, const strata_amr_criterion *c)
   return 0;
 }
 
-/* Flags of every leaf from the criterion, evaluated by the owners and
- * combined (only the owner's entry is nonzero, so a sum combines them). */
+/* Flags of this rank's leaves from the criterion. */
 static int criterion_flags(strata_amr *amr, const strata_amr_criterion *c, int coarsen,
                            int8_t *flags)
 {
@@ -521,7 +572,7 @@ static int criterion_flags(strata_amr *amr, const strata_amr_criterion *c, int c
     struct strata__amr_node *n = amr->leaves[i];
     flags[i] = 0;
     double v;
-    if (n->rank != amr->rank || local)
+    if (local)
       continue;
     local = criterion_value(amr, n, c, &v);
     if (!local && v > c->min_refine && n->b.level < amr->p.max_level)
@@ -530,21 +581,6 @@ static int criterion_flags(strata_amr *amr, const strata_amr_criterion *c, int c
       flags[i] = -1;
   }
   return local;
-}
-
-/* Every rank's entries for its own leaves win; the result is identical on
- * all ranks. */
-static int combine_flags(strata_amr *amr, int8_t *flags)
-{
-  for (int64_t i = 0; i < amr->nleaves; i++)
-    if (amr->leaves[i]->rank != amr->rank)
-      flags[i] = 0;
-  if (amr->nleaves && MPI_Allreduce(MPI_IN_PLACE, flags, (int)amr->nleaves, MPI_INT8_T, MPI_SUM,
-                                    amr->meta) != MPI_SUCCESS)
-    return STRATA_EMPI;
-  for (int64_t i = 0; i < amr->nleaves; i++)
-    amr->leaves[i]->flag = flags[i];
-  return 0;
 }
 
 /* For each of the 3^dim - 1 directions: the neighbouring leaves of b, one
@@ -569,61 +605,26 @@ static int visit_neighbors(const strata_amr *amr, const strata_amr_block *b,
   return 0;
 }
 
-struct balance {
-  int level;   /* level of the block whose neighbours are visited */
-  int changed; /* a neighbour got a refine flag */
-};
-
-/* A neighbour coarser than the refined block's level must refine too. */
-static int force_refine(void *ctx, struct strata__amr_node *leaf)
-{
-  struct balance *bal = ctx;
-  if (leaf->b.level < bal->level && leaf->flag != 1) {
-    leaf->flag = 1;
-    bal->changed = 1;
-  }
-  return 0;
-}
-
-/* 2:1 balance across faces, edges and corners: propagate refine flags
- * until every refined leaf's neighbours are at most one level coarser. */
-static void propagate_refinement(strata_amr *amr)
-{
-  struct balance bal;
-  do {
-    bal.changed = 0;
-    for (int64_t i = 0; i < amr->nleaves; i++) {
-      struct strata__amr_node *n = amr->leaves[i];
-      if (n->flag != 1)
-        continue;
-      bal.level = n->b.level;
-      visit_neighbors(amr, &n->b, force_refine, &bal);
-    }
-  } while (bal.changed);
-}
-
-struct coarsen_check {
-  int limit; /* largest level a neighbour may end at */
-};
-
 static int too_fine(void *ctx, struct strata__amr_node *leaf)
 {
-  return leaf->b.level + (leaf->flag == 1) > ((struct coarsen_check *)ctx)->limit;
+  return leaf->b.level > *(const int *)ctx;
 }
 
-/* Whether parent p's children are all leaves flagged -1 and p, as a leaf,
- * would keep 2:1 balance with the leaves' final levels. */
-static int can_coarsen(strata_amr *amr, const strata_amr_block *p)
+/* Whether parent p's children are all leaves of this rank flagged -1 and
+ * p, as a leaf, would keep 2:1 balance with the leaves around it (which
+ * touch its children: this rank's or its ghost layer). */
+static int can_coarsen(strata_amr *amr, const strata_amr_block *p,
+                       struct strata__amr_node **kids)
 {
   for (int o = 0; o < 1 << amr->p.dim; o++) {
     strata_amr_block c;
     strata_amr_child(amr, p, o, &c);
-    const struct strata__amr_node *n = strata__amr_find(amr, &c);
-    if (!n || !n->is_leaf || n->flag != -1)
+    kids[o] = strata__amr_find(amr, &c);
+    if (!kids[o] || !kids[o]->is_leaf || kids[o]->rank != amr->rank || kids[o]->flag != -1)
       return 0;
   }
-  struct coarsen_check chk = {p->level + 1};
-  return visit_neighbors(amr, p, too_fine, &chk) == 0;
+  int limit = p->level + 1;
+  return visit_neighbors(amr, p, too_fine, &limit) == 0;
 }
 
 /* Every field of parent p from its children (restriction) or of the
@@ -653,86 +654,101 @@ static int family_fields(strata_amr *amr, int kind, struct strata__amr_node *p,
   return ret;
 }
 
-static int refine_leaf(strata_amr *amr, struct strata__amr_node *n,
-                       const strata_amr_problem *problem)
+int64_t strata__amr_new_serial(strata_amr *amr)
 {
-  struct strata__amr_node *kids[8];
-  for (int o = 0; o < 1 << amr->p.dim; o++) {
-    strata_amr_block cb;
-    strata_amr_child(amr, &n->b, o, &cb);
-    struct strata__amr_node *c = kids[o] = strata__amr_add(amr, &cb);
-    if (!c)
-      return STRATA_ENOMEM;
-    int ret = make_leaf(amr, c, n->rank, problem);
-    if (ret)
-      return ret;
-  }
-  int ret = problem ? 0 : family_fields(amr, STRATA__AMR_PROLONG, n, kids);
-  if (!ret)
-    drop_leaf(amr, n);
-  return ret;
+  return amr->next_serial++ * amr->size + amr->rank;
 }
 
-static int coarsen_family(strata_amr *amr, struct strata__amr_node *p,
-                          const strata_amr_problem *problem)
+void strata__amr_split(strata_amr *amr, const strata_amr_block *parent,
+                       const strata_amr_block *kids, const int64_t *serials)
 {
-  struct strata__amr_node *kids[8];
-  for (int o = 0; o < 1 << amr->p.dim; o++) {
-    strata_amr_block cb;
-    strata_amr_child(amr, &p->b, o, &cb);
-    kids[o] = strata__amr_find(amr, &cb);
-  }
-  int ret = make_leaf(amr, p, kids[0]->rank, problem);
-  if (!ret && !problem)
-    ret = family_fields(amr, STRATA__AMR_RESTRICT, p, kids);
+  struct strata__amr_node *p = strata__amr_find(amr, parent), *k[8];
+  int ret = amr->forest.error ? amr->forest.error : p && p->is_leaf ? 0 : STRATA_EINVAL;
   for (int o = 0; !ret && o < 1 << amr->p.dim; o++) {
-    drop_leaf(amr, kids[o]);
-    strata__amr_remove(amr, kids[o]);
+    k[o] = strata__amr_find(amr, &kids[o]);
+    if (!k[o] && !(k[o] = strata__amr_add(amr, &kids[o]))) {
+      ret = STRATA_ENOMEM;
+      break;
+    }
+    k[o]->serial = serials[o];
+    k[o]->flag = 0;
+    ret = make_leaf(amr, k[o], amr->rank, amr->forest.filling);
   }
-  if (!ret && p->rank != amr->rank) /* a child's rank that sent its values */
-    release_leaf(amr, p, 1);
-  return ret;
+  if (!ret && !amr->forest.filling)
+    ret = family_fields(amr, STRATA__AMR_PROLONG, p, k);
+  if (!ret)
+    drop_leaf(amr, p);
+  amr->forest.changed += (1 << amr->p.dim) + 1;
+  amr->forest.error = ret;
 }
 
-/* Apply the leaves' combined flags: refinement first (propagated for
- * balance), then the coarsening that balance allows. New children and new
- * parents come from the problem when given, else from prolongation and
- * restriction. */
+void strata__amr_merge(strata_amr *amr, const strata_amr_block *parent, int64_t serial)
+{
+  struct strata__amr_node *p = strata__amr_find(amr, parent), *k[8];
+  int ret = amr->forest.error ? amr->forest.error : p ? 0 : STRATA_EINVAL;
+  for (int o = 0; !ret && o < 1 << amr->p.dim; o++) {
+    strata_amr_block c;
+    strata_amr_child(amr, parent, o, &c);
+    if (!(k[o] = strata__amr_find(amr, &c)))
+      ret = STRATA_EINVAL;
+  }
+  if (!ret) {
+    p->serial = serial;
+    p->flag = 0;
+    ret = make_leaf(amr, p, amr->rank, amr->forest.filling);
+  }
+  if (!ret && !amr->forest.filling)
+    ret = family_fields(amr, STRATA__AMR_RESTRICT, p, k);
+  for (int o = 0; !ret && o < 1 << amr->p.dim; o++)
+    drop_leaf(amr, k[o]);
+  amr->forest.changed += (1 << amr->p.dim) + 1;
+  amr->forest.error = ret;
+}
+
+void strata__amr_forget(strata_amr *amr, struct strata__amr_node *n)
+{
+  release_leaf(amr, n, 0);
+  strata__amr_remove(amr, n);
+}
+
+/* Apply the leaves' flags: refinement first (with 2:1 balance), then the
+ * coarsening that balance allows, decided for every family before any
+ * changes, after a partition that puts each family on one rank. New
+ * children and new parents come from the problem when given, else from
+ * prolongation and restriction. Collective. */
 static int apply_flags(strata_amr *amr, const strata_amr_problem *problem, int64_t *changed)
 {
-  propagate_refinement(amr);
-  int64_t nleaves = amr->nleaves, count = 0;
-  struct strata__amr_node **leaves = malloc((size_t)(nleaves ? nleaves : 1) * sizeof *leaves);
-  if (!leaves)
-    return STRATA_ENOMEM;
-  memcpy(leaves, amr->leaves, (size_t)nleaves * sizeof *leaves);
-  /* Parents to coarsen, decided before anything changes. */
-  int64_t nparents = 0;
-  strata_amr_block *parents = malloc((size_t)(nleaves ? nleaves : 1) * sizeof *parents);
-  int ret = parents ? 0 : STRATA_ENOMEM;
-  for (int64_t i = 0; !ret && i < nleaves; i++) {
+  amr->forest.filling = problem;
+  amr->forest.error = 0;
+  amr->forest.changed = 0;
+  int local = amr->forest.ops->refine(amr);
+  int ret = sync_agreed(amr, local ? local : amr->forest.error);
+  int32_t *counts = ret ? NULL : malloc((size_t)amr->size * sizeof *counts);
+  if (!ret && (ret = strata__agree(counts ? 0 : STRATA_ENOMEM, NULL, 0)) == 0) {
+    amr->forest.ops->for_coarsening(amr, counts);
+    ret = partition(amr, counts, 1);
+  }
+  free(counts);
+  for (int64_t i = 0; !ret && i < amr->nleaves; i++) {
+    struct strata__amr_node *n = amr->leaves[i], *kids[8];
     strata_amr_block p;
     /* One candidate per family: the leaf of octant 0. */
-    if (leaves[i]->flag != -1 ||
-        (leaves[i]->b.index[0] | leaves[i]->b.index[1] | leaves[i]->b.index[2]) & 1)
+    if (n->flag != -1 || (n->b.index[0] | n->b.index[1] | n->b.index[2]) & 1)
       continue;
-    strata_amr_parent(amr, &leaves[i]->b, &p);
-    if (can_coarsen(amr, &p))
-      parents[nparents++] = p;
+    strata_amr_parent(amr, &n->b, &p);
+    if (can_coarsen(amr, &p, kids))
+      for (int o = 0; o < 1 << amr->p.dim; o++)
+        kids[o]->flag = STRATA__AMR_MERGE;
   }
-  for (int64_t i = 0; !ret && i < nleaves; i++)
-    if (leaves[i]->flag == 1) {
-      ret = refine_leaf(amr, leaves[i], problem);
-      count += (1 << amr->p.dim) + 1;
-    }
-  for (int64_t i = 0; !ret && i < nparents; i++) {
-    ret = coarsen_family(amr, strata__amr_find(amr, &parents[i]), problem);
-    count += (1 << amr->p.dim) + 1;
+  if (!ret) {
+    local = amr->forest.ops->coarsen(amr);
+    ret = sync_agreed(amr, local ? local : amr->forest.error);
   }
-  free(leaves);
-  free(parents);
-  if (!ret)
-    ret = strata__amr_sort_leaves(amr);
+  int64_t count = amr->forest.changed;
+  amr->forest.filling = NULL;
+  if (!ret && MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT64_T, MPI_SUM, amr->meta) !=
+                  MPI_SUCCESS)
+    ret = STRATA_EMPI;
   if (changed)
     *changed = count;
   return ret;
@@ -776,14 +792,14 @@ int strata_amr_build(strata_amr *amr, const strata_amr_problem *problem,
   for (int pass = 0; pass <= amr->p.max_level; pass++) {
     int8_t *flags = malloc((size_t)(amr->nleaves ? amr->nleaves : 1));
     local = flags ? criterion_flags(amr, criterion, 0, flags) : STRATA_ENOMEM;
-    if ((ret = strata__agree(local, NULL, 0)) != 0 || (ret = combine_flags(amr, flags)) != 0) {
-      free(flags);
-      return local ? local : ret;
-    }
     int any = 0;
-    for (int64_t i = 0; i < amr->nleaves; i++)
-      any |= flags[i] == 1;
+    for (int64_t i = 0; !local && i < amr->nleaves; i++)
+      any |= (amr->leaves[i]->flag = flags[i]) == 1;
     free(flags);
+    if ((ret = strata__agree(local, NULL, 0)) != 0)
+      return local ? local : ret;
+    if (MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_LOR, amr->meta) != MPI_SUCCESS)
+      return STRATA_EMPI;
     if (!any)
       break;
     int64_t changed;
@@ -805,27 +821,20 @@ static int adapt(strata_amr *amr, const int8_t *flags, const int64_t *nlocal,
 {
   int local = flags || (nlocal && *nlocal == 0) ? 0 : STRATA_EINVAL;
   int64_t owned = 0;
-  if (!local && nlocal && (strata_amr_local_leaves(amr, NULL, 0, &owned), *nlocal != owned))
+  if (!local && nlocal && (owned = amr->nleaves, *nlocal != owned))
     local =
         strata__fail(STRATA_EINVAL, "amr_adapt_local: %lld flags for the %lld leaves of rank %d",
                      (long long)*nlocal, (long long)owned, amr->rank);
   if (!local && amr->busy)
     local = strata__fail(STRATA_ESTATE, "an inference cycle is in flight on this hierarchy: "
                                         "strata_infer_wait() first");
-  int8_t *mine = malloc((size_t)(amr->nleaves ? amr->nleaves : 1));
-  if (!local && !mine)
-    local = STRATA_ENOMEM;
-  for (int64_t i = 0, j = 0; !local && i < amr->nleaves; i++) {
-    const int own = amr->leaves[i]->rank == amr->rank;
-    const int8_t asked = !nlocal ? flags[i] : own ? flags[j++] : 0;
-    int8_t f = asked > 0 ? 1 : asked < 0 ? -1 : 0;
-    int level = amr->leaves[i]->b.level;
-    mine[i] = (f == 1 && level >= amr->p.max_level) || (f == -1 && level == 0) ? 0 : f;
+  for (int64_t i = 0; !local && i < amr->nleaves; i++) {
+    struct strata__amr_node *n = amr->leaves[i];
+    const int8_t asked = nlocal ? flags[i] : flags[n->pos];
+    const int8_t f = asked > 0 ? 1 : asked < 0 ? -1 : 0;
+    n->flag = (f == 1 && n->b.level >= amr->p.max_level) || (f == -1 && n->b.level == 0) ? 0 : f;
   }
   int ret = strata__agree(local, NULL, 0);
-  if (!ret)
-    ret = combine_flags(amr, mine);
-  free(mine);
   if (ret)
     return local ? local : ret;
   /* Prolongation reads one ghost layer of the parents. */
@@ -861,7 +870,7 @@ static int adapt_by_criterion(strata_amr *amr, const strata_amr_criterion *crite
     local = criterion_flags(amr, criterion, 1, flags);
   int ret = strata__agree(local, NULL, 0);
   if (!ret)
-    ret = adapt(amr, flags, NULL, problem, changed);
+    ret = adapt(amr, flags, &amr->nleaves, problem, changed);
   free(flags);
   return local ? local : ret;
 }
@@ -887,14 +896,15 @@ int strata_amr_adapt_problem(strata_amr *amr, const strata_amr_criterion *criter
  * received buffer. Per-block messages would each cost a round of the
  * StarPU-MPI progress thread, which starves next to spinning workers on
  * small nodes. Both sides list the same leaves in the same order (Morton
- * positions), computed from the replicated tree. */
+ * positions): the reader from its ghost layer, the owner from the reader's
+ * requests. */
 struct exchange {
   struct strata__mailbox mb;
   struct crossings { /* leaves that go to / come from other ranks, */
     int64_t *pair;   /* (peer, pos) pairs, sorted and unique once listed */
     int64_t n, cap;
   } send, recv;
-  int64_t *offset; /* [pos]: place of a received leaf in its sender's message */
+  int64_t *offset; /* [ghost slot]: place of a received leaf in its sender's message */
 };
 
 static int crossings_add(struct crossings *c, int64_t peer, int64_t pos)
@@ -930,7 +940,7 @@ static int exchange_open(strata_amr *amr, struct exchange *ex)
   if (!ret)
     ret = strata__mailbox_open(&ex->mb, amr->comm, tag,
                                is_double(amr) ? sizeof(double) : sizeof(float));
-  ex->offset = calloc((size_t)(amr->nleaves ? amr->nleaves : 1), sizeof *ex->offset);
+  ex->offset = calloc((size_t)(amr->nghosts ? amr->nghosts : 1), sizeof *ex->offset);
   return ret ? ret : ex->offset ? 0 : STRATA_ENOMEM;
 }
 
@@ -951,7 +961,7 @@ static int exchange_post(strata_amr *amr, struct exchange *ex)
   crossings_sort(&ex->recv);
   crossings_sort(&ex->send);
   for (int64_t k = 0; k < ex->recv.n; k++)
-    ex->offset[ex->recv.pair[2 * k + 1]] =
+    ex->offset[strata__amr_ghost_at(amr, ex->recv.pair[2 * k + 1])->slot] =
         strata__mailbox_reserve(&ex->mb, (int)ex->recv.pair[2 * k], amr->rank, nf * block);
   for (int64_t k = 0; k < ex->send.n; k++)
     strata__mailbox_reserve(&ex->mb, amr->rank, (int)ex->send.pair[2 * k], nf * block);
@@ -965,7 +975,7 @@ static int exchange_post(strata_amr *amr, struct exchange *ex)
     at = k && peer == ex->send.pair[2 * (k - 1)] ? at : 0; /* fields' place in peer's message */
     for (int f = 0; f < nf && !ret; f++, at++) {
       x.dst_offset = at * block;
-      ret = strata__amr_pack_submit(amr->leaves[ex->send.pair[2 * k + 1]]->h[f],
+      ret = strata__amr_pack_submit(amr->leaves[ex->send.pair[2 * k + 1] - amr->first]->h[f],
                                     ex->mb.outbox[peer], &x, NULL);
     }
   }
@@ -1078,7 +1088,7 @@ static starpu_data_handle_t part_source(const strata_amr *amr, const struct exch
   *offset = 0;
   if (p->src->rank == amr->rank)
     return p->src->h[f];
-  *offset = ex->offset[p->src->pos] + f * strata__amr_block_size(amr);
+  *offset = ex->offset[p->src->slot] + f * strata__amr_block_size(amr);
   return ex->mb.inbox[p->src->rank];
 }
 
@@ -1170,7 +1180,7 @@ static int plan_ghosts(strata_amr *amr, struct ghost_ctx *plans, int64_t **wante
     if (!dest)
       local = STRATA_ENOMEM;
     for (int64_t k = 0; dest && k < unique; k++)
-      dest[k] = amr->leaves[records[3 * k + 2]]->rank;
+      dest[k] = strata__amr_ghost_at(amr, records[3 * k + 2])->rank;
   }
   int ret =
       strata__exchange_records(amr->meta, local, records, dest, unique, 3, wanted, nwanted, NULL);
@@ -1229,7 +1239,8 @@ int strata_amr_fill_ghosts(strata_amr *amr)
    * its ghost layer at a later level: its ghost tasks go first, as the
    * packs that wait for them do. */
   for (int64_t k = 0; !ret && k < nwanted; k++)
-    urgent[wanted[3 * k + 2]] |= amr->leaves[wanted[3 * k + 2]]->b.level < wanted[3 * k];
+    urgent[wanted[3 * k + 2] - amr->first] |=
+        amr->leaves[wanted[3 * k + 2] - amr->first]->b.level < wanted[3 * k];
   /* Coarse levels first: prolongation into a finer leaf reads the ghost
    * layer of its coarser neighbour, written in an earlier level, so each
    * level is its own exchange; the same-level and finer sources are read

@@ -21,10 +21,58 @@ struct strata__amr_node {
   int rank;       /* owner of a leaf's handles, -1 for non-leaves */
   int64_t serial; /* creation number: the StarPU-MPI tags of its handles */
   starpu_data_handle_t h[STRATA_AMR_MAX_FIELDS];
-  int64_t pos;                   /* index in the Morton order of the leaves */
+  int64_t pos;                   /* index in the Morton order of all leaves */
+  int64_t slot;                  /* index in amr->leaves (this rank's) or amr->ghosts */
   int8_t flag;                   /* adaptation scratch: +1 refine, -1 coarsen, 0 keep */
   int8_t unfilled;               /* new leaf whose values come from a problem once placed */
+  uint32_t epoch;                /* the forest's last sync that mirrored it */
   struct strata__amr_node *next; /* hash bucket chain */
+};
+
+/* A flag of the leaves of a family that coarsens (decided before any does). */
+#define STRATA__AMR_MERGE (-2)
+
+/* A leaf that changes rank in a partition: leaving this rank (its node `n`,
+ * to `peer`) or arriving (its name, serial and state, from `peer`). */
+struct strata__amr_move {
+  struct strata__amr_node *n;
+  strata_amr_block b;
+  int64_t serial, pos;
+  int peer;
+  int8_t unfilled, arrives;
+};
+
+struct strata__amr_moves {
+  struct strata__amr_move *m;
+  int64_t n, cap;
+};
+
+/* The hierarchy's structure on p4est (forest.c). Every operation is
+ * collective; after create, refine, coarsen and partition the caller
+ * brings the node hash in step with the forest (sync), after moving the
+ * handles of what a partition moved. */
+struct strata__forest_ops {
+  int (*create)(strata_amr *amr); /* the root blocks, spread evenly */
+  void (*destroy)(strata_amr *amr);
+  int (*sync)(strata_amr *amr);
+  int (*refine)(strata_amr *amr);  /* the leaves flagged 1, then 2:1 balance */
+  int (*coarsen)(strata_amr *amr); /* the families flagged STRATA__AMR_MERGE */
+  /* counts[r]: the leaves rank r holds now, moved so that no family is
+   * cut; the number of leaves that would move */
+  int64_t (*for_coarsening)(strata_amr *amr, int32_t *counts);
+  int (*partition)(strata_amr *amr, const int32_t *counts, struct strata__amr_moves *mv);
+};
+
+extern const struct strata__forest_ops strata__forest2_ops, strata__forest3_ops;
+
+struct strata__forest {
+  const struct strata__forest_ops *ops;
+  void *p4est, *conn, *ghost; /* p4est_t or p8est_t and theirs */
+  MPI_Comm comm;
+  uint32_t epoch;
+  const strata_amr_problem *filling; /* new leaves' values come from it (NULL: from family) */
+  int error;                         /* the first error of the replacements in progress */
+  int64_t changed;                   /* leaves made or dropped here by them */
 };
 
 /* A test problem: the function and what it owns. */
@@ -60,10 +108,14 @@ struct strata_amr {
   strata__tags tags; /* StarPU-MPI tags: leaves' handles, halo exchanges */
   int64_t next_serial;
   int64_t exchanges;
+  struct strata__forest forest;
   struct strata__amr_node **buckets;
   int64_t nbuckets, nnodes;
-  struct strata__amr_node **leaves; /* Morton order */
+  struct strata__amr_node **leaves; /* this rank's, in Morton order */
   int64_t nleaves;
+  struct strata__amr_node **ghosts; /* the leaves touching them, by rank and order */
+  int64_t nghosts;
+  int64_t first, total; /* global position of leaves[0]; the number of all leaves */
   double (*weight)(void *ctx, const strata_amr_block *b);
   void *weight_ctx;
   int busy; /* inference cycles in flight, whose plans point into the tree */
@@ -154,8 +206,18 @@ struct strata__amr_node *strata__amr_find(const strata_amr *amr, const strata_am
 struct strata__amr_node *strata__amr_add(strata_amr *amr, const strata_amr_block *b);
 void strata__amr_remove(strata_amr *amr, struct strata__amr_node *n);
 
-/* Rebuild amr->leaves in Morton order. */
-int strata__amr_sort_leaves(strata_amr *amr);
+/* A serial for a new leaf, unique among all ranks: its handles' tags. */
+int64_t strata__amr_new_serial(strata_amr *amr);
+/* The forest's replacements (forest.c calls them): leaf `parent` of this
+ * rank split into `kids` (octant order) with their serials, or this rank's
+ * children of `parent` merged into it. Errors go to amr->forest.error. */
+void strata__amr_split(strata_amr *amr, const strata_amr_block *parent,
+                       const strata_amr_block *kids, const int64_t *serials);
+void strata__amr_merge(strata_amr *amr, const strata_amr_block *parent, int64_t serial);
+/* A node no longer mirrored: its handles let go, then removed. */
+void strata__amr_forget(strata_amr *amr, struct strata__amr_node *n);
+/* The ghost leaf at global position pos, NULL if none. */
+struct strata__amr_node *strata__amr_ghost_at(const strata_amr *amr, int64_t pos);
 
 /* Sort `n` records of `size` bytes and keep the first of equals; the new
  * count. */

@@ -193,16 +193,13 @@ static void copy_interior(const strata_amr *amr, char *block, char *interior, in
  * one after the other. */
 static int pack_owned(strata_amr *amr, size_t block_bytes, char **out, size_t *bytes)
 {
-  int64_t mine = 0;
-  for (int64_t i = 0; i < amr->nleaves; i++)
-    mine += amr->leaves[i]->rank == amr->rank;
-  *bytes = (size_t)mine * (size_t)amr->p.nfields * block_bytes;
+  *bytes = (size_t)amr->nleaves * (size_t)amr->p.nfields * block_bytes;
   char *buf = *out = malloc(*bytes ? *bytes : 1);
   if (!buf)
     return STRATA_ENOMEM;
   for (int64_t i = 0; i < amr->nleaves; i++) {
     const struct strata__amr_node *x = amr->leaves[i];
-    for (int f = 0; x->rank == amr->rank && f < amr->p.nfields; f++) {
+    for (int f = 0; f < amr->p.nfields; f++) {
       if (strata__acquire(x->h[f], STARPU_R) != 0)
         return STRATA_ESTARPU;
       copy_interior(amr, (char *)starpu_vector_get_local_ptr(x->h[f]), buf, 0);
@@ -213,15 +210,24 @@ static int pack_owned(strata_amr *amr, size_t block_bytes, char **out, size_t *b
   return 0;
 }
 
+/* The tables of every rank's leaves on rank 0, which writes them: the
+ * ranks' leaves follow each other in Morton order. Collective. */
 static int fill_tables(strata_amr *amr, struct tables *t)
 {
   const strata_amr_params *p = &amr->p;
-  const int64_t n = amr->nleaves, m = p->block_cells;
+  const int64_t n = amr->total, m = p->block_cells;
   t->n = n;
   t->cells = p->dim == 3 ? m * m * m : m * m;
   t->block_bytes = (size_t)t->cells * strata_dtype_size(p->dtype);
-  size_t rows = (size_t)(n ? n : 1);
-  int local = 0;
+  const size_t rows = (size_t)(n ? n : 1), width = 4; /* level, index */
+  int64_t *mine = malloc((size_t)(amr->nleaves + 1) * width * sizeof *mine), *all = NULL;
+  int *counts = NULL, *displs = NULL, local = mine ? 0 : STRATA_ENOMEM;
+  for (int64_t i = 0; mine && i < amr->nleaves; i++) {
+    const strata_amr_block *b = &amr->leaves[i]->b;
+    int64_t *row = mine + width * (size_t)i;
+    row[0] = b->level;
+    memcpy(row + 1, b->index, sizeof b->index);
+  }
   if (amr->rank == 0) {
     t->level = malloc(rows * sizeof *t->level);
     t->rank = malloc(rows * sizeof *t->rank);
@@ -229,23 +235,46 @@ static int fill_tables(strata_amr *amr, struct tables *t)
     t->lower = malloc(rows * 3 * sizeof *t->lower);
     t->upper = malloc(rows * 3 * sizeof *t->upper);
     t->names = calloc(rows, NAME_LEN);
-    if (!t->level || !t->rank || !t->index || !t->lower || !t->upper || !t->names)
+    all = malloc(rows * width * sizeof *all);
+    counts = malloc((size_t)amr->size * sizeof *counts);
+    displs = malloc((size_t)amr->size * sizeof *displs);
+    if (!t->level || !t->rank || !t->index || !t->lower || !t->upper || !t->names || !all ||
+        !counts || !displs)
       local = STRATA_ENOMEM;
+    if (n * (int64_t)width > INT_MAX)
+      local = strata__fail(STRATA_EINVAL, "amr_write_hdf5: %lld leaves are too many",
+                           (long long)n);
   }
   int ret = strata__agree(local, NULL, 0);
-  for (int64_t i = 0; !ret && amr->rank == 0 && i < n; i++) {
-    const struct strata__amr_node *x = amr->leaves[i];
-    strata_amr_block_info info;
-    strata_amr_block_query(amr, &x->b, &info);
-    t->level[i] = x->b.level;
-    t->rank[i] = x->rank;
-    for (int a = 0; a < 3; a++) {
-      t->index[3 * i + a] = x->b.index[a];
-      t->lower[3 * i + a] = info.lower[a];
-      t->upper[3 * i + a] = info.upper[a];
-    }
-    strata_amr_block_name(amr, &x->b, t->names + i * NAME_LEN, NAME_LEN);
+  int count = (int)(amr->nleaves * (int64_t)width);
+  if (!ret && MPI_Gather(&count, 1, MPI_INT, counts, 1, MPI_INT, 0, amr->meta) != MPI_SUCCESS)
+    ret = STRATA_EMPI;
+  for (int r = 0, at = 0; !ret && amr->rank == 0 && r < amr->size; r++) {
+    displs[r] = at;
+    at += counts[r];
   }
+  if (!ret && MPI_Gatherv(mine, count, MPI_INT64_T, all, counts, displs, MPI_INT64_T, 0,
+                          amr->meta) != MPI_SUCCESS)
+    ret = STRATA_EMPI;
+  for (int r = 0, i = 0; !ret && amr->rank == 0 && r < amr->size; r++)
+    for (int k = 0; k < counts[r] / (int)width; k++, i++) {
+      const int64_t *row = all + width * (size_t)i;
+      strata_amr_block b = {.level = (int)row[0], .index = {row[1], row[2], row[3]}};
+      strata_amr_block_info info;
+      strata_amr_block_query(amr, &b, &info);
+      t->level[i] = b.level;
+      t->rank[i] = r;
+      for (int a = 0; a < 3; a++) {
+        t->index[3 * i + a] = b.index[a];
+        t->lower[3 * i + a] = info.lower[a];
+        t->upper[3 * i + a] = info.upper[a];
+      }
+      strata_amr_block_name(amr, &b, t->names + (size_t)i * NAME_LEN, NAME_LEN);
+    }
+  free(mine);
+  free(all);
+  free(counts);
+  free(displs);
   return ret;
 }
 
@@ -295,9 +324,9 @@ static int write_parameters(hid_t file, const struct annotations *a)
  * field. */
 struct part {
   MPI_Comm comm;      /* parallel HDF5: the writers, who agree after each step */
-  int tables;         /* writes the tables' and the particles' data */
-  const char *owner;  /* per leaf: nonzero when its blocks are in `blocks` */
-  const char *blocks; /* those leaves' interiors, Morton order, fields inner */
+  int tables;           /* writes the tables' and the particles' data */
+  int64_t first, count; /* the leaves whose blocks are in `blocks`: rows first, ... */
+  const char *blocks;   /* their interiors, Morton order, fields inner */
   hid_t transfer;     /* transfer properties of the field blocks */
 };
 
@@ -313,7 +342,7 @@ static int write_field(hid_t group, const strata_amr *amr, const struct part *w,
                        int f)
 {
   const strata_amr_params *p = &amr->p;
-  const int64_t n = amr->nleaves;
+  const int64_t n = amr->total;
   const hsize_t m = (hsize_t)p->block_cells;
   const hsize_t dims[4] = {(hsize_t)n, m, m, m};
   hid_t type = field_type(p->dtype);
@@ -326,22 +355,11 @@ static int write_field(hid_t group, const strata_amr *amr, const struct part *w,
                                            : H5Dcreate2(group, p->field_names[f], type, file_space,
                                                         H5P_DEFAULT, create, H5P_DEFAULT);
   int ret = set < 0 ? STRATA_EIO : 0;
-  int64_t mine = 0;
-  if (!ret)
-    H5Sselect_none(file_space);
-  for (int64_t i = 0; !ret && i < n; i++) {
-    if (!w->owner[i])
-      continue;
-    int64_t run = 1; /* the leaves owned here from i on, as one slab */
-    while (i + run < n && w->owner[i + run])
-      run++;
-    const hsize_t start[4] = {(hsize_t)i, 0, 0, 0}, count[4] = {(hsize_t)run, m, m, m};
-    if (H5Sselect_hyperslab(file_space, mine ? H5S_SELECT_OR : H5S_SELECT_SET, start, NULL, count,
-                            NULL) < 0)
-      ret = STRATA_EIO;
-    mine += run;
-    i += run - 1;
-  }
+  const int64_t mine = w->count;
+  const hsize_t start[4] = {(hsize_t)w->first, 0, 0, 0}, count[4] = {(hsize_t)mine, m, m, m};
+  if (!ret && (mine ? H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL)
+                    : H5Sselect_none(file_space)) < 0)
+    ret = STRATA_EIO;
   const hsize_t stride = (hsize_t)(p->nfields * cells);
   const hsize_t total = mine ? (hsize_t)mine * stride : 1, first = (hsize_t)f * (hsize_t)cells;
   const hsize_t blocks = (hsize_t)mine, block = (hsize_t)cells;
@@ -458,11 +476,9 @@ static int write_parallel(strata_amr *amr, const struct tables *t, const char *p
                           const struct annotations *a,
                           const struct strata__amr_particles *particles)
 {
-  char *blocks = NULL, *owner = malloc((size_t)(amr->nleaves + 1));
+  char *blocks = NULL;
   size_t bytes;
-  int local = owner ? pack_owned(amr, t->block_bytes, &blocks, &bytes) : STRATA_ENOMEM;
-  for (int64_t i = 0; !local && i < amr->nleaves; i++)
-    owner[i] = amr->leaves[i]->rank == amr->rank;
+  int local = pack_owned(amr, t->block_bytes, &blocks, &bytes);
   strata_output *out = NULL;
   if (amr->rank == 0 && !local)
     local = strata_output_begin(path, &out);
@@ -489,7 +505,7 @@ static int write_parallel(strata_amr *amr, const struct tables *t, const char *p
   if (!ret)
     ret = strata__agree(cause ? STRATA_EIO : 0, NULL, 0);
   if (!ret) {
-    const struct part w = {amr->meta, amr->rank == 0, owner, blocks, transfer};
+    const struct part w = {amr->meta, amr->rank == 0, amr->first, amr->nleaves, blocks, transfer};
     ret = write_contents(file, amr, t, a, particles, &w);
   }
   local = file >= 0 && H5Fclose(file) < 0 ? STRATA_EIO : 0;
@@ -503,16 +519,15 @@ static int write_parallel(strata_amr *amr, const struct tables *t, const char *p
   /* Rank 0's outcome (its commit, or the write's), for every rank. */
   ret = strata__agree(ret ? ret : local, NULL, 0);
   free(blocks);
-  free(owner);
   return ret;
 }
 #endif
 
-/* Every rank's packed leaves to rank 0, in Morton order (MPI_Gatherv on
- * Strata's own communicator: one collective instead of a message per block). */
+/* Every rank's packed leaves to rank 0, in Morton order: the ranks' leaves
+ * follow each other in it (MPI_Gatherv on Strata's own communicator: one
+ * collective instead of a message per block). */
 static int gather_blocks(strata_amr *amr, size_t block_bytes, char **blocks)
 {
-  const size_t leaf_bytes = (size_t)amr->p.nfields * block_bytes;
   char *mine = NULL, *all = NULL;
   size_t bytes;
   int local = pack_owned(amr, block_bytes, &mine, &bytes);
@@ -531,22 +546,14 @@ static int gather_blocks(strata_amr *amr, size_t block_bytes, char **blocks)
       displs[r] = (int)total;
       total += counts[r];
     }
-    if (amr->rank == 0 && (!(all = malloc(total ? (size_t)total : 1)) ||
-                           !(*blocks = malloc(total ? (size_t)total : 1))))
+    if (amr->rank == 0 && !(all = *blocks = malloc(total ? (size_t)total : 1)))
       local = STRATA_ENOMEM;
     if (amr->rank == 0 && total > INT_MAX)
       local = STRATA_EINVAL;
     if (!(ret = strata__agree(local, NULL, 0)))
       MPI_Gatherv(mine, count, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, amr->meta);
   }
-  /* Rank 0: from rank order back into Morton order. */
-  for (int64_t i = 0; !ret && amr->rank == 0 && i < amr->nleaves; i++) {
-    int r = amr->leaves[i]->rank;
-    memcpy(*blocks + (size_t)i * leaf_bytes, all + displs[r], leaf_bytes);
-    displs[r] += (int)leaf_bytes;
-  }
   free(mine);
-  free(all);
   free(counts);
   free(displs);
   return ret ? ret : local;
@@ -570,14 +577,8 @@ static int write_image(const strata_amr *amr, const struct tables *t, const stru
     hdf5_restore(printing);
     return STRATA_EIO;
   }
-  char *all = malloc((size_t)(t->n + 1));
-  int ret = all ? 0 : STRATA_ENOMEM;
-  if (all) {
-    memset(all, 1, (size_t)(t->n + 1));
-    const struct part w = {MPI_COMM_NULL, 1, all, blocks, H5P_DEFAULT};
-    ret = write_contents(file, amr, t, a, particles, &w);
-  }
-  free(all);
+  const struct part w = {MPI_COMM_NULL, 1, 0, t->n, blocks, H5P_DEFAULT};
+  int ret = write_contents(file, amr, t, a, particles, &w);
   ssize_t size =
       ret || H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 ? -1 : H5Fget_file_image(file, NULL, 0);
   *image = size > 0 ? malloc((size_t)size) : NULL;

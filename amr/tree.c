@@ -2,6 +2,7 @@
  * Morton order of the leaves, box traversal from the roots, and the
  * geometric queries of the public API. Replicated identically on every
  * rank; nothing here communicates. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,9 +89,10 @@ struct strata__amr_node *strata__amr_add(strata_amr *amr, const strata_amr_block
   struct strata__amr_node *n = calloc(1, sizeof *n);
   if (!n)
     return NULL;
-  n->b = *b;
+  n->b.level = b->level; /* member by member: the padding stays zero, so that blocks
+                            copied out of nodes compare bytewise */
+  memcpy(n->b.index, b->index, sizeof n->b.index);
   n->rank = -1;
-  n->serial = amr->next_serial++;
   int64_t k = bucket_of(amr, node_key(b));
   n->next = amr->buckets[k];
   amr->buckets[k] = n;
@@ -108,57 +110,17 @@ void strata__amr_remove(strata_amr *amr, struct strata__amr_node *n)
   free(n);
 }
 
-/* Morton key of a leaf's lower corner at the finest level: leaves do not
- * overlap, so the keys are distinct and give the depth-first tree order. */
-static uint64_t morton(const strata_amr *amr, const strata_amr_block *b)
+struct strata__amr_node *strata__amr_ghost_at(const strata_amr *amr, int64_t pos)
 {
-  int shift = amr->p.max_level - b->level;
-  uint64_t key = 0;
-  for (int bit = 0; bit < 21; bit++)
-    for (int a = 0; a < amr->p.dim; a++)
-      key |= (((uint64_t)(b->index[a] << shift) >> bit) & 1u) << (bit * amr->p.dim + a);
-  return key;
-}
-
-struct keyed {
-  uint64_t key;
-  struct strata__amr_node *n;
-};
-
-static int by_key(const void *x, const void *y)
-{
-  uint64_t a = ((const struct keyed *)x)->key, b = ((const struct keyed *)y)->key;
-  return (a > b) - (a < b);
-}
-
-int strata__amr_sort_leaves(strata_amr *amr)
-{
-  int64_t n = 0;
-  for (int64_t i = 0; i < amr->nbuckets; i++)
-    for (struct strata__amr_node *x = amr->buckets[i]; x; x = x->next)
-      n += x->is_leaf;
-  struct keyed *k = malloc((size_t)(n ? n : 1) * sizeof *k);
-  struct strata__amr_node **leaves = malloc((size_t)(n ? n : 1) * sizeof *leaves);
-  if (!k || !leaves) {
-    free(k);
-    free(leaves);
-    return STRATA_ENOMEM;
+  int64_t lo = 0, hi = amr->nghosts; /* ordered by rank, then position: by position */
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (amr->ghosts[mid]->pos < pos)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
-  int64_t j = 0;
-  for (int64_t i = 0; i < amr->nbuckets; i++)
-    for (struct strata__amr_node *x = amr->buckets[i]; x; x = x->next)
-      if (x->is_leaf)
-        k[j++] = (struct keyed){morton(amr, &x->b), x};
-  qsort(k, (size_t)n, sizeof *k, by_key);
-  for (int64_t i = 0; i < n; i++) {
-    leaves[i] = k[i].n;
-    leaves[i]->pos = i;
-  }
-  free(k);
-  free(amr->leaves);
-  amr->leaves = leaves;
-  amr->nleaves = n;
-  return 0;
+  return lo < amr->nghosts && amr->ghosts[lo]->pos == pos ? amr->ghosts[lo] : NULL;
 }
 
 int64_t strata__amr_sort_unique(void *base, int64_t n, size_t size,
@@ -305,17 +267,57 @@ int strata__amr_neighbor_region(const strata_amr *amr, const strata_amr_block *b
 
 /* ---- public queries ---- */
 
-int64_t strata_amr_num_leaves(const strata_amr *amr) { return amr ? amr->nleaves : 0; }
+int64_t strata_amr_num_leaves(const strata_amr *amr) { return amr ? amr->total : 0; }
+
+/* Every rank's `n` blocks of `mine`, in rank order, up to `cap` into `out`;
+ * *total gets their number. Collective, errors agreed. */
+static int gather_blocks(const strata_amr *amr, int local, const strata_amr_block *mine, int64_t n,
+                         strata_amr_block *out, int64_t cap, int64_t *total)
+{
+  int64_t *counts = malloc((size_t)amr->size * sizeof *counts);
+  int *bytes = malloc((size_t)amr->size * 2 * sizeof *bytes);
+  local = local ? local : counts && bytes ? 0 : STRATA_ENOMEM;
+  int64_t v[1] = {n};
+  int ret = strata__agree(local, NULL, 0);
+  if (!ret && MPI_Allgather(v, 1, MPI_INT64_T, counts, 1, MPI_INT64_T, amr->meta) != MPI_SUCCESS)
+    ret = STRATA_EMPI;
+  int64_t all = 0;
+  for (int r = 0; !ret && r < amr->size; r++) {
+    bytes[r] = (int)(counts[r] * (int64_t)sizeof *mine);
+    bytes[amr->size + r] = (int)(all * (int64_t)sizeof *mine);
+    all += counts[r];
+  }
+  if (!ret && all > INT_MAX / (int64_t)sizeof *mine)
+    ret = strata__fail(STRATA_ERANGE, "amr: %lld leaves are too many to gather", (long long)all);
+  strata_amr_block *every = ret ? NULL : all <= cap ? out : malloc((size_t)all * sizeof *every);
+  ret = ret ? ret : strata__agree(every || !all ? 0 : STRATA_ENOMEM, NULL, 0);
+  if (!ret && MPI_Allgatherv(mine, (int)(n * (int64_t)sizeof *mine), MPI_BYTE, every, bytes,
+                             bytes + amr->size, MPI_BYTE, amr->meta) != MPI_SUCCESS)
+    ret = STRATA_EMPI;
+  if (!ret && every != out && cap > 0)
+    memcpy(out, every, (size_t)cap * sizeof *out);
+  if (every != out)
+    free(every);
+  free(counts);
+  free(bytes);
+  if (!ret)
+    *total = all;
+  return ret;
+}
 
 int strata_amr_leaves(const strata_amr *amr, strata_amr_block *out, int64_t cap, int64_t *n)
 {
   strata__clear_error();
-  if (!amr || !n || cap < 0 || (cap > 0 && !out))
-    return STRATA_EINVAL;
-  for (int64_t i = 0; i < amr->nleaves && i < cap; i++)
-    out[i] = amr->leaves[i]->b;
-  *n = amr->nleaves;
-  return 0;
+  int local = amr && n && cap >= 0 && (cap == 0 || out) ? 0 : STRATA_EINVAL;
+  strata_amr_block *mine = local ? NULL : malloc((size_t)(amr->nleaves + 1) * sizeof *mine);
+  if (!local && !mine)
+    local = STRATA_ENOMEM;
+  for (int64_t i = 0; mine && i < amr->nleaves; i++)
+    mine[i] = amr->leaves[i]->b;
+  int ret = amr ? gather_blocks(amr, local, mine, mine ? amr->nleaves : 0, out, cap, n)
+                : STRATA_EINVAL;
+  free(mine);
+  return local ? local : ret;
 }
 
 int strata_amr_local_leaves(const strata_amr *amr, strata_amr_block *out, int64_t cap, int64_t *n)
@@ -323,14 +325,9 @@ int strata_amr_local_leaves(const strata_amr *amr, strata_amr_block *out, int64_
   strata__clear_error();
   if (!amr || !n || cap < 0 || (cap > 0 && !out))
     return STRATA_EINVAL;
-  int64_t k = 0;
-  for (int64_t i = 0; i < amr->nleaves; i++)
-    if (amr->leaves[i]->rank == amr->rank) {
-      if (k < cap)
-        out[k] = amr->leaves[i]->b;
-      k++;
-    }
-  *n = k;
+  for (int64_t i = 0; i < amr->nleaves && i < cap; i++)
+    out[i] = amr->leaves[i]->b;
+  *n = amr->nleaves;
   return 0;
 }
 
@@ -433,34 +430,22 @@ int strata_amr_block_at_index(const strata_amr *amr, int array_level, const int6
   return 0;
 }
 
-struct collect {
-  strata_amr_block *out;
-  int64_t cap, n;
-};
-
-static int collect_leaf(void *ctx, struct strata__amr_node *leaf)
-{
-  struct collect *c = ctx;
-  if (c->n < c->cap)
-    c->out[c->n] = leaf->b;
-  c->n++;
-  return 0;
-}
-
 int strata_amr_intersect(const strata_amr *amr, const double lo[3], const double hi[3],
                          strata_amr_block *out, int64_t cap, int64_t *n)
 {
   strata__clear_error();
-  if (!amr || !lo || !hi || !n || cap < 0 || (cap > 0 && !out))
-    return STRATA_EINVAL;
-  /* Cells of the finest level overlapping the box, clipped to the domain. */
-  int L = amr->p.max_level;
-  int64_t cells = strata__amr_blocks_at(amr, L) * amr->p.block_cells;
+  int local = amr && lo && hi && n && cap >= 0 && (cap == 0 || out) ? 0 : STRATA_EINVAL;
+  /* Cells of the finest level overlapping the box, clipped to the domain;
+   * an empty box (lo == hi on an axis) overlaps nothing. */
+  int empty = 0;
   int64_t clo[3] = {0, 0, 0}, chi[3] = {1, 1, 1};
-  for (int a = 0; a < amr->p.dim; a++) {
+  for (int a = 0; !local && a < amr->p.dim; a++) {
+    int L = amr->p.max_level;
+    int64_t cells = strata__amr_blocks_at(amr, L) * amr->p.block_cells;
     if (!(lo[a] < hi[a]) || !(hi[a] > 0) || !(lo[a] < 1)) {
-      *n = 0;
-      return lo[a] <= hi[a] ? 0 : STRATA_EINVAL;
+      local = lo[a] <= hi[a] ? 0 : STRATA_EINVAL;
+      empty = 1;
+      continue;
     }
     double l = lo[a] > 0 ? lo[a] * (double)cells : 0;
     double h = hi[a] < 1 ? hi[a] * (double)cells : (double)cells;
@@ -469,21 +454,24 @@ int strata_amr_intersect(const strata_amr *amr, const double lo[3], const double
     if ((double)chi[a] < h)
       chi[a]++;
   }
-  /* Scan the leaves array to report in its (Morton) order. */
-  struct collect c = {out, cap, 0};
-  int64_t total = 0;
-  for (int64_t i = 0; i < amr->nleaves; i++) {
+  /* This rank's overlapping leaves in Morton order; the ranks' pieces
+   * follow each other in that order. */
+  strata_amr_block *mine = local ? NULL : malloc((size_t)(amr->nleaves + 1) * sizeof *mine);
+  if (!local && !mine)
+    local = STRATA_ENOMEM;
+  int64_t k = 0;
+  for (int64_t i = 0; mine && !empty && i < amr->nleaves; i++) {
     int64_t blo[3], bhi[3];
     fine_extent(amr, &amr->leaves[i]->b, blo, bhi);
     int overlap = 1;
     for (int a = 0; a < amr->p.dim; a++)
       overlap &= blo[a] < chi[a] && bhi[a] > clo[a];
     if (overlap)
-      collect_leaf(&c, amr->leaves[i]);
-    total += overlap;
+      mine[k++] = amr->leaves[i]->b;
   }
-  *n = total;
-  return 0;
+  int ret = amr ? gather_blocks(amr, local, mine, k, out, cap, n) : STRATA_EINVAL;
+  free(mine);
+  return local ? local : ret;
 }
 
 int strata_amr_block_name(const strata_amr *amr, const strata_amr_block *b, char *buf, size_t size)

@@ -39,9 +39,7 @@
 #include "bench_starpu.h"
 #include "bench_util.h"
 #include "infer_job.h"
-#if STRATA_BENCH_P4EST
 #include "p4est_mesh.h"
-#endif
 
 /* Medians of each phase, of the total and of the time until
  * strata_infer_submit() returned, over the rounds, as JSON. */
@@ -120,7 +118,6 @@ static int app_mesh_make(strata_amr *amr, struct app_mesh *app)
   return ret ? ret : app_mesh_describe(app) < 0 ? STRATA_EINVAL : 0;
 }
 
-#if STRATA_BENCH_P4EST
 /* ---- the p4est path: a brick forest refined to the octree's leaves,
  * partitioned by p4est, each quadrant's user data holding its fields
  * (evaluated from the job's problem, ghosts included) ---- */
@@ -213,8 +210,8 @@ static int forest_make(struct infer_run *run, struct forest *fo)
   const strata_amr_params *ap = strata_amr_get_params(run->amr);
   const int64_t side = ap->block_cells + 2 * ap->ghost_depth;
   field_bytes = (size_t)(side * side * side) * (ap->dtype == STRATA_FLOAT64 ? 8 : 4);
-  sc_init(strata_comm(), 0, 0, NULL, SC_LP_ERROR);
-  p4est_init(NULL, SC_LP_ERROR);
+  /* p4est is Strata's too (its octree), registered and quiet since the
+   * hierarchy was made */
   const int r = ap->root_blocks, periodic = ap->boundary == STRATA_AMR_PERIODIC;
   fo->conn = p8est_connectivity_new_brick(r, r, r, periodic, periodic, periodic);
   fo->p = p8est_new_ext(strata_comm(), fo->conn, 0, 0, 1, field_bytes * (size_t)ap->nfields, NULL,
@@ -251,9 +248,7 @@ static void forest_free(struct forest *fo)
     p8est_destroy(fo->p);
   if (fo->conn)
     p8est_connectivity_destroy(fo->conn);
-  sc_finalize();
 }
-#endif
 
 static void app_mesh_free(struct app_mesh *app)
 {
@@ -311,13 +306,11 @@ int main(int argc, char **argv)
     ret = app_mesh_make(run.amr, &app);
   if (!ret)
     ret = strata_infer_create_on_mesh(app.mesh, &ip, &m[MESH]);
-#if STRATA_BENCH_P4EST
   struct forest fo = {0};
   if (!ret)
     ret = forest_make(&run, &fo);
   if (!ret)
     ret = strata_infer_create_on_mesh(fo.mesh, &ip, &m[P4EST]);
-#endif
   for (int k = 0; k < METHODS && !ret; k++) /* warm-up */
     if (m[k])
       ret = strata_infer_run(m[k], &st);
@@ -401,9 +394,7 @@ int main(int argc, char **argv)
   free(bound);
   free(idle);
   app_mesh_free(&app);
-#if STRATA_BENCH_P4EST
   forest_free(&fo);
-#endif
   infer_job_teardown(&run);
   strata_finalize();
   return ret ? 1 : 0;

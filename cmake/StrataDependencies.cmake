@@ -88,6 +88,19 @@ else()
                  "STRATA_PARALLEL_HDF5 off)")
 endif()
 pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET GLOBAL cairo)
+# p4est (libp4est-dev) holds the octree's structure (amr/forest.c). Under
+# SimGrid, the p4est that scripts/build-starpu.sh --simgrid builds next to
+# StarPU: Debian's is compiled against Open MPI's handles, and that one calls
+# Strata's simulated MPI, so Strata's library follows it on the link line.
+if(STRATA_SIMGRID)
+  set(_strata_p4est_hints HINTS ${_strata_starpu_prefix} PATH_SUFFIXES include lib NO_DEFAULT_PATH)
+endif()
+find_path(P4EST_INCLUDE_DIR p8est.h ${_strata_p4est_hints} REQUIRED)
+find_library(P4EST_LIBRARY p4est ${_strata_p4est_hints} REQUIRED)
+find_library(SC_LIBRARY sc ${_strata_p4est_hints} REQUIRED)
+add_library(strata_p4est INTERFACE)
+target_include_directories(strata_p4est INTERFACE ${P4EST_INCLUDE_DIR})
+target_link_libraries(strata_p4est INTERFACE ${P4EST_LIBRARY} ${SC_LIBRARY} m)
 # oneDNN (libdnnl-dev) for the CPU convolutions of models, and the OpenMP
 # runtime it is built on (libgomp), whose thread count Strata sets to 1
 # inside StarPU workers.

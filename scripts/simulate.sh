@@ -78,18 +78,13 @@ cmd_build() {
   fi
   # A build directory configured before the SimGrid prefix had p4est looks
   # for it again.
-  if grep -q '^STRATA_P4EST:BOOL=OFF' "$build/CMakeCache.txt" &&
-    [ -f "$(bash "$root/scripts/build-starpu.sh" --prefix --simgrid)/lib/libp4est.a" ]; then
-    cmake -DSTRATA_P4EST=ON -UP4EST_INCLUDE_DIR -UP4EST_LIBRARY -USC_LIBRARY "$build" \
+  if grep -q '^P4EST_LIBRARY:FILEPATH=.*NOTFOUND' "$build/CMakeCache.txt"; then
+    cmake -UP4EST_INCLUDE_DIR -UP4EST_LIBRARY -USC_LIBRARY "$build" \
       >>"$build.configure.log" 2>&1 || { tail -n 20 "$build.configure.log" >&2; exit 1; }
   fi
-  local programs=(tools/strata bench/bench_gindexer bench/bench_infer bench/bench_infer_weak)
-  local targets=(strata_tool bench_gindexer bench_infer bench_infer_weak)
-  # The p4est example, where the SimGrid prefix has p4est (build-starpu.sh).
-  if grep -q '^STRATA_P4EST:BOOL=ON' "$build/CMakeCache.txt"; then
-    programs+=(examples/p4est_infer)
-    targets+=(p4est_infer)
-  fi
+  local programs=(tools/strata bench/bench_gindexer bench/bench_infer bench/bench_infer_weak
+    examples/p4est_infer)
+  local targets=(strata_tool bench_gindexer bench_infer bench_infer_weak p4est_infer)
   cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >/dev/null
   # SMPI writes a copy of the program for every simulated rank and loads it
   # (each rank's own globals); the static StarPU's debug information is 80 %
