@@ -1,8 +1,8 @@
 /* The distributed hierarchy: creation, leaf handles registered with
  * StarPU-MPI, redistribution along the Morton curve, initial refinement,
- * adaptation with 2:1 balance, and the ghost fill task graph. Decisions
- * are computed identically on every rank from replicated metadata; only
- * per-leaf flags are combined with MPI. */
+ * adaptation with 2:1 balance, and the ghost fill task graph. p4est decides
+ * the structure (forest.c); each rank decides for its own leaves, from them
+ * and its ghost layer, and moves their handles where p4est moves them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,10 +117,8 @@ static int submit_fill(strata_amr *amr, struct strata__amr_node *n,
 
 /* Leaf n's field handles on this rank, owner n->rank, registered unless
  * they are. The owner registers them when the leaf is made; another rank
- * only when something involves it: a family across ranks, a migration to
- * it, strata_amr_field_handle(). So a rank holds the handles of its own
- * leaves and of those it exchanges with, not of the whole hierarchy (at
- * 4-17 KiB a handle, the largest per-rank cost that grew with all leaves). */
+ * only for a migration to it or strata_amr_field_handle() on a ghost leaf
+ * (at 4-17 KiB a handle, a rank holds its own leaves' and few more). */
 static int hold_leaf(const strata_amr *amr, struct strata__amr_node *n)
 {
   size_t elem = is_double(amr) ? sizeof(double) : sizeof(float);
@@ -221,14 +219,14 @@ static int balance_counts(const strata_amr *amr, int32_t *counts)
     total += sums[r];
   }
   for (int64_t i = 0; !ret && i < amr->nleaves; i++) {
-    double mid = total > 0 ? (before + 0.5 * w[i]) / total
-                           : (double)(amr->first + i) / (double)amr->total;
+    double mid =
+        total > 0 ? (before + 0.5 * w[i]) / total : (double)(amr->first + i) / (double)amr->total;
     int r = (int)(mid * amr->size);
     mine[r < amr->size ? r : amr->size - 1]++;
     before += w[i];
   }
-  if (!ret && MPI_Allreduce(MPI_IN_PLACE, mine, amr->size, MPI_INT64_T, MPI_SUM, amr->meta) !=
-                  MPI_SUCCESS)
+  if (!ret &&
+      MPI_Allreduce(MPI_IN_PLACE, mine, amr->size, MPI_INT64_T, MPI_SUM, amr->meta) != MPI_SUCCESS)
     ret = STRATA_EMPI;
   for (int r = 0; !ret && r < amr->size; r++)
     counts[r] = (int32_t)mine[r];
@@ -251,7 +249,8 @@ static int sync_agreed(strata_amr *amr, int local)
 
 static int by_pos(const void *x, const void *y)
 {
-  int64_t a = ((const struct strata__amr_move *)x)->pos, b = ((const struct strata__amr_move *)y)->pos;
+  int64_t a = ((const struct strata__amr_move *)x)->pos,
+          b = ((const struct strata__amr_move *)y)->pos;
   return (a > b) - (a < b);
 }
 
@@ -613,8 +612,7 @@ static int too_fine(void *ctx, struct strata__amr_node *leaf)
 /* Whether parent p's children are all leaves of this rank flagged -1 and
  * p, as a leaf, would keep 2:1 balance with the leaves around it (which
  * touch its children: this rank's or its ghost layer). */
-static int can_coarsen(strata_amr *amr, const strata_amr_block *p,
-                       struct strata__amr_node **kids)
+static int can_coarsen(strata_amr *amr, const strata_amr_block *p, struct strata__amr_node **kids)
 {
   for (int o = 0; o < 1 << amr->p.dim; o++) {
     strata_amr_block c;
@@ -636,15 +634,8 @@ static int family_fields(strata_amr *amr, int kind, struct strata__amr_node *p,
   for (int o = 0; o < fam.nchildren; o++)
     fam.x[o] = strata__amr_family_xfer(kind, amr->p.dim, amr->p.block_cells, amr->p.ghost_depth, o,
                                        is_double(amr));
-  /* Only the ranks of the family's leaves take part, with all its handles. */
-  int involved = p->rank == amr->rank, ret = 0;
-  for (int o = 0; o < fam.nchildren; o++)
-    involved |= kids[o]->rank == amr->rank;
-  if (!involved)
-    return 0;
-  ret = hold_leaf(amr, p);
-  for (int o = 0; !ret && o < fam.nchildren; o++)
-    ret = hold_leaf(amr, kids[o]);
+  /* A family is on one rank (p4est's partition for coarsening). */
+  int ret = 0;
   for (int f = 0; !ret && f < amr->p.nfields; f++) {
     starpu_data_handle_t h[8];
     for (int o = 0; o < fam.nchildren; o++)
@@ -746,8 +737,8 @@ static int apply_flags(strata_amr *amr, const strata_amr_problem *problem, int64
   }
   int64_t count = amr->forest.changed;
   amr->forest.filling = NULL;
-  if (!ret && MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT64_T, MPI_SUM, amr->meta) !=
-                  MPI_SUCCESS)
+  if (!ret &&
+      MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT64_T, MPI_SUM, amr->meta) != MPI_SUCCESS)
     ret = STRATA_EMPI;
   if (changed)
     *changed = count;
@@ -798,7 +789,7 @@ int strata_amr_build(strata_amr *amr, const strata_amr_problem *problem,
     free(flags);
     if ((ret = strata__agree(local, NULL, 0)) != 0)
       return local ? local : ret;
-    if (MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_LOR, amr->meta) != MPI_SUCCESS)
+    if (MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, amr->meta) != MPI_SUCCESS)
       return STRATA_EMPI;
     if (!any)
       break;

@@ -61,6 +61,8 @@ struct strata__forest_ops {
    * cut; the number of leaves that would move */
   int64_t (*for_coarsening)(strata_amr *amr, int32_t *counts);
   int (*partition)(strata_amr *amr, const int32_t *counts, struct strata__amr_moves *mv);
+  /* bytes of the forest and its ghost layer; of the connectivity */
+  void (*memory)(const strata_amr *amr, int64_t *forest, int64_t *connectivity);
 };
 
 extern const struct strata__forest_ops strata__forest2_ops, strata__forest3_ops;

@@ -128,7 +128,8 @@ static int owner_of(const p4est_gloidx_t *first, int size, int64_t g)
 }
 
 /* Node of leaf b, made if it is not mirrored yet, with its ancestors. */
-static struct strata__amr_node *mirror(strata_amr *amr, const strata_amr_block *b, uint32_t epoch)
+static struct strata__amr_node *mirror_leaf(strata_amr *amr, const strata_amr_block *b,
+                                            uint32_t epoch)
 {
   struct strata__amr_node *n = strata__amr_find(amr, b);
   if (!n && !(n = strata__amr_add(amr, b)))
@@ -152,7 +153,7 @@ static struct strata__amr_node *mirror(strata_amr *amr, const strata_amr_block *
   return n;
 }
 
-static int sync(strata_amr *amr)
+static int mirror_forest(strata_amr *amr)
 {
   p4est_t *p4est = amr->forest.p4est;
   if (amr->forest.ghost)
@@ -176,7 +177,7 @@ static int sync(strata_amr *amr)
     for (size_t k = 0; !ret && k < qs->elem_count; k++, i++) {
       const p4est_quadrant_t *q = p4est_quadrant_array_index(qs, k);
       const strata_amr_block b = block_of(amr, t, q);
-      struct strata__amr_node *n = leaves[i] = mirror(amr, &b, epoch);
+      struct strata__amr_node *n = leaves[i] = mirror_leaf(amr, &b, epoch);
       if (!n) {
         ret = STRATA_ENOMEM;
         break;
@@ -193,7 +194,7 @@ static int sync(strata_amr *amr)
     for (; !ret && k < ghost->proc_offsets[r + 1]; k++) {
       const p4est_quadrant_t *q = p4est_quadrant_array_index(&ghost->ghosts, (size_t)k);
       const strata_amr_block b = block_of(amr, q->p.piggy3.which_tree, q);
-      struct strata__amr_node *n = ghosts[k] = mirror(amr, &b, epoch);
+      struct strata__amr_node *n = ghosts[k] = mirror_leaf(amr, &b, epoch);
       if (!n) {
         ret = STRATA_ENOMEM;
         break;
@@ -316,9 +317,9 @@ static int partition(strata_amr *amr, const int32_t *counts, struct strata__amr_
   for (int64_t g = old[me]; !ret && g < old[me + 1]; g++)
     if (g < now[me] || g >= now[me + 1])
       ret = moves_add(mv, &(struct strata__amr_move){.n = amr->leaves[g - old[me]],
-                                                       .b = amr->leaves[g - old[me]]->b,
-                                                       .pos = g,
-                                                       .peer = owner_of(now, size, g)});
+                                                     .b = amr->leaves[g - old[me]]->b,
+                                                     .pos = g,
+                                                     .peer = owner_of(now, size, g)});
   int64_t g = now[me];
   for (p4est_topidx_t t = p4est->first_local_tree; !ret && t <= p4est->last_local_tree; t++) {
     sc_array_t *qs = &p4est_tree_array_index(p4est->trees, t)->quadrants;
@@ -327,23 +328,32 @@ static int partition(strata_amr *amr, const int32_t *counts, struct strata__amr_
         continue;
       const p4est_quadrant_t *q = p4est_quadrant_array_index(qs, k);
       ret = moves_add(mv, &(struct strata__amr_move){.b = block_of(amr, t, q),
-                                                       .serial = data_of(q)->serial,
-                                                       .unfilled = data_of(q)->unfilled,
-                                                       .pos = g,
-                                                       .peer = owner_of(old, size, g),
-                                                       .arrives = 1});
+                                                     .serial = data_of(q)->serial,
+                                                     .unfilled = data_of(q)->unfilled,
+                                                     .pos = g,
+                                                     .peer = owner_of(old, size, g),
+                                                     .arrives = 1});
     }
   }
   free(old);
   return ret;
 }
 
+static void memory(const strata_amr *amr, int64_t *forest, int64_t *connectivity)
+{
+  *forest = (int64_t)p4est_memory_used(amr->forest.p4est);
+  if (amr->forest.ghost)
+    *forest += (int64_t)p4est_ghost_memory_used(amr->forest.ghost);
+  *connectivity = (int64_t)p4est_connectivity_memory_used(amr->forest.conn);
+}
+
 const struct strata__forest_ops FOREST(ops) = {
     .create = create,
     .destroy = destroy,
-    .sync = sync,
+    .sync = mirror_forest,
     .refine = refine,
     .coarsen = coarsen,
     .for_coarsening = for_coarsening,
     .partition = partition,
+    .memory = memory,
 };

@@ -242,8 +242,7 @@ static int fill_tables(strata_amr *amr, struct tables *t)
         !counts || !displs)
       local = STRATA_ENOMEM;
     if (n * (int64_t)width > INT_MAX)
-      local = strata__fail(STRATA_EINVAL, "amr_write_hdf5: %lld leaves are too many",
-                           (long long)n);
+      local = strata__fail(STRATA_EINVAL, "amr_write_hdf5: %lld leaves are too many", (long long)n);
   }
   int ret = strata__agree(local, NULL, 0);
   int count = (int)(amr->nleaves * (int64_t)width);
@@ -323,11 +322,11 @@ static int write_parameters(hid_t file, const struct annotations *a)
  * rank writes the field blocks of its own leaves in one collective call per
  * field. */
 struct part {
-  MPI_Comm comm;      /* parallel HDF5: the writers, who agree after each step */
+  MPI_Comm comm;        /* parallel HDF5: the writers, who agree after each step */
   int tables;           /* writes the tables' and the particles' data */
   int64_t first, count; /* the leaves whose blocks are in `blocks`: rows first, ... */
   const char *blocks;   /* their interiors, Morton order, fields inner */
-  hid_t transfer;     /* transfer properties of the field blocks */
+  hid_t transfer;       /* transfer properties of the field blocks */
 };
 
 /* After a step of a parallel write, every rank's error on every rank, so

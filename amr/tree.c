@@ -314,10 +314,28 @@ int strata_amr_leaves(const strata_amr *amr, strata_amr_block *out, int64_t cap,
     local = STRATA_ENOMEM;
   for (int64_t i = 0; mine && i < amr->nleaves; i++)
     mine[i] = amr->leaves[i]->b;
-  int ret = amr ? gather_blocks(amr, local, mine, mine ? amr->nleaves : 0, out, cap, n)
-                : STRATA_EINVAL;
+  int ret =
+      amr ? gather_blocks(amr, local, mine, mine ? amr->nleaves : 0, out, cap, n) : STRATA_EINVAL;
   free(mine);
   return local ? local : ret;
+}
+
+int strata_amr_get_footprint(const strata_amr *amr, strata_amr_footprint *out)
+{
+  strata__clear_error();
+  if (!amr || !out)
+    return STRATA_EINVAL;
+  int64_t forest, connectivity;
+  amr->forest.ops->memory(amr, &forest, &connectivity);
+  *out = (strata_amr_footprint){.leaves = amr->nleaves,
+                                .ghost_leaves = amr->nghosts,
+                                .nodes = amr->nnodes,
+                                .bytes = amr->nnodes * (int64_t)sizeof(struct strata__amr_node) +
+                                         (amr->nbuckets + amr->nleaves + amr->nghosts) *
+                                             (int64_t)sizeof(void *) +
+                                         forest + connectivity,
+                                .connectivity_bytes = connectivity};
+  return 0;
 }
 
 int strata_amr_local_leaves(const strata_amr *amr, strata_amr_block *out, int64_t cap, int64_t *n)

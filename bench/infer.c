@@ -25,7 +25,9 @@
  * `element_handles_max_per_rank` and `messages_per_rank` (task graph),
  * `elements_known_max_per_rank` (its part of the agreed level array) and
  * `join_bytes_max_per_rank` (the bubble join's parts and links that cross
- * its borders).
+ * its borders); and of the octree, `octree_nodes_max_per_rank` and
+ * `octree_bytes_max_per_rank` (its own leaves, the ghost layer, their
+ * ancestors and p4est's share: strata_amr_get_footprint()).
  *
  *   bench_infer [--rounds R] [--quick]   (--quick: fewer arrays)
  */
@@ -136,12 +138,55 @@ static void forest_fields(void *user_data, void **out)
     out[f] = (char *)user_data + (size_t)f * field_bytes;
 }
 
+/* The octree's blocks that are not leaves, sorted: what the forest refines. */
+struct parents {
+  strata_amr_block *b;
+  int64_t n;
+};
+
+static int block_cmp(const void *x, const void *y)
+{
+  const strata_amr_block *a = x, *b = y;
+  if (a->level != b->level)
+    return a->level < b->level ? -1 : 1;
+  for (int k = 2; k >= 0; k--)
+    if (a->index[k] != b->index[k])
+      return a->index[k] < b->index[k] ? -1 : 1;
+  return 0;
+}
+
+/* Every leaf's ancestors (gathered: collective), sorted and unique. */
+static int octree_parents(const strata_amr *amr, struct parents *pa)
+{
+  int64_t n = 0;
+  int ret = strata_amr_leaves(amr, NULL, 0, &n);
+  strata_amr_block *leaves = malloc((size_t)(n + 1) * sizeof *leaves);
+  const int max_level = strata_amr_get_params(amr)->max_level;
+  pa->b = malloc((size_t)(n * max_level + 1) * sizeof *pa->b);
+  pa->n = 0;
+  if (!ret)
+    ret = leaves && pa->b ? strata_amr_leaves(amr, leaves, n, &n) : STRATA_ENOMEM;
+  for (int64_t i = 0; !ret && i < n; i++)
+    for (strata_amr_block b = leaves[i], up; b.level > 0; b = up) {
+      strata_amr_parent(amr, &b, &up);
+      pa->b[pa->n++] = up;
+    }
+  qsort(pa->b, (size_t)pa->n, sizeof *pa->b, block_cmp);
+  int64_t u = 0;
+  for (int64_t i = 0; i < pa->n; i++)
+    if (!u || block_cmp(&pa->b[u - 1], &pa->b[i]))
+      pa->b[u++] = pa->b[i];
+  pa->n = u;
+  free(leaves);
+  return ret;
+}
+
 static int refine_to_octree(p8est_t *p, p4est_topidx_t t, p8est_quadrant_t *q)
 {
-  strata_amr_block b;
-  strata_amr_block_info info;
+  const struct parents *pa = p->user_pointer;
+  strata_amr_block b = {0};
   p4est_mesh_name(p, t, q, &b);
-  return strata_amr_block_query(p->user_pointer, &b, &info) == 0 && info.exists && !info.is_leaf;
+  return bsearch(&b, pa->b, (size_t)pa->n, sizeof b, block_cmp) != NULL;
 }
 
 /* What the forest's blocks are filled from. */
@@ -213,13 +258,19 @@ static int forest_make(struct infer_run *run, struct forest *fo)
   /* p4est is Strata's too (its octree), registered and quiet since the
    * hierarchy was made */
   const int r = ap->root_blocks, periodic = ap->boundary == STRATA_AMR_PERIODIC;
+  struct parents pa;
+  int ret = octree_parents(run->amr, &pa);
   fo->conn = p8est_connectivity_new_brick(r, r, r, periodic, periodic, periodic);
-  fo->p = p8est_new_ext(strata_comm(), fo->conn, 0, 0, 1, field_bytes * (size_t)ap->nfields, NULL,
-                        run->amr);
-  p8est_refine(fo->p, 1, refine_to_octree, NULL);
+  fo->p =
+      p8est_new_ext(strata_comm(), fo->conn, 0, 0, 1, field_bytes * (size_t)ap->nfields, NULL, &pa);
+  if (!ret)
+    p8est_refine(fo->p, 1, refine_to_octree, NULL);
+  free(pa.b);
+  fo->p->user_pointer = NULL;
   p8est_partition(fo->p, 0, NULL);
   strata_amr_problem *problem = NULL;
-  int ret = infer_job_problem(run, 0, &problem);
+  if (!ret)
+    ret = infer_job_problem(run, 0, &problem);
   /* A distributed field's problem fetches what the local quadrants need
    * (a rank short of memory passes -1 boxes: every rank gets the error). */
   struct quadrant_boxes qb = {ap, NULL, 0, 0};
@@ -353,8 +404,11 @@ int main(int argc, char **argv)
   /* What a rank holds and receives in a cycle, most on a rank: element
    * handles, level-array entries and the bubble join's bytes, none of
    * which grows with the whole level array. */
-  int64_t held_max[3] = {graph.handles_local, graph.elements_known, graph.join_bytes_local};
-  MPI_Allreduce(MPI_IN_PLACE, held_max, 3, MPI_INT64_T, MPI_MAX, strata_comm());
+  strata_amr_footprint fp = {0};
+  strata_amr_get_footprint(run.amr, &fp);
+  int64_t held_max[5] = {graph.handles_local, graph.elements_known, graph.join_bytes_local,
+                         fp.nodes, fp.bytes};
+  MPI_Allreduce(MPI_IN_PLACE, held_max, 5, MPI_INT64_T, MPI_MAX, strata_comm());
   if (!ret && strata_rank() == 0) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "benchmark", "infer");
@@ -367,6 +421,8 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(root, "element_handles_max_per_rank", (double)held_max[0]);
     cJSON_AddNumberToObject(root, "elements_known_max_per_rank", (double)held_max[1]);
     cJSON_AddNumberToObject(root, "join_bytes_max_per_rank", (double)held_max[2]);
+    cJSON_AddNumberToObject(root, "octree_nodes_max_per_rank", (double)held_max[3]);
+    cJSON_AddNumberToObject(root, "octree_bytes_max_per_rank", (double)held_max[4]);
     cJSON_AddNumberToObject(root, "messages_per_rank",
                             (double)graph.messages / (double)strata_size());
     for (int k = 0; k < METHODS; k++)

@@ -100,7 +100,7 @@ find_library(P4EST_LIBRARY p4est ${_strata_p4est_hints} REQUIRED)
 find_library(SC_LIBRARY sc ${_strata_p4est_hints} REQUIRED)
 add_library(strata_p4est INTERFACE)
 target_include_directories(strata_p4est INTERFACE ${P4EST_INCLUDE_DIR})
-target_link_libraries(strata_p4est INTERFACE ${P4EST_LIBRARY} ${SC_LIBRARY} m)
+target_link_libraries(strata_p4est INTERFACE ${P4EST_LIBRARY} ${SC_LIBRARY} z m) # libsc: zlib
 # oneDNN (libdnnl-dev) for the CPU convolutions of models, and the OpenMP
 # runtime it is built on (libgomp), whose thread count Strata sets to 1
 # inside StarPU workers.

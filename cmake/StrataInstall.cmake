@@ -2,7 +2,11 @@
 # (find_package(Strata) -> Strata::strata) and strata.pc.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS strata EXPORT StrataTargets
+set(_strata_installed strata)
+if(STRATA_SIMGRID) # the static libstrata's simulated MPI (core/CMakeLists.txt)
+  list(APPEND _strata_installed strata_simgrid_mpi)
+endif()
+install(TARGETS ${_strata_installed} EXPORT StrataTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -206,6 +206,12 @@ def infer_cycle(text):
                           r"(\d+) join bytes", text)
     for k, name in enumerate(("handles_max", "elements_known_max", "join_bytes_max")):
         row[name] = max(int(v[k]) for v in per_rank)
+    # what a rank holds of the octree (strata_amr_get_footprint)
+    octree = re.findall(r"rank \d+ octree: (\d+) leaves, (\d+) ghost leaves, (\d+) nodes, "
+                        r"(\d+) bytes \((\d+) of", text)
+    for k, name in enumerate(("octree_leaves_max", "octree_ghosts_max", "octree_nodes_max",
+                              "octree_bytes_max", "octree_connectivity_bytes")):
+        row[name] = max(int(v[k]) for v in octree)
     return row
 
 

@@ -394,6 +394,41 @@ static int8_t *own_flags(strata_amr *amr, const int8_t *flags, int64_t *n)
   return own;
 }
 
+/* The octree is not replicated: each rank holds its own leaves, the leaves
+ * touching them and their ancestors; on several ranks none holds every leaf,
+ * and the ranks' own leaves add up to the hierarchy's. */
+static void test_footprint(void)
+{
+  strata_amr_params p;
+  strata_amr_criterion c;
+  blob_setup(&p, &c, 1);
+  strata_amr_problem *old, *now;
+  moving_blobs(&old, &now);
+  strata_amr *amr;
+  CHECK_EQ(strata_amr_create(&p, &amr), 0);
+  CHECK_EQ(strata_amr_build(amr, old, &c), 0);
+  strata_amr_footprint fp;
+  CHECK_EQ(strata_amr_get_footprint(amr, &fp), 0);
+  int64_t total = strata_amr_num_leaves(amr), own, sum = fp.leaves;
+  CHECK_EQ(strata_amr_local_leaves(amr, NULL, 0, &own), 0);
+  CHECK_EQ(fp.leaves, own);
+  MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_INT64_T, MPI_SUM, strata_comm());
+  CHECK_EQ(sum, total);
+  CHECK(fp.nodes > fp.leaves + fp.ghost_leaves && fp.bytes > fp.nodes * 64);
+  int size;
+  MPI_Comm_size(strata_comm(), &size);
+  CHECK(size == 1 ? fp.ghost_leaves == 0 && fp.leaves == total
+                  : fp.ghost_leaves > 0 && fp.leaves + fp.ghost_leaves < total);
+  if (strata_rank() == 0)
+    printf("footprint: %lld of %lld leaves, %lld ghost leaves, %lld nodes, %lld bytes on rank 0\n",
+           (long long)fp.leaves, (long long)total, (long long)fp.ghost_leaves, (long long)fp.nodes,
+           (long long)fp.bytes);
+  CHECK_EQ(strata_amr_get_footprint(amr, NULL), STRATA_EINVAL);
+  CHECK_EQ(strata_amr_destroy(amr), 0);
+  strata_amr_problem_destroy(old);
+  strata_amr_problem_destroy(now);
+}
+
 /* strata_amr_adapt_local with each rank's flags for its own leaves gives
  * what strata_amr_adapt_flags gives with flags for all: the same leaves and
  * bitwise-equal fields, ghosts included, over rounds of refinement and
@@ -655,6 +690,7 @@ int main(int argc, char **argv)
   test_conservation();
   test_adapt_problem();
   test_adapt_local();
+  test_footprint();
   test_handle_locality();
   test_family_task();
   test_transfer_account();

@@ -103,14 +103,19 @@ static double heap_mib(void)
 }
 
 /* Per-rank elements, bubble parts, particles and element handles of the
- * last cycle, and what the rank holds or receives of the whole problem (the
- * level array's entries, the bubble join's bytes), printed by rank 0. */
-static void per_rank(const strata_infer_stats *st)
+ * last cycle, what the rank holds or receives of the whole problem (the
+ * level array's entries, the bubble join's bytes), and what it holds of the
+ * octree, printed by rank 0. */
+static void per_rank(const strata_infer_stats *st, const strata_amr *amr)
 {
-  enum { N = 6 };
+  enum { N = 11 };
   int size = strata_size();
-  int64_t mine[N] = {st->elements_local, st->parts_local,    st->particles_local,
-                     st->handles_local,  st->elements_known, st->join_bytes_local};
+  strata_amr_footprint fp = {0};
+  strata_amr_get_footprint(amr, &fp);
+  int64_t mine[N] = {st->elements_local, st->parts_local,      st->particles_local,
+                     st->handles_local,  st->elements_known,   st->join_bytes_local,
+                     fp.leaves,          fp.ghost_leaves,      fp.nodes,
+                     fp.bytes,           fp.connectivity_bytes};
   int64_t *all = malloc((size_t)(N * size) * sizeof *all);
   if (!all)
     return;
@@ -122,6 +127,10 @@ static void per_rank(const strata_infer_stats *st)
              "handles, %lld elements known, %lld join bytes received\n",
              r, (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3], (long long)v[4],
              (long long)v[5]);
+      printf("  rank %d octree: %lld leaves, %lld ghost leaves, %lld nodes, %lld bytes (%lld of "
+             "them p4est's connectivity)\n",
+             r, (long long)v[6], (long long)v[7], (long long)v[8], (long long)v[9],
+             (long long)v[10]);
     }
   free(all);
 }
@@ -405,7 +414,7 @@ static int run(const struct infer_options *o)
              (long long)st.parts_lost);
   }
   if (!ret)
-    per_rank(&st);
+    per_rank(&st, job.amr);
   if (!ret && write_outputs(o, &job, inf, &params))
     ret = 1;
   strata_infer_destroy(inf);

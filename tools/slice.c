@@ -29,14 +29,15 @@ static int paint_leaves(strata_amr *amr, int field, double z, int64_t P, float *
 {
   const strata_amr_params *p = strata_amr_get_params(amr);
   const int64_t m = p->block_cells;
-  int64_t n = strata_amr_num_leaves(amr);
-  strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
+  int64_t n = 0;
+  strata_amr_local_leaves(amr, NULL, 0, &n);
+  strata_amr_block *leaves = malloc((size_t)(n + 1) * sizeof *leaves);
   double *v = malloc((size_t)(m * m * m) * sizeof *v);
-  int ret = leaves && v ? strata_amr_leaves(amr, leaves, n, &n) : STRATA_ENOMEM;
+  int ret = leaves && v ? strata_amr_local_leaves(amr, leaves, n, &n) : STRATA_ENOMEM;
   for (int64_t i = 0; i < n && !ret; i++) {
     strata_amr_block_info info;
     strata_amr_block_query(amr, &leaves[i], &info);
-    if (info.rank != strata_rank() || z < info.lower[2] || z >= info.upper[2])
+    if (z < info.lower[2] || z >= info.upper[2])
       continue;
     ret = strata_amr_read(amr, &leaves[i], field, 0, v);
     const double h = (info.upper[0] - info.lower[0]) / (double)m;
@@ -55,10 +56,11 @@ static int paint_leaves(strata_amr *amr, int field, double z, int64_t P, float *
   return ret;
 }
 
-/* Rank 0: colour map, outlines of leaves and arrays, bubble circles. */
+/* Rank 0: colour map, outlines of the leaves (`cut`, those the plane cuts)
+ * and of the arrays, bubble circles. */
 static int draw(strata_amr *amr, strata_infer *inf, const float *img, int64_t P, double z,
-                const int64_t (*idx)[3], int64_t ne, const strata_bubble *bubbles, int64_t nb,
-                const char *path)
+                const strata_amr_block *cut, int64_t ncut, const int64_t (*idx)[3], int64_t ne,
+                const strata_bubble *bubbles, int64_t nb, const char *path)
 {
   float lo = INFINITY, hi = -INFINITY;
   for (int64_t i = 0; i < P * P; i++)
@@ -85,21 +87,16 @@ static int draw(strata_amr *amr, strata_infer *inf, const float *img, int64_t P,
   cairo_scale(cr, (double)P, -(double)P);
   double unit = 1.0 / (double)P;
   /* Leaf outlines. */
-  int64_t n = strata_amr_num_leaves(amr);
-  strata_amr_block *leaves = malloc((size_t)n * sizeof *leaves);
-  if (leaves)
-    strata_amr_leaves(amr, leaves, n, &n);
   cairo_set_source_rgba(cr, 1, 1, 1, 0.25);
   cairo_set_line_width(cr, unit);
-  for (int64_t i = 0; leaves && i < n; i++) {
+  for (int64_t i = 0; i < ncut; i++) {
     strata_amr_block_info info;
-    strata_amr_block_query(amr, &leaves[i], &info);
+    strata_amr_block_query(amr, &cut[i], &info);
     if (z >= info.lower[2] && z < info.upper[2])
       cairo_rectangle(cr, info.lower[0], info.lower[1], info.upper[0] - info.lower[0],
                       info.upper[1] - info.lower[1]);
   }
   cairo_stroke(cr);
-  free(leaves);
   /* Inference arrays cut by the plane. */
   const strata_amr_params *p = strata_amr_get_params(amr);
   const double edge =
@@ -168,9 +165,22 @@ int infer_slice_png(strata_amr *amr, int field, strata_infer *inf, double z, con
     idx = malloc((size_t)(ne + 1) * sizeof *idx);
     ret = strata_infer_elements(inf, idx, NULL, idx ? ne : 0, &ne);
   }
+  /* The leaves the plane cuts, gathered (collective) for their outlines:
+   * those overlapping a slab one finest cell thick from z. */
+  const double lo[3] = {0, 0, z}, hi[3] = {1, 1, z + 0.5 / (double)P};
+  int64_t ncut = 0;
+  strata_amr_block *cut = NULL;
+  if (!ret)
+    ret = strata_amr_intersect(amr, lo, hi, NULL, 0, &ncut);
+  if (!ret) {
+    cut = malloc((size_t)(ncut + 1) * sizeof *cut);
+    ret = strata_amr_intersect(amr, lo, hi, cut, cut ? ncut : 0, &ncut);
+  }
   if (!ret && strata_rank() == 0)
-    local = idx ? draw(amr, inf, img, P, z, (const int64_t(*)[3])idx, ne, bubbles, nb, path)
-                : STRATA_ENOMEM;
+    local = idx && cut ? draw(amr, inf, img, P, z, cut, ncut, (const int64_t(*)[3])idx, ne, bubbles,
+                              nb, path)
+                       : STRATA_ENOMEM;
+  free(cut);
   free(idx);
   free(bubbles);
   free(img);

@@ -13,14 +13,20 @@
  *  is the index's bits below the root bits, see strata_amr_block_name()).
  *  Every block has block_cells cells per axis plus ghost_depth ghost cells
  *  on each side; field arrays are stored x fastest, ghosts included.
- *  The tree's metadata is replicated on every rank (identical everywhere);
- *  field data lives on the owner rank only. All functions taking a
- *  strata_amr are collective unless said otherwise. The replication is to
- *  go (docs/amr.md, "Distribution"): code that needs only this rank's share
- *  (strata_amr_local_leaves(), strata_amr_adapt_local(), the owner's
- *  strata_amr_read() and strata_amr_field_handle()) keeps working then;
- *  strata_amr_leaves(), strata_amr_intersect() and strata_amr_block_query()
- *  on another rank's blocks are the calls that see the whole tree. */
+ *  The tree is distributed (p4est holds its structure): a rank knows its
+ *  own leaves, the other ranks' leaves that touch them across faces, edges
+ *  and corners (its ghost layer) and the ancestors of both, so what it
+ *  holds grows with its share of the leaves (strata_amr_get_footprint()),
+ *  not with all of them; field data lives on the owner rank only. All
+ *  functions taking a strata_amr are collective unless said otherwise.
+ *  strata_amr_leaves() and strata_amr_intersect() gather from every rank;
+ *  the queries that are not collective (strata_amr_block_query(),
+ *  strata_amr_block_at_point() for a leaf, strata_amr_field_handle())
+ *  answer for the blocks this rank knows. p4est is Strata's: an
+ *  application that initializes it itself (sc_init(), p4est_init()) does so
+ *  before creating a hierarchy and finalizes it (sc_finalize()) after
+ *  destroying the last one; otherwise Strata registers p4est, its messages
+ *  at SC_LP_ERROR. */
 #ifndef STRATA_AMR_H
 #define STRATA_AMR_H
 
@@ -266,35 +272,52 @@ int strata_amr_set_weights(strata_amr *amr, double (*fn)(void *ctx, const strata
  *  of equal weight, moving data with starpu_mpi_data_migrate(). */
 int strata_amr_redistribute(strata_amr *amr);
 
-/** @brief Number of leaves (not collective). */
+/** @brief Number of leaves of the whole hierarchy (not collective). */
 int64_t strata_amr_num_leaves(const strata_amr *amr);
 
-/** @brief The leaves in Morton order (not collective): up to @p cap into
- *  @p out (may be NULL with cap 0); @p n gets the number of leaves. */
+/** @brief The leaves of every rank in Morton order, gathered (collective:
+ *  every rank gets them): up to @p cap into @p out (may be NULL with cap
+ *  0); @p n gets the number of leaves. It allocates for all of them on
+ *  every rank: code that scales uses strata_amr_local_leaves(). */
 int strata_amr_leaves(const strata_amr *amr, strata_amr_block *out, int64_t cap, int64_t *n);
+
+/** What this rank holds of a hierarchy's structure (strata_amr_get_footprint()). */
+typedef struct strata_amr_footprint {
+  int64_t leaves;             /**< this rank's own leaves */
+  int64_t ghost_leaves;       /**< other ranks' leaves touching them (faces, edges, corners) */
+  int64_t nodes;              /**< blocks known here: both kinds of leaves and their ancestors */
+  int64_t bytes;              /**< memory of those nodes and of p4est's forest and ghost layer */
+  int64_t connectivity_bytes; /**< of which p4est's connectivity: one tree per root block */
+} strata_amr_footprint;
+
+/** @brief What this rank holds of the hierarchy's structure (not
+ *  collective): it grows with the rank's share of the leaves, not with
+ *  all of them (field data and handles aside: those are the rank's own
+ *  leaves'). */
+int strata_amr_get_footprint(const strata_amr *amr, strata_amr_footprint *out);
 
 /** @brief This rank's own leaves in Morton order (not collective): up to
  *  @p cap into @p out (may be NULL with cap 0); @p n gets their number.
- *  With strata_amr_adapt_local(), the view of the hierarchy that stays
- *  this rank's share when the octree's metadata is no longer replicated
- *  (see the file's description). */
+ *  With strata_amr_adapt_local(), the view of the hierarchy that is this
+ *  rank's share. */
 int strata_amr_local_leaves(const strata_amr *amr, strata_amr_block *out, int64_t cap, int64_t *n);
 
 /** Where a block stands in the hierarchy. */
 typedef struct strata_amr_block_info {
-  int exists;      /**< the block is in the tree (leaf or not) */
+  int exists;      /**< the block is in the tree (leaf or not) as far as this rank knows */
   int is_leaf;     /**< it holds field data */
   int rank;        /**< owner of a leaf, -1 otherwise */
   double lower[3]; /**< physical lower corner */
   double upper[3]; /**< physical upper corner */
-  /** This rank holds the leaf's StarPU handles: its own leaves, and those
-   *  it exchanges with (a family across ranks, strata_amr_field_handle()). */
+  /** This rank holds the leaf's StarPU handles: its own leaves, and ghost
+   *  leaves that strata_amr_field_handle() registered here. */
   int handles_here;
 } strata_amr_block_info;
 
-/** @brief Look a block up (not collective). STRATA_ERANGE when the block
- *  cannot exist (level or index out of range); a block that could exist
- *  but does not gives 0 with info->exists = 0. */
+/** @brief Look a block up among those this rank knows (not collective):
+ *  its own leaves, its ghost layer and their ancestors. STRATA_ERANGE when
+ *  the block cannot exist (level or index out of range); a block that
+ *  could exist but is not known here gives 0 with info->exists = 0. */
 int strata_amr_block_query(const strata_amr *amr, const strata_amr_block *b,
                            strata_amr_block_info *info);
 
@@ -306,7 +329,8 @@ int strata_amr_child(const strata_amr *amr, const strata_amr_block *b, int octan
                      strata_amr_block *child);
 
 /** @brief The block at @p level containing point @p x (whether it exists
- *  or not); @p level < 0: the leaf containing it. Not collective. */
+ *  or not); @p level < 0: the leaf containing it, among the leaves this
+ *  rank knows (STRATA_ERANGE elsewhere). Not collective. */
 int strata_amr_block_at_point(const strata_amr *amr, const double x[3], int level,
                               strata_amr_block *b);
 
@@ -318,7 +342,8 @@ int strata_amr_block_at_index(const strata_amr *amr, int array_level, const int6
                               int level, strata_amr_block *b);
 
 /** @brief Leaves intersecting the box [lo, hi) (physical coordinates; a
- *  positive-volume overlap counts), in Morton order, as strata_amr_leaves(). */
+ *  positive-volume overlap counts), in Morton order, gathered from every
+ *  rank as strata_amr_leaves() (collective). */
 int strata_amr_intersect(const strata_amr *amr, const double lo[3], const double hi[3],
                          strata_amr_block *out, int64_t cap, int64_t *n);
 

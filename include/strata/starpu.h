@@ -25,10 +25,11 @@ starpu_data_handle_t strata_array_handle(const strata_array *a);
 
 /** @brief The StarPU handle of field @p field of leaf @p b (a vector of the
  *  whole ghosted block, registered with StarPU-MPI on strata_comm(), owner
- *  the leaf's rank), or NULL when @p b is not a leaf. A rank holds the
- *  handles of its own leaves and of the leaves it exchanges with; for any
- *  other leaf the first call registers its handles on this rank. Valid until
- *  the leaf is removed or moved by an adaptation; Strata keeps ownership. */
+ *  the leaf's rank), or NULL when @p b is not a leaf this rank knows (its
+ *  own, or of its ghost layer: strata_amr_block_query()). A rank holds the
+ *  handles of its own leaves; for a ghost leaf the first call registers its
+ *  handles on this rank. Valid until the leaf is removed or moved by an
+ *  adaptation; Strata keeps ownership. */
 starpu_data_handle_t strata_amr_field_handle(const strata_amr *amr, const strata_amr_block *b,
                                              int field);
 
