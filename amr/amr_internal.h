@@ -57,9 +57,8 @@ struct strata__forest_ops {
   int (*sync)(strata_amr *amr);
   int (*refine)(strata_amr *amr);  /* the leaves flagged 1, then 2:1 balance */
   int (*coarsen)(strata_amr *amr); /* the families flagged STRATA__AMR_MERGE */
-  /* counts[r]: the leaves rank r holds now, moved so that no family is
-   * cut; the number of leaves that would move */
-  int64_t (*for_coarsening)(strata_amr *amr, int32_t *counts);
+  /* counts[r]: the leaves rank r holds now, moved so that no family is cut */
+  void (*for_coarsening)(strata_amr *amr, int32_t *counts);
   int (*partition)(strata_amr *amr, const int32_t *counts, struct strata__amr_moves *mv);
   /* bytes of the forest and its ghost layer; of the connectivity */
   void (*memory)(const strata_amr *amr, int64_t *forest, int64_t *connectivity);

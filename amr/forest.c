@@ -161,8 +161,8 @@ static int mirror_forest(strata_amr *amr)
   p4est_ghost_t *ghost = amr->forest.ghost = p4est_ghost_new(p4est, P4EST_CONNECT_FULL);
   const size_t nghosts = ghost->ghosts.elem_count, nlocal = (size_t)p4est->local_num_quadrants;
   struct quad_data *gdata = malloc((nghosts ? nghosts : 1) * sizeof *gdata);
-  struct strata__amr_node **leaves = malloc((nlocal ? nlocal : 1) * sizeof *leaves);
-  struct strata__amr_node **ghosts = malloc((nghosts ? nghosts : 1) * sizeof *ghosts);
+  struct strata__amr_node **leaves = calloc(nlocal ? nlocal : 1, sizeof *leaves);
+  struct strata__amr_node **ghosts = calloc(nghosts ? nghosts : 1, sizeof *ghosts);
   if (!gdata || !leaves || !ghosts) {
     free(gdata), free(leaves), free(ghosts);
     return STRATA_ENOMEM;
@@ -275,14 +275,13 @@ static int coarsen(strata_amr *amr)
   return 0;
 }
 
-/* counts[r]: rank r's leaves now, moved so that no family is cut; the
- * number of leaves that would move. */
-static int64_t for_coarsening(strata_amr *amr, int32_t *counts)
+/* counts[r]: rank r's leaves now, moved so that no family is cut. */
+static void for_coarsening(strata_amr *amr, int32_t *counts)
 {
   const p4est_gloidx_t *first = ((p4est_t *)amr->forest.p4est)->global_first_quadrant;
   for (int r = 0; r < amr->size; r++)
     counts[r] = (int32_t)(first[r + 1] - first[r]);
-  return (int64_t)p4est_partition_for_coarsening(amr->forest.p4est, counts);
+  p4est_partition_for_coarsening(amr->forest.p4est, counts);
 }
 
 static int moves_add(struct strata__amr_moves *mv, const struct strata__amr_move *m)

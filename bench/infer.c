@@ -138,21 +138,20 @@ static void forest_fields(void *user_data, void **out)
     out[f] = (char *)user_data + (size_t)f * field_bytes;
 }
 
-/* The octree's blocks that are not leaves, sorted: what the forest refines. */
+/* The octree's blocks that are not leaves, as keys (level, z, y, x),
+ * sorted: what the forest refines. */
 struct parents {
-  strata_amr_block *b;
+  int64_t (*key)[4];
   int64_t n;
 };
 
-static int block_cmp(const void *x, const void *y)
+/* Bytewise: an order that sorting and searching agree on. */
+static int key_cmp(const void *x, const void *y) { return memcmp(x, y, sizeof(int64_t[4])); }
+
+static void key_of(const strata_amr_block *b, int64_t key[4])
 {
-  const strata_amr_block *a = x, *b = y;
-  if (a->level != b->level)
-    return a->level < b->level ? -1 : 1;
-  for (int k = 2; k >= 0; k--)
-    if (a->index[k] != b->index[k])
-      return a->index[k] < b->index[k] ? -1 : 1;
-  return 0;
+  const int64_t k[4] = {b->level, b->index[2], b->index[1], b->index[0]};
+  memcpy(key, k, sizeof k);
 }
 
 /* Every leaf's ancestors (gathered: collective), sorted and unique. */
@@ -162,20 +161,20 @@ static int octree_parents(const strata_amr *amr, struct parents *pa)
   int ret = strata_amr_leaves(amr, NULL, 0, &n);
   strata_amr_block *leaves = malloc((size_t)(n + 1) * sizeof *leaves);
   const int max_level = strata_amr_get_params(amr)->max_level;
-  pa->b = malloc((size_t)(n * max_level + 1) * sizeof *pa->b);
+  pa->key = malloc((size_t)(n * max_level + 1) * sizeof *pa->key);
   pa->n = 0;
   if (!ret)
-    ret = leaves && pa->b ? strata_amr_leaves(amr, leaves, n, &n) : STRATA_ENOMEM;
+    ret = leaves && pa->key ? strata_amr_leaves(amr, leaves, n, &n) : STRATA_ENOMEM;
   for (int64_t i = 0; !ret && i < n; i++)
     for (strata_amr_block b = leaves[i], up; b.level > 0; b = up) {
       strata_amr_parent(amr, &b, &up);
-      pa->b[pa->n++] = up;
+      key_of(&up, pa->key[pa->n++]);
     }
-  qsort(pa->b, (size_t)pa->n, sizeof *pa->b, block_cmp);
+  qsort(pa->key, (size_t)pa->n, sizeof *pa->key, key_cmp);
   int64_t u = 0;
   for (int64_t i = 0; i < pa->n; i++)
-    if (!u || block_cmp(&pa->b[u - 1], &pa->b[i]))
-      pa->b[u++] = pa->b[i];
+    if (!u || key_cmp(pa->key[u - 1], pa->key[i]))
+      memcpy(pa->key[u++], pa->key[i], sizeof *pa->key);
   pa->n = u;
   free(leaves);
   return ret;
@@ -185,8 +184,10 @@ static int refine_to_octree(p8est_t *p, p4est_topidx_t t, p8est_quadrant_t *q)
 {
   const struct parents *pa = p->user_pointer;
   strata_amr_block b = {0};
+  int64_t key[4];
   p4est_mesh_name(p, t, q, &b);
-  return bsearch(&b, pa->b, (size_t)pa->n, sizeof b, block_cmp) != NULL;
+  key_of(&b, key);
+  return bsearch(key, pa->key, (size_t)pa->n, sizeof *pa->key, key_cmp) != NULL;
 }
 
 /* What the forest's blocks are filled from. */
@@ -265,7 +266,7 @@ static int forest_make(struct infer_run *run, struct forest *fo)
       p8est_new_ext(strata_comm(), fo->conn, 0, 0, 1, field_bytes * (size_t)ap->nfields, NULL, &pa);
   if (!ret)
     p8est_refine(fo->p, 1, refine_to_octree, NULL);
-  free(pa.b);
+  free(pa.key);
   fo->p->user_pointer = NULL;
   p8est_partition(fo->p, 0, NULL);
   strata_amr_problem *problem = NULL;

@@ -523,11 +523,12 @@ static void check_balance(strata_model *model)
       for (int64_t e = 0; e < n; e++) {
         double x[3] = {(idx[e][0] + 0.5) / 16, (idx[e][1] + 0.5) / 16, (idx[e][2] + 0.5) / 16};
         strata_amr_block leaf;
-        strata_amr_block_info info;
-        strata_amr_block_at_point(amr, x, -1, &leaf);
-        strata_amr_block_query(amr, &leaf, &info);
-        per_rank[info.rank]++;
+        strata_amr_block_info info = {.rank = -1};
+        if (strata_amr_block_at_point(amr, x, -1, &leaf) == 0) /* a leaf known here */
+          strata_amr_block_query(amr, &leaf, &info);
+        per_rank[my_rank()] += info.rank == my_rank();
       }
+      MPI_Allreduce(MPI_IN_PLACE, per_rank, num_ranks(), MPI_INT64_T, MPI_SUM, strata_comm());
       for (int r = 0; r < num_ranks(); r++)
         worst = per_rank[r] > worst ? per_rank[r] : worst;
       if (my_rank() == 0)
