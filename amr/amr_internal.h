@@ -69,6 +69,7 @@ extern const struct strata__forest_ops strata__forest2_ops, strata__forest3_ops;
 struct strata__forest {
   const struct strata__forest_ops *ops;
   void *p4est, *conn, *ghost; /* p4est_t or p8est_t and theirs */
+  int root_level;             /* p4est's level of the root blocks (one tree) or 0 (a brick) */
   MPI_Comm comm;
   uint32_t epoch;
   const strata_amr_problem *filling; /* new leaves' values come from it (NULL: from family) */

@@ -36,7 +36,9 @@ struct quad_data {
 
 static struct quad_data *data_of(const p4est_quadrant_t *q) { return q->p.user_data; }
 
-/* Block name of quadrant q of tree t. */
+/* Block name of quadrant q of tree t: the tree's corner in root blocks,
+ * then the quadrant's place in the tree (a single tree's quadrants at
+ * p4est's level root_level are the root blocks). */
 static strata_amr_block block_of(const strata_amr *amr, p4est_topidx_t t, const p4est_quadrant_t *q)
 {
   const p4est_connectivity_t *conn = amr->forest.conn;
@@ -46,9 +48,9 @@ static strata_amr_block block_of(const strata_amr *amr, p4est_topidx_t t, const 
 #else
   const p4est_qcoord_t xyz[3] = {q->x, q->y, 0};
 #endif
-  strata_amr_block b = {.level = q->level};
+  strata_amr_block b = {.level = q->level - amr->forest.root_level};
   for (int a = 0; a < P4EST_DIM; a++)
-    b.index[a] = (int64_t)corner[a] << q->level | (int64_t)(xyz[a] >> (P4EST_MAXLEVEL - q->level));
+    b.index[a] = (int64_t)corner[a] << b.level | (int64_t)(xyz[a] >> (P4EST_MAXLEVEL - q->level));
   return b;
 }
 
@@ -232,15 +234,27 @@ static int create(strata_amr *amr)
   if (p4est_package_id < 0)
     p4est_init(NULL, SC_LP_ERROR); /* p4est's progress messages off, unless the application
                                       registered p4est itself */
+  /* Root blocks a power of two: one tree, its quadrants of level log2(m)
+   * the root blocks, so that no rank holds a tree per root block (p4est's
+   * connectivity is on every rank); else a brick of m^dim trees. */
+  int bits = 0;
+  while (1 << bits < m)
+    bits++;
+  const int one_tree = 1 << bits == m && bits + amr->p.max_level <= P4EST_QMAXLEVEL;
+  amr->forest.root_level = one_tree ? bits : 0;
 #ifdef P4_TO_P8
-  amr->forest.conn = p8est_connectivity_new_brick(m, m, m, periodic, periodic, periodic);
+  amr->forest.conn = one_tree ? periodic ? p8est_connectivity_new_periodic()
+                                         : p8est_connectivity_new_unitcube()
+                              : p8est_connectivity_new_brick(m, m, m, periodic, periodic, periodic);
 #else
-  amr->forest.conn = p4est_connectivity_new_brick(m, m, periodic, periodic);
+  amr->forest.conn = one_tree ? periodic ? p4est_connectivity_new_periodic()
+                                         : p4est_connectivity_new_unitsquare()
+                              : p4est_connectivity_new_brick(m, m, periodic, periodic);
 #endif
   if (!amr->forest.conn)
     return STRATA_ENOMEM;
-  amr->forest.p4est = p4est_new_ext(amr->forest.comm, amr->forest.conn, 0, 0, 1,
-                                    sizeof(struct quad_data), init_quad, amr);
+  amr->forest.p4est = p4est_new_ext(amr->forest.comm, amr->forest.conn, 0, amr->forest.root_level,
+                                    1, sizeof(struct quad_data), init_quad, amr);
   return 0;
 }
 
@@ -261,7 +275,8 @@ static void destroy(strata_amr *amr)
 static int refine(strata_amr *amr)
 {
   store(amr);
-  p4est_refine_ext(amr->forest.p4est, 0, amr->p.max_level, wants_refinement, init_quad, replace);
+  p4est_refine_ext(amr->forest.p4est, 0, amr->forest.root_level + amr->p.max_level,
+                   wants_refinement, init_quad, replace);
   p4est_balance_ext(amr->forest.p4est, P4EST_CONNECT_FULL, init_quad, replace);
   return 0;
 }
