@@ -24,7 +24,8 @@ packages=(
   # SimGrid build and -DSTRATA_PARALLEL_HDF5=OFF, Open MPI's parallel HDF5 for
   # files that every rank writes)
   libfftw3-dev libhdf5-dev libhdf5-openmpi-dev
-  # an external AMR mesh: the p4est example and its tests (examples/p4est_infer.c)
+  # p4est: the structure of Strata's octree (amr/forest.c), and an external AMR
+  # mesh in the p4est example (examples/p4est_infer.c)
   libp4est-dev
   # pictures: the PNG slices of strata infer
   libcairo2-dev

@@ -304,6 +304,7 @@ def plot(series, out):
         for name, key in (("gindexer_weak", "take_s"), ("gindexer_weak", "put_s"),
                           ("infer_strong", "cycle_s"), ("infer_strong_8x", "cycle_s"),
                           ("infer_weak", "cycle_s"), ("infer_weak_gathered", "cycle_s"),
+                          ("infer_weak_distributed", "cycle_s"),
                           ("infer_strong_unprepared", "cycle_s"),
                           ("infer_strong_host_clock", "cycle_s"),
                           ("infer_weak_host_clock", "cycle_s"),
@@ -354,7 +355,9 @@ set key bottom right
 """ + curves(("infer_weak", "cycle_s", ranges, "root blocks 1, 2, 4 per axis"),
              ("infer_weak_host_clock", "cycle_s", ranges + " dashtype 3",
               "host time charged (upper bound)"),
-             ("infer_weak_gathered", "cycle_s", ranges, "before: element set, join on every rank"))),
+             ("infer_weak_gathered", "cycle_s", ranges, "before: element set, join on every rank"),
+             ("infer_weak_distributed", "cycle_s", lines + " dashtype 4",
+              "the octree on p4est (2026-12-07, one run, the host slower that day)"))),
               (at("infer_weak_mesh") >= 0, """set title "Inference cycle (weak: each rank's own mesh, 253 leaves, 1 clump)"
 set ylabel 'simulated seconds per cycle'
 set logscale y 10
@@ -381,6 +384,37 @@ set format y '%g'
 set xlabel 'simulated ranks (cluster: 1 worker per rank)'
 set key top left
 """ + "".join(text if ok else "set multiplot next\n" for ok, text in panels) + "unset multiplot\n"
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    log("wrote", png)
+    plot_footprint(series, out)
+
+
+def plot_footprint(series, out):
+    """DIR/footprint.png: what the busiest rank holds of the octree in the weak
+    study (strata_amr_get_footprint), against the leaves of the whole tree,
+    which every rank held while the tree was replicated."""
+    rows = [r for r in series.get("infer_weak_distributed", []) if "octree_nodes_max" in r]
+    if not rows:
+        return
+    dat = os.path.join(out, "footprint.dat")
+    with open(dat, "w") as f:
+        for r in rows:
+            f.write(f"{r['ranks']} {r['leaves']} {r['octree_nodes_max']} "
+                    f"{r['octree_leaves_max'] + r['octree_ghosts_max']} {r['octree_leaves_max']}\n")
+    png = os.path.join(out, "footprint.png")
+    script = f"""
+set terminal pngcairo size 800,520 font ',10'
+set output '{png}'
+set title "Strata's octree on a rank, weak scaling (about 540 leaves a rank)"
+set logscale xy 2
+set xlabel 'simulated ranks'
+set ylabel 'blocks'
+set key top left
+plot '{dat}' using 1:2 with linespoints title 'all leaves: every rank, when the tree was replicated', \\
+     '' using 1:3 with linespoints title 'nodes held, the busiest rank (own and ghost leaves, ancestors)', \\
+     '' using 1:4 with linespoints title 'own and ghost leaves, the busiest rank', \\
+     '' using 1:5 with linespoints title 'own leaves, the busiest rank'
+"""
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
     log("wrote", png)
 
