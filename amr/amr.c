@@ -263,7 +263,8 @@ static int partition(strata_amr *amr, const int32_t *counts, int handles)
 {
   struct strata__amr_moves mv = {0};
   int local = amr->forest.ops->partition(amr, counts, &mv);
-  qsort(mv.m, (size_t)mv.n, sizeof *mv.m, by_pos);
+  if (mv.n) /* mv.m may be NULL */
+    qsort(mv.m, (size_t)mv.n, sizeof *mv.m, by_pos);
   for (int64_t k = 0; !local && k < mv.n; k++) {
     struct strata__amr_move *m = &mv.m[k];
     struct strata__amr_node *n = m->n;

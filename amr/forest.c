@@ -243,13 +243,13 @@ static int create(strata_amr *amr)
   const int one_tree = 1 << bits == m && bits + amr->p.max_level <= P4EST_QMAXLEVEL;
   amr->forest.root_level = one_tree ? bits : 0;
 #ifdef P4_TO_P8
-  amr->forest.conn = one_tree ? periodic ? p8est_connectivity_new_periodic()
-                                         : p8est_connectivity_new_unitcube()
-                              : p8est_connectivity_new_brick(m, m, m, periodic, periodic, periodic);
+  amr->forest.conn =
+      one_tree ? periodic ? p8est_connectivity_new_periodic() : p8est_connectivity_new_unitcube()
+               : p8est_connectivity_new_brick(m, m, m, periodic, periodic, periodic);
 #else
-  amr->forest.conn = one_tree ? periodic ? p4est_connectivity_new_periodic()
-                                         : p4est_connectivity_new_unitsquare()
-                              : p4est_connectivity_new_brick(m, m, periodic, periodic);
+  amr->forest.conn =
+      one_tree ? periodic ? p4est_connectivity_new_periodic() : p4est_connectivity_new_unitsquare()
+               : p4est_connectivity_new_brick(m, m, periodic, periodic);
 #endif
   if (!amr->forest.conn)
     return STRATA_ENOMEM;

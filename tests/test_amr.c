@@ -423,12 +423,13 @@ static void check_footprint(strata_amr *amr)
  * bitwise-equal fields, ghosts included, over rounds of refinement and
  * coarsening. A rank with a flag too many or too few fails every rank and
  * changes nothing. */
-static void test_adapt_local(int root_blocks)
+static void test_adapt_local(int root_blocks, int max_level)
 {
   strata_amr_params p;
   strata_amr_criterion c;
   blob_setup(&p, &c, 1);
   p.root_blocks = root_blocks;
+  p.max_level = max_level;
   strata_amr_problem *old, *now;
   moving_blobs(&old, &now);
   strata_amr *amr[2];
@@ -680,8 +681,8 @@ int main(int argc, char **argv)
   test_linear(3, STRATA_FLOAT32);
   test_conservation();
   test_adapt_problem();
-  test_adapt_local(2); /* p4est: one tree, its level-1 quadrants the root blocks */
-  test_adapt_local(3); /* a brick of 3^3 trees */
+  test_adapt_local(2, 3); /* p4est: one tree, its level-1 quadrants the root blocks */
+  test_adapt_local(3, 2); /* a brick of 3^3 trees */
   test_handle_locality();
   test_family_task();
   test_transfer_account();
