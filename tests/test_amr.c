@@ -297,7 +297,7 @@ static void test_conservation(void)
 struct snapshot {
   const strata_amr_params *p;
   double *values;
-  int64_t count, blocks;
+  int64_t count, cap, blocks;
 };
 
 static void take_leaf(void *ctx, const strata_amr_block *b, const strata_amr_block_info *info,
@@ -306,7 +306,10 @@ static void take_leaf(void *ctx, const strata_amr_block *b, const strata_amr_blo
   (void)info;
   struct snapshot *s = ctx;
   int64_t side = s->p->block_cells + 2 * s->p->ghost_depth, size = side * side * side;
-  s->values = realloc(s->values, (size_t)(s->count + size + 4) * sizeof *s->values);
+  if (s->count + size + 4 > s->cap) { /* doubling: a realloc per leaf copies quadratically */
+    s->cap = 2 * (s->count + size + 4);
+    s->values = realloc(s->values, (size_t)s->cap * sizeof *s->values);
+  }
   s->values[s->count++] = b->level;
   for (int a = 0; a < 3; a++)
     s->values[s->count++] = (double)b->index[a];
