@@ -238,12 +238,12 @@ static int balance_counts(const strata_amr *amr, int32_t *counts)
 
 /* The hash in step with the forest again after an operation that ended
  * with `local` here; errors agreed. Collective. */
-static int sync_agreed(strata_amr *amr, int local)
+static int mirror_agreed(strata_amr *amr, int local)
 {
   int ret = strata__agree(local, NULL, 0);
   if (ret)
     return local ? local : ret;
-  local = amr->forest.ops->sync(amr);
+  local = amr->forest.ops->mirror(amr);
   return strata__agree(local, NULL, 0) ? (local ? local : STRATA_EMPI) : 0;
 }
 
@@ -295,7 +295,7 @@ static int partition(strata_amr *amr, const int32_t *counts, int handles)
     if (!mv.m[k].arrives)
       release_leaf(amr, mv.m[k].n, 1);
   free(mv.m);
-  return sync_agreed(amr, local);
+  return mirror_agreed(amr, local);
 }
 
 int strata_amr_redistribute(strata_amr *amr)
@@ -368,12 +368,11 @@ int strata_amr_create(const strata_amr_params *p, strata_amr **out)
   /* The root blocks spread evenly by p4est, then by Strata's rule (no
    * handles yet), then registered and zeroed by their owners. */
   amr->forest.ops = p->dim == 3 ? &strata__forest3_ops : &strata__forest2_ops;
-  amr->forest.comm = amr->meta;
   if ((ret = strata__agree(local, NULL, 0)) != 0) {
     strata_amr_destroy(amr);
     return local ? local : ret;
   }
-  ret = sync_agreed(amr, amr->forest.ops->create(amr));
+  ret = mirror_agreed(amr, amr->forest.ops->create(amr));
   int32_t *counts = ret ? NULL : malloc((size_t)amr->size * sizeof *counts);
   if (!ret && (ret = strata__agree(counts ? 0 : STRATA_ENOMEM, NULL, 0)) == 0 &&
       (ret = balance_counts(amr, counts)) == 0)
@@ -714,11 +713,11 @@ static int apply_flags(strata_amr *amr, const strata_amr_problem *problem, int64
   amr->forest.error = 0;
   amr->forest.changed = 0;
   int local = amr->forest.ops->refine(amr);
-  int ret = sync_agreed(amr, local ? local : amr->forest.error);
+  int ret = mirror_agreed(amr, local ? local : amr->forest.error);
   int32_t *counts = ret ? NULL : malloc((size_t)amr->size * sizeof *counts);
   if (!ret && (ret = strata__agree(counts ? 0 : STRATA_ENOMEM, NULL, 0)) == 0) {
-    amr->forest.ops->for_coarsening(amr, counts);
-    ret = partition(amr, counts, 1);
+    if (amr->forest.ops->for_coarsening(amr, counts)) /* a family across ranks */
+      ret = partition(amr, counts, 1);
   }
   free(counts);
   for (int64_t i = 0; !ret && i < amr->nleaves; i++) {
@@ -734,7 +733,7 @@ static int apply_flags(strata_amr *amr, const strata_amr_problem *problem, int64
   }
   if (!ret) {
     local = amr->forest.ops->coarsen(amr);
-    ret = sync_agreed(amr, local ? local : amr->forest.error);
+    ret = mirror_agreed(amr, local ? local : amr->forest.error);
   }
   int64_t count = amr->forest.changed;
   amr->forest.filling = NULL;
@@ -812,11 +811,10 @@ static int adapt(strata_amr *amr, const int8_t *flags, const int64_t *nlocal,
                  const strata_amr_problem *problem, int64_t *changed)
 {
   int local = flags || (nlocal && *nlocal == 0) ? 0 : STRATA_EINVAL;
-  int64_t owned = 0;
-  if (!local && nlocal && (owned = amr->nleaves, *nlocal != owned))
+  if (!local && nlocal && *nlocal != amr->nleaves)
     local =
         strata__fail(STRATA_EINVAL, "amr_adapt_local: %lld flags for the %lld leaves of rank %d",
-                     (long long)*nlocal, (long long)owned, amr->rank);
+                     (long long)*nlocal, (long long)amr->nleaves, amr->rank);
   if (!local && amr->busy)
     local = strata__fail(STRATA_ESTATE, "an inference cycle is in flight on this hierarchy: "
                                         "strata_infer_wait() first");
@@ -901,18 +899,13 @@ struct exchange {
 
 static int crossings_add(struct crossings *c, int64_t peer, int64_t pos)
 {
-  if (c->n == c->cap) {
-    int64_t cap = c->cap ? 2 * c->cap : 64;
-    int64_t *p = realloc(c->pair, (size_t)cap * 2 * sizeof *p);
-    if (!p)
-      return STRATA_ENOMEM;
-    c->pair = p;
-    c->cap = cap;
+  int ret = strata__grow(&c->pair, c->n, &c->cap, 2 * sizeof *c->pair, 64);
+  if (!ret) {
+    c->pair[2 * c->n] = peer;
+    c->pair[2 * c->n + 1] = pos;
+    c->n++;
   }
-  c->pair[2 * c->n] = peer;
-  c->pair[2 * c->n + 1] = pos;
-  c->n++;
-  return 0;
+  return ret;
 }
 
 /* Peer by peer, Morton positions ascending on both sides of a message,
@@ -986,7 +979,7 @@ struct ghost_ctx {
   struct strata__amr_node *dst;
   int64_t lo[3], hi[3], shift[3]; /* ghost region, in the domain, cells of dst's level */
   struct ghost_part *parts;       /* dst's transfers, in order */
-  int nparts, cap;
+  int64_t nparts, cap;
   int ret;
 };
 
@@ -1029,14 +1022,8 @@ static int ghost_from(void *ctx, struct strata__amr_node *leaf)
     else
       x.src_start[a] = lo - src_origin * x.factor;
   }
-  if (gc->nparts == gc->cap) {
-    int cap = gc->cap ? 2 * gc->cap : 32;
-    struct ghost_part *p = realloc(gc->parts, (size_t)cap * sizeof *p);
-    if (!p)
-      return gc->ret = STRATA_ENOMEM;
-    gc->parts = p;
-    gc->cap = cap;
-  }
+  if (strata__grow(&gc->parts, gc->nparts, &gc->cap, sizeof *gc->parts, 32))
+    return gc->ret = STRATA_ENOMEM;
   gc->parts[gc->nparts++] = (struct ghost_part){leaf, x};
   return 0;
 }
@@ -1149,15 +1136,8 @@ static int plan_ghosts(strata_amr *amr, struct ghost_ctx *plans, int64_t **wante
       const struct strata__amr_node *src = plans[i].parts[k].src;
       if (src->rank == amr->rank)
         continue;
-      if (count == cap) {
-        cap = cap ? 2 * cap : 256;
-        int64_t *r = realloc(records, (size_t)cap * 3 * sizeof *r);
-        if (!r) {
-          local = STRATA_ENOMEM;
-          break;
-        }
-        records = r;
-      }
+      if ((local = strata__grow(&records, count, &cap, 3 * sizeof *records, 256)))
+        break;
       records[3 * count] = amr->leaves[i]->b.level;
       records[3 * count + 1] = amr->rank;
       records[3 * count + 2] = src->pos;

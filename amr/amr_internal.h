@@ -25,7 +25,7 @@ struct strata__amr_node {
   int64_t slot;                  /* index in amr->leaves (this rank's) or amr->ghosts */
   int8_t flag;                   /* adaptation scratch: +1 refine, -1 coarsen, 0 keep */
   int8_t unfilled;               /* new leaf whose values come from a problem once placed */
-  uint32_t epoch;                /* the forest's last sync that mirrored it */
+  uint32_t epoch;                /* the forest's last mirror that held it */
   struct strata__amr_node *next; /* hash bucket chain */
 };
 
@@ -49,16 +49,17 @@ struct strata__amr_moves {
 
 /* The hierarchy's structure on p4est (forest.c). Every operation is
  * collective; after create, refine, coarsen and partition the caller
- * brings the node hash in step with the forest (sync), after moving the
+ * brings the node hash in step with the forest (mirror), after moving the
  * handles of what a partition moved. */
 struct strata__forest_ops {
   int (*create)(strata_amr *amr); /* the root blocks, spread evenly */
   void (*destroy)(strata_amr *amr);
-  int (*sync)(strata_amr *amr);
+  int (*mirror)(strata_amr *amr);
   int (*refine)(strata_amr *amr);  /* the leaves flagged 1, then 2:1 balance */
   int (*coarsen)(strata_amr *amr); /* the families flagged STRATA__AMR_MERGE */
-  /* counts[r]: the leaves rank r holds now, moved so that no family is cut */
-  void (*for_coarsening)(strata_amr *amr, int32_t *counts);
+  /* counts[r]: the leaves rank r holds now, moved so that no family is
+   * cut; nonzero when that moves any (every rank answers alike) */
+  int (*for_coarsening)(strata_amr *amr, int32_t *counts);
   int (*partition)(strata_amr *amr, const int32_t *counts, struct strata__amr_moves *mv);
   /* bytes of the forest and its ghost layer; of the connectivity */
   void (*memory)(const strata_amr *amr, int64_t *forest, int64_t *connectivity);
@@ -70,7 +71,6 @@ struct strata__forest {
   const struct strata__forest_ops *ops;
   void *p4est, *conn, *ghost; /* p4est_t or p8est_t and theirs */
   int root_level;             /* p4est's level of the root blocks (one tree) or 0 (a brick) */
-  MPI_Comm comm;
   uint32_t epoch;
   const strata_amr_problem *filling; /* new leaves' values come from it (NULL: from family) */
   int error;                         /* the first error of the replacements in progress */

@@ -5,7 +5,7 @@
  *
  * p4est owns which leaves exist and where they live; Strata's node hash
  * (tree.c) mirrors this rank's leaves, its ghost layer and their ancestors
- * after every change (sync), and holds what p4est does not: the handles.
+ * after every change (mirror), and holds what p4est does not: the handles.
  * A brick's trees come in the Morton order of their root index, and p4est
  * orders a tree's quadrants by the same interleaving as Strata's keys, so a
  * leaf's global position is p4est's global quadrant number. */
@@ -253,8 +253,8 @@ static int create(strata_amr *amr)
 #endif
   if (!amr->forest.conn)
     return STRATA_ENOMEM;
-  amr->forest.p4est = p4est_new_ext(amr->forest.comm, amr->forest.conn, 0, amr->forest.root_level,
-                                    1, sizeof(struct quad_data), init_quad, amr);
+  amr->forest.p4est = p4est_new_ext(amr->meta, amr->forest.conn, 0, amr->forest.root_level, 1,
+                                    sizeof(struct quad_data), init_quad, amr);
   return 0;
 }
 
@@ -271,7 +271,7 @@ static void destroy(strata_amr *amr)
 
 /* The leaves flagged 1 split, then 2:1 balance across faces, edges and
  * corners: the leaves it splits are replaced the same way. The caller
- * syncs. */
+ * mirrors. */
 static int refine(strata_amr *amr)
 {
   store(amr);
@@ -290,32 +290,31 @@ static int coarsen(strata_amr *amr)
   return 0;
 }
 
-/* counts[r]: rank r's leaves now, moved so that no family is cut. */
-static void for_coarsening(strata_amr *amr, int32_t *counts)
+/* counts[r]: rank r's leaves now, moved so that no family is cut; whether
+ * any moved (the same answer on every rank). */
+static int for_coarsening(strata_amr *amr, int32_t *counts)
 {
   const p4est_gloidx_t *first = ((p4est_t *)amr->forest.p4est)->global_first_quadrant;
   for (int r = 0; r < amr->size; r++)
     counts[r] = (int32_t)(first[r + 1] - first[r]);
   p4est_partition_for_coarsening(amr->forest.p4est, counts);
+  int moved = 0;
+  for (int r = 0; r < amr->size; r++)
+    moved |= counts[r] != first[r + 1] - first[r];
+  return moved;
 }
 
 static int moves_add(struct strata__amr_moves *mv, const struct strata__amr_move *m)
 {
-  if (mv->n == mv->cap) {
-    int64_t cap = mv->cap ? 2 * mv->cap : 64;
-    struct strata__amr_move *x = realloc(mv->m, (size_t)cap * sizeof *x);
-    if (!x)
-      return STRATA_ENOMEM;
-    mv->m = x;
-    mv->cap = cap;
-  }
-  mv->m[mv->n++] = *m;
-  return 0;
+  int ret = strata__grow(&mv->m, mv->n, &mv->cap, sizeof *mv->m, 64);
+  if (!ret)
+    mv->m[mv->n++] = *m;
+  return ret;
 }
 
 /* `counts[r]` leaves to rank r, in order. The leaves that leave this rank
  * and those that arrive, into *mv; the hash still shows the old partition
- * (the caller moves the handles, then syncs). */
+ * (the caller moves the handles, then mirrors). */
 static int partition(strata_amr *amr, const int32_t *counts, struct strata__amr_moves *mv)
 {
   p4est_t *p4est = amr->forest.p4est;
@@ -364,7 +363,7 @@ static void memory(const strata_amr *amr, int64_t *forest, int64_t *connectivity
 const struct strata__forest_ops FOREST(ops) = {
     .create = create,
     .destroy = destroy,
-    .sync = mirror_forest,
+    .mirror = mirror_forest,
     .refine = refine,
     .coarsen = coarsen,
     .for_coarsening = for_coarsening,

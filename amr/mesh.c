@@ -214,14 +214,8 @@ static int add_leaf(strata_mesh *m, int level, const int64_t index[3], void *con
                         "mesh: rank %d: leaf (%d; %lld, %lld, %lld) has no field %d ('%s')",
                         m->rank, level, (long long)index[0], (long long)index[1],
                         (long long)index[2], f, m->names[f]);
-  if (m->nleaves == m->cap) {
-    int64_t cap = m->cap ? 2 * m->cap : 64;
-    struct strata__mesh_leaf *more = realloc(m->leaves, (size_t)cap * sizeof *more);
-    if (!more)
-      return keep_error(m, STRATA_ENOMEM, "mesh: out of memory");
-    m->leaves = more;
-    m->cap = cap;
-  }
+  if (strata__grow(&m->leaves, m->nleaves, &m->cap, sizeof *m->leaves, 64))
+    return keep_error(m, STRATA_ENOMEM, "mesh: out of memory");
   struct strata__mesh_leaf *l = &m->leaves[m->nleaves++];
   *l = (struct strata__mesh_leaf){.b = {.level = level}, .owned = ptrs != NULL};
   memcpy(l->b.index, index, sizeof l->b.index);

@@ -67,14 +67,9 @@ int strata__infer_plan_transfers(strata_infer *inf, struct transfer **out, int64
       const struct element *e = strata__infer_find_element(inf, idx);
       if (!e)
         continue;
-      if (nt == cap) {
-        cap = cap ? 2 * cap : 256;
-        struct transfer *more = realloc(t, (size_t)cap * sizeof *more);
-        if (!more) {
-          free(t);
-          return STRATA_ENOMEM;
-        }
-        t = more;
+      if (strata__grow(&t, nt, &cap, sizeof *t, 256)) {
+        free(t);
+        return STRATA_ENOMEM;
       }
       t[nt++] = transfer_of(inf, e - inf->el, leaf);
     }

@@ -6,6 +6,8 @@
 #include <pthread.h>
 #include <starpu.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <mpi.h>
 
@@ -95,6 +97,23 @@ static inline int strata__range_at(const int64_t *starts, int n, int64_t p)
       hi = mid - 1;
   }
   return lo;
+}
+
+/* Room for item n of `size` bytes in the array at `items` (the address of
+ * its pointer), of capacity *cap: doubled, from `first`, when full. On
+ * STRATA_ENOMEM the array is as it was. */
+static inline int strata__grow(void *items, int64_t n, int64_t *cap, size_t size, int64_t first)
+{
+  if (n < *cap)
+    return 0;
+  const int64_t more = *cap ? 2 * *cap : first;
+  void *old, *p;
+  memcpy(&old, items, sizeof old);
+  if (!(p = realloc(old, (size_t)more * size)))
+    return STRATA_ENOMEM;
+  memcpy(items, &p, sizeof p);
+  *cap = more;
+  return 0;
 }
 
 /* Record the details of an error for strata_error_message() and return
