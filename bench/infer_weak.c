@@ -27,8 +27,17 @@
  * Arrays on level 2 at the resolution of level 3 (16^3 cells), the
  * criterion from level 1; the default model.
  *
- *   bench_infer_weak [--rounds R] [--quick]   (--quick: one root block per
- *                                              rank, else 4)
+ * With --octree the same leaves and fields are Strata's own hierarchy
+ * (strata/amr.h, its structure on p4est) instead of the application's
+ * mesh: the root grid must then be a cube (ranks * per_rank = m^3), each
+ * rank flags only the leaves p4est gave it, and the JSON adds what a rank
+ * holds of the octree (strata_amr_get_footprint()). p4est cuts the Morton
+ * order into equal counts of leaves, so a rank's leaves need not be one
+ * root block; a clump is scored by the rank that owns the leaf holding its
+ * centre.
+ *
+ *   bench_infer_weak [--rounds R] [--quick] [--octree]
+ *     (--quick: one root block per rank, else 4)
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -43,6 +52,10 @@
 #include "infer_job.h"
 
 enum { BLOCK_CELLS = 8, MAX_LEVEL = 3, GHOSTS = 1 };
+/* The blocks of the mesh's and the octree's parameters alike. */
+#define SAME_BLOCKS(params)                                                                        \
+  ((params).block_cells = BLOCK_CELLS, (params).ghost_depth = GHOSTS,                              \
+   (params).max_level = MAX_LEVEL, (params).dtype = STRATA_FLOAT32)
 
 struct weak_mesh {
   int64_t dims[3];         /* root blocks per axis */
@@ -51,6 +64,11 @@ struct weak_mesh {
   strata_amr_block *leaves;
   float **blocks; /* one field each, ghosts included */
   strata_mesh *mesh;
+  /* --octree: the hierarchy instead of the mesh, its fields' problem, and
+   * domain units (the unit cube) to root-block units */
+  strata_amr *amr;
+  strata_amr_problem *problem;
+  double scale;
 };
 
 /* Draw k of a root block: the job's stream (tools/infer_job.h), 8 draws a
@@ -241,10 +259,7 @@ static int weak_mesh_make(struct weak_mesh *wm, int64_t per_rank)
     mp.root[a] = (int)wm->dims[a];
     mp.upper[a] = (double)wm->dims[a];
   }
-  mp.block_cells = BLOCK_CELLS;
-  mp.ghost_depth = GHOSTS;
-  mp.max_level = MAX_LEVEL;
-  mp.dtype = STRATA_FLOAT32;
+  SAME_BLOCKS(mp);
   /* Every rank creates the mesh, so that an error here reaches all. */
   int made = strata_mesh_create(&mp, &wm->mesh);
   if (!ret)
@@ -258,22 +273,146 @@ static int weak_mesh_make(struct weak_mesh *wm, int64_t per_rank)
   return ret ? ret : commit;
 }
 
+/* The octree's fields (strata_amr_problem_fn): as fill_leaf, n cells
+ * along x of one leaf, from the unit cube's coordinates. */
+static void octree_cells(void *ctx, int field, const double centre[3], double h, int64_t n,
+                         double *out)
+{
+  (void)field;
+  const struct weak_mesh *wm = ctx;
+  const double dx = h * wm->scale;
+  double x[3];
+  strata_amr_block root = {.level = 0};
+  for (int a = 0; a < 3; a++) {
+    x[a] = centre[a] * wm->scale;
+    root.index[a] = (int64_t)floor(x[a]);
+  }
+  struct clump around[27];
+  clumps_around(wm, &root, around);
+  for (int64_t i = 0; i < n; i++)
+    out[i] = 1;
+  for (int c = 0; c < 27; c++) {
+    const struct clump *k = &around[c];
+    const double yz = k->mass * cell_share(x[1] - dx / 2, x[1] + dx / 2, k->centre[1], k->width) *
+                      cell_share(x[2] - dx / 2, x[2] + dx / 2, k->centre[2], k->width);
+    for (int64_t i = 0; i < n; i++) {
+      const double lo = x[0] + ((double)i - 0.5) * dx;
+      out[i] += yz * cell_share(lo, lo + dx, k->centre[0], k->width);
+    }
+  }
+}
+
+/* This rank's leaves of the hierarchy into wm->leaves. */
+static int octree_leaves(struct weak_mesh *wm)
+{
+  int ret = strata_amr_local_leaves(wm->amr, NULL, 0, &wm->n);
+  strata_amr_block *leaves = ret ? NULL : realloc(wm->leaves, (size_t)(wm->n + 1) * sizeof *leaves);
+  if (!ret && !leaves)
+    ret = STRATA_ENOMEM;
+  if (!ret) {
+    wm->leaves = leaves;
+    ret = strata_amr_local_leaves(wm->amr, wm->leaves, wm->n, &wm->n);
+  }
+  return ret;
+}
+
+/* --octree: the root grid as a hierarchy, refined level by level where a
+ * clump is near (each rank flags its own leaves), then filled. */
+static int weak_octree_make(struct weak_mesh *wm, int64_t per_rank)
+{
+  wm->per_rank = per_rank;
+  root_dims(per_rank * strata_size(), wm->dims);
+  if (wm->dims[0] != wm->dims[2] || wm->dims[0] > 1 << 20)
+    return STRATA_EINVAL; /* every rank alike */
+  wm->scale = (double)wm->dims[0];
+  strata_amr_params p;
+  strata_amr_params_init(&p);
+  p.root_blocks = (int)wm->dims[0];
+  SAME_BLOCKS(p);
+  int ret = strata_amr_create(&p, &wm->amr);
+  if (!ret)
+    ret = strata_amr_problem_custom(octree_cells, wm, &wm->problem);
+  for (int level = 0; level < MAX_LEVEL && !ret; level++) {
+    ret = octree_leaves(wm);
+    int8_t *flags = ret ? NULL : malloc((size_t)wm->n + 1);
+    for (int64_t i = 0; flags && i < wm->n; i++)
+      flags[i] = (int8_t)(wm->leaves[i].level < MAX_LEVEL && near_clump(wm, &wm->leaves[i]));
+    /* an allocation that failed here still joins the collective call */
+    int adapted = strata_amr_adapt_local(wm->amr, flags, flags ? wm->n : 0, NULL);
+    if (!ret)
+      ret = flags ? adapted : STRATA_ENOMEM;
+    free(flags);
+  }
+  if (!ret)
+    ret = strata_amr_fill(wm->amr, wm->problem);
+  if (!ret)
+    ret = strata_amr_fill_ghosts(wm->amr);
+  return ret ? ret : octree_leaves(wm);
+}
+
 static void weak_mesh_free(struct weak_mesh *wm)
 {
+  strata_amr_destroy(wm->amr);
+  strata_amr_problem_destroy(wm->problem);
   strata_mesh_destroy(wm->mesh);
-  for (int64_t i = 0; i < wm->n; i++)
+  for (int64_t i = 0; wm->blocks && i < wm->n; i++)
     free(wm->blocks[i]);
   free(wm->blocks);
   free(wm->leaves);
 }
 
-/* This rank's clumps that a bubble of the last cycle found (the particles
- * of its own leaves; each bubble finds at most one clump). */
-static int clumps_found(const struct weak_mesh *wm, strata_infer *inf, int64_t *found)
+/* Whether a particle of leaf b lies within reach of clump c. */
+static int leaf_finds(const struct weak_mesh *wm, strata_infer *inf, const strata_amr_block *b,
+                      const struct clump *c, int *hit)
 {
   const double within = INFER_CLUMP_FOUND_WITHIN / (BLOCK_CELLS << MAX_LEVEL);
-  *found = 0;
-  for (int64_t r = wm->first; r < wm->first + wm->per_rank; r++) {
+  strata_bubble *list = NULL;
+  int64_t n = 0;
+  int ret = strata_infer_leaf_particles(inf, b, &list, &n);
+  for (int64_t k = 0; !ret && k < n && !*hit; k++) {
+    double d2 = 0;
+    for (int a = 0; a < 3; a++) {
+      const double d = list[k].center[a] * wm->scale - c->centre[a];
+      d2 += d * d;
+    }
+    *hit = d2 <= within * within;
+  }
+  free(list);
+  return ret;
+}
+
+/* Whether leaf b holds point x (root-block units). */
+static int leaf_holds(const strata_amr_block *b, const double x[3])
+{
+  const double h = ldexp(1, -b->level);
+  for (int a = 0; a < 3; a++)
+    if (x[a] < (double)b->index[a] * h || x[a] >= (double)(b->index[a] + 1) * h)
+      return 0;
+  return 1;
+}
+
+/* The clumps that a bubble of the last cycle found, scored on this rank
+ * from the particles of its own leaves: on the mesh, the clumps of its
+ * root blocks, from their leaves; in the octree, those whose centre lies
+ * in one of its leaves, from that leaf (*scored: how many it scored). */
+static int clumps_found(const struct weak_mesh *wm, strata_infer *inf, int64_t *found,
+                        int64_t *scored)
+{
+  *found = *scored = 0;
+  for (int64_t i = 0; wm->amr && i < wm->n; i++) {
+    int64_t root[3];
+    root_of(&wm->leaves[i], root);
+    const struct clump c = clump_of(wm, root);
+    int hit = 0;
+    if (!leaf_holds(&wm->leaves[i], c.centre))
+      continue;
+    int ret = leaf_finds(wm, inf, &wm->leaves[i], &c, &hit);
+    if (ret)
+      return ret;
+    *found += hit;
+    ++*scored;
+  }
+  for (int64_t r = wm->first; !wm->amr && r < wm->first + wm->per_rank; r++) {
     int64_t at[3];
     root_at(wm, r, at);
     const struct clump c = clump_of(wm, at);
@@ -283,20 +422,12 @@ static int clumps_found(const struct weak_mesh *wm, strata_infer *inf, int64_t *
       root_of(&wm->leaves[i], root);
       if (root[0] != at[0] || root[1] != at[1] || root[2] != at[2])
         continue;
-      strata_bubble *list = NULL;
-      int64_t n = 0;
-      int ret = strata_infer_leaf_particles(inf, &wm->leaves[i], &list, &n);
+      int ret = leaf_finds(wm, inf, &wm->leaves[i], &c, &hit);
       if (ret)
         return ret;
-      for (int64_t k = 0; k < n && !hit; k++) {
-        double d2 = 0;
-        for (int a = 0; a < 3; a++)
-          d2 += (list[k].center[a] - c.centre[a]) * (list[k].center[a] - c.centre[a]);
-        hit = d2 <= within * within;
-      }
-      free(list);
     }
     *found += hit;
+    ++*scored;
   }
   return 0;
 }
@@ -305,20 +436,30 @@ enum { GRAPH, BULK, METHODS };
 
 int main(int argc, char **argv)
 {
-  int rounds = 5, quick = 0;
-  if (bench_options(argc, argv, "bench_infer_weak", &rounds, &quick))
+  int rounds = 5, quick = 0, octree = 0;
+  for (int i = 1; i < argc; i++) /* --octree, taken out before the common options */
+    if (strcmp(argv[i], "--octree") == 0) {
+      memmove(&argv[i], &argv[i + 1], (size_t)(argc - i) * sizeof *argv); /* NULL too */
+      argc--;
+      octree = 1;
+      break;
+    }
+  if (bench_options(argc, argv, "bench_infer_weak [--octree]", &rounds, &quick))
     return 2;
   if (strata_init(&argc, &argv, NULL))
     return 1;
   /* STARPU_PROFILING=1 adds the busiest worker's time; off by default, as
    * it lengthens the simulated 1-rank cycle by up to a fifth. */
   const int profiling = starpu_profiling_status_get() == STARPU_PROFILING_ENABLE;
-  struct weak_mesh wm = {0};
+  struct weak_mesh wm = {.scale = 1};
   strata_model *model = NULL;
   strata_infer *m[METHODS] = {NULL};
   strata_infer_stats st = {0}, graph = {0};
   const double setup_start = bench_now();
-  int ret = weak_mesh_make(&wm, quick ? 1 : 4);
+  int ret = octree ? weak_octree_make(&wm, quick ? 1 : 4) : weak_mesh_make(&wm, quick ? 1 : 4);
+  if (ret == STRATA_EINVAL && octree && !wm.amr && strata_rank() == 0)
+    fprintf(stderr, "bench_infer_weak --octree: the root grid (%lld x %lld x %lld) is not a cube\n",
+            (long long)wm.dims[0], (long long)wm.dims[1], (long long)wm.dims[2]);
   const double describe_s = bench_now() - setup_start;
   if (!ret)
     ret = strata_model_load_default(&model);
@@ -334,7 +475,8 @@ int main(int argc, char **argv)
   ip.model = model;
   for (int k = 0; k < METHODS && !ret; k++) {
     ip.bulk_synchronous = k == BULK;
-    ret = strata_infer_create_on_mesh(wm.mesh, &ip, &m[k]);
+    ret = octree ? strata_infer_create(wm.amr, &ip, &m[k])
+                 : strata_infer_create_on_mesh(wm.mesh, &ip, &m[k]);
   }
   for (int k = 0; k < METHODS && !ret; k++) /* warm-up */
     ret = strata_infer_run(m[k], &st);
@@ -355,19 +497,30 @@ int main(int argc, char **argv)
     MPI_Allreduce(MPI_IN_PLACE, &busiest[r], 1, MPI_DOUBLE, MPI_MAX, strata_comm());
     ratio[r] = cycle[BULK][r] / cycle[GRAPH][r];
   }
-  int64_t found = 0;
+  int64_t found = 0, scored = 0;
   if (!ret)
-    ret = clumps_found(&wm, m[GRAPH], &found);
+    ret = clumps_found(&wm, m[GRAPH], &found, &scored);
+  strata_amr_footprint fp = {0};
+  if (!ret && octree)
+    ret = strata_amr_get_footprint(wm.amr, &fp);
   /* Sums over the ranks, then the most on a rank. */
   const int64_t side = BLOCK_CELLS + 2 * GHOSTS;
-  int64_t sums[3] = {wm.n, found, wm.per_rank};
-  int64_t most[5] = {wm.n, wm.n * side * side * side * (int64_t)sizeof(float), graph.handles_local,
-                     graph.elements_known, graph.join_bytes_local};
-  MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_INT64_T, MPI_SUM, strata_comm());
-  MPI_Allreduce(MPI_IN_PLACE, most, 5, MPI_INT64_T, MPI_MAX, strata_comm());
+  int64_t sums[4] = {wm.n, found, wm.per_rank, scored};
+  int64_t most[9] = {wm.n,
+                     wm.n * side * side * side * (int64_t)sizeof(float),
+                     graph.handles_local,
+                     graph.elements_known,
+                     graph.join_bytes_local,
+                     fp.ghost_leaves,
+                     fp.nodes,
+                     fp.bytes,
+                     fp.connectivity_bytes};
+  MPI_Allreduce(MPI_IN_PLACE, sums, 4, MPI_INT64_T, MPI_SUM, strata_comm());
+  MPI_Allreduce(MPI_IN_PLACE, most, 9, MPI_INT64_T, MPI_MAX, strata_comm());
   if (!ret && strata_rank() == 0) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "benchmark", "infer_weak");
+    cJSON_AddStringToObject(root, "leaves_held_by", octree ? "octree" : "mesh");
     cJSON_AddNumberToObject(root, "ranks", strata_size());
     cJSON_AddNumberToObject(root, "rounds", rounds);
     cJSON_AddItemToObject(
@@ -385,7 +538,13 @@ int main(int argc, char **argv)
                             (double)graph.messages / (double)strata_size());
     cJSON_AddNumberToObject(root, "clumps", (double)sums[2]);
     cJSON_AddNumberToObject(root, "clumps_found", (double)sums[1]);
-    cJSON_AddBoolToObject(root, "all_clumps_found", sums[1] == sums[2]);
+    cJSON_AddBoolToObject(root, "all_clumps_found", sums[1] == sums[2] && sums[3] == sums[2]);
+    if (octree) {
+      cJSON_AddNumberToObject(root, "octree_ghost_leaves_max_per_rank", (double)most[5]);
+      cJSON_AddNumberToObject(root, "octree_nodes_max_per_rank", (double)most[6]);
+      cJSON_AddNumberToObject(root, "octree_bytes_max_per_rank", (double)most[7]);
+      cJSON_AddNumberToObject(root, "octree_connectivity_bytes", (double)most[8]);
+    }
     cJSON_AddNumberToObject(root, "bubbles", (double)graph.bubbles);
     cJSON_AddNumberToObject(root, "mesh_make_s", describe_s);
     cJSON_AddNumberToObject(root, "task_graph_s", bench_median(cycle[GRAPH], rounds));

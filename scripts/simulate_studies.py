@@ -16,7 +16,9 @@ scaling: on the `cluster` platform, one worker per rank: the global
     on 1 rank, 33 arrays; 2 on 8, 301; 4 on 64, 2004); and the inference
     cycle on a mesh that each rank makes for itself (bench_infer_weak --quick:
     one root block and one clump a rank, 253 leaves, no octree), RUNS runs
-    at each power of two; plots with gnuplot. Each study has its own largest
+    at each power of two, and the same leaves in Strata's octree on p4est
+    (infer_weak_octree: --octree, on 1, 8, 64 and 512 ranks, the cubic root
+    grids); plots with gnuplot. Each study has its own largest
     rank count (--max-ranks, --max-ranks-infer, --max-ranks-8x,
     --max-ranks-weak, --max-ranks-mesh); --only runs some of them.
 --durations model: every simulated task lasts its performance model's mean
@@ -241,15 +243,17 @@ def infer_row(ranks, root_blocks, opts):
     return dict(infer_cycle(out), ranks=ranks, root_blocks=root_blocks, host_s=wall)
 
 
-def mesh_row(ranks, opts):
-    """bench_infer_weak --quick on `ranks` simulated ranks, opts.runs runs:
+def mesh_row(ranks, opts, octree=False):
+    """bench_infer_weak --quick (with --octree: the leaves in Strata's
+    hierarchy) on `ranks` simulated ranks, opts.runs runs:
     the cycles' medians and ranges (the task graph's and the
     bulk-synchronous one's), the counters (the same in every run), the
     memory per rank and the host's seconds."""
     runs = []
     for _ in range(opts.runs):
         out, wall, peak = simulated("cluster", ranks, "bench/bench_infer_weak",
-                                    ["--quick", "--rounds", "3"], opts.log, opts.host_clock or None)
+                                    ["--quick", "--rounds", "3"] + ["--octree"] * octree,
+                                    opts.log, opts.host_clock or None)
         runs.append(dict(json.loads(out), host_s=wall, peak_mib=peak))
     row = {"ranks": ranks}
     for key, name in (("task_graph_s", "cycle_s"), ("bulk_synchronous_s", "bulk_s"),
@@ -263,8 +267,11 @@ def mesh_row(ranks, opts):
     for key in ("leaves", "leaves_max_per_rank", "mesh_bytes_max_per_rank", "elements",
                 "elements_max_per_rank", "element_handles_max_per_rank",
                 "elements_known_max_per_rank", "join_bytes_max_per_rank", "messages_per_rank",
-                "clumps", "clumps_found"):
-        row[key] = runs[0][key]
+                "clumps", "clumps_found", "octree_ghost_leaves_max_per_rank",
+                "octree_nodes_max_per_rank", "octree_bytes_max_per_rank",
+                "octree_connectivity_bytes"):
+        if key in runs[0]:
+            row[key] = runs[0][key]
     return row
 
 
@@ -294,6 +301,9 @@ def scaling(opts):
     if "infer_weak_mesh" in opts.only:
         for ranks in ranks_upto(opts.max_ranks_mesh):
             keep(series, "infer_weak_mesh" + suffix, mesh_row(ranks, opts), opts.out)
+    if "infer_weak_octree" in opts.only:  # a cubic root grid: 1, 8, 64, 512 ranks
+        for ranks in (r for r in (1, 8, 64, 512) if r <= opts.max_ranks_mesh):
+            keep(series, "infer_weak_octree" + suffix, mesh_row(ranks, opts, True), opts.out)
     plot(series, opts.out)
 
 
@@ -312,7 +322,8 @@ def plot(series, out):
                           ("infer_weak_mesh_75_calls", "cycle_s"),
                           ("infer_weak_mesh_alone", "cycle_s"),
                           ("infer_weak_mesh_modeled_37_calls", "cycle_s"),
-                          ("infer_weak_mesh_modeled", "cycle_s")):
+                          ("infer_weak_mesh_modeled", "cycle_s"),
+                          ("infer_weak_octree_modeled", "cycle_s")):
             if not series.get(name):
                 continue
             index[name, key] = len(index)
@@ -373,7 +384,9 @@ set key top left
              ("infer_weak_mesh_modeled_37_calls", "cycle_s", "1:2 with linespoints dashtype 2",
               "the same, 37 calls a cycle, not 33"),
              ("infer_weak_mesh_modeled", "cycle_s", ranges + " linewidth 2",
-              "task graph, durations from the performance models")))]
+              "task graph, durations from the performance models"),
+             ("infer_weak_octree_modeled", "cycle_s", "1:2 with linespoints pointtype 7",
+              "the same leaves in Strata's octree on p4est (models)")))]
     script = f"""
 set terminal pngcairo size 1400,900 font ',10'
 set output '{png}'
@@ -391,35 +404,56 @@ set key top left
 
 def plot_footprint(series, out):
     """DIR/footprint.png: what the busiest rank holds of the octree in the weak
-    study (strata_amr_get_footprint), against the leaves of the whole tree,
-    which every rank held while the tree was replicated."""
-    rows = [r for r in series.get("infer_weak_distributed", []) if "octree_nodes_max" in r]
-    if not rows:
+    studies (strata_amr_get_footprint), against the leaves of the whole tree,
+    which every rank held while the tree was replicated: `strata infer`'s
+    (infer_weak_distributed, about 540 leaves a rank) and bench_infer_weak
+    --octree's (infer_weak_octree, 253 leaves a rank)."""
+    # (series, ranks, all leaves, nodes, own and ghost leaves, own leaves)
+    def big(r):
+        return (r["ranks"], r["leaves"], r["octree_nodes_max"],
+                r["octree_leaves_max"] + r["octree_ghosts_max"], r["octree_leaves_max"])
+
+    def small(r):
+        return (r["ranks"], r["leaves"], r["octree_nodes_max_per_rank"],
+                r["leaves_max_per_rank"] + r["octree_ghost_leaves_max_per_rank"],
+                r["leaves_max_per_rank"])
+    curves = []
+    for name, row, title in (("infer_weak_distributed", big, "strata infer, about 540 leaves a rank"),
+                             ("infer_weak_octree_modeled", small,
+                              "bench-infer-weak --octree, 253 leaves a rank")):
+        rows = [row(r) for r in series.get(name, []) if "leaves" in r]
+        if rows:
+            curves.append((name, rows, title))
+    if not curves:
         return
     dat = os.path.join(out, "footprint.dat")
+    plots = []
     with open(dat, "w") as f:
-        for r in rows:
-            f.write(f"{r['ranks']} {r['leaves']} {r['octree_nodes_max']} "
-                    f"{r['octree_leaves_max'] + r['octree_ghosts_max']} {r['octree_leaves_max']}\n")
+        for k, (name, rows, title) in enumerate(curves):
+            f.write(f"# {name}\n" + "".join(" ".join(map(str, r)) + "\n" for r in rows) + "\n\n")
+            dash = f" dashtype {k + 1} linecolor {{}}"
+            for col, what, colour in ((2, "all leaves (on every rank when replicated)", 1),
+                                      (3, "nodes held, busiest rank", 2),
+                                      (4, "own and ghost leaves, busiest rank", 3),
+                                      (5, "own leaves, busiest rank", 4)):
+                plots.append(f"'{dat}' index {k} using 1:{col} with linespoints"
+                             + dash.format(colour) + f' title "{what}: {title}"')
     png = os.path.join(out, "footprint.png")
     script = f"""
-set terminal pngcairo size 800,520 font ',10'
+set terminal pngcairo size 900,600 font ',10'
 set output '{png}'
-set title "Strata's octree on a rank, weak scaling (about 540 leaves a rank)"
+set title "Strata's octree on a rank, weak scaling"
 set logscale xy 2
 set xlabel 'simulated ranks'
 set ylabel 'blocks'
-set key top left
-plot '{dat}' using 1:2 with linespoints title 'all leaves: every rank, when the tree was replicated', \\
-     '' using 1:3 with linespoints title 'nodes held, the busiest rank (own and ghost leaves, ancestors)', \\
-     '' using 1:4 with linespoints title 'own and ghost leaves, the busiest rank', \\
-     '' using 1:5 with linespoints title 'own leaves, the busiest rank'
-"""
+set key top left font ',8'
+plot """ + ", \\\n     ".join(plots) + "\n"
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
     log("wrote", png)
 
 
-STUDIES = ["gindexer_weak", "infer_strong", "infer_strong_8x", "infer_weak", "infer_weak_mesh"]
+STUDIES = ["gindexer_weak", "infer_strong", "infer_strong_8x", "infer_weak", "infer_weak_mesh",
+           "infer_weak_octree"]
 
 
 def main():
@@ -440,7 +474,8 @@ def main():
     parser.add_argument("--max-ranks-weak", type=int, default=64,
                         help="scaling: the inference cycle's weak scaling (1, 8, 64, 512)")
     parser.add_argument("--max-ranks-mesh", type=int, default=64,
-                        help="scaling: the weak scaling on each rank's own mesh (powers of 2)")
+                        help="scaling: the weak scaling on each rank's own mesh (powers of 2) "
+                        "and in the octree (cubes)")
     parser.add_argument("--only", default=",".join(STUDIES),
                         type=lambda v: [s for s in v.split(",") if s],
                         help="scaling: the studies to run (" + ",".join(STUDIES) + "); the "
