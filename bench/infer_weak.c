@@ -52,6 +52,8 @@
 #include "infer_job.h"
 
 enum { BLOCK_CELLS = 8, MAX_LEVEL = 3, GHOSTS = 1 };
+/* How near a particle must be to a clump's centre to find it (root-block units). */
+static const double found_within = INFER_CLUMP_FOUND_WITHIN / (BLOCK_CELLS << MAX_LEVEL);
 /* The blocks of the mesh's and the octree's parameters alike. */
 #define SAME_BLOCKS(params)                                                                        \
   ((params).block_cells = BLOCK_CELLS, (params).ghost_depth = GHOSTS,                              \
@@ -148,21 +150,27 @@ static void clumps_around(const struct weak_mesh *wm, const strata_amr_block *b,
   }
 }
 
+/* The max-norm distance from leaf b to point x (root-block units). */
+static double leaf_distance(const strata_amr_block *b, const double x[3])
+{
+  const double h = ldexp(1, -b->level);
+  double d = 0;
+  for (int a = 0; a < 3; a++) {
+    const double lo = (double)b->index[a] * h;
+    d = fmax(d, x[a] < lo ? lo - x[a] : x[a] > lo + h ? x[a] - lo - h : 0);
+  }
+  return d;
+}
+
 /* Whether a clump lies within the block's edge of it (max-norm distance). */
 static int near_clump(const struct weak_mesh *wm, const strata_amr_block *b)
 {
   const double h = ldexp(1, -b->level);
   struct clump around[27];
   clumps_around(wm, b, around);
-  for (int k = 0; k < 27; k++) {
-    double d = 0;
-    for (int a = 0; a < 3; a++) {
-      const double lo = (double)b->index[a] * h, x = around[k].centre[a];
-      d = fmax(d, x < lo ? lo - x : x > lo + h ? x - lo - h : 0);
-    }
-    if (d < h)
+  for (int k = 0; k < 27; k++)
+    if (leaf_distance(b, around[k].centre) < h)
       return 1;
-  }
   return 0;
 }
 
@@ -365,7 +373,6 @@ static void weak_mesh_free(struct weak_mesh *wm)
 static int leaf_finds(const struct weak_mesh *wm, strata_infer *inf, const strata_amr_block *b,
                       const struct clump *c, int *hit)
 {
-  const double within = INFER_CLUMP_FOUND_WITHIN / (BLOCK_CELLS << MAX_LEVEL);
   strata_bubble *list = NULL;
   int64_t n = 0;
   int ret = strata_infer_leaf_particles(inf, b, &list, &n);
@@ -375,7 +382,7 @@ static int leaf_finds(const struct weak_mesh *wm, strata_infer *inf, const strat
       const double d = list[k].center[a] * wm->scale - c->centre[a];
       d2 += d * d;
     }
-    *hit = d2 <= within * within;
+    *hit = d2 <= found_within * found_within;
   }
   free(list);
   return ret;
@@ -406,9 +413,14 @@ static int clumps_found(const struct weak_mesh *wm, strata_infer *inf, int64_t *
     int hit = 0;
     if (!leaf_holds(&wm->leaves[i], c.centre))
       continue;
-    int ret = leaf_finds(wm, inf, &wm->leaves[i], &c, &hit);
-    if (ret)
-      return ret;
+    /* its bubble may lie across a leaf boundary: every own leaf in reach */
+    for (int64_t j = 0; j < wm->n && !hit; j++) {
+      int ret = leaf_distance(&wm->leaves[j], c.centre) <= found_within
+                    ? leaf_finds(wm, inf, &wm->leaves[j], &c, &hit)
+                    : 0;
+      if (ret)
+        return ret;
+    }
     *found += hit;
     ++*scored;
   }
