@@ -323,6 +323,7 @@ def plot(series, out):
                           ("infer_weak_mesh_alone", "cycle_s"),
                           ("infer_weak_mesh_modeled_37_calls", "cycle_s"),
                           ("infer_weak_mesh_modeled", "cycle_s"),
+                          ("infer_weak_mesh_modeled_latest", "cycle_s"),
                           ("infer_weak_octree_modeled", "cycle_s")):
             if not series.get(name):
                 continue
@@ -385,8 +386,10 @@ set key top left
               "the same, 37 calls a cycle, not 33"),
              ("infer_weak_mesh_modeled", "cycle_s", ranges + " linewidth 2",
               "task graph, durations from the performance models"),
+             ("infer_weak_mesh_modeled_latest", "cycle_s", "1:2 with linespoints pointtype 6",
+              "the same, the code and models of 2026-12-07 (median of 3 cycles)"),
              ("infer_weak_octree_modeled", "cycle_s", "1:2 with linespoints pointtype 7",
-              "the same leaves in Strata's octree on p4est (models)")))]
+              "the same leaves in the octree on p4est (models)")))]
     script = f"""
 set terminal pngcairo size 1400,900 font ',10'
 set output '{png}'
