@@ -51,7 +51,7 @@
 #include "bench_util.h"
 #include "infer_job.h"
 
-enum { BLOCK_CELLS = 8, MAX_LEVEL = 3, GHOSTS = 1 };
+enum { BLOCK_CELLS = 8, MAX_LEVEL = 3, GHOSTS = 1, SIDE = BLOCK_CELLS + 2 * GHOSTS };
 /* How near a particle must be to a clump's centre to find it (root-block units). */
 static const double found_within = INFER_CLUMP_FOUND_WITHIN / (BLOCK_CELLS << MAX_LEVEL);
 /* The blocks of the mesh's and the octree's parameters alike. */
@@ -216,29 +216,44 @@ static double cell_share(double lo, double hi, double c, double width)
   return 0.5 * (erf((hi - c) / s) - erf((lo - c) / s)) / (hi - lo);
 }
 
-/* A leaf's field: 1 plus the cell means of the clumps around it, ghosts
- * included. */
+/* 1 plus the cell means of the clumps around root block `root` over a box
+ * of count[0] x count[1] x count[2] cells (at most SIDE each, x fastest)
+ * of width dx, the first from lo (root-block units). */
+static void clump_means(const struct weak_mesh *wm, const strata_amr_block *root,
+                        const double lo[3], double dx, const int count[3], double *out)
+{
+  for (int i = 0; i < count[0] * count[1] * count[2]; i++)
+    out[i] = 1;
+  struct clump around[27];
+  clumps_around(wm, root, around);
+  for (int c = 0; c < 27; c++) {
+    double share[3][SIDE];
+    for (int a = 0; a < 3; a++)
+      for (int k = 0; k < count[a]; k++) {
+        const double from = lo[a] + k * dx;
+        share[a][k] = cell_share(from, from + dx, around[c].centre[a], around[c].width);
+      }
+    for (int z = 0; z < count[2]; z++)
+      for (int y = 0; y < count[1]; y++)
+        for (int x = 0; x < count[0]; x++)
+          out[(z * count[1] + y) * count[0] + x] +=
+              around[c].mass * share[0][x] * share[1][y] * share[2][z];
+  }
+}
+
+/* A leaf's field, ghosts included. */
 static void fill_leaf(const struct weak_mesh *wm, const strata_amr_block *b, float *block)
 {
-  const int64_t side = BLOCK_CELLS + 2 * GHOSTS;
   const double dx = ldexp(1, -b->level) / BLOCK_CELLS;
-  for (int64_t i = 0; i < side * side * side; i++)
-    block[i] = 1;
-  struct clump around[27];
-  clumps_around(wm, b, around);
-  for (int c = 0; c < 27; c++) {
-    double share[3][BLOCK_CELLS + 2 * GHOSTS];
-    for (int a = 0; a < 3; a++)
-      for (int64_t k = 0; k < side; k++) {
-        const double lo = ((double)(b->index[a] * BLOCK_CELLS + k - GHOSTS)) * dx;
-        share[a][k] = cell_share(lo, lo + dx, around[c].centre[a], around[c].width);
-      }
-    for (int64_t z = 0; z < side; z++)
-      for (int64_t y = 0; y < side; y++)
-        for (int64_t x = 0; x < side; x++)
-          block[(z * side + y) * side + x] +=
-              (float)(around[c].mass * share[0][x] * share[1][y] * share[2][z]);
+  strata_amr_block root = {.level = 0};
+  double lo[3], box[SIDE * SIDE * SIDE];
+  for (int a = 0; a < 3; a++) {
+    root.index[a] = b->index[a] >> b->level;
+    lo[a] = (double)(b->index[a] * BLOCK_CELLS - GHOSTS) * dx;
   }
+  clump_means(wm, &root, lo, dx, (const int[3]){SIDE, SIDE, SIDE}, box);
+  for (int i = 0; i < SIDE * SIDE * SIDE; i++)
+    block[i] = (float)box[i];
 }
 
 /* This rank's root blocks, refined and filled. */
@@ -253,9 +268,8 @@ static int weak_mesh_make(struct weak_mesh *wm, int64_t per_rank)
     root_at(wm, r, root.index);
     ret = refine_root(wm, &root);
   }
-  const int64_t side = BLOCK_CELLS + 2 * GHOSTS;
   for (int64_t i = 0; i < wm->n && !ret; i++) {
-    wm->blocks[i] = malloc((size_t)(side * side * side) * sizeof(float));
+    wm->blocks[i] = malloc(SIDE * SIDE * SIDE * sizeof(float));
     if (!wm->blocks[i])
       ret = STRATA_ENOMEM;
     else
@@ -289,24 +303,16 @@ static void octree_cells(void *ctx, int field, const double centre[3], double h,
   (void)field;
   const struct weak_mesh *wm = ctx;
   const double dx = h * wm->scale;
-  double x[3];
   strata_amr_block root = {.level = 0};
+  double lo[3];
   for (int a = 0; a < 3; a++) {
-    x[a] = centre[a] * wm->scale;
-    root.index[a] = (int64_t)floor(x[a]);
+    root.index[a] = (int64_t)floor(centre[a] * wm->scale);
+    lo[a] = centre[a] * wm->scale - dx / 2;
   }
-  struct clump around[27];
-  clumps_around(wm, &root, around);
-  for (int64_t i = 0; i < n; i++)
-    out[i] = 1;
-  for (int c = 0; c < 27; c++) {
-    const struct clump *k = &around[c];
-    const double yz = k->mass * cell_share(x[1] - dx / 2, x[1] + dx / 2, k->centre[1], k->width) *
-                      cell_share(x[2] - dx / 2, x[2] + dx / 2, k->centre[2], k->width);
-    for (int64_t i = 0; i < n; i++) {
-      const double lo = x[0] + ((double)i - 0.5) * dx;
-      out[i] += yz * cell_share(lo, lo + dx, k->centre[0], k->width);
-    }
+  for (int64_t from = 0; from < n; from += SIDE) {
+    const int count[3] = {(int)(n - from < SIDE ? n - from : SIDE), 1, 1};
+    clump_means(wm, &root, (const double[3]){lo[0] + (double)from * dx, lo[1], lo[2]}, dx, count,
+                out + from);
   }
 }
 
@@ -399,32 +405,12 @@ static int leaf_holds(const strata_amr_block *b, const double x[3])
 }
 
 /* The clumps that a bubble of the last cycle found, scored on this rank
- * from the particles of its own leaves: on the mesh, the clumps of its
- * root blocks, from their leaves; in the octree, those whose centre lies
- * in one of its leaves, from that leaf (*scored: how many it scored). */
-static int clumps_found(const struct weak_mesh *wm, strata_infer *inf, int64_t *found,
-                        int64_t *scored)
+ * from the particles of its own leaves (*scored: how many it scored). On
+ * the mesh: the clumps of its root blocks, from their leaves. */
+static int mesh_clumps_found(const struct weak_mesh *wm, strata_infer *inf, int64_t *found,
+                             int64_t *scored)
 {
-  *found = *scored = 0;
-  for (int64_t i = 0; wm->amr && i < wm->n; i++) {
-    int64_t root[3];
-    root_of(&wm->leaves[i], root);
-    const struct clump c = clump_of(wm, root);
-    int hit = 0;
-    if (!leaf_holds(&wm->leaves[i], c.centre))
-      continue;
-    /* its bubble may lie across a leaf boundary: every own leaf in reach */
-    for (int64_t j = 0; j < wm->n && !hit; j++) {
-      int ret = leaf_distance(&wm->leaves[j], c.centre) <= found_within
-                    ? leaf_finds(wm, inf, &wm->leaves[j], &c, &hit)
-                    : 0;
-      if (ret)
-        return ret;
-    }
-    *found += hit;
-    ++*scored;
-  }
-  for (int64_t r = wm->first; !wm->amr && r < wm->first + wm->per_rank; r++) {
+  for (int64_t r = wm->first; r < wm->first + wm->per_rank; r++) {
     int64_t at[3];
     root_at(wm, r, at);
     const struct clump c = clump_of(wm, at);
@@ -435,6 +421,31 @@ static int clumps_found(const struct weak_mesh *wm, strata_infer *inf, int64_t *
       if (root[0] != at[0] || root[1] != at[1] || root[2] != at[2])
         continue;
       int ret = leaf_finds(wm, inf, &wm->leaves[i], &c, &hit);
+      if (ret)
+        return ret;
+    }
+    *found += hit;
+    ++*scored;
+  }
+  return 0;
+}
+
+/* In the octree: the clumps whose centre lies in one of its leaves, from
+ * every own leaf within reach (a bubble may lie across a leaf boundary). */
+static int octree_clumps_found(const struct weak_mesh *wm, strata_infer *inf, int64_t *found,
+                               int64_t *scored)
+{
+  for (int64_t i = 0; i < wm->n; i++) {
+    int64_t root[3];
+    root_of(&wm->leaves[i], root);
+    const struct clump c = clump_of(wm, root);
+    if (!leaf_holds(&wm->leaves[i], c.centre))
+      continue;
+    int hit = 0;
+    for (int64_t j = 0; j < wm->n && !hit; j++) {
+      int ret = leaf_distance(&wm->leaves[j], c.centre) <= found_within
+                    ? leaf_finds(wm, inf, &wm->leaves[j], &c, &hit)
+                    : 0;
       if (ret)
         return ret;
     }
@@ -511,15 +522,14 @@ int main(int argc, char **argv)
   }
   int64_t found = 0, scored = 0;
   if (!ret)
-    ret = clumps_found(&wm, m[GRAPH], &found, &scored);
+    ret = (octree ? octree_clumps_found : mesh_clumps_found)(&wm, m[GRAPH], &found, &scored);
   strata_amr_footprint fp = {0};
   if (!ret && octree)
     ret = strata_amr_get_footprint(wm.amr, &fp);
   /* Sums over the ranks, then the most on a rank. */
-  const int64_t side = BLOCK_CELLS + 2 * GHOSTS;
   int64_t sums[4] = {wm.n, found, wm.per_rank, scored};
   int64_t most[9] = {wm.n,
-                     wm.n * side * side * side * (int64_t)sizeof(float),
+                     wm.n * SIDE * SIDE * SIDE * (int64_t)sizeof(float),
                      graph.handles_local,
                      graph.elements_known,
                      graph.join_bytes_local,
