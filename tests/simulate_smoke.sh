@@ -162,32 +162,37 @@ EOF
 # (STRATA_SIM_DURATIONS=model): the tasks still run, so the clumps are found
 # on 16 ranks, where nearly every task finds its footprint in the models
 # (stale models, after a codelet's footprint changed, fail here:
-# scripts/simulate.sh calibrate); and on one rank, where every task finds
-# it, two runs simulate the same cycle to the nanosecond, where measured
-# durations differ by this machine's noise.
+# scripts/simulate.sh calibrate) and the others a duration by size (patch
+# 0006), so no task keeps its measured time; and two runs simulate the same
+# cycle to the nanosecond, on one rank and on 16, where measured durations
+# differ by this machine's noise.
 modeled_run() { # NAME RANKS
   rm -f "$work/modeled-$1.log" # the log is appended to
   STRATA_SIM_DURATIONS=model STRATA_SIM_LOG=$work/modeled-$1.log bash "$src/scripts/simulate.sh" \
     run -p cluster -n "$2" bench/bench_infer_weak --quick --rounds 2 >"$work/modeled-$1.json"
 }
 modeled_run 16 16
+modeled_run 16b 16
 modeled_run 1a 1
 modeled_run 1b 1
 python3 - "$work" <<'EOF'
 import json, re, sys
 work = sys.argv[1]
 def counts(name):
-    found = re.findall(r"task durations: (\d+) from performance models, (\d+) measured",
+    found = re.findall(r"task durations: (\d+) from performance models, (\d+) measured "
+                       r"\(no model entry\); (\d+) of the modeled by size",
                        open(f"{work}/modeled-{name}.log").read())
-    return len(found), sum(int(m) for m, _ in found), sum(int(t) for _, t in found)
-ranks, modeled, measured = counts("16")
+    return len(found), *(sum(int(f[k]) for f in found) for k in range(3))
+ranks, modeled, measured, by_size = counts("16")
 assert ranks == 16 and json.load(open(f"{work}/modeled-16.json"))["all_clumps_found"]
-print(f"durations from models on 16 ranks: {modeled} of {modeled + measured} tasks")
-assert measured < 0.02 * (modeled + measured), (modeled, measured)
-assert counts("1a")[2] == 0, counts("1a")
-a, b = (json.load(open(f"{work}/modeled-{k}.json"))["task_graph_s"] for k in ("1a", "1b"))
-print(f"1 rank, every duration from the models: cycle {a:.9f} s and {b:.9f} s in two runs")
-assert abs(a - b) <= 1e-9 * a, (a, b)
+print(f"durations from models on 16 ranks: {modeled} of {modeled + measured} tasks, "
+      f"{by_size} of them by size")
+assert measured == 0 and by_size < 0.02 * modeled, (modeled, measured, by_size)
+assert counts("1a")[2:] == (0, 0), counts("1a")
+for one, two, what in (("1a", "1b", "1 rank"), ("16", "16b", "16 ranks")):
+    a, b = (json.load(open(f"{work}/modeled-{k}.json"))["task_graph_s"] for k in (one, two))
+    print(f"{what}, every duration from the models: cycle {a:.9f} s and {b:.9f} s in two runs")
+    assert abs(a - b) <= 1e-9 * a, (what, a, b)
 EOF
 # The models of several ranks pool a footprint's measurements: the same home
 # twice gives every footprint twice the samples and the same mean.
