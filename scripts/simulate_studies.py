@@ -324,6 +324,7 @@ def plot(series, out):
                           ("infer_weak_mesh_modeled_37_calls", "cycle_s"),
                           ("infer_weak_mesh_modeled", "cycle_s"),
                           ("infer_weak_mesh_modeled_latest", "cycle_s"),
+                          ("infer_weak_mesh_all_modeled", "cycle_s"),
                           ("infer_weak_octree_modeled", "cycle_s")):
             if not series.get(name):
                 continue
@@ -388,6 +389,8 @@ set key top left
               "task graph, durations from the performance models"),
              ("infer_weak_mesh_modeled_latest", "cycle_s", "1:2 with linespoints pointtype 6",
               "the same, the code and models of 2026-12-07 (median of 3 cycles)"),
+             ("infer_weak_mesh_all_modeled", "cycle_s", ranges + " pointtype 5",
+              "the same, every duration from the models (runs repeat to the last digit)"),
              ("infer_weak_octree_modeled", "cycle_s", "1:2 with linespoints pointtype 7",
               "the same leaves in the octree on p4est (models)")))]
     script = f"""
